@@ -1,0 +1,5 @@
+import sys
+
+from allinone.cli import main
+
+sys.exit(main())

@@ -1,0 +1,225 @@
+"""The composition root: builds storage, the scheduler, Core, the uvicorn server and the
+in-process Runtime, starts them in that order and shuts them down in reverse within the
+shutdown budget. Nothing else in the code base wires components together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import signal
+import socket
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvicorn
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+from runtime.daemon import Daemon
+from runtime.harness.registry import HarnessRegistry
+from runtime.harness.scripted import ScriptedHarness
+from runtime.proto import limits
+from storage import tenancy
+from storage.database import Database
+from storage.errors import StorageError
+
+from allinone import __version__
+from allinone.config import Config
+from allinone.core.admission import Admission
+from allinone.core.api.app import build_app
+from allinone.core.api.sessions import SessionsApi
+from allinone.core.gateway.registry import Registry
+from allinone.core.gateway.server import Gateway
+from allinone.core.health import Health
+from allinone.core.hub import Hub
+from allinone.core.ids import Clock, Ids
+from allinone.core.orchestration.orchestrator import Orchestrator
+from allinone.core.orchestration.outcomes import Outcomes
+from allinone.core.orchestration.projector import Projector
+from allinone.core.recorder import Recorder
+from allinone.credentials import (
+    LOCAL_DEVICE_ID,
+    ensure_default_project,
+    issue_device_credential,
+)
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_BUDGET_SECONDS = 10.0
+DATABASE_FILE = "corebox.db"
+
+
+class StartupError(Exception):
+    """Start-up cannot continue; the message is the one line the user sees."""
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server without its own signal handling: the App owns the signals."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def prepare_data_dir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".write-probe"
+        probe.write_text("ok", encoding="utf-8")
+        probe.unlink()
+    except OSError as exc:
+        raise StartupError(f"data directory {path} is not writable ({exc.strerror})") from exc
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise StartupError(f"port {port} on {host} is already in use") from exc
+        raise StartupError(f"cannot listen on {host}:{port} ({exc.strerror})") from exc
+    sock.listen(512)
+    sock.set_inheritable(True)
+    return sock
+
+
+@dataclass
+class Started:
+    """What a running App exposes (tests and the CLI read it)."""
+
+    port: int
+    api_key: str | None
+    key_file: Path | None
+
+
+class App:
+    def __init__(self, config: Config, *, on_started: Callable[[Started], None] | None = None
+                 ) -> None:
+        self.config = config
+        self._on_started = on_started
+        self._stop = asyncio.Event()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> None:
+        config = self.config
+        prepare_data_dir(config.data_dir)
+        sock = bind(config.host, config.port)
+        port = sock.getsockname()[1]
+        clock = Clock()
+        ids = Ids(clock)
+        try:
+            db = await Database.open(config.data_dir / DATABASE_FILE)
+        except StorageError as exc:
+            sock.close()
+            raise StartupError(str(exc)) from exc
+        scheduler = AsyncIOScheduler()
+        try:
+            first = await ensure_default_project(db, ids, clock, config.data_dir, config.api_key)
+            scheduler.add_job(_checkpoint, "interval", minutes=5, args=[db],
+                              id="wal-checkpoint", coalesce=True, max_instances=1)
+            scheduler.start()
+            await self._serve(config, sock, port, db, scheduler, clock, ids, first.api_key,
+                              first.key_file)
+        finally:
+            if scheduler.running:
+                scheduler.shutdown(wait=False)
+            await db.close()
+            sock.close()
+
+    async def _serve(self, config: Config, sock: socket.socket, port: int, db: Database,
+                     scheduler: AsyncIOScheduler, clock: Clock, ids: Ids, api_key: str | None,
+                     key_file: Path | None) -> None:
+        hub = Hub()
+        registry = Registry()
+        recorder = Recorder(hub, ids, clock)
+        projector = Projector(recorder, ids, clock)
+        outcomes = Outcomes(db, recorder, projector, clock)
+        orchestrator = Orchestrator(db, registry, projector, outcomes, ids, clock)
+        admission = Admission(db, recorder, ids, clock, orchestrator.wake,
+                              orchestrator.request_cancel)
+        local_host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
+        ws_url = f"ws://{_url_host(local_host)}:{port}/api/v1/agent-daemon/ws"
+
+        async def device_digest(device_id: str) -> str | None:
+            return await db.read(lambda r: tenancy.device_digest(r, device_id))
+
+        gateway = Gateway(registry, device_digest, ids.new, limits.HEARTBEAT_SECONDS_DEFAULT,
+                          lambda: ws_url)
+        health = Health(db, registry, lambda: bool(scheduler.running), clock,
+                        {"data_dir": str(config.data_dir), "port": port,
+                         "source": str(config.config_file) if config.config_file else "defaults"})
+        app = build_app([*health.routes(), *gateway.routes(),
+                         *SessionsApi(db, admission, hub, ids).routes()])
+        server = _Server(uvicorn.Config(
+            app, log_config=None, access_log=False, lifespan="off", http=H11Protocol,
+            ws=WebSocketsSansIOProtocol, ws_max_size=limits.MAX_FRAME_BYTES,
+            ws_ping_interval=None, timeout_graceful_shutdown=2, log_level=config.log_level))
+        server_task = asyncio.create_task(server.serve(sockets=[sock]), name="http-server")
+        while not server.started:
+            if server_task.done():
+                await server_task
+                raise StartupError("the HTTP server stopped during start-up")
+            await asyncio.sleep(0.01)
+
+        credential = await issue_device_credential(db, ids, clock)
+        harnesses = HarnessRegistry()
+        harnesses.register(ScriptedHarness())
+        daemon = Daemon(f"http://{_url_host(local_host)}:{port}/api/v1", LOCAL_DEVICE_ID,
+                        credential, harnesses, __version__)
+        daemon_task = asyncio.create_task(daemon.run(), name="runtime-daemon")
+        await orchestrator.start()
+        log.info("corebox %s serving on http://%s:%d/v1", __version__, config.host, port)
+        if self._on_started is not None:
+            self._on_started(Started(port, api_key, key_file))
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self._stop.set)
+        stop = asyncio.create_task(self._stop.wait())
+        await asyncio.wait({stop, server_task, daemon_task}, return_when=asyncio.FIRST_COMPLETED)
+        log.info("corebox shutting down")
+        try:
+            await asyncio.wait_for(self._shutdown(orchestrator, daemon, daemon_task, hub, server,
+                                                  server_task), SHUTDOWN_BUDGET_SECONDS)
+        except TimeoutError:
+            log.error("shutdown exceeded %.0fs; stopping anyway", SHUTDOWN_BUDGET_SECONDS)
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.remove_signal_handler(sig)
+            stop.cancel()
+
+    async def _shutdown(self, orchestrator: Orchestrator, daemon: Daemon,
+                        daemon_task: asyncio.Task[None], hub: Hub, server: uvicorn.Server,
+                        server_task: asyncio.Task[None]) -> None:
+        """Stop accepting work, settle or cancel it, close peers, then the server."""
+        await orchestrator.stop(timeout=3.0)
+        await daemon.stop()
+        daemon_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await daemon_task
+        hub.close()
+        server.should_exit = True
+        with contextlib.suppress(asyncio.CancelledError):
+            await server_task
+
+
+async def _checkpoint(db: Database) -> None:
+    await db.read(lambda r: r.fetchone("PRAGMA wal_checkpoint(PASSIVE)"))
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+

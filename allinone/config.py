@@ -1,0 +1,101 @@
+"""Configuration: embedded defaults < `corebox.toml` < `COREBOX_*` environment < flags.
+
+Nothing here reads the environment at import time; `load` is given the environment and
+the flags by the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+KEYS = ("host", "port", "data_dir", "log_level")
+
+
+class ConfigError(ValueError):
+    """A configuration value is unusable; the message names it."""
+
+
+@dataclass(frozen=True)
+class Config:
+    host: str
+    port: int
+    data_dir: Path
+    log_level: str
+    api_key: str | None = None
+    config_file: Path | None = None
+
+
+def default_data_dir(environ: Mapping[str, str]) -> Path:
+    xdg = environ.get("XDG_DATA_HOME")
+    base = Path(xdg) if xdg else Path(environ.get("HOME", str(Path.home()))) / ".local" / "share"
+    return base / "corebox"
+
+
+def load(flags: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> Config:
+    """Resolve the configuration; `flags` holds only the flags the user gave."""
+    values: dict[str, Any] = {
+        "host": "127.0.0.1",
+        "port": 8800,
+        "data_dir": str(default_data_dir(environ)),
+        "log_level": "info",
+    }
+    config_path = flags.get("config") or environ.get("COREBOX_CONFIG")
+    config_file: Path | None = None
+    if config_path:
+        config_file = Path(config_path)
+        if not config_file.is_file():
+            raise ConfigError(f"config file {config_file} does not exist")
+    elif (cwd / "corebox.toml").is_file():
+        config_file = cwd / "corebox.toml"
+    if config_file is not None:
+        values.update(_read_toml(config_file))
+    for key in KEYS:
+        env_value = environ.get(f"COREBOX_{key.upper()}")
+        if env_value:
+            values[key] = env_value
+    for key in KEYS:
+        if flags.get(key) is not None:
+            values[key] = flags[key]
+    return Config(
+        host=str(values["host"]),
+        port=_port(values["port"]),
+        data_dir=Path(os.path.expanduser(str(values["data_dir"]))),
+        log_level=_log_level(values["log_level"]),
+        api_key=environ.get("COREBOX_API_KEY") or None,
+        config_file=config_file,
+    )
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from exc
+    section = data.get("serve", data)
+    unknown = sorted(set(section) - set(KEYS) - {"serve"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}")
+    return {key: section[key] for key in KEYS if key in section}
+
+
+def _port(value: Any) -> int:
+    try:
+        port = int(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"port must be a number, not {value!r}") from exc
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"port {port} is out of range")
+    return port
+
+
+def _log_level(value: Any) -> str:
+    level = str(value).lower()
+    if level not in LOG_LEVELS:
+        raise ConfigError(f"log level must be one of {', '.join(LOG_LEVELS)}")
+    return level

@@ -1,0 +1,1 @@
+"""Core: the public API, the Runtime gateway, orchestration and durable state."""

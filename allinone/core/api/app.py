@@ -1,0 +1,40 @@
+"""The Starlette application: every route, and the error handlers."""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute
+
+from allinone.core.api.errors import (
+    ApiError,
+    error_response,
+    handle_api_error,
+    handle_unexpected,
+)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return error_response(ApiError(404, f"Unknown route {request.method} "
+                                       f"{request.url.path[:200]}.",
+                                       code="unsupported_operation"))
+    if exc.status_code == 405:
+        return error_response(ApiError(405, f"Method {request.method} is not allowed here.",
+                                       code="unsupported_operation",
+                                       headers=dict(exc.headers or {})))
+    return error_response(ApiError(exc.status_code, str(exc.detail)))
+
+
+def build_app(routes: list[BaseRoute]) -> Starlette:
+    return Starlette(
+        routes=routes,
+        exception_handlers={
+            ApiError: handle_api_error,
+            HTTPException: _http_error,
+            Exception: handle_unexpected,
+        },
+    )

@@ -1,0 +1,127 @@
+"""What every `/v1` handler shares: the Beta header, bearer auth, body decoding and
+list parameters."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, TypeVar
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+
+from storage import tenancy
+from storage.database import Database
+from storage.pages import CursorNotFound
+
+from allinone.core.api.errors import ApiError, from_validation, invalid, not_found
+
+T = TypeVar("T")
+
+BETA_VALUE = "agents=v1"
+MAX_BODY_BYTES = 1024 * 1024
+MAX_SESSION_BODY_BYTES = 16 * 1024 * 1024
+
+
+def digest_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def check_beta(request: Request) -> None:
+    values = request.headers.getlist("openai-beta")
+    if len(values) != 1 or values[0].strip() != BETA_VALUE:
+        raise ApiError(400, "To access the Agents API, set the 'OpenAI-Beta' header to "
+                       "'agents=v1'.", code="invalid_beta")
+
+
+async def authenticate(db: Database, request: Request) -> str:
+    """Return the project of the request's API key, or raise 401."""
+    header = request.headers.get("authorization", "")
+    key = header[len("Bearer "):].strip() if header.startswith("Bearer ") else ""
+    project = None
+    if key:
+        project = await db.read(lambda r: tenancy.project_for_key(r, digest_key(key)))
+    if project is None:
+        raise ApiError(401, "A valid Agents API bearer key is required.",
+                       type_="invalid_request_error",
+                       headers={"www-authenticate": "Bearer"})
+    return project
+
+
+async def project_for(db: Database, request: Request) -> str:
+    check_beta(request)
+    return await authenticate(db, request)
+
+
+async def decode_body(request: Request, type_: type[T], limit: int = MAX_BODY_BYTES) -> T:
+    body = await request.body()
+    if len(body) > limit:
+        raise ApiError(413, "The request body is too large.", code="request_too_large")
+    if not body.strip():
+        body = b"{}"
+    try:
+        value = msgspec.json.decode(body)
+    except msgspec.DecodeError as exc:
+        raise ApiError(400, "The request body is not valid JSON.", code="invalid_json") from exc
+    if not isinstance(value, dict):
+        raise invalid("The request body must be a JSON object.")
+    try:
+        return msgspec.convert(value, type_)
+    except msgspec.ValidationError as exc:
+        raise from_validation(exc) from exc
+
+
+def idempotency_key(request: Request) -> str | None:
+    key = request.headers.get("idempotency-key")
+    if key is None or key == "":
+        return None
+    if len(key.encode()) > 128 or not key.strip():
+        raise invalid("Idempotency-Key must be 1-128 bytes and not blank.",
+                      code="invalid_request")
+    return key
+
+
+class ListParams(msgspec.Struct):
+    after: str | None
+    limit: int
+    order: str
+
+
+def list_params(request: Request, *, strict_limit: bool = False) -> ListParams:
+    query = request.query_params
+    for name in ("after", "limit", "order"):
+        if len(query.getlist(name)) > 1:
+            raise invalid(f"Failed to deserialize query string: duplicate field `{name}`.", name)
+    limit = 20
+    raw_limit = query.get("limit")
+    if raw_limit is not None:
+        try:
+            limit = int(raw_limit)
+        except ValueError as exc:
+            raise invalid("limit must be an integer.", "limit") from exc
+        if strict_limit and not 1 <= limit <= 100:
+            raise invalid("limit must be between 1 and 100", "limit")
+        limit = min(max(limit, 1), 100)
+    order = query.get("order") or "desc"
+    if order not in ("asc", "desc"):
+        raise invalid(f"Failed to deserialize query string: order: unknown variant `{order[:20]}`"
+                      ", expected `asc` or `desc`", "order")
+    after = query.get("after") or None
+    return ListParams(after=after, limit=limit, order=order)
+
+
+def cursor_error(exc: CursorNotFound, message: str | None = None) -> ApiError:
+    if message is None:
+        return not_found()
+    return invalid(message, "after")
+
+
+class JsonResponse(Response):
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return msgspec.json.encode(content)
+
+
+def json(body: Any, status: int = 200) -> Response:
+    return JsonResponse(body, status_code=status)

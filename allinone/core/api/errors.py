@@ -1,0 +1,93 @@
+"""The API's error format and the one place that turns domain errors into responses.
+
+Body: `{"error": {"message", "type", "param", "code"}}`. The type follows the status:
+`server_error` for 5xx, `conflict_error` for 409, `not_found_error` for 404,
+`invalid_beta` for that code, `authentication_error`... otherwise `invalid_request_error`.
+No credential, prompt or stack trace ever appears in an error body.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+log = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    """An error the API reports to the caller as-is."""
+
+    def __init__(self, status: int, message: str, *, code: str | None = None,
+                 param: str | None = None, type_: str | None = None,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.param = param
+        self.type = type_ or _type_for(status, code)
+        self.headers = headers or {}
+
+
+def _type_for(status: int, code: str | None) -> str:
+    if status >= 500:
+        return "server_error"
+    if status == 409:
+        return "conflict_error"
+    if status == 404:
+        return "not_found_error"
+    if code == "invalid_beta":
+        return "invalid_beta"
+    return "invalid_request_error"
+
+
+def not_found() -> ApiError:
+    return ApiError(404, "Resource not found.", code="not_found_error")
+
+
+def invalid(message: str, param: str | None = None, code: str | None = None) -> ApiError:
+    return ApiError(400, message, param=param, code=code)
+
+
+_PATH = re.compile(r" - at `\$\.?([^`]*)`$")
+
+
+def from_validation(exc: msgspec.ValidationError | msgspec.DecodeError) -> ApiError:
+    """Translate a msgspec error into a 400 naming the offending parameter."""
+    text = str(exc)
+    match = _PATH.search(text)
+    param = None
+    if match:
+        param = match.group(1).replace("[", ".").replace("]", "") or None
+        text = text[: match.start()]
+    if isinstance(exc, msgspec.DecodeError) and not isinstance(exc, msgspec.ValidationError):
+        return ApiError(400, "The request body is not valid JSON.", code="invalid_json")
+    return ApiError(400, f"Invalid request: {text}.", param=param)
+
+
+def error_response(error: ApiError) -> Response:
+    body = {
+        "error": {
+            "message": error.message,
+            "type": error.type,
+            "param": error.param,
+            "code": error.code,
+        }
+    }
+    return JSONResponse(body, status_code=error.status, headers=error.headers)
+
+
+async def handle_api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return error_response(exc)
+
+
+async def handle_unexpected(request: Request, exc: Exception) -> Response:
+    log.error("unhandled error on %s %s: %s", request.method, request.url.path,
+              type(exc).__name__, exc_info=exc)
+    return error_response(ApiError(500, "The server had an error processing the request.",
+                                   code="internal_error"))

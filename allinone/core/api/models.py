@@ -1,0 +1,142 @@
+"""Request bodies of the public API as msgspec Structs, decoded strictly.
+
+`UNSET` marks an omitted field, `None` an explicit null: update semantics differ.
+corebox-only settings travel under the single extension key `x_corebox`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+Metadata = dict[str, str]
+NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+
+_STRICT: dict[str, Any] = {"forbid_unknown_fields": True}
+
+
+class InputTextParam(msgspec.Struct, tag="input_text", tag_field="type", **_STRICT):
+    text: str
+
+
+class InputImageParam(msgspec.Struct, tag="input_image", tag_field="type", **_STRICT):
+    image_url: NonEmpty
+
+
+InputContentParam = InputTextParam | InputImageParam
+
+
+class InputMessageParam(msgspec.Struct, **_STRICT):
+    role: Literal["user"]
+    content: list[InputContentParam]
+    type: Literal["message"] | UnsetType = UNSET
+
+
+class ReasoningParam(msgspec.Struct, **_STRICT):
+    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = None
+    summary: Literal["concise", "detailed", "auto"] | None = None
+
+
+class TextFormatParam(msgspec.Struct, **_STRICT):
+    type: Literal["text", "json_schema"]
+    schema: dict[str, Any] | UnsetType = UNSET
+    name: str | UnsetType = UNSET
+    strict: bool | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+
+
+class TextParam(msgspec.Struct, **_STRICT):
+    format: TextFormatParam | None = None
+    verbosity: Literal["low", "medium", "high"] | None = None
+
+
+class MultiAgentParam(msgspec.Struct, **_STRICT):
+    enabled: bool
+    max_concurrent_subagents: int | None | UnsetType = UNSET
+
+
+class CompactionParam(msgspec.Struct, **_STRICT):
+    async_: bool | None = msgspec.field(default=None, name="async")
+
+
+class ExperimentalParam(msgspec.Struct, **_STRICT):
+    time_awareness: bool | UnsetType = UNSET
+
+
+ServiceTier = Literal["auto", "default", "flex", "priority", "fast", "ultrafast"]
+ToolParam = dict[str, Any]
+
+
+class AgentCreate(msgspec.Struct, **_STRICT):
+    model: NonEmpty
+    name: str | None | UnsetType = UNSET
+    instructions: str | None | UnsetType = UNSET
+    metadata: Metadata | None | UnsetType = UNSET
+    service_tier: ServiceTier | None | UnsetType = UNSET
+    reasoning: ReasoningParam | None | UnsetType = UNSET
+    text: TextParam | None | UnsetType = UNSET
+    tools: list[ToolParam] | None | UnsetType = UNSET
+    multi_agent: MultiAgentParam | None | UnsetType = UNSET
+    compaction: CompactionParam | None | UnsetType = UNSET
+    experimental: ExperimentalParam | UnsetType = UNSET
+    x_corebox: dict[str, Any] | UnsetType = UNSET
+
+
+class SessionAgentParam(msgspec.Struct, **_STRICT):
+    model: NonEmpty | UnsetType = UNSET
+    instructions: str | None | UnsetType = UNSET
+    tools: list[ToolParam] | None | UnsetType = UNSET
+    reasoning: ReasoningParam | None | UnsetType = UNSET
+    text: TextParam | None | UnsetType = UNSET
+    service_tier: ServiceTier | None | UnsetType = UNSET
+    multi_agent: MultiAgentParam | None | UnsetType = UNSET
+    compaction: CompactionParam | None | UnsetType = UNSET
+    experimental: ExperimentalParam | UnsetType = UNSET
+    x_corebox: dict[str, Any] | UnsetType = UNSET
+
+
+class StreamOptions(msgspec.Struct, **_STRICT):
+    include_obfuscation: bool | UnsetType = UNSET
+
+
+class SessionCreate(msgspec.Struct, **_STRICT):
+    environment: dict[str, Any]
+    agent_id: NonEmpty | UnsetType = UNSET
+    agent: SessionAgentParam | UnsetType = UNSET
+    input: str | list[InputMessageParam] | None | UnsetType = UNSET
+    metadata: Metadata | None | UnsetType = UNSET
+    vault_ids: list[str] | None | UnsetType = UNSET
+    prompt_cache_options: dict[str, Any] | None | UnsetType = UNSET
+    review: Literal["none", "auto_review"] | UnsetType = UNSET
+    spend_control: dict[str, Any] | None | UnsetType = UNSET
+    stream: bool | UnsetType = UNSET
+    stream_options: StreamOptions | UnsetType = UNSET
+    x_corebox: dict[str, Any] | UnsetType = UNSET
+
+
+class MessageInputEvent(msgspec.Struct, tag="agent.session.input.message", tag_field="type",
+                        **_STRICT):
+    input: list[InputMessageParam]
+
+
+class CancelInputEvent(msgspec.Struct, tag="agent.session.input.cancel", tag_field="type",
+                       **_STRICT):
+    pass
+
+
+class ToolResultInputEvent(msgspec.Struct, tag="agent.session.input.tool_result",
+                           tag_field="type", **_STRICT):
+    turn_id: str
+    call_id: str
+    success: bool
+    output: str | list[InputContentParam] | None = None
+    error: str | None = None
+
+
+InputEvent = MessageInputEvent | CancelInputEvent | ToolResultInputEvent
+
+
+class InputEvents(msgspec.Struct, **_STRICT):
+    events: Annotated[list[InputEvent], msgspec.Meta(max_length=64)]

@@ -1,0 +1,169 @@
+"""`/v1/agents` and `/v1/agents/sessions/...` handlers the official SDK calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from storage import agents as agent_rows
+from storage import journal, sessions, turns
+from storage.database import Database
+from storage.pages import CursorNotFound, keyset
+from storage.rows import record
+
+from allinone.core import render
+from allinone.core.admission import Admission
+from allinone.core.api.common import (
+    MAX_SESSION_BODY_BYTES,
+    cursor_error,
+    decode_body,
+    idempotency_key,
+    json,
+    list_params,
+    project_for,
+)
+from allinone.core.api.errors import not_found
+from allinone.core.api.models import AgentCreate, InputEvents, SessionCreate
+from allinone.core.api.streams import SSE_HEADERS, CreationStop, journal_stream, never
+from allinone.core.hub import Hub
+from allinone.core.ids import Ids
+from allinone.core.recorder import session_view
+
+
+class SessionsApi:
+    def __init__(self, db: Database, admission: Admission, hub: Hub, ids: Ids) -> None:
+        self._db = db
+        self._admission = admission
+        self._hub = hub
+        self._ids = ids
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/v1/agents", self.create_agent, methods=["POST"]),
+            Route("/v1/agents/sessions", self.create_session, methods=["POST"]),
+            Route("/v1/agents/sessions/{session_id}", self.retrieve_session, methods=["GET"]),
+            Route("/v1/agents/sessions/{session_id}/events", self.stream_events,
+                  methods=["GET"]),
+            Route("/v1/agents/sessions/{session_id}/events", self.post_events, methods=["POST"]),
+            Route("/v1/agents/sessions/{session_id}/items", self.list_items, methods=["GET"]),
+            Route("/v1/agents/sessions/{session_id}/turns", self.list_turns, methods=["GET"]),
+            Route("/v1/agents/sessions/{session_id}/turns/{turn_id}", self.retrieve_turn,
+                  methods=["GET"]),
+            Route("/v1/agents/sessions/{session_id}/turns/{turn_id}/items",
+                  self.list_turn_items, methods=["GET"]),
+            Route("/v1/agents/{agent_id}", self.retrieve_agent, methods=["GET"]),
+        ]
+
+    async def create_agent(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        body = await decode_body(request, AgentCreate)
+        agent_id = await self._admission.create_agent(project, body)
+        row = await self._db.read(lambda r: agent_rows.get(r, project, agent_id))
+        assert row is not None
+        return json(render.agent(row))
+
+    async def retrieve_agent(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        agent_id = request.path_params["agent_id"]
+        row = await self._db.read(lambda r: agent_rows.get(r, project, agent_id))
+        if row is None:
+            raise not_found()
+        return json(render.agent(row))
+
+    async def _session(self, project: str, session_id: str) -> dict[str, Any]:
+        row = await self._db.read(lambda r: sessions.get(r, project, session_id))
+        if row is None:
+            raise not_found()
+        return row
+
+    async def create_session(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        body = await decode_body(request, SessionCreate, MAX_SESSION_BODY_BYTES)
+        key = idempotency_key(request)
+        session_id, created = await self._admission.create_session(project, body, key)
+        if body.stream is True:
+            if not created:
+                return StreamingResponse(_single(b": connected\n\n"),
+                                         media_type="text/event-stream", headers=SSE_HEADERS)
+            stream = journal_stream(self._db, self._hub, self._ids, session_id, 0, CreationStop())
+            return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
+        row = await self._session(project, session_id)
+        return json(await self._db.read(lambda r: session_view(r, row)))
+
+    async def retrieve_session(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        row = await self._session(project, request.path_params["session_id"])
+        return json(await self._db.read(lambda r: session_view(r, row)))
+
+    async def stream_events(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        row = await self._session(project, request.path_params["session_id"])
+        start = await self._db.read(lambda r: journal.latest_seq(r, row["id"]))
+        stream = journal_stream(self._db, self._hub, self._ids, row["id"], start, never)
+        return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
+
+    async def post_events(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        body = await decode_body(request, InputEvents)
+        await self._admission.admit_inputs(project, request.path_params["session_id"],
+                                           body.events, idempotency_key(request))
+        return Response(status_code=202)
+
+    async def list_items(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        params = list_params(request)
+        row = await self._session(project, request.path_params["session_id"])
+        try:
+            rows, more = await self._db.read(lambda r: keyset(
+                r, table="items", where="session_id = ?", params=(row["id"],),
+                after=params.after, limit=params.limit, order=params.order,
+                keys=("position", "id")))
+        except CursorNotFound as exc:
+            raise cursor_error(exc, "Invalid session item ID in `after`") from exc
+        data = [render.item(record(r, ("payload",)) or {}) for r in rows]
+        return json(render.page(data, more))
+
+    async def list_turn_items(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        params = list_params(request)
+        row = await self._session(project, request.path_params["session_id"])
+        turn_id = request.path_params["turn_id"]
+        turn = await self._db.read(lambda r: turns.get(r, turn_id))
+        if turn is None or turn["session_id"] != row["id"]:
+            raise not_found()
+        try:
+            rows, more = await self._db.read(lambda r: keyset(
+                r, table="items", where="turn_id = ?", params=(turn_id,), after=params.after,
+                limit=params.limit, order=params.order, keys=("position", "id")))
+        except CursorNotFound as exc:
+            raise cursor_error(exc, "Invalid session item ID in `after`") from exc
+        data = [render.item(record(r, ("payload",)) or {}) for r in rows]
+        return json(render.page(data, more))
+
+    async def list_turns(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        params = list_params(request, strict_limit=True)
+        row = await self._session(project, request.path_params["session_id"])
+        try:
+            rows, more = await self._db.read(lambda r: keyset(
+                r, table="turns", where="session_id = ?", params=(row["id"],),
+                after=params.after, limit=params.limit, order=params.order))
+        except CursorNotFound as exc:
+            raise cursor_error(exc) from exc
+        data = [render.turn(record(r, ("usage",)) or {}) for r in rows]
+        return json(render.page(data, more))
+
+    async def retrieve_turn(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        row = await self._session(project, request.path_params["session_id"])
+        turn = await self._db.read(lambda r: turns.get(r, request.path_params["turn_id"]))
+        if turn is None or turn["session_id"] != row["id"]:
+            raise not_found()
+        return json(render.turn(turn))
+
+
+async def _single(chunk: bytes):  # type: ignore[no-untyped-def]
+    yield chunk

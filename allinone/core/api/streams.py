@@ -1,0 +1,87 @@
+"""Server-sent event streams read from the session journal.
+
+Contract: headers and a `: connected` comment are sent at once; then every journal event
+after the starting sequence, in order, each as `event: <type>` + one `data:` line; no
+`id:` or `retry:` lines ever; a `: keepalive` comment after 15 s of silence. A reader
+whose next event was pruned from the journal gets one `error` event
+(`stream_interrupted`) and the stream closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+
+from storage import journal
+from storage.database import Database
+
+from allinone.core.hub import Hub
+from allinone.core.ids import Ids
+from allinone.core.recorder import decode_event
+
+KEEPALIVE_SECONDS = 15.0
+SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+
+# Decides, per event, whether the stream ends after it.
+StopRule = Callable[[str, dict[str, object]], bool]
+
+
+def never(_type: str, _event: dict[str, object]) -> bool:
+    return False
+
+
+class CreationStop:
+    """The creation stream ends after the first settled idle, or on any failure."""
+
+    def __init__(self) -> None:
+        self.turn_id: str | None = None
+        self.turn_ended = False
+
+    def __call__(self, type_: str, event: dict[str, object]) -> bool:
+        if type_ == "agent.session.failed":
+            return True
+        if type_ == "agent.session.turn.created" and self.turn_id is None:
+            self.turn_id = str(event.get("turn_id"))
+        if type_ in ("agent.session.turn.completed", "agent.session.turn.failed",
+                     "agent.session.turn.cancelled") and event.get("turn_id") == self.turn_id:
+            self.turn_ended = True
+        return type_ == "agent.session.idle" and self.turn_ended
+
+
+async def journal_stream(db: Database, hub: Hub, ids: Ids, session_id: str, after_seq: int,
+                         stop: StopRule) -> AsyncIterator[bytes]:
+    wake = hub.subscribe(session_id)
+    try:
+        yield b": connected\n\n"
+        seq = after_seq
+        while not hub.closing.is_set():
+            wake.clear()
+            rows = await db.read(lambda r, s=seq: journal.after(r, session_id, s))
+            if rows and rows[0]["seq"] != seq + 1:
+                yield _interrupted(ids, session_id)
+                return
+            for row in rows:
+                seq = row["seq"]
+                payload: str = row["payload"]
+                yield f"event: {row['type']}\ndata: {payload}\n\n".encode()
+                if stop is not never and stop(row["type"], decode_event(payload)):
+                    return
+            if rows:
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), KEEPALIVE_SECONDS)
+                continue
+            yield b": keepalive\n\n"
+    finally:
+        hub.unsubscribe(session_id, wake)
+
+
+def _interrupted(ids: Ids, session_id: str) -> bytes:
+    import msgspec
+
+    event = {"type": "error", "event_id": ids.new("evt"), "session_id": session_id,
+             "error": {"type": "server_error", "code": "stream_interrupted",
+                       "message": "The event stream fell behind the retained journal; "
+                                  "reconnect and read the session state.", "param": None}}
+    return b"event: error\ndata: " + msgspec.json.encode(event) + b"\n\n"

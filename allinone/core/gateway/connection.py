@@ -1,0 +1,156 @@
+"""One Runtime connection: its send queue, capability snapshot and subscriptions.
+
+The connection's reader hands each decoded frame to `route`; nothing here decides what a
+frame means for a Turn. Statuses go to the preparation subscription of their request
+id, Run frames to the Run subscription of their Run id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import msgspec
+
+from runtime.proto import codec, limits
+from runtime.proto.capabilities import SupportedAgentKind
+from runtime.proto.codec import Frame
+from runtime.proto.execution import PreparationStatus
+from runtime.proto.heartbeat import Heartbeat
+
+from allinone.core.gateway.subscriptions import (
+    PreparationSubscription,
+    RunSubscription,
+)
+
+log = logging.getLogger(__name__)
+
+CONNECTION_CLOSED = "connection_closed"
+CONNECTION_REPLACED = "connection_replaced"
+SHUTDOWN = "shutdown"
+
+
+class SendFailed(Exception):
+    """The envelope did not enter the send queue; the peer never saw it."""
+
+
+class Connection:
+    def __init__(self, device_id: str, connection_id: str) -> None:
+        self.device_id = device_id
+        self.connection_id = connection_id
+        # None until the first heartbeat: capabilities are unknown, never inferred.
+        self.kinds: dict[str, SupportedAgentKind] | None = None
+        self.last_heartbeat_ts = 0
+        self.active_requests = 0
+        self.outbox: asyncio.Queue[bytes | None] = asyncio.Queue(limits.SEND_QUEUE_ENVELOPES)
+        self._preparations: dict[str, PreparationSubscription] = {}
+        self._runs: dict[str, RunSubscription] = {}
+        self.closed = asyncio.Event()
+        self.close_reason = ""
+
+    # Sending. A successful send proves only that the envelope entered the local queue.
+    async def send(self, type_: str, id_: str, payload: msgspec.Struct | None) -> None:
+        if self.closed.is_set():
+            raise SendFailed(self.close_reason or CONNECTION_CLOSED)
+        data = codec.encode(type_, id_, payload)
+        try:
+            await asyncio.wait_for(self.outbox.put(data), limits.WRITE_DEADLINE_SECONDS)
+        except TimeoutError as exc:
+            raise SendFailed("send_queue_full") from exc
+
+    # Subscriptions: subscribe before sending the request they observe.
+    def subscribe_preparation(self, request_id: str) -> PreparationSubscription:
+        if len(self._preparations) >= limits.MAX_PREPARATION_SUBSCRIPTIONS:
+            raise SendFailed("preparation_subscriptions_exhausted")
+        sub = PreparationSubscription(limits.PREPARATION_SUBSCRIPTION_BUFFER)
+        if self.closed.is_set():
+            sub.fail(self.close_reason)
+        self._preparations[request_id] = sub
+        return sub
+
+    def unsubscribe_preparation(self, request_id: str) -> None:
+        self._preparations.pop(request_id, None)
+
+    def subscribe_run(self, run_id: str) -> RunSubscription:
+        sub = RunSubscription(limits.RUN_SUBSCRIPTION_BUFFER)
+        if self.closed.is_set():
+            sub.fail(self.close_reason)
+        self._runs[run_id] = sub
+        return sub
+
+    def unsubscribe_run(self, run_id: str) -> None:
+        self._runs.pop(run_id, None)
+
+    def run_subscription(self, run_id: str) -> RunSubscription | None:
+        return self._runs.get(run_id)
+
+    # Receiving.
+    async def route(self, frame: Frame) -> None:
+        if frame.type == "heartbeat":
+            self._heartbeat(frame.payload)
+            return
+        if frame.type == "preparation_status":
+            sub = self._preparations.get(frame.id)
+            if sub is not None and sub.accept(frame.payload):
+                await sub.put(frame.payload, limits.RECEIPT_SEND_TIMEOUT_SECONDS)
+            return
+        if frame.type in codec.RUN_EVENT_TYPES or frame.type in _RUN_ROUTED:
+            run = self._runs.get(frame.id)
+            if run is None:
+                log.warning("frame %s for an unknown run dropped", frame.type)
+                return
+            await run.put(frame, limits.RECEIPT_SEND_TIMEOUT_SECONDS)
+            if frame.type == "done":
+                run.finish()
+                self._runs.pop(frame.id, None)
+            return
+        log.warning("frame %s has no route on this connection", frame.type)
+
+    def _heartbeat(self, heartbeat: Heartbeat) -> None:
+        self.kinds = {kind.kind: kind for kind in heartbeat.supported_agent_kinds}
+        self.last_heartbeat_ts = heartbeat.ts
+        self.active_requests = heartbeat.active_requests
+
+    def invalidate(self) -> None:
+        """An invalid heartbeat clears the admission snapshot."""
+        self.kinds = None
+
+    def close(self, reason: str) -> None:
+        """Close every subscription with an observation error; nothing is fabricated."""
+        if self.closed.is_set():
+            return
+        self.close_reason = reason
+        self.closed.set()
+        for prep in self._preparations.values():
+            prep.fail(reason)
+        for run in self._runs.values():
+            run.fail(reason)
+        self._preparations.clear()
+        self._runs.clear()
+        try:
+            self.outbox.put_nowait(None)
+        except asyncio.QueueFull:
+            pass
+
+    def available_kind(self, kind: str) -> SupportedAgentKind | None:
+        if self.kinds is None:
+            return None
+        declared = self.kinds.get(kind)
+        return declared if declared is not None and declared.available else None
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "device_id": self.device_id,
+            "declared": self.kinds is not None,
+            "agent_kinds": sorted(k for k, v in (self.kinds or {}).items() if v.available),
+        }
+
+
+# Run-scoped frames added by later protocol families route the same way.
+_RUN_ROUTED = frozenset(
+    {"function_call", "permission_request", "prompt_for_user_choice", "prompt_steer_ack",
+     "interaction_decision_ack"}
+)
+
+__all__ = ["Connection", "PreparationStatus", "SendFailed"]

@@ -1,0 +1,52 @@
+"""Connected devices. A new connection for a device replaces the old one: the old
+connection's runs and routes are closed and nothing is inherited."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+from runtime.proto.capabilities import missing_capabilities
+
+from allinone.core.gateway.connection import CONNECTION_REPLACED, Connection
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._connections: dict[str, Connection] = {}
+        self.changed = asyncio.Event()
+
+    def register(self, connection: Connection) -> None:
+        previous = self._connections.get(connection.device_id)
+        if previous is not None:
+            previous.close(CONNECTION_REPLACED)
+        self._connections[connection.device_id] = connection
+        self._changed()
+
+    def unregister(self, connection: Connection) -> None:
+        if self._connections.get(connection.device_id) is connection:
+            del self._connections[connection.device_id]
+        self._changed()
+
+    def declared(self) -> None:
+        """A connection's capability snapshot changed."""
+        self._changed()
+
+    def __iter__(self) -> Iterator[Connection]:
+        return iter(list(self._connections.values()))
+
+    def select(self, kind: str, required: list[str]) -> Connection | None:
+        """A connected device that declared `kind` available with every required capability."""
+        for connection in self:
+            if connection.closed.is_set():
+                continue
+            declared = connection.available_kind(kind)
+            if declared is None:
+                continue
+            if not missing_capabilities(declared.capabilities, required):
+                return connection
+        return None
+
+    def _changed(self) -> None:
+        self.changed.set()
+        self.changed = asyncio.Event()

@@ -1,0 +1,160 @@
+"""HTTP shell of the gateway: `POST /api/v1/agent-daemon/bootstrap` and the WebSocket at
+`/api/v1/agent-daemon/ws`. It authenticates, checks the exact wire version before any
+dispatch, and moves frames between the socket and a Connection; it decides nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import logging
+from collections.abc import Awaitable, Callable
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from runtime.proto import codec, limits
+from runtime.proto.errors import DecodeError, DecodeErrorCode, ProtocolError
+from runtime.proto.version import VERSION, is_compatible
+
+from allinone.core.gateway.connection import CONNECTION_CLOSED, Connection
+from allinone.core.gateway.registry import Registry
+
+log = logging.getLogger(__name__)
+
+DeviceLookup = Callable[[str], Awaitable[str | None]]
+
+
+def _error(status: int, code: str, detail: str) -> JSONResponse:
+    return JSONResponse({"error": code, "detail": detail}, status_code=status)
+
+
+def _bearer(header: str | None) -> str | None:
+    if not header or not header.startswith("Bearer "):
+        return None
+    token = header[len("Bearer "):].strip()
+    return token or None
+
+
+class Gateway:
+    def __init__(self, registry: Registry, device_digest: DeviceLookup,
+                 new_id: Callable[[str], str], heartbeat_seconds: int,
+                 public_ws_url: Callable[[], str]) -> None:
+        self.registry = registry
+        self._device_digest = device_digest
+        self._new_id = new_id
+        self._heartbeat_seconds = heartbeat_seconds
+        self._public_ws_url = public_ws_url
+
+    def routes(self) -> list[Route | WebSocketRoute]:
+        return [
+            Route("/api/v1/agent-daemon/bootstrap", self.bootstrap, methods=["POST"]),
+            WebSocketRoute("/api/v1/agent-daemon/ws", self.websocket),
+        ]
+
+    async def _authenticate(self, device_id: str, credential: str) -> str | None:
+        """Return an error code, or None when the credential belongs to the device."""
+        digest = await self._device_digest(device_id)
+        if digest is None:
+            return "unknown_device"
+        offered = hashlib.sha256(credential.encode()).hexdigest()
+        if not hmac.compare_digest(offered, digest):
+            return "bad_credential"
+        return None
+
+    async def bootstrap(self, request: Request) -> Response:
+        credential = _bearer(request.headers.get("authorization"))
+        if credential is None:
+            return _error(401, "missing_bearer", "a bearer credential is required")
+        try:
+            body = msgspec.json.decode(await request.body(), type=dict[str, str])
+        except msgspec.DecodeError:
+            return _error(400, "bad_json", "the body must be a JSON object of strings")
+        device_id = body.get("device_id", "")
+        if not device_id:
+            return _error(400, "missing_device_id", "device_id is required")
+        failure = await self._authenticate(device_id, credential)
+        if failure is not None:
+            return _error(401, failure, "the device credential was not accepted")
+        return JSONResponse({
+            "device_id": device_id,
+            "ws_url": self._public_ws_url(),
+            "heartbeat_seconds": self._heartbeat_seconds,
+            "protocol_version": VERSION,
+        })
+
+    async def websocket(self, ws: WebSocket) -> None:
+        device_id = ws.query_params.get("device_id", "")
+        version = ws.query_params.get("version", "")
+        credential = _bearer(ws.headers.get("authorization"))
+        if not device_id or not version or credential is None:
+            await ws.send_denial_response(
+                _error(400, "missing_params", "device_id, version and bearer are required"))
+            return
+        if not is_compatible(version):
+            await ws.send_denial_response(_error(
+                426, "incompatible_version",
+                f"this Core speaks wire version {VERSION}; the Runtime offered {version[:32]!r}"))
+            return
+        failure = await self._authenticate(device_id, credential)
+        if failure is not None:
+            await ws.send_denial_response(
+                _error(401, failure, "the device credential was not accepted"))
+            return
+        await ws.accept()
+        connection = Connection(device_id, self._new_id("conn"))
+        self.registry.register(connection)
+        log.info("runtime device %s connected", device_id)
+        writer = asyncio.create_task(self._write(ws, connection), name="gateway-writer")
+        try:
+            await self._read(ws, connection)
+        finally:
+            connection.close(connection.close_reason or CONNECTION_CLOSED)
+            self.registry.unregister(connection)
+            writer.cancel()
+            try:
+                await writer
+            except (asyncio.CancelledError, Exception):
+                pass
+            try:
+                await ws.close()
+            except Exception:  # the socket may already be gone
+                pass
+            log.info("runtime device %s disconnected", device_id)
+
+    async def _read(self, ws: WebSocket, connection: Connection) -> None:
+        while not connection.closed.is_set():
+            try:
+                message = await asyncio.wait_for(ws.receive(), limits.READ_TIMEOUT_SECONDS)
+            except (TimeoutError, WebSocketDisconnect):
+                return
+            if message["type"] == "websocket.disconnect":
+                return
+            data = message.get("text") or message.get("bytes") or b""
+            try:
+                frame = codec.decode_from_runtime(data)
+            except DecodeError as exc:
+                if exc.code == DecodeErrorCode.INVALID_CAPABILITIES:
+                    log.warning("invalid heartbeat from %s; closing", connection.device_id)
+                    connection.invalidate()
+                    self.registry.declared()
+                    return
+                log.warning("malformed frame from %s skipped: %s", connection.device_id, exc.code)
+                continue
+            except ProtocolError as exc:
+                log.warning("frame from %s skipped: %s", connection.device_id, exc.code)
+                continue
+            await connection.route(frame)
+            if frame.type == "heartbeat":
+                self.registry.declared()
+
+    async def _write(self, ws: WebSocket, connection: Connection) -> None:
+        while True:
+            data = await connection.outbox.get()
+            if data is None:
+                return
+            await asyncio.wait_for(ws.send_text(data.decode()), limits.WRITE_DEADLINE_SECONDS)

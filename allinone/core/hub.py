@@ -1,0 +1,37 @@
+"""Wake-ups for journal readers. A hint only: readers always read the journal itself."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+
+
+class Hub:
+    """Per-session condition that is notified after a commit appended events."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
+        self.closing = asyncio.Event()
+
+    def notify(self, session_id: str) -> None:
+        for event in self._waiters.get(session_id, ()):
+            event.set()
+
+    def subscribe(self, session_id: str) -> asyncio.Event:
+        event = asyncio.Event()
+        self._waiters[session_id].add(event)
+        return event
+
+    def unsubscribe(self, session_id: str, event: asyncio.Event) -> None:
+        waiters = self._waiters.get(session_id)
+        if waiters is not None:
+            waiters.discard(event)
+            if not waiters:
+                del self._waiters[session_id]
+
+    def close(self) -> None:
+        """Wake every reader so open streams end during shutdown."""
+        self.closing.set()
+        for waiters in self._waiters.values():
+            for event in waiters:
+                event.set()

@@ -1,0 +1,348 @@
+"""The turn queue and the life of a claimed turn (DESIGN.md section 4).
+
+For each queued turn the orchestrator selects a connected device whose declared
+capabilities cover what the turn needs, prepares an execution there, claims the turn
+(compare-and-set `queued -> in_progress` with a new worker epoch and fencing token),
+starts the Run and projects its frames until `done` settles it. A lost observation never
+fabricates an outcome: the turn fails with `event_stream_incomplete` or
+`delivery_unknown`, effects unknown, and nothing is replayed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from runtime.proto import execution as wire_exec
+from runtime.proto import run as wire_run
+from runtime.proto.capabilities import ALWAYS_REQUIRED
+from runtime.proto.codec import Frame
+from runtime.proto.errors import PreparationErrorCode
+from runtime.proto.execution import PreparationState
+from runtime.proto.inputs import InputImage, InputText, Message
+from storage import sessions, tenancy, turns
+from storage.database import Database, Tx
+from storage.rows import loads
+
+from allinone.core.gateway.connection import Connection, SendFailed
+from allinone.core.gateway.registry import Registry
+from allinone.core.gateway.subscriptions import PreparationSubscription, RunSubscription
+from allinone.core.ids import Clock, Ids
+from allinone.core.orchestration.outcomes import Outcomes
+from allinone.core.orchestration.projector import Fenced, Projector, RunProjection
+from allinone.core.states import TurnStatus
+
+log = logging.getLogger(__name__)
+
+PREPARATION_TIMEOUT_SECONDS = 60.0
+START_TIMEOUT_SECONDS = 30.0
+RETRY_SECONDS = 1.0
+
+
+class Orchestrator:
+    def __init__(self, db: Database, registry: Registry, projector: Projector,
+                 outcomes: Outcomes, ids: Ids, clock: Clock) -> None:
+        self._db = db
+        self._registry = registry
+        self._projector = projector
+        self._outcomes = outcomes
+        self._ids = ids
+        self._clock = clock
+        self._wake = asyncio.Event()
+        self._inflight: dict[str, asyncio.Task[None]] = {}
+        self._cancels: dict[str, asyncio.Event] = {}
+        self._stopping = False
+        self._task: asyncio.Task[None] | None = None
+
+    # Signals from admission.
+    def wake(self) -> None:
+        self._wake.set()
+
+    def request_cancel(self, turn_id: str) -> None:
+        event = self._cancels.get(turn_id)
+        if event is not None:
+            event.set()
+
+    # Lifecycle.
+    async def start(self) -> None:
+        await self._outcomes.recover_interrupted()
+        self._task = asyncio.create_task(self._loop(), name="orchestrator")
+
+    async def stop(self, timeout: float) -> None:
+        """Stop claiming; give running turns `timeout` to settle, then stop observing them."""
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._inflight:
+            _, pending = await asyncio.wait(list(self._inflight.values()), timeout=timeout)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=1.0)
+
+    async def _loop(self) -> None:
+        while not self._stopping:
+            await self._schedule()
+            changed = self._registry.changed
+            wake = asyncio.create_task(self._wake.wait())
+            registry = asyncio.create_task(changed.wait())
+            await asyncio.wait({wake, registry}, timeout=RETRY_SECONDS,
+                               return_when=asyncio.FIRST_COMPLETED)
+            wake.cancel()
+            registry.cancel()
+            self._wake.clear()
+
+    async def _schedule(self) -> None:
+        queued = await self._db.read(lambda r: turns.queued(r))
+        for turn in queued:
+            if turn["id"] in self._inflight or self._stopping:
+                continue
+            session = await self._db.read(lambda r, s=turn["session_id"]: sessions.get_any(r, s))
+            if session is None:
+                continue
+            connection = self._registry.select(session["harness"], required_capabilities(session))
+            if connection is None:
+                continue
+            task = asyncio.create_task(self._execute(turn, session, connection),
+                                       name=f"turn-{turn['id']}")
+            self._inflight[turn["id"]] = task
+            task.add_done_callback(lambda _t, tid=turn["id"]: self._finished(tid))
+
+    def _finished(self, turn_id: str) -> None:
+        self._inflight.pop(turn_id, None)
+        self._cancels.pop(turn_id, None)
+        self._wake.set()
+
+    # The life of one turn.
+    async def _execute(self, turn: dict[str, Any], session: dict[str, Any],
+                       connection: Connection) -> None:
+        turn_id = turn["id"]
+        try:
+            prepared = await self._prepare(turn, session, connection)
+            if prepared is None:
+                return
+            executor_id, handle, prep_id, prep_sub = prepared
+            claim = await self._claim(turn_id, connection)
+            if claim is None:
+                await self._release(connection, prep_id, handle)
+                return
+            cancel = self._cancels.setdefault(turn_id, asyncio.Event())
+            run = RunProjection(session["id"], turn_id, claim)
+            run_sub = connection.subscribe_run(turn_id)
+            try:
+                started = await self._start(connection, prep_id, prep_sub, executor_id, handle,
+                                            run, await self._input(turn_id))
+                if not started:
+                    return
+                await self._observe(run, run_sub, cancel, connection)
+            finally:
+                connection.unsubscribe_run(turn_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("turn %s could not be executed", turn_id)
+
+    async def _prepare(self, turn: dict[str, Any], session: dict[str, Any],
+                       connection: Connection
+                       ) -> tuple[str, str, str, PreparationSubscription] | None:
+        prep_id = self._ids.new("prep")
+        sub = connection.subscribe_preparation(prep_id)
+        payload = wire_exec.ExecutionPrepare(session_id=session["id"],
+                                             configuration=configuration(session, connection))
+        try:
+            await connection.send("execution_prepare", prep_id, payload)
+        except SendFailed:
+            connection.unsubscribe_preparation(prep_id)
+            return None  # never reached the peer: the turn stays queued
+        while True:
+            try:
+                status = await sub.next(PREPARATION_TIMEOUT_SECONDS)
+            except TimeoutError:
+                status = None
+            if status is None:
+                connection.unsubscribe_preparation(prep_id)
+                reason = sub.error.reason if sub.error else "preparation_timeout"
+                await self._outcomes.fail_queued(turn["id"], "delivery_unknown",
+                                                 f"The preparation outcome is unknown ({reason}).")
+                return None
+            assert isinstance(status, wire_exec.PreparationStatus)
+            if status.state is PreparationState.READY:
+                return status.executor_id, status.handle, prep_id, sub
+            if status.state in (PreparationState.FAILED, PreparationState.REJECTED,
+                                PreparationState.EXPIRED, PreparationState.RELEASED):
+                connection.unsubscribe_preparation(prep_id)
+                if status.error_code == PreparationErrorCode.PREPARATION_CAPACITY:
+                    return None  # left queued for a later attempt
+                await self._outcomes.fail_queued(
+                    turn["id"], "execution_unavailable",
+                    f"The Runtime could not prepare the execution ({status.error_code}).")
+                return None
+
+    async def _claim(self, turn_id: str, connection: Connection) -> str | None:
+        async def job(tx: Tx) -> str | None:
+            row = await turns.get(tx, turn_id)
+            if row is None or row["status"] != TurnStatus.QUEUED or row["cancel_requested_at"]:
+                return None
+            epoch = await tenancy.next_counter(tx, "worker_epoch")
+            token = self._ids.new("fence")
+            moved = await turns.transition(tx, turn_id, (TurnStatus.QUEUED,),
+                                           TurnStatus.IN_PROGRESS, fields={
+                                               "worker_epoch": epoch, "fencing_token": token,
+                                               "device_id": connection.device_id,
+                                               "started_at": self._clock.now()})
+            if not moved:
+                return None
+            await self._outcomes.recorder.emit_turn(tx, "agent.session.turn.in_progress", turn_id)
+            return token
+
+        return await self._db.write(job)
+
+    async def _release(self, connection: Connection, prep_id: str, handle: str) -> None:
+        with contextlib.suppress(SendFailed):
+            await connection.send("execution_release", prep_id,
+                                  wire_exec.ExecutionRelease(handle=handle))
+        connection.unsubscribe_preparation(prep_id)
+
+    async def _input(self, turn_id: str) -> list[Message]:
+        rows = await self._db.read(lambda r: r.fetchall(
+            "SELECT payload FROM turn_inputs WHERE turn_id = ? AND kind = 'message'"
+            " ORDER BY seq", (turn_id,)))
+        messages: list[Message] = []
+        for row in rows:
+            for message in loads(row["payload"])["input"]:
+                parts: list[InputText | InputImage] = [
+                    InputText(text=p["text"]) if p["type"] == "input_text"
+                    else InputImage(image_url=p["image_url"]) for p in message["content"]]
+                messages.append(Message(content=parts))
+        return messages
+
+    async def _start(self, connection: Connection, prep_id: str, sub: PreparationSubscription,
+                     executor_id: str, handle: str, run: RunProjection,
+                     messages: list[Message]) -> bool:
+        payload = wire_exec.ExecutionStart(executor_id=executor_id, handle=handle,
+                                           run_id=run.turn_id, input=messages)
+        try:
+            await connection.send("execution_start", prep_id, payload)
+            while True:
+                status = await sub.next(START_TIMEOUT_SECONDS)
+                if status is None:
+                    raise SendFailed(sub.error.reason if sub.error else "closed")
+                if status.state is PreparationState.STARTED:
+                    return True
+                if status.state is PreparationState.STARTING:
+                    continue
+                await self._outcomes.fail_running(
+                    run.turn_id, run, "execution_unavailable",
+                    f"The Runtime did not start the execution ({status.error_code}).")
+                return False
+        except (SendFailed, TimeoutError) as exc:
+            await self._outcomes.fail_running(
+                run.turn_id, run, "delivery_unknown",
+                f"The start of the execution is unconfirmed ({exc or 'timeout'}).")
+            return False
+        finally:
+            connection.unsubscribe_preparation(prep_id)
+
+    async def _observe(self, run: RunProjection, sub: RunSubscription, cancel: asyncio.Event,
+                       connection: Connection) -> None:
+        cancel_sent = False
+        while True:
+            if cancel.is_set() and not cancel_sent:
+                cancel_sent = True
+                with contextlib.suppress(SendFailed):
+                    await connection.send("prompt_cancel", run.turn_id,
+                                          wire_run.PromptCancel(delivery_id=f"cancel:{run.turn_id}"))
+            next_frame = asyncio.create_task(sub.next())
+            waiters: set[asyncio.Future[Any]] = {next_frame}
+            cancel_wait = None
+            if not cancel_sent:
+                cancel_wait = asyncio.create_task(cancel.wait())
+                waiters.add(cancel_wait)
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            if cancel_wait is not None:
+                cancel_wait.cancel()
+            if not next_frame.done():
+                next_frame.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await next_frame
+                continue
+            frame = next_frame.result()
+            if frame is None:
+                reason = sub.error.reason if sub.error else "closed"
+                await self._outcomes.fail_running(
+                    run.turn_id, run, "event_stream_incomplete",
+                    f"Observation of the execution stopped ({reason}); its effects are unknown.")
+                return
+            batch: list[Frame] = [frame, *sub.drain_nowait()]
+            try:
+                settled = await self._db.write(
+                    lambda tx, b=batch: self._project(tx, run, b, cancel_sent))
+            except Fenced:
+                log.warning("turn %s was fenced; its frames are ignored", run.turn_id)
+                return
+            if settled:
+                return
+
+    async def _project(self, tx: Tx, run: RunProjection, batch: list[Frame],
+                       cancel_sent: bool) -> bool:
+        await self._projector.check_fence(tx, run)
+        for frame in batch:
+            if frame.type == "done":
+                await self._outcomes.settle(tx, run, frame.payload, cancelled=cancel_sent)
+                return True
+            await self._projector.apply(tx, run, frame)
+        return False
+
+
+def required_capabilities(session: dict[str, Any]) -> list[str]:
+    """What a device must declare to run this session's turns (seed 000 admission table)."""
+    required = list(ALWAYS_REQUIRED)
+    environment = session["environment"]["type"]
+    if environment == "none":
+        required.append("environment_none")
+    else:
+        required.extend(["local_environment", "workspace_read_preparation",
+                         "workspace_output_export"])
+    agent = session["agent"]
+    if any(tool.get("type") == "function" for tool in agent.get("tools", [])):
+        required.append("function_tools")
+    text_format = (agent.get("text") or {}).get("format") or {}
+    if text_format.get("type") == "json_schema":
+        required.extend(["structured_output", "message_items"])
+    if (agent.get("multi_agent") or {}).get("enabled"):
+        required.append("subagent_observations")
+    else:
+        required.append("subagent_control")
+    return required
+
+
+def configuration(session: dict[str, Any], connection: Connection
+                  ) -> wire_exec.ExecutionConfiguration:
+    agent = session["agent"]
+    text = agent.get("text") or {}
+    text_format = text.get("format") or {}
+    output_format = None
+    if text_format.get("type") == "json_schema":
+        output_format = wire_exec.OutputFormat(type="json_schema",
+                                               schema=text_format.get("schema") or {})
+    declared = connection.available_kind(session["harness"])
+    observe = bool(declared and declared.capabilities.message_items)
+    return wire_exec.ExecutionConfiguration(
+        agent_kind=session["harness"],
+        agent_options=wire_exec.AgentOptions(model=agent["model"],
+                                             system_prompt=agent.get("instructions") or ""),
+        execution_controls=wire_exec.ExecutionControls(
+            web_search="disabled", text_verbosity=text.get("verbosity") or "medium",
+            disable_programmatic_tool_calling=True, output_format=output_format),
+        observe_messages=observe,
+        disable_subagents=not (agent.get("multi_agent") or {}).get("enabled", False),
+        disable_execution_environment=session["environment"]["type"] == "none",
+        function_tools=[
+            wire_exec.FunctionTool(name=t["name"], description=t.get("description", ""),
+                                   parameters=t.get("parameters"))
+            for t in agent.get("tools", []) if t.get("type") == "function"],
+    )

@@ -1,0 +1,107 @@
+"""Appends public events to a session's journal inside the transaction that made the
+change, and renders the session and turn snapshots those events carry.
+
+Readers are woken only after the commit; they then read the journal itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage import journal, sessions, turns
+from storage.database import Tx
+from storage.rows import Queryable, dumps, loads
+
+from allinone.core import render
+from allinone.core.hub import Hub
+from allinone.core.ids import Clock, Ids
+from allinone.core.states import SessionStatus, session_status
+
+
+async def required_actions(q: Queryable, session_id: str, turn_id: str) -> list[dict[str, Any]]:
+    rows = await q.fetchall(
+        "SELECT call_id, name, arguments FROM function_calls"
+        " WHERE session_id = ? AND turn_id = ? AND result IS NULL ORDER BY created_at, call_id",
+        (session_id, turn_id),
+    )
+    return [
+        {"type": "function_call", "turn_id": turn_id, "call_id": row["call_id"],
+         "name": row["name"], "arguments": row["arguments"]}
+        for row in rows
+    ]
+
+
+async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
+    """The public AgentSession for a stored session row, with its derived status."""
+    latest = await turns.latest(q, row["id"])
+    actions: list[dict[str, Any]] = []
+    if latest is not None and latest["status"] == "waiting":
+        actions = await required_actions(q, row["id"], latest["id"])
+    status = session_status(latest["status"] if latest else None, len(actions))
+    usage = None
+    all_turns = await turns.usages(q, row["id"])
+    if all_turns and all(t["status"] in ("completed", "failed", "cancelled") for t in all_turns):
+        usage = render.sum_usage([t["usage"] for t in all_turns])
+    error = None
+    if status is SessionStatus.FAILED and latest is not None:
+        error = latest.get("error_message") or "The execution could not complete."
+    return render.session(row, status=status.value, required_actions=actions, usage=usage,
+                          error=error)
+
+
+class Recorder:
+    def __init__(self, hub: Hub, ids: Ids, clock: Clock) -> None:
+        self._hub = hub
+        self._ids = ids
+        self._clock = clock
+
+    async def emit(self, tx: Tx, session_id: str, type_: str, body: dict[str, Any]) -> str:
+        """Append one event; return its event_id."""
+        seq = await sessions.next_event_seq(tx, session_id)
+        event_id = self._ids.new("evt")
+        event = {"event_id": event_id, "type": type_, **body}
+        await journal.append(tx, session_id, seq, event_id, type_, dumps(event), self._clock.now())
+        tx.after_commit(lambda: self._hub.notify(session_id))
+        return event_id
+
+    async def emit_session(self, tx: Tx, session_id: str, type_: str) -> dict[str, Any]:
+        row = await sessions.get_any(tx, session_id)
+        assert row is not None
+        view = await session_view(tx, row)
+        await self.emit(tx, session_id, type_, {"session": view})
+        return view
+
+    async def emit_session_activity(self, tx: Tx, session_id: str) -> None:
+        """Emit the event that matches the session's derived status now."""
+        row = await sessions.get_any(tx, session_id)
+        assert row is not None
+        view = await session_view(tx, row)
+        type_ = {
+            "idle": "agent.session.idle",
+            "in_progress": "agent.session.in_progress",
+            "requires_action": "agent.session.requires_action",
+            "failed": "agent.session.failed",
+        }[view["status"]]
+        await self.emit(tx, session_id, type_, {"session": view})
+
+    async def emit_turn(self, tx: Tx, type_: str, turn_id: str, *, terminal: bool = False) -> None:
+        row = await turns.get(tx, turn_id)
+        assert row is not None
+        body: dict[str, Any] = {"session_id": row["session_id"], "turn_id": turn_id,
+                                "turn": render.turn(row)}
+        if terminal:
+            body["usage"] = row.get("usage")
+        await self.emit(tx, row["session_id"], type_, body)
+
+    async def emit_item(self, tx: Tx, type_: str, item_row: dict[str, Any]) -> None:
+        await self.emit(tx, item_row["session_id"], type_, {
+            "session_id": item_row["session_id"],
+            "turn_id": item_row["turn_id"],
+            "item": render.item(item_row),
+            "output_index": item_row.get("output_index"),
+        })
+
+
+def decode_event(payload: str) -> dict[str, Any]:
+    value: dict[str, Any] = loads(payload)
+    return value

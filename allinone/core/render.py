@@ -1,0 +1,124 @@
+"""Wire shapes of the public resources, built from stored rows. Pure functions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.proto.run import TokenCounts
+
+
+def agent(row: dict[str, Any]) -> dict[str, Any]:
+    config = row["config"]
+    body = {"id": row["id"], "object": "agent", "created_at": row["created_at"],
+            "updated_at": row["updated_at"]}
+    body.update({k: v for k, v in config.items() if k != "x_corebox"})
+    return body
+
+
+PUBLIC_TURN_ERROR_CODES = frozenset({
+    "context_length_exceeded", "max_output_tokens", "session_budget_exceeded",
+    "usage_limit_exceeded", "project_spend_limit_exceeded", "organization_spend_limit_exceeded",
+    "organization_usage_limit_exceeded", "billing_not_active", "credit_balance_exhausted",
+    "rate_limit_exceeded", "flex_unavailable", "server_overloaded", "cyber_policy",
+    "misalignment_policy_violation", "connection_failed", "server_error",
+    "authentication_error", "invalid_request", "resource_not_found", "sandbox_error",
+    "executor_version_incompatible", "active_turn_not_steerable", "request_timeout",
+    "internal_error",
+})
+
+
+def turn_error_code(row: dict[str, Any]) -> str:
+    """The public code: the classified engine failure when there is one, else Core's own
+    code when the public enum has it, else `internal_error`."""
+    for candidate in (row.get("engine_error_code"), row.get("error_code")):
+        if candidate in PUBLIC_TURN_ERROR_CODES:
+            return str(candidate)
+    return "internal_error"
+
+
+def turn(row: dict[str, Any]) -> dict[str, Any]:
+    error = None
+    if row["status"] == "failed":
+        error = {"code": turn_error_code(row),
+                 "message": row.get("error_message") or "The execution could not complete."}
+    return {
+        "id": row["id"],
+        "object": "agent.session.turn",
+        "agent_id": row["agent_id"],
+        "session_id": row["session_id"],
+        "created_at": row["created_at"],
+        "started_at": row.get("started_at"),
+        "completed_at": row.get("completed_at"),
+        "status": row["status"],
+        "subagent_id": None,
+        "usage": row.get("usage"),
+        "error": error,
+        "prompt_cache_options": None,
+    }
+
+
+def session(row: dict[str, Any], *, status: str, required_actions: list[dict[str, Any]],
+            usage: dict[str, Any] | None, error: str | None) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "object": "agent.session",
+        "agent": row["agent"],
+        "created_at": row["created_at"],
+        "last_active_at": row["last_active_at"],
+        "environment": row["environment"],
+        "error": error,
+        "metadata": row["metadata"],
+        "required_actions": required_actions,
+        "status": status,
+        "usage": usage,
+        "vault_ids": row["vault_ids"],
+    }
+
+
+def item(row: dict[str, Any]) -> dict[str, Any]:
+    body = dict(row["payload"])
+    body["id"] = row["id"]
+    body["type"] = row["type"]
+    body["turn_id"] = row["turn_id"]
+    if row.get("status") is not None:
+        body["status"] = row["status"]
+    return body
+
+
+def token_usage(counts: TokenCounts) -> dict[str, Any]:
+    return {
+        "input_tokens": counts.input_tokens,
+        "input_tokens_details": {"cached_tokens": counts.cached_input_tokens},
+        "output_tokens": counts.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": counts.reasoning_output_tokens},
+        "total_tokens": counts.total_tokens,
+    }
+
+
+def sum_usage(usages: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """Add turn usages; unknown if any is unknown (null never becomes zero)."""
+    if not usages or any(u is None for u in usages):
+        return None
+    total: dict[str, Any] = {"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0},
+                             "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0},
+                             "total_tokens": 0}
+    for u in usages:
+        assert u is not None
+        total["input_tokens"] += u["input_tokens"]
+        total["input_tokens_details"]["cached_tokens"] += u["input_tokens_details"]["cached_tokens"]
+        total["output_tokens"] += u["output_tokens"]
+        total["output_tokens_details"]["reasoning_tokens"] += (
+            u["output_tokens_details"]["reasoning_tokens"]
+        )
+        total["total_tokens"] += u["total_tokens"]
+    return total
+
+
+def page(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
+    return {
+        "object": "list",
+        "data": data,
+        "first_id": data[0].get("id") if data else None,
+        "last_id": data[-1].get("id") if data else None,
+        "has_more": has_more,
+    }

@@ -1,0 +1,280 @@
+"""The Runtime's dispatcher: one handler per Core -> Runtime message type.
+
+Handlers never touch a socket: they call `send`, which the transport implements.
+Preparation and start run as tasks outside the receive loop. Each connection gets a new
+Dispatcher; when its connection ends, `close` cancels its Runs and closes its Executors
+and nothing is carried to the next connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+
+from runtime.proto import limits
+from runtime.proto.codec import Frame
+from runtime.proto.errors import PreparationErrorCode, ValidationError
+from runtime.proto.execution import (
+    ExecutionPrepare,
+    ExecutionRelease,
+    ExecutionStart,
+    PreparationState,
+    PreparationStatus,
+)
+from runtime.proto.run import PromptCancel
+
+from runtime.admission import AdmissionRecord, AdmissionTable, fingerprint
+from runtime.harness.base import Executor
+from runtime.harness.registry import HarnessRegistry
+from runtime.runs import Run
+
+log = logging.getLogger(__name__)
+
+Send = Callable[[str, str, msgspec.Struct | None], Awaitable[None]]
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Dispatcher:
+    def __init__(self, harnesses: HarnessRegistry, send: Send,
+                 now_ms: Callable[[], int] = _now_ms,
+                 new_id: Callable[[], str] = lambda: secrets.token_hex(16)) -> None:
+        self._harnesses = harnesses
+        self._send = send
+        self._now_ms = now_ms
+        self._new_id = new_id
+        self._admissions = AdmissionTable()
+        self._executors: dict[str, Executor] = {}
+        self._idle: dict[tuple[str, str], str] = {}  # (session, config) -> executor id
+        self._runs: dict[str, Run] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._handlers: dict[str, Callable[[Frame], Awaitable[None]]] = {
+            "execution_prepare": self._prepare,
+            "execution_start": self._start,
+            "execution_release": self._release,
+            "prompt_cancel": self._cancel,
+        }
+
+    @property
+    def active_requests(self) -> int:
+        return sum(1 for run in self._runs.values() if not run.done_sent)
+
+    async def handle(self, frame: Frame) -> None:
+        """Route one decoded frame; slow work is spawned so the receive loop keeps going."""
+        handler = self._handlers.get(frame.type)
+        if handler is None:
+            log.warning("no handler for %s", frame.type)
+            return
+        self._spawn(handler(frame))
+
+    def _spawn(self, work: Awaitable[None]) -> None:
+        async def guarded() -> None:
+            try:
+                await work
+            except Exception:
+                log.exception("dispatcher task failed")
+
+        task = asyncio.create_task(guarded())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _status(self, request_id: str, status: PreparationStatus) -> None:
+        try:
+            await asyncio.wait_for(self._send("preparation_status", request_id, status),
+                                   limits.RECEIPT_SEND_TIMEOUT_SECONDS)
+        except Exception:
+            log.warning("preparation status for %s could not be sent", request_id)
+
+    async def _reject(self, request_id: str, operation: str, code: str,
+                      record: AdmissionRecord | None = None) -> None:
+        await self._status(request_id, PreparationStatus(
+            revision=0, state=PreparationState.REJECTED, operation=operation, error_code=code,
+            handle=record.handle if record else "",
+            executor_id=record.executor_id if record else ""))
+
+    async def _prepare(self, frame: Frame) -> None:
+        request: ExecutionPrepare = frame.payload
+        existing = self._admissions.get(frame.id)
+        if existing is not None:
+            if existing.prepare_fingerprint == fingerprint(request):
+                await self._status(frame.id, existing.status())
+            else:
+                await self._reject(frame.id, "execution_prepare",
+                                   PreparationErrorCode.REQUEST_CONFLICT)
+            return
+        try:
+            request.validate()
+        except ValidationError as exc:
+            await self._reject(frame.id, "execution_prepare", exc.code)
+            return
+        cfg = request.configuration
+        adapter = self._harnesses.get(cfg.agent_kind)
+        if adapter is None or not adapter.available():
+            await self._reject(frame.id, "execution_prepare",
+                               PreparationErrorCode.UNSUPPORTED_PREPARATION)
+            return
+        if cfg.workspace_read_only or cfg.local_environment is not None:
+            await self._reject(frame.id, "execution_prepare",
+                               PreparationErrorCode.UNSUPPORTED_CONFIGURATION)
+            return
+        if self._admissions.active_preparations() >= limits.MAX_ACTIVE_PREPARATIONS:
+            await self._reject(frame.id, "execution_prepare",
+                               PreparationErrorCode.PREPARATION_CAPACITY)
+            return
+        record = AdmissionRecord(request_id=frame.id, handle=self._new_id(),
+                                 session_id=request.session_id, configuration=cfg,
+                                 prepare_fingerprint=fingerprint(request))
+        if not self._admissions.add(record, self._now_ms()):
+            await self._reject(frame.id, "execution_prepare",
+                               PreparationErrorCode.PREPARATION_CAPACITY)
+            return
+        key = (request.session_id, fingerprint(cfg))
+        idle = self._idle.pop(key, None)
+        record.expires_at_ms = self._now_ms() + limits.ADMISSION_EXPIRY_SECONDS * 1000
+        if idle is not None and idle in self._executors:
+            record.executor_id, record.reused = idle, True
+            await self._status(frame.id, record.advance(PreparationState.READY))
+            return
+        await self._status(frame.id, record.advance(PreparationState.PREPARING))
+        executor_id = self._new_id()
+        try:
+            executor = await adapter.create_executor(executor_id, cfg)
+        except Exception:
+            log.exception("native preparation failed")
+            await self._status(frame.id, record.advance(PreparationState.FAILED,
+                                                        PreparationErrorCode.PREPARATION_FAILED))
+            return
+        if record.state is not PreparationState.PREPARING:
+            # Released while preparing: the Executor is kept idle, not leaked.
+            self._executors[executor_id] = executor
+            self._idle[key] = executor_id
+            return
+        self._executors[executor_id] = executor
+        record.executor_id = executor_id
+        await self._status(frame.id, record.advance(PreparationState.READY))
+
+    async def _start(self, frame: Frame) -> None:
+        request: ExecutionStart = frame.payload
+        record = self._admissions.get(frame.id)
+        if record is None:
+            await self._reject(frame.id, "execution_start",
+                               PreparationErrorCode.UNKNOWN_PREPARATION)
+            return
+        if record.state in (PreparationState.STARTING, PreparationState.STARTED):
+            if record.start_fingerprint == fingerprint(request):
+                await self._status(frame.id, record.status())
+            else:
+                await self._reject(frame.id, "execution_start",
+                                   PreparationErrorCode.START_CONFLICT, record)
+            return
+        try:
+            request.validate()
+        except ValidationError as exc:
+            await self._reject(frame.id, "execution_start", exc.code, record)
+            return
+        if request.handle != record.handle:
+            await self._reject(frame.id, "execution_start", PreparationErrorCode.INVALID_START)
+            return
+        if request.executor_id != record.executor_id:
+            await self._reject(frame.id, "execution_start",
+                               PreparationErrorCode.UNKNOWN_EXECUTOR, record)
+            return
+        if record.state is not PreparationState.READY:
+            await self._reject(frame.id, "execution_start",
+                               PreparationErrorCode.PREPARATION_NOT_READY, record)
+            return
+        if record.expired(self._now_ms()):
+            await self._status(frame.id, record.advance(PreparationState.EXPIRED))
+            self._return_idle(record)
+            return
+        if request.run_id in self._runs:
+            await self._reject(frame.id, "execution_start", PreparationErrorCode.RUN_CONFLICT,
+                               record)
+            return
+        executor = self._executors.get(record.executor_id)
+        if executor is None:
+            await self._status(frame.id, record.advance(
+                PreparationState.FAILED, PreparationErrorCode.EXECUTOR_UNAVAILABLE))
+            return
+        record.run_id = request.run_id
+        record.start_fingerprint = fingerprint(request)
+        await self._status(frame.id, record.advance(PreparationState.STARTING))
+        run = Run(request.run_id, executor, self._send)
+        self._runs[request.run_id] = run
+        await self._status(frame.id, record.advance(PreparationState.STARTED))
+        run.start(request.input)
+        assert run.task is not None
+        run.task.add_done_callback(lambda _t: self._run_finished(record, run))
+
+    def _run_finished(self, record: AdmissionRecord, run: Run) -> None:
+        self._runs.pop(run.run_id, None)
+        self._return_idle(record)
+
+    def _return_idle(self, record: AdmissionRecord) -> None:
+        if record.executor_id in self._executors:
+            key = (record.session_id, fingerprint(record.configuration))
+            previous = self._idle.get(key)
+            if previous is not None and previous != record.executor_id:
+                self._close_executor(previous)
+            self._idle[key] = record.executor_id
+            if len(self._idle) > limits.MAX_IDLE_EXECUTORS:
+                oldest = next(iter(self._idle))
+                self._close_executor(self._idle.pop(oldest))
+
+    def _close_executor(self, executor_id: str) -> None:
+        executor = self._executors.pop(executor_id, None)
+        if executor is not None:
+            self._spawn(executor.close())
+
+    async def _release(self, frame: Frame) -> None:
+        request: ExecutionRelease = frame.payload
+        record = self._admissions.get(frame.id)
+        if record is None or record.handle != request.handle:
+            await self._reject(frame.id, "execution_release", PreparationErrorCode.INVALID_RELEASE)
+            return
+        if record.state not in (PreparationState.PREPARING, PreparationState.READY):
+            await self._reject(frame.id, "execution_release",
+                               PreparationErrorCode.INVALID_RELEASE, record)
+            return
+        await self._status(frame.id, record.advance(PreparationState.RELEASED))
+        self._return_idle(record)
+
+    async def _cancel(self, frame: Frame) -> None:
+        request: PromptCancel = frame.payload
+        run = self._runs.get(frame.id)
+        if run is None:
+            log.info("cancel for inactive run %s (delivery %s)", frame.id,
+                     request.delivery_id or "-")
+            return
+        settled = await run.cancel(limits.SETTLEMENT_TIMEOUT_SECONDS)
+        if not settled:
+            log.warning("run %s did not settle after cancellation", frame.id)
+
+    async def close(self) -> None:
+        """The connection is gone: cancel Runs (no frame goes to the lost socket) and close
+        Executors. Nothing is carried over to the next connection."""
+        for run in list(self._runs.values()):
+            run.done_sent = True  # the socket is lost: nothing more is sent for it
+            await run.cancel(limits.SETTLEMENT_TIMEOUT_SECONDS)
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for executor_id in list(self._executors):
+            executor = self._executors.pop(executor_id)
+            with contextlib.suppress(Exception):
+                await executor.close()
+        self._idle.clear()
+
+    def describe(self) -> dict[str, Any]:
+        return {"runs": len(self._runs), "executors": len(self._executors)}

@@ -1,0 +1,1 @@
+"""Harness adapters: the interface, the registry and the adapters themselves."""

@@ -1,0 +1,173 @@
+"""One typed decoder per direction, and the encoder.
+
+`decode_from_core` is what the Runtime uses on frames it receives; `decode_from_runtime`
+is what Core uses. Both decode the envelope, look the type up in that direction's table,
+check the type's raw payload limit (PAYLOAD_LIMITS) and decode the payload into its
+Struct: strictly (unknown fields rejected at any depth) for everything Core sends.
+Failures raise a ProtocolError with a finite code and a message that never echoes the
+frame.
+
+Decoding checks shape only. `validate_frame` then applies the seed's rules that need no
+context: the envelope id of the type's kind and the payload's own `validate()`. Rules
+that need the request (receipts, offsets) are the payloads' `check(...)` methods.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import msgspec
+
+from runtime.proto import (
+    device,
+    execution,
+    exports,
+    functions,
+    initialization,
+    interactions,
+    run,
+    steering,
+    suspension,
+    workspace,
+    writes,
+)
+from runtime.proto.envelope import Envelope
+from runtime.proto.errors import DecodeError, DecodeErrorCode, UnknownMessageType
+from runtime.proto.heartbeat import Heartbeat
+from runtime.proto.identities import validate_frame_id
+from runtime.proto.limits import (
+    MAX_EXPORT_FRAME_BYTES,
+    MAX_FRAME_BYTES,
+    MAX_REQUEST_PAYLOAD_BYTES,
+    MAX_RUNTIME_PREPARE_FRAME_BYTES,
+    MAX_WRITE_FRAME_BYTES,
+)
+
+CORE_TO_RUNTIME: dict[str, type[msgspec.Struct]] = {
+    "execution_prepare": execution.ExecutionPrepare,
+    "execution_start": execution.ExecutionStart,
+    "execution_release": execution.ExecutionRelease,
+    "prompt_cancel": run.PromptCancel,
+    "runtime_prepare": initialization.RuntimePrepare,
+    "device_shutdown": device.DeviceShutdown,
+    "permission_decision": interactions.PermissionDecision,
+    "prompt_for_user_choice_decision": interactions.PromptForUserChoiceDecision,
+    "prompt_steer": steering.PromptSteer,
+    "function_result": functions.FunctionResult,
+    "workspace_read": workspace.WorkspaceRead,
+    "workspace_write": writes.WorkspaceWrite,
+    "workspace_export": exports.WorkspaceExport,
+    "environment_quiesce": suspension.EnvironmentQuiesce,
+    "environment_resume": suspension.EnvironmentResume,
+}
+
+RUNTIME_TO_CORE: dict[str, type[msgspec.Struct]] = {
+    "heartbeat": Heartbeat,
+    "preparation_status": execution.PreparationStatus,
+    "delta": run.Delta,
+    "thinking": run.Thinking,
+    "output_message": run.OutputMessage,
+    "tool_call": run.ToolCall,
+    "usage": run.Usage,
+    "error": run.Error,
+    "done": run.Done,
+    "runtime_prepare_result": initialization.RuntimePrepareResult,
+    "permission_request": interactions.PermissionRequest,
+    "permission_cancel": interactions.PermissionCancel,
+    "prompt_for_user_choice": interactions.PromptForUserChoice,
+    "interaction_decision_ack": interactions.InteractionDecisionAck,
+    "prompt_steer_ack": steering.PromptSteerAck,
+    "function_call": functions.FunctionCall,
+    "workspace_read_result": workspace.WorkspaceReadResult,
+    "workspace_write_result": writes.WorkspaceWriteResult,
+    "workspace_export_result": exports.WorkspaceExportResult,
+    "environment_quiesced": suspension.EnvironmentQuiesced,
+    "environment_resumed": suspension.EnvironmentResumed,
+}
+
+# Raw payload limits checked before a payload is decoded (private transport limits).
+PAYLOAD_LIMITS: dict[str, int] = {
+    "workspace_read": MAX_REQUEST_PAYLOAD_BYTES,
+    "workspace_export": MAX_REQUEST_PAYLOAD_BYTES,
+    "workspace_write": MAX_WRITE_FRAME_BYTES,
+    "runtime_prepare": MAX_RUNTIME_PREPARE_FRAME_BYTES,
+    "workspace_export_result": MAX_EXPORT_FRAME_BYTES,
+}
+
+# Frames whose envelope id is a Run ID (Runtime -> Core).
+RUN_EVENT_TYPES = frozenset(
+    {"delta", "thinking", "output_message", "tool_call", "usage", "error", "done"}
+)
+
+
+class Frame(NamedTuple):
+    type: str
+    id: str
+    payload: Any
+    trace: str
+
+
+_envelope_decoder = msgspec.json.Decoder(Envelope)
+_encoder = msgspec.json.Encoder()
+_payload_decoders: dict[type[msgspec.Struct], msgspec.json.Decoder[Any]] = {
+    cls: msgspec.json.Decoder(cls) for cls in (*CORE_TO_RUNTIME.values(), *RUNTIME_TO_CORE.values())
+}
+
+
+def _decode(data: bytes | str, table: dict[str, type[msgspec.Struct]]) -> Frame:
+    raw = data.encode() if isinstance(data, str) else data
+    if len(raw) > MAX_FRAME_BYTES:
+        raise DecodeError(DecodeErrorCode.FRAME_TOO_LARGE, "frame exceeds the frame limit")
+    try:
+        envelope = _envelope_decoder.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise DecodeError(DecodeErrorCode.MALFORMED_FRAME, "frame is not an envelope") from exc
+    cls = table.get(envelope.type)
+    if cls is None:
+        raise UnknownMessageType(DecodeErrorCode.UNKNOWN_TYPE, "message type is not accepted")
+    body = bytes(envelope.payload) or b"{}"
+    if len(body) > PAYLOAD_LIMITS.get(envelope.type, MAX_FRAME_BYTES):
+        raise DecodeError(DecodeErrorCode.PAYLOAD_TOO_LARGE, "payload exceeds its type's limit")
+    try:
+        payload = _payload_decoders[cls].decode(body)
+    except msgspec.DecodeError as exc:
+        code = (
+            DecodeErrorCode.INVALID_CAPABILITIES
+            if envelope.type == "heartbeat"
+            else DecodeErrorCode.INVALID_PAYLOAD
+        )
+        raise DecodeError(code, f"payload of {envelope.type} is invalid") from exc
+    return Frame(envelope.type, envelope.id, payload, envelope.trace)
+
+
+def decode_from_core(data: bytes | str) -> Frame:
+    """Decode a frame that Core sent (the Runtime's receive side)."""
+    return _decode(data, CORE_TO_RUNTIME)
+
+
+def decode_from_runtime(data: bytes | str) -> Frame:
+    """Decode a frame that a Runtime sent (Core's receive side)."""
+    return _decode(data, RUNTIME_TO_CORE)
+
+
+def encode(type_: str, id_: str, payload: msgspec.Struct | None, trace: str = "") -> bytes:
+    """Encode one envelope; the payload's type must belong to a direction table."""
+    if type_ not in CORE_TO_RUNTIME and type_ not in RUNTIME_TO_CORE:
+        raise UnknownMessageType(DecodeErrorCode.UNKNOWN_TYPE, "message type is not defined")
+    if payload is None:
+        return _encoder.encode(Envelope(type=type_, id=id_, trace=trace))
+    body = msgspec.Raw(_encoder.encode(payload))
+    return _encoder.encode(Envelope(type=type_, id=id_, payload=body, trace=trace))
+
+
+def validate_frame(frame: Frame) -> None:
+    """Apply the context-free rules of a decoded frame: the envelope id of the type's
+    kind, then the payload's `validate()` where it has one.
+
+    Raises ValidationError with a finite code: `invalid_correlation` for the id (never
+    echo such an id back), otherwise the family's code (e.g. `invalid_request`).
+    """
+    validate_frame_id(frame.type, frame.id)
+    validate = getattr(frame.payload, "validate", None)
+    if callable(validate):
+        validate()

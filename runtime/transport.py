@@ -1,0 +1,108 @@
+"""The Runtime's transport shell: bootstrap over HTTP, the WebSocket connection, and
+reconnect backoff. Frames are decoded and encoded by `runtime.proto`; this module only
+moves bytes and enforces deadlines.
+
+    TransportError
+    +-- PermanentError     401/403/426 or close 4001: an operator must fix something
+    +-- TransientError     anything else: reconnect with backoff
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import InvalidStatus, WebSocketException
+
+from runtime.proto import limits
+from runtime.proto.version import VERSION
+
+PERMANENT_STATUSES = frozenset({401, 403, 426})
+
+
+class TransportError(Exception):
+    pass
+
+
+class PermanentError(TransportError):
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class TransientError(TransportError):
+    pass
+
+
+@dataclass(frozen=True)
+class BootstrapInfo:
+    device_id: str
+    ws_url: str
+    heartbeat_seconds: int
+    protocol_version: str
+
+
+def backoff_delay(attempt: int, rand: random.Random | None = None) -> float:
+    """Delay before reconnect attempt `attempt` (1-based): 1 s doubling to 30 s, +-20%.
+    The first attempt after a loss is immediate (attempt 0)."""
+    if attempt <= 0:
+        return 0.0
+    base = min(limits.BACKOFF_INITIAL_SECONDS * limits.BACKOFF_FACTOR ** (attempt - 1),
+               limits.BACKOFF_MAX_SECONDS)
+    jitter = (rand or random).uniform(-limits.BACKOFF_JITTER, limits.BACKOFF_JITTER)
+    return float(base * (1 + jitter))
+
+
+def _post_bootstrap(core_url: str, credential: str, device_id: str) -> BootstrapInfo:
+    request = urllib.request.Request(
+        f"{core_url.rstrip('/')}/agent-daemon/bootstrap",
+        data=json.dumps({"device_id": device_id}).encode(),
+        headers={"Authorization": f"Bearer {credential}", "Content-Type": "application/json",
+                 "User-Agent": "corebox-runtime"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=limits.HANDSHAKE_TIMEOUT_SECONDS) as reply:
+            body = json.loads(reply.read(limits.BOOTSTRAP_RESPONSE_MAX_BYTES))
+    except urllib.error.HTTPError as exc:
+        if exc.code in PERMANENT_STATUSES:
+            raise PermanentError(f"bootstrap refused with HTTP {exc.code}", exc.code) from exc
+        raise TransientError(f"bootstrap failed with HTTP {exc.code}") from exc
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise TransientError(f"bootstrap failed: {type(exc).__name__}") from exc
+    device = str(body.get("device_id") or "")
+    if not device:
+        raise TransientError("bootstrap returned no device_id")
+    heartbeat = int(body.get("heartbeat_seconds") or 0)
+    return BootstrapInfo(device_id=device, ws_url=str(body.get("ws_url") or ""),
+                         heartbeat_seconds=heartbeat if heartbeat > 0
+                         else limits.HEARTBEAT_SECONDS_DEFAULT,
+                         protocol_version=str(body.get("protocol_version") or ""))
+
+
+async def bootstrap(core_url: str, credential: str, device_id: str) -> BootstrapInfo:
+    return await asyncio.to_thread(_post_bootstrap, core_url, credential, device_id)
+
+
+async def open_socket(ws_url: str, credential: str, device_id: str,
+                      version: str = VERSION) -> ClientConnection:
+    """Connect with the credential in the Authorization header, never in the URL."""
+    url = f"{ws_url}?{urlencode({'device_id': device_id, 'version': version})}"
+    try:
+        return await connect(url, additional_headers={"Authorization": f"Bearer {credential}"},
+                             max_size=limits.MAX_FRAME_BYTES,
+                             open_timeout=limits.HANDSHAKE_TIMEOUT_SECONDS,
+                             ping_interval=None, compression=None)
+    except InvalidStatus as exc:
+        status = exc.response.status_code
+        if status in PERMANENT_STATUSES:
+            raise PermanentError(f"connection refused with HTTP {status}", status) from exc
+        raise TransientError(f"connection refused with HTTP {status}") from exc
+    except (OSError, TimeoutError, WebSocketException) as exc:
+        raise TransientError(f"connection failed: {type(exc).__name__}") from exc

@@ -1,0 +1,225 @@
+"""The SQLite database: one writer with group commit, and reader connections.
+
+Contract:
+- `write(job)` runs `job(tx)` inside a transaction on the single writer connection.
+  Concurrent jobs are batched into one transaction (each inside its own savepoint, so a
+  job that raises changes nothing and does not disturb the others) and committed
+  together. `write` returns only after that COMMIT succeeded with `synchronous=FULL`:
+  what it acknowledges survives a crash. Callbacks registered with `tx.after_commit`
+  run after the commit, before the caller is resumed.
+- `read(job)` runs `job(conn)` on a reader connection; in WAL mode it sees every
+  transaction committed before it started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from storage import migrations
+from storage.errors import Conflict, StorageError, StorageUnavailable
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+MAX_BATCH = 64
+BUSY_TIMEOUT_MS = 5000
+
+
+class Tx:
+    """The writer's view of one job inside a group-committed transaction."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+        self._after: list[Callable[[], None]] = []
+
+    async def execute(self, sql: str, params: Iterable[Any] = ()) -> int:
+        """Run one statement; return the number of rows it changed."""
+        try:
+            cursor = await self._conn.execute(sql, tuple(params))
+        except sqlite3.IntegrityError as exc:
+            raise Conflict(str(exc)) from exc
+        try:
+            return cursor.rowcount
+        finally:
+            await cursor.close()
+
+    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
+        async with self._conn.execute(sql, tuple(params)) as cursor:
+            row: sqlite3.Row | None = await cursor.fetchone()
+            return row
+
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        async with self._conn.execute(sql, tuple(params)) as cursor:
+            return list(await cursor.fetchall())
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run `callback` once this job's transaction has committed."""
+        self._after.append(callback)
+
+
+class Reader:
+    """A read-only view over a reader connection."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+
+    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
+        async with self._conn.execute(sql, tuple(params)) as cursor:
+            row: sqlite3.Row | None = await cursor.fetchone()
+            return row
+
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        async with self._conn.execute(sql, tuple(params)) as cursor:
+            return list(await cursor.fetchall())
+
+
+@dataclass
+class _Job:
+    fn: Callable[[Tx], Awaitable[Any]]
+    future: asyncio.Future[Any]
+    tx: Tx | None = None
+    result: Any = None
+    error: BaseException | None = None
+    done: bool = field(default=False)
+
+
+class Database:
+    """Owns the connections; open with `await Database.open(path)`, close with `close()`."""
+
+    def __init__(self, path: Path, writer: aiosqlite.Connection,
+                 readers: list[aiosqlite.Connection], schema_version: int) -> None:
+        self.path = path
+        self.schema_version = schema_version
+        self._writer = writer
+        self._readers = readers
+        self._next_reader = 0
+        self._queue: asyncio.Queue[_Job] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self.commits = 0
+
+    @classmethod
+    async def open(cls, path: Path, *, synchronous: str = "FULL", readers: int = 2) -> Database:
+        """Open (creating if needed) and migrate the database file at `path`."""
+        try:
+            version = await asyncio.to_thread(_migrate, path)
+            writer = await _connect(path, synchronous)
+            reader_conns = [await _connect(path, synchronous) for _ in range(readers)]
+        except sqlite3.Error as exc:
+            raise StorageUnavailable(f"cannot open database {path}: {exc}") from exc
+        db = cls(path, writer, reader_conns, version)
+        db._task = asyncio.create_task(db._run_writer(), name="storage-writer")
+        return db
+
+    async def write(self, fn: Callable[[Tx], Awaitable[T]]) -> T:
+        """Run `fn` in a group-committed transaction; return once it is durable."""
+        if self._closed:
+            raise StorageUnavailable("database is closed")
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        await self._queue.put(_Job(fn, future))
+        return await future
+
+    async def read(self, fn: Callable[[Reader], Awaitable[T]]) -> T:
+        if self._closed:
+            raise StorageUnavailable("database is closed")
+        conn = self._readers[self._next_reader % len(self._readers)]
+        self._next_reader += 1
+        try:
+            return await fn(Reader(conn))
+        except sqlite3.Error as exc:
+            raise StorageError(str(exc)) from exc
+
+    async def close(self) -> None:
+        """Finish queued writes, then close every connection."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._task is not None:
+            await self._queue.join()
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        for conn in (self._writer, *self._readers):
+            await conn.close()
+
+    async def _run_writer(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            while len(batch) < MAX_BATCH and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            try:
+                await self._commit_batch(batch)
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+
+    async def _commit_batch(self, batch: list[_Job]) -> None:
+        conn = self._writer
+        try:
+            await conn.execute("BEGIN IMMEDIATE")
+            for index, job in enumerate(batch):
+                if job.future.cancelled():
+                    continue
+                savepoint = f"job{index}"
+                await conn.execute(f"SAVEPOINT {savepoint}")
+                job.tx = Tx(conn)
+                try:
+                    job.result = await job.fn(job.tx)
+                except Exception as exc:
+                    await conn.execute(f"ROLLBACK TO {savepoint}")
+                    job.error = exc if not isinstance(exc, sqlite3.Error) else StorageError(str(exc))
+                await conn.execute(f"RELEASE {savepoint}")
+            await conn.execute("COMMIT")
+            self.commits += 1
+        except sqlite3.Error as exc:
+            log.error("storage commit failed: %s", exc)
+            try:
+                await conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            for job in batch:
+                if not job.future.done():
+                    job.future.set_exception(StorageError(f"commit failed: {exc}"))
+            return
+        for job in batch:
+            if job.future.done():
+                continue
+            if job.error is not None:
+                job.future.set_exception(job.error)
+                continue
+            if job.tx is not None:
+                for callback in job.tx._after:
+                    try:
+                        callback()
+                    except Exception:
+                        log.exception("after-commit callback failed")
+            job.future.set_result(job.result)
+
+
+def _migrate(path: Path) -> int:
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        return migrations.apply(conn)
+    finally:
+        conn.close()
+
+
+async def _connect(path: Path, synchronous: str) -> aiosqlite.Connection:
+    conn = await aiosqlite.connect(path, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    await conn.execute("PRAGMA journal_mode=WAL")
+    await conn.execute(f"PRAGMA synchronous={synchronous}")
+    await conn.execute("PRAGMA foreign_keys=ON")
+    await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    return conn

@@ -1,0 +1,57 @@
+"""Session items, ordered by a per-session position."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage.database import Tx
+from storage.rows import Queryable, dumps, record
+
+
+async def insert(tx: Tx, row: dict[str, Any]) -> int:
+    """Insert an item at the next position of its session; return that position."""
+    found = await tx.fetchone(
+        "SELECT COALESCE(MAX(position), 0) + 1 AS next FROM items WHERE session_id = ?",
+        (row["session_id"],),
+    )
+    assert found is not None
+    position = int(found["next"])
+    await tx.execute(
+        "INSERT INTO items (id, session_id, turn_id, position, created_at, type, status,"
+        " output_index, native_id, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            row["id"], row["session_id"], row["turn_id"], position, row["created_at"],
+            row["type"], row.get("status"), row.get("output_index"), row.get("native_id"),
+            dumps(row["payload"]),
+        ),
+    )
+    return position
+
+
+async def update(tx: Tx, item_id: str, status: str | None, payload: dict[str, Any]) -> None:
+    await tx.execute(
+        "UPDATE items SET status = ?, payload = ? WHERE id = ?", (status, dumps(payload), item_id)
+    )
+
+
+async def by_native_id(q: Queryable, turn_id: str, native_id: str) -> dict[str, Any] | None:
+    row = await q.fetchone(
+        "SELECT * FROM items WHERE turn_id = ? AND native_id = ?", (turn_id, native_id)
+    )
+    return record(row, ("payload",))
+
+
+async def unfinished(q: Queryable, turn_id: str) -> list[dict[str, Any]]:
+    rows = await q.fetchall(
+        "SELECT * FROM items WHERE turn_id = ? AND status = 'in_progress' ORDER BY position",
+        (turn_id,),
+    )
+    return [r for r in (record(row, ("payload",)) for row in rows) if r is not None]
+
+
+async def count_outputs(q: Queryable, turn_id: str) -> int:
+    row = await q.fetchone(
+        "SELECT COUNT(*) AS n FROM items WHERE turn_id = ? AND output_index IS NOT NULL",
+        (turn_id,),
+    )
+    return 0 if row is None else int(row["n"])

@@ -1,0 +1,56 @@
+"""Sessions: the frozen agent snapshot, environment, metadata and the event counter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage.database import Tx
+from storage.rows import Queryable, dumps, record
+
+JSON_COLUMNS = ("agent", "environment", "metadata", "vault_ids")
+
+
+async def insert(tx: Tx, row: dict[str, Any]) -> None:
+    await tx.execute(
+        "INSERT INTO sessions (id, project_id, agent_id, harness, created_at, last_active_at,"
+        " agent, environment, metadata, vault_ids, idempotency_key, request_hash)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            row["id"], row["project_id"], row["agent_id"], row["harness"], row["created_at"],
+            row["created_at"], dumps(row["agent"]), dumps(row["environment"]),
+            dumps(row["metadata"]), dumps(row["vault_ids"]), row.get("idempotency_key"),
+            row.get("request_hash"),
+        ),
+    )
+
+
+async def get(q: Queryable, project_id: str, session_id: str) -> dict[str, Any] | None:
+    row = await q.fetchone(
+        "SELECT * FROM sessions WHERE project_id = ? AND id = ? AND deleted_at IS NULL",
+        (project_id, session_id),
+    )
+    return record(row, JSON_COLUMNS)
+
+
+async def get_any(q: Queryable, session_id: str) -> dict[str, Any] | None:
+    """Load a session without a project scope (Core-internal use only)."""
+    row = await q.fetchone("SELECT * FROM sessions WHERE id = ?", (session_id,))
+    return record(row, JSON_COLUMNS)
+
+
+async def by_idempotency_key(q: Queryable, project_id: str, key: str) -> dict[str, Any] | None:
+    row = await q.fetchone(
+        "SELECT * FROM sessions WHERE project_id = ? AND idempotency_key = ?", (project_id, key)
+    )
+    return record(row, JSON_COLUMNS)
+
+
+async def next_event_seq(tx: Tx, session_id: str) -> int:
+    await tx.execute("UPDATE sessions SET event_seq = event_seq + 1 WHERE id = ?", (session_id,))
+    row = await tx.fetchone("SELECT event_seq FROM sessions WHERE id = ?", (session_id,))
+    assert row is not None
+    return int(row["event_seq"])
+
+
+async def touch(tx: Tx, session_id: str, now: int) -> None:
+    await tx.execute("UPDATE sessions SET last_active_at = ? WHERE id = ?", (now, session_id))

@@ -1,0 +1,75 @@
+"""Projects, project API keys (stored as SHA-256 digests only) and Runtime devices."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage.database import Tx
+from storage.rows import Queryable, record
+
+
+async def insert_project(tx: Tx, project_id: str, name: str, now: int) -> None:
+    await tx.execute(
+        "INSERT INTO projects (id, name, created_at) VALUES (?, ?, ?)", (project_id, name, now)
+    )
+
+
+async def default_project(q: Queryable) -> dict[str, Any] | None:
+    row = await q.fetchone(
+        "SELECT * FROM projects WHERE archived_at IS NULL ORDER BY created_at, id LIMIT 1"
+    )
+    return record(row)
+
+
+async def insert_key(tx: Tx, key_id: str, project_id: str, digest: str, prefix: str,
+                     now: int) -> None:
+    await tx.execute(
+        "INSERT INTO api_keys (id, project_id, digest, prefix, created_at) VALUES (?, ?, ?, ?, ?)",
+        (key_id, project_id, digest, prefix, now),
+    )
+
+
+async def project_for_key(q: Queryable, digest: str) -> str | None:
+    """Return the project a live key belongs to, or None."""
+    row = await q.fetchone(
+        "SELECT k.project_id FROM api_keys k JOIN projects p ON p.id = k.project_id"
+        " WHERE k.digest = ? AND k.revoked_at IS NULL AND p.archived_at IS NULL",
+        (digest,),
+    )
+    return None if row is None else str(row["project_id"])
+
+
+async def upsert_device(tx: Tx, device_id: str, name: str, digest: str, now: int) -> None:
+    await tx.execute(
+        "INSERT INTO devices (id, name, credential_digest, created_at) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT(id) DO UPDATE SET credential_digest = excluded.credential_digest,"
+        " revoked_at = NULL",
+        (device_id, name, digest, now),
+    )
+
+
+async def device_digest(q: Queryable, device_id: str) -> str | None:
+    row = await q.fetchone(
+        "SELECT credential_digest FROM devices WHERE id = ? AND revoked_at IS NULL", (device_id,)
+    )
+    return None if row is None else str(row["credential_digest"])
+
+
+async def next_counter(tx: Tx, key: str) -> int:
+    """Increment and return a durable counter (worker epochs, fencing tokens)."""
+    await tx.execute(
+        "INSERT INTO meta (key, value) VALUES (?, '1')"
+        " ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+        (key,),
+    )
+    row = await tx.fetchone("SELECT value FROM meta WHERE key = ?", (key,))
+    assert row is not None
+    return int(row["value"])
+
+
+async def probe(tx: Tx, now: int) -> None:
+    await tx.execute(
+        "INSERT INTO health_probe (id, written_at) VALUES (1, ?)"
+        " ON CONFLICT(id) DO UPDATE SET written_at = excluded.written_at",
+        (now,),
+    )

@@ -1,0 +1,92 @@
+"""Turns: rows, compare-and-set transitions and the queue.
+
+The database enforces at most one active (queued, in_progress, waiting) turn per session
+and that `completed_at` is set exactly when a turn is terminal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage.database import Tx
+from storage.rows import Queryable, dumps, record
+
+ACTIVE = ("queued", "in_progress", "waiting")
+
+
+async def insert(tx: Tx, turn_id: str, session_id: str, agent_id: str, now: int) -> None:
+    await tx.execute(
+        "INSERT INTO turns (id, session_id, agent_id, status, created_at)"
+        " VALUES (?, ?, ?, 'queued', ?)",
+        (turn_id, session_id, agent_id, now),
+    )
+
+
+async def get(q: Queryable, turn_id: str) -> dict[str, Any] | None:
+    row = await q.fetchone("SELECT * FROM turns WHERE id = ?", (turn_id,))
+    return record(row, ("usage",))
+
+
+async def active(q: Queryable, session_id: str) -> dict[str, Any] | None:
+    row = await q.fetchone(
+        "SELECT * FROM turns WHERE session_id = ? AND status IN (?, ?, ?)", (session_id, *ACTIVE)
+    )
+    return record(row, ("usage",))
+
+
+async def latest(q: Queryable, session_id: str) -> dict[str, Any] | None:
+    row = await q.fetchone(
+        "SELECT * FROM turns WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+        (session_id,),
+    )
+    return record(row, ("usage",))
+
+
+async def usages(q: Queryable, session_id: str) -> list[dict[str, Any]]:
+    rows = await q.fetchall("SELECT status, usage FROM turns WHERE session_id = ?", (session_id,))
+    return [r for r in (record(row, ("usage",)) for row in rows) if r is not None]
+
+
+async def queued(q: Queryable, limit: int = 100) -> list[dict[str, Any]]:
+    rows = await q.fetchall(
+        "SELECT * FROM turns WHERE status = 'queued' ORDER BY id LIMIT ?", (limit,)
+    )
+    return [r for r in (record(row, ("usage",)) for row in rows) if r is not None]
+
+
+async def running(q: Queryable) -> list[dict[str, Any]]:
+    rows = await q.fetchall("SELECT * FROM turns WHERE status IN ('in_progress', 'waiting')")
+    return [r for r in (record(row, ("usage",)) for row in rows) if r is not None]
+
+
+async def transition(
+    tx: Tx,
+    turn_id: str,
+    expected: tuple[str, ...],
+    status: str,
+    *,
+    fencing_token: str | None = None,
+    fields: dict[str, Any] | None = None,
+) -> bool:
+    """Compare-and-set: move the turn to `status` only from an `expected` status (and,
+    when given, only while it still carries `fencing_token`). Return whether it moved."""
+    sets = ["status = ?", "state_version = state_version + 1"]
+    args: list[Any] = [status]
+    for column, value in (fields or {}).items():
+        sets.append(f"{column} = ?")
+        args.append(dumps(value) if column == "usage" and value is not None else value)
+    placeholders = ", ".join("?" for _ in expected)
+    sql = f"UPDATE turns SET {', '.join(sets)} WHERE id = ? AND status IN ({placeholders})"
+    args.extend([turn_id, *expected])
+    if fencing_token is not None:
+        sql += " AND fencing_token = ?"
+        args.append(fencing_token)
+    return await tx.execute(sql, args) == 1
+
+
+async def set_usage(tx: Tx, turn_id: str, usage: dict[str, Any], fencing_token: str) -> bool:
+    changed = await tx.execute(
+        "UPDATE turns SET usage = ? WHERE id = ? AND fencing_token = ? AND status IN (?, ?)",
+        (dumps(usage), turn_id, fencing_token, "in_progress", "waiting"),
+    )
+    return changed == 1
