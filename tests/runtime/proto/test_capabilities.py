@@ -82,7 +82,11 @@ DECLARATION: dict[str, bool] = {
     "mcp_http_bearer_auth": False,
 }
 
-BAD_VALUES = [pytest.param(None, id="null"), pytest.param(0, id="zero"), pytest.param("true", id="str")]
+BAD_VALUES = [
+    pytest.param(None, id="null"),
+    pytest.param(0, id="zero"),
+    pytest.param("true", id="str"),
+]
 
 
 def _heartbeat(capabilities: Any) -> bytes:

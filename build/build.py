@@ -1,0 +1,48 @@
+"""Build the one-file `corebox` executable: `python build/build.py` writes `dist/corebox`.
+
+Runs PyInstaller on `build/corebox.spec` from the repository root with the work tree in
+`build/work`. Exits non-zero if PyInstaller fails or the executable is missing.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = ROOT / "build" / "corebox.spec"
+EXECUTABLE = ROOT / "dist" / "corebox"
+
+
+def main() -> int:
+    command = [
+        sys.executable,
+        "-m",
+        "PyInstaller",
+        str(SPEC),
+        "--distpath",
+        "dist",
+        "--workpath",
+        "build/work",
+        "--noconfirm",
+        "--log-level",
+        "WARN",
+    ]
+    started = time.monotonic()
+    result = subprocess.run(command, cwd=ROOT, check=False)
+    if result.returncode != 0:
+        print(f"build: PyInstaller failed with exit status {result.returncode}", file=sys.stderr)
+        return result.returncode
+    if not EXECUTABLE.is_file():
+        print(f"build: PyInstaller succeeded but {EXECUTABLE} is missing", file=sys.stderr)
+        return 1
+    size_mib = EXECUTABLE.stat().st_size / (1024 * 1024)
+    elapsed = time.monotonic() - started
+    print(f"build: wrote {EXECUTABLE.relative_to(ROOT)} ({size_mib:.1f} MiB) in {elapsed:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""Tier 3: storage against a real SQLite file in a temporary directory."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from storage import Conflict, Database, SchemaTooNew, migrations, turns
+from storage.database import Tx
+
+
+def run(coro):  # type: ignore[no-untyped-def]
+    return asyncio.run(coro)
+
+
+def test_migrations_apply_and_are_recorded(tmp_path: Path) -> None:
+    async def main() -> int:
+        db = await Database.open(tmp_path / "a.db")
+        version = db.schema_version
+        await db.close()
+        return version
+
+    version = run(main())
+    assert version == migrations.available()[-1][0]
+    conn = sqlite3.connect(tmp_path / "a.db")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == version
+    conn.close()
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    run(_open_close(path))
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO schema_version VALUES (9999, 0)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(SchemaTooNew, match="newer than this build"):
+        run(_open_close(path))
+
+
+async def _open_close(path: Path) -> None:
+    db = await Database.open(path)
+    await db.close()
+
+
+def test_group_commit_batches_and_isolates_a_failing_job(tmp_path: Path) -> None:
+    async def main() -> tuple[list[object], int, list[str]]:
+        db = await Database.open(tmp_path / "g.db")
+
+        def insert(name: str, fail: bool = False):  # type: ignore[no-untyped-def]
+            async def job(tx: Tx) -> str:
+                await tx.execute("INSERT INTO meta (key, value) VALUES (?, 'v')", (name,))
+                if fail:
+                    raise ValueError("refused")
+                return name
+            return job
+
+        before = db.commits
+        results = await asyncio.gather(
+            *(db.write(insert(f"k{i}", fail=(i == 3))) for i in range(10)),
+            return_exceptions=True)
+        commits = db.commits - before
+        rows = await db.read(lambda r: r.fetchall("SELECT key FROM meta ORDER BY key"))
+        await db.close()
+        return results, commits, [row["key"] for row in rows]
+
+    results, commits, keys = run(main())
+    assert isinstance(results[3], ValueError)
+    assert [r for i, r in enumerate(results) if i != 3] == [f"k{i}" for i in range(10) if i != 3]
+    assert "k3" not in keys and len(keys) == 9
+    assert commits < 10  # concurrent writers shared transactions
+
+
+def test_one_active_turn_per_session_is_enforced_by_the_database(tmp_path: Path) -> None:
+    async def main() -> None:
+        db = await Database.open(tmp_path / "t.db")
+
+        async def setup(tx: Tx) -> None:
+            await tx.execute("INSERT INTO projects (id, name, created_at) VALUES ('p', 'p', 0)")
+            await tx.execute(
+                "INSERT INTO sessions (id, project_id, agent_id, harness, created_at,"
+                " last_active_at, agent, environment, metadata, vault_ids)"
+                " VALUES ('s', 'p', 'a', 'scripted', 0, 0, '{}', '{}', '{}', '[]')")
+            await turns.insert(tx, "t1", "s", "a", 1)
+
+        await db.write(setup)
+
+        async def second(tx: Tx) -> None:
+            await turns.insert(tx, "t2", "s", "a", 2)
+
+        with pytest.raises(Conflict):
+            await db.write(second)
+
+        async def finish(tx: Tx) -> bool:
+            return await turns.transition(tx, "t1", ("queued",), "completed",
+                                          fields={"completed_at": 3})
+
+        assert await db.write(finish)
+        assert not await db.write(finish)  # compare-and-set: terminal never moves again
+        await db.write(second)
+        await db.close()
+
+    run(main())
+
+
+def test_an_acknowledged_write_survives_a_killed_process(tmp_path: Path) -> None:
+    path = tmp_path / "crash.db"
+    script = textwrap.dedent(f"""
+        import asyncio, os, sys
+        from storage import Database
+        async def main():
+            db = await Database.open({str(path)!r})
+            async def job(tx):
+                await tx.execute("INSERT INTO meta (key, value) VALUES ('durable', 'yes')")
+            await db.write(job)
+            print("acknowledged", flush=True)
+            os._exit(9)  # no close, no checkpoint: as abrupt as a crash
+        asyncio.run(main())
+    """)
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
+                          timeout=60, check=False)
+    assert done.stdout.strip() == b"acknowledged"
+    assert done.returncode == 9
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'durable'").fetchone() == ("yes",)
+    conn.close()
