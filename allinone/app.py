@@ -20,14 +20,6 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-from runtime.daemon import Daemon
-from runtime.harness.registry import HarnessRegistry
-from runtime.harness.scripted import ScriptedHarness
-from runtime.proto import limits
-from storage import tenancy
-from storage.database import Database
-from storage.errors import StorageError
-
 from allinone import __version__
 from allinone.config import Config
 from allinone.core.admission import Admission
@@ -47,6 +39,13 @@ from allinone.credentials import (
     ensure_default_project,
     issue_device_credential,
 )
+from runtime.daemon import Daemon
+from runtime.harness.registry import HarnessRegistry
+from runtime.harness.scripted import ScriptedHarness
+from runtime.proto import limits
+from storage import tenancy
+from storage.database import Database
+from storage.errors import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +101,9 @@ class Started:
 
 
 class App:
-    def __init__(self, config: Config, *, on_started: Callable[[Started], None] | None = None
-                 ) -> None:
+    def __init__(
+        self, config: Config, *, on_started: Callable[[Started], None] | None = None
+    ) -> None:
         self.config = config
         self._on_started = on_started
         self._stop = asyncio.Event()
@@ -126,45 +126,83 @@ class App:
         scheduler = AsyncIOScheduler()
         try:
             first = await ensure_default_project(db, ids, clock, config.data_dir, config.api_key)
-            scheduler.add_job(_checkpoint, "interval", minutes=5, args=[db],
-                              id="wal-checkpoint", coalesce=True, max_instances=1)
+            scheduler.add_job(
+                _checkpoint,
+                "interval",
+                minutes=5,
+                args=[db],
+                id="wal-checkpoint",
+                coalesce=True,
+                max_instances=1,
+            )
             scheduler.start()
-            await self._serve(config, sock, port, db, scheduler, clock, ids, first.api_key,
-                              first.key_file)
+            await self._serve(
+                config, sock, port, db, scheduler, clock, ids, first.api_key, first.key_file
+            )
         finally:
             if scheduler.running:
                 scheduler.shutdown(wait=False)
             await db.close()
             sock.close()
 
-    async def _serve(self, config: Config, sock: socket.socket, port: int, db: Database,
-                     scheduler: AsyncIOScheduler, clock: Clock, ids: Ids, api_key: str | None,
-                     key_file: Path | None) -> None:
+    async def _serve(
+        self,
+        config: Config,
+        sock: socket.socket,
+        port: int,
+        db: Database,
+        scheduler: AsyncIOScheduler,
+        clock: Clock,
+        ids: Ids,
+        api_key: str | None,
+        key_file: Path | None,
+    ) -> None:
         hub = Hub()
         registry = Registry()
         recorder = Recorder(hub, ids, clock)
         projector = Projector(recorder, ids, clock)
         outcomes = Outcomes(db, recorder, projector, clock)
         orchestrator = Orchestrator(db, registry, projector, outcomes, ids, clock)
-        admission = Admission(db, recorder, ids, clock, orchestrator.wake,
-                              orchestrator.request_cancel)
+        admission = Admission(
+            db, recorder, ids, clock, orchestrator.wake, orchestrator.request_cancel
+        )
         local_host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
         ws_url = f"ws://{_url_host(local_host)}:{port}/api/v1/agent-daemon/ws"
 
         async def device_digest(device_id: str) -> str | None:
             return await db.read(lambda r: tenancy.device_digest(r, device_id))
 
-        gateway = Gateway(registry, device_digest, ids.new, limits.HEARTBEAT_SECONDS_DEFAULT,
-                          lambda: ws_url)
-        health = Health(db, registry, lambda: bool(scheduler.running), clock,
-                        {"data_dir": str(config.data_dir), "port": port,
-                         "source": str(config.config_file) if config.config_file else "defaults"})
-        app = build_app([*health.routes(), *gateway.routes(),
-                         *SessionsApi(db, admission, hub, ids).routes()])
-        server = _Server(uvicorn.Config(
-            app, log_config=None, access_log=False, lifespan="off", http=H11Protocol,
-            ws=WebSocketsSansIOProtocol, ws_max_size=limits.MAX_FRAME_BYTES,
-            ws_ping_interval=None, timeout_graceful_shutdown=2, log_level=config.log_level))
+        gateway = Gateway(
+            registry, device_digest, ids.new, limits.HEARTBEAT_SECONDS_DEFAULT, lambda: ws_url
+        )
+        health = Health(
+            db,
+            registry,
+            lambda: bool(scheduler.running),
+            clock,
+            {
+                "data_dir": str(config.data_dir),
+                "port": port,
+                "source": str(config.config_file) if config.config_file else "defaults",
+            },
+        )
+        app = build_app(
+            [*health.routes(), *gateway.routes(), *SessionsApi(db, admission, hub, ids).routes()]
+        )
+        server = _Server(
+            uvicorn.Config(
+                app,
+                log_config=None,
+                access_log=False,
+                lifespan="off",
+                http=H11Protocol,
+                ws=WebSocketsSansIOProtocol,
+                ws_max_size=limits.MAX_FRAME_BYTES,
+                ws_ping_interval=None,
+                timeout_graceful_shutdown=2,
+                log_level=config.log_level,
+            )
+        )
         server_task = asyncio.create_task(server.serve(sockets=[sock]), name="http-server")
         while not server.started:
             if server_task.done():
@@ -175,8 +213,13 @@ class App:
         credential = await issue_device_credential(db, ids, clock)
         harnesses = HarnessRegistry()
         harnesses.register(ScriptedHarness())
-        daemon = Daemon(f"http://{_url_host(local_host)}:{port}/api/v1", LOCAL_DEVICE_ID,
-                        credential, harnesses, __version__)
+        daemon = Daemon(
+            f"http://{_url_host(local_host)}:{port}/api/v1",
+            LOCAL_DEVICE_ID,
+            credential,
+            harnesses,
+            __version__,
+        )
         daemon_task = asyncio.create_task(daemon.run(), name="runtime-daemon")
         await orchestrator.start()
         log.info("corebox %s serving on http://%s:%d/v1", __version__, config.host, port)
@@ -191,8 +234,10 @@ class App:
         await asyncio.wait({stop, server_task, daemon_task}, return_when=asyncio.FIRST_COMPLETED)
         log.info("corebox shutting down")
         try:
-            await asyncio.wait_for(self._shutdown(orchestrator, daemon, daemon_task, hub, server,
-                                                  server_task), SHUTDOWN_BUDGET_SECONDS)
+            await asyncio.wait_for(
+                self._shutdown(orchestrator, daemon, daemon_task, hub, server, server_task),
+                SHUTDOWN_BUDGET_SECONDS,
+            )
         except TimeoutError:
             log.error("shutdown exceeded %.0fs; stopping anyway", SHUTDOWN_BUDGET_SECONDS)
         finally:
@@ -201,9 +246,15 @@ class App:
                     loop.remove_signal_handler(sig)
             stop.cancel()
 
-    async def _shutdown(self, orchestrator: Orchestrator, daemon: Daemon,
-                        daemon_task: asyncio.Task[None], hub: Hub, server: uvicorn.Server,
-                        server_task: asyncio.Task[None]) -> None:
+    async def _shutdown(
+        self,
+        orchestrator: Orchestrator,
+        daemon: Daemon,
+        daemon_task: asyncio.Task[None],
+        hub: Hub,
+        server: uvicorn.Server,
+        server_task: asyncio.Task[None],
+    ) -> None:
         """Stop accepting work, settle or cancel it, close peers, then the server."""
         await orchestrator.stop(timeout=3.0)
         await daemon.stop()
@@ -222,4 +273,3 @@ async def _checkpoint(db: Database) -> None:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
-

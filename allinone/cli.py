@@ -16,26 +16,30 @@ from allinone.config import ConfigError, load
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="corebox",
-                                     description="The Agents API on your own machine.")
+    parser = argparse.ArgumentParser(
+        prog="corebox", description="The Agents API on your own machine."
+    )
     parser.add_argument("--version", action="version", version=f"corebox {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run Core, storage, scheduler and a Runtime")
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 8800)")
     serve.add_argument("--data-dir", dest="data_dir", help="where state is kept")
-    serve.add_argument("--log-level", dest="log_level",
-                       help="critical, error, warning, info or debug")
+    serve.add_argument(
+        "--log-level", dest="log_level", help="critical, error, warning, info or debug"
+    )
     serve.add_argument("--config", help="a corebox.toml file")
     return parser
 
 
 def _announce(started: Started) -> None:
     if started.api_key is not None:
-        print(f"corebox: created the default project; its API key is {started.api_key}",
-              flush=True)
-        print(f"corebox: the key was saved to {started.key_file} (mode 0600) and will not be "
-              "shown again", flush=True)
+        print(f"corebox: created the default project; its API key is {started.api_key}", flush=True)
+        print(
+            f"corebox: the key was saved to {started.key_file} (mode 0600) and will not be "
+            "shown again",
+            flush=True,
+        )
     print(f"corebox: serving on port {started.port}", flush=True)
 
 
@@ -48,8 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ConfigError as exc:
             print(f"corebox: error: {exc}", file=sys.stderr)
             return 2
-        logging.basicConfig(level=config.log_level.upper(),
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.basicConfig(
+            level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
         try:
             asyncio.run(App(config, on_started=_announce).run())
         except StartupError as exc:

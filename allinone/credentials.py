@@ -8,10 +8,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from allinone.core.ids import Clock, Ids
 from storage import tenancy
 from storage.database import Database, Tx
-
-from allinone.core.ids import Clock, Ids
 
 KEY_FILE = "default-project.key"
 LOCAL_DEVICE_ID = "local-runtime"
@@ -35,8 +34,9 @@ def write_secret_file(path: Path, secret: str) -> None:
         handle.write(secret + "\n")
 
 
-async def ensure_default_project(db: Database, ids: Ids, clock: Clock, data_dir: Path,
-                                 configured_key: str | None) -> FirstStart:
+async def ensure_default_project(
+    db: Database, ids: Ids, clock: Clock, data_dir: Path, configured_key: str | None
+) -> FirstStart:
     existing = await db.read(lambda r: tenancy.default_project(r))
     if existing is not None:
         return FirstStart(str(existing["id"]), None, None)
@@ -56,15 +56,17 @@ async def ensure_default_project(db: Database, ids: Ids, clock: Clock, data_dir:
     return FirstStart(project_id, key, key_file)
 
 
-async def issue_device_credential(db: Database, ids: Ids, clock: Clock,
-                                  device_id: str = LOCAL_DEVICE_ID) -> str:
+async def issue_device_credential(
+    db: Database, ids: Ids, clock: Clock, device_id: str = LOCAL_DEVICE_ID
+) -> str:
     """A fresh credential for the in-process Runtime, valid from now on (the previous
     one stops working)."""
     credential = ids.secret(32)
 
     async def job(tx: Tx) -> None:
-        await tenancy.upsert_device(tx, device_id, "in-process runtime", sha256(credential),
-                                    clock.now())
+        await tenancy.upsert_device(
+            tx, device_id, "in-process runtime", sha256(credential), clock.now()
+        )
 
     await db.write(job)
     return credential

@@ -55,17 +55,27 @@ class AdmissionRecord:
 
     def status(self) -> PreparationStatus:
         return PreparationStatus(
-            revision=self.revision, state=self.state, executor_id=self.executor_id,
-            reused=self.reused, handle=self.handle, expires_at=self.expires_at_ms,
-            run_id=self.run_id, error_code=self.error_code)
+            revision=self.revision,
+            state=self.state,
+            executor_id=self.executor_id,
+            reused=self.reused,
+            handle=self.handle,
+            expires_at=self.expires_at_ms,
+            run_id=self.run_id,
+            error_code=self.error_code,
+        )
 
     def expired(self, now_ms: int) -> bool:
         return self.expires_at_ms != 0 and now_ms >= self.expires_at_ms
 
     @property
     def settled(self) -> bool:
-        return self.state in (PreparationState.STARTED, PreparationState.RELEASED,
-                              PreparationState.EXPIRED, PreparationState.FAILED)
+        return self.state in (
+            PreparationState.STARTED,
+            PreparationState.RELEASED,
+            PreparationState.EXPIRED,
+            PreparationState.FAILED,
+        )
 
 
 class AdmissionTable:
@@ -89,8 +99,9 @@ class AdmissionTable:
 
     def _prune(self, now_ms: int) -> None:
         for request_id, record in list(self._records.items()):
-            if record.settled or (record.expired(now_ms)
-                                  and record.state is PreparationState.READY):
+            if record.settled or (
+                record.expired(now_ms) and record.state is PreparationState.READY
+            ):
                 del self._records[request_id]
             if len(self._records) < limits.MAX_ADMISSION_RECORDS:
                 return

@@ -18,12 +18,11 @@ import msgspec
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
+from runtime.dispatcher import Dispatcher
+from runtime.harness.registry import HarnessRegistry
 from runtime.proto import codec, limits
 from runtime.proto.errors import ProtocolError
 from runtime.proto.heartbeat import Heartbeat
-
-from runtime.dispatcher import Dispatcher
-from runtime.harness.registry import HarnessRegistry
 from runtime.transport import (
     PermanentError,
     TransientError,
@@ -37,9 +36,15 @@ PERMANENT_CLOSE_CODE = 4001
 
 
 class Daemon:
-    def __init__(self, core_url: str, device_id: str, credential: str,
-                 harnesses: HarnessRegistry, build_version: str,
-                 sleep: Callable[[float], object] = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        core_url: str,
+        device_id: str,
+        credential: str,
+        harnesses: HarnessRegistry,
+        build_version: str,
+        sleep: Callable[[float], object] = asyncio.sleep,
+    ) -> None:
         self._core_url = core_url
         self._device_id = device_id
         self._credential = credential
@@ -85,10 +90,13 @@ class Daemon:
 
         async def heartbeat() -> None:
             while True:
-                beat = Heartbeat(ts=int(time.time()), active_requests=dispatcher.active_requests,
-                                 home_removal=False,
-                                 supported_agent_kinds=self._harnesses.supported_kinds(),
-                                 daemon_version=self._build_version)
+                beat = Heartbeat(
+                    ts=int(time.time()),
+                    active_requests=dispatcher.active_requests,
+                    home_removal=False,
+                    supported_agent_kinds=self._harnesses.supported_kinds(),
+                    daemon_version=self._build_version,
+                )
                 await send("heartbeat", "", beat)
                 self.connected.set()
                 await asyncio.sleep(heartbeat_seconds)

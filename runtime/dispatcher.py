@@ -18,6 +18,9 @@ from typing import Any
 
 import msgspec
 
+from runtime.admission import AdmissionRecord, AdmissionTable, fingerprint
+from runtime.harness.base import Executor
+from runtime.harness.registry import HarnessRegistry
 from runtime.proto import limits
 from runtime.proto.codec import Frame
 from runtime.proto.errors import PreparationErrorCode, ValidationError
@@ -29,10 +32,6 @@ from runtime.proto.execution import (
     PreparationStatus,
 )
 from runtime.proto.run import PromptCancel
-
-from runtime.admission import AdmissionRecord, AdmissionTable, fingerprint
-from runtime.harness.base import Executor
-from runtime.harness.registry import HarnessRegistry
 from runtime.runs import Run
 
 log = logging.getLogger(__name__)
@@ -45,9 +44,13 @@ def _now_ms() -> int:
 
 
 class Dispatcher:
-    def __init__(self, harnesses: HarnessRegistry, send: Send,
-                 now_ms: Callable[[], int] = _now_ms,
-                 new_id: Callable[[], str] = lambda: secrets.token_hex(16)) -> None:
+    def __init__(
+        self,
+        harnesses: HarnessRegistry,
+        send: Send,
+        now_ms: Callable[[], int] = _now_ms,
+        new_id: Callable[[], str] = lambda: secrets.token_hex(16),
+    ) -> None:
         self._harnesses = harnesses
         self._send = send
         self._now_ms = now_ms
@@ -89,17 +92,27 @@ class Dispatcher:
 
     async def _status(self, request_id: str, status: PreparationStatus) -> None:
         try:
-            await asyncio.wait_for(self._send("preparation_status", request_id, status),
-                                   limits.RECEIPT_SEND_TIMEOUT_SECONDS)
+            await asyncio.wait_for(
+                self._send("preparation_status", request_id, status),
+                limits.RECEIPT_SEND_TIMEOUT_SECONDS,
+            )
         except Exception:
             log.warning("preparation status for %s could not be sent", request_id)
 
-    async def _reject(self, request_id: str, operation: str, code: str,
-                      record: AdmissionRecord | None = None) -> None:
-        await self._status(request_id, PreparationStatus(
-            revision=0, state=PreparationState.REJECTED, operation=operation, error_code=code,
-            handle=record.handle if record else "",
-            executor_id=record.executor_id if record else ""))
+    async def _reject(
+        self, request_id: str, operation: str, code: str, record: AdmissionRecord | None = None
+    ) -> None:
+        await self._status(
+            request_id,
+            PreparationStatus(
+                revision=0,
+                state=PreparationState.REJECTED,
+                operation=operation,
+                error_code=code,
+                handle=record.handle if record else "",
+                executor_id=record.executor_id if record else "",
+            ),
+        )
 
     async def _prepare(self, frame: Frame) -> None:
         request: ExecutionPrepare = frame.payload
@@ -108,8 +121,9 @@ class Dispatcher:
             if existing.prepare_fingerprint == fingerprint(request):
                 await self._status(frame.id, existing.status())
             else:
-                await self._reject(frame.id, "execution_prepare",
-                                   PreparationErrorCode.REQUEST_CONFLICT)
+                await self._reject(
+                    frame.id, "execution_prepare", PreparationErrorCode.REQUEST_CONFLICT
+                )
             return
         try:
             request.validate()
@@ -119,23 +133,31 @@ class Dispatcher:
         cfg = request.configuration
         adapter = self._harnesses.get(cfg.agent_kind)
         if adapter is None or not adapter.available():
-            await self._reject(frame.id, "execution_prepare",
-                               PreparationErrorCode.UNSUPPORTED_PREPARATION)
+            await self._reject(
+                frame.id, "execution_prepare", PreparationErrorCode.UNSUPPORTED_PREPARATION
+            )
             return
         if cfg.workspace_read_only or cfg.local_environment is not None:
-            await self._reject(frame.id, "execution_prepare",
-                               PreparationErrorCode.UNSUPPORTED_CONFIGURATION)
+            await self._reject(
+                frame.id, "execution_prepare", PreparationErrorCode.UNSUPPORTED_CONFIGURATION
+            )
             return
         if self._admissions.active_preparations() >= limits.MAX_ACTIVE_PREPARATIONS:
-            await self._reject(frame.id, "execution_prepare",
-                               PreparationErrorCode.PREPARATION_CAPACITY)
+            await self._reject(
+                frame.id, "execution_prepare", PreparationErrorCode.PREPARATION_CAPACITY
+            )
             return
-        record = AdmissionRecord(request_id=frame.id, handle=self._new_id(),
-                                 session_id=request.session_id, configuration=cfg,
-                                 prepare_fingerprint=fingerprint(request))
+        record = AdmissionRecord(
+            request_id=frame.id,
+            handle=self._new_id(),
+            session_id=request.session_id,
+            configuration=cfg,
+            prepare_fingerprint=fingerprint(request),
+        )
         if not self._admissions.add(record, self._now_ms()):
-            await self._reject(frame.id, "execution_prepare",
-                               PreparationErrorCode.PREPARATION_CAPACITY)
+            await self._reject(
+                frame.id, "execution_prepare", PreparationErrorCode.PREPARATION_CAPACITY
+            )
             return
         key = (request.session_id, fingerprint(cfg))
         idle = self._idle.pop(key, None)
@@ -150,8 +172,10 @@ class Dispatcher:
             executor = await adapter.create_executor(executor_id, cfg)
         except Exception:
             log.exception("native preparation failed")
-            await self._status(frame.id, record.advance(PreparationState.FAILED,
-                                                        PreparationErrorCode.PREPARATION_FAILED))
+            await self._status(
+                frame.id,
+                record.advance(PreparationState.FAILED, PreparationErrorCode.PREPARATION_FAILED),
+            )
             return
         if record.state is not PreparationState.PREPARING:
             # Released while preparing: the Executor is kept idle, not leaked.
@@ -166,15 +190,17 @@ class Dispatcher:
         request: ExecutionStart = frame.payload
         record = self._admissions.get(frame.id)
         if record is None:
-            await self._reject(frame.id, "execution_start",
-                               PreparationErrorCode.UNKNOWN_PREPARATION)
+            await self._reject(
+                frame.id, "execution_start", PreparationErrorCode.UNKNOWN_PREPARATION
+            )
             return
         if record.state in (PreparationState.STARTING, PreparationState.STARTED):
             if record.start_fingerprint == fingerprint(request):
                 await self._status(frame.id, record.status())
             else:
-                await self._reject(frame.id, "execution_start",
-                                   PreparationErrorCode.START_CONFLICT, record)
+                await self._reject(
+                    frame.id, "execution_start", PreparationErrorCode.START_CONFLICT, record
+                )
             return
         try:
             request.validate()
@@ -185,25 +211,30 @@ class Dispatcher:
             await self._reject(frame.id, "execution_start", PreparationErrorCode.INVALID_START)
             return
         if request.executor_id != record.executor_id:
-            await self._reject(frame.id, "execution_start",
-                               PreparationErrorCode.UNKNOWN_EXECUTOR, record)
+            await self._reject(
+                frame.id, "execution_start", PreparationErrorCode.UNKNOWN_EXECUTOR, record
+            )
             return
         if record.state is not PreparationState.READY:
-            await self._reject(frame.id, "execution_start",
-                               PreparationErrorCode.PREPARATION_NOT_READY, record)
+            await self._reject(
+                frame.id, "execution_start", PreparationErrorCode.PREPARATION_NOT_READY, record
+            )
             return
         if record.expired(self._now_ms()):
             await self._status(frame.id, record.advance(PreparationState.EXPIRED))
             self._return_idle(record)
             return
         if request.run_id in self._runs:
-            await self._reject(frame.id, "execution_start", PreparationErrorCode.RUN_CONFLICT,
-                               record)
+            await self._reject(
+                frame.id, "execution_start", PreparationErrorCode.RUN_CONFLICT, record
+            )
             return
         executor = self._executors.get(record.executor_id)
         if executor is None:
-            await self._status(frame.id, record.advance(
-                PreparationState.FAILED, PreparationErrorCode.EXECUTOR_UNAVAILABLE))
+            await self._status(
+                frame.id,
+                record.advance(PreparationState.FAILED, PreparationErrorCode.EXECUTOR_UNAVAILABLE),
+            )
             return
         record.run_id = request.run_id
         record.start_fingerprint = fingerprint(request)
@@ -242,8 +273,9 @@ class Dispatcher:
             await self._reject(frame.id, "execution_release", PreparationErrorCode.INVALID_RELEASE)
             return
         if record.state not in (PreparationState.PREPARING, PreparationState.READY):
-            await self._reject(frame.id, "execution_release",
-                               PreparationErrorCode.INVALID_RELEASE, record)
+            await self._reject(
+                frame.id, "execution_release", PreparationErrorCode.INVALID_RELEASE, record
+            )
             return
         await self._status(frame.id, record.advance(PreparationState.RELEASED))
         self._return_idle(record)
@@ -252,8 +284,9 @@ class Dispatcher:
         request: PromptCancel = frame.payload
         run = self._runs.get(frame.id)
         if run is None:
-            log.info("cancel for inactive run %s (delivery %s)", frame.id,
-                     request.delivery_id or "-")
+            log.info(
+                "cancel for inactive run %s (delivery %s)", frame.id, request.delivery_id or "-"
+            )
             return
         settled = await run.cancel(limits.SETTLEMENT_TIMEOUT_SECONDS)
         if not settled:

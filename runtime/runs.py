@@ -10,10 +10,9 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 
+from runtime.harness.base import Executor, HarnessError
 from runtime.proto import run as wire
 from runtime.proto.inputs import MessageInput
-
-from runtime.harness.base import Executor, HarnessError
 
 log = logging.getLogger(__name__)
 

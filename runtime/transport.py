@@ -53,8 +53,10 @@ def backoff_delay(attempt: int, rand: random.Random | None = None) -> float:
     The first attempt after a loss is immediate (attempt 0)."""
     if attempt <= 0:
         return 0.0
-    base = min(limits.BACKOFF_INITIAL_SECONDS * limits.BACKOFF_FACTOR ** (attempt - 1),
-               limits.BACKOFF_MAX_SECONDS)
+    base = min(
+        limits.BACKOFF_INITIAL_SECONDS * limits.BACKOFF_FACTOR ** (attempt - 1),
+        limits.BACKOFF_MAX_SECONDS,
+    )
     jitter = (rand or random).uniform(-limits.BACKOFF_JITTER, limits.BACKOFF_JITTER)
     return float(base * (1 + jitter))
 
@@ -63,8 +65,11 @@ def _post_bootstrap(core_url: str, credential: str, device_id: str) -> Bootstrap
     request = urllib.request.Request(
         f"{core_url.rstrip('/')}/agent-daemon/bootstrap",
         data=json.dumps({"device_id": device_id}).encode(),
-        headers={"Authorization": f"Bearer {credential}", "Content-Type": "application/json",
-                 "User-Agent": "corebox-runtime"},
+        headers={
+            "Authorization": f"Bearer {credential}",
+            "Content-Type": "application/json",
+            "User-Agent": "corebox-runtime",
+        },
         method="POST",
     )
     try:
@@ -80,25 +85,32 @@ def _post_bootstrap(core_url: str, credential: str, device_id: str) -> Bootstrap
     if not device:
         raise TransientError("bootstrap returned no device_id")
     heartbeat = int(body.get("heartbeat_seconds") or 0)
-    return BootstrapInfo(device_id=device, ws_url=str(body.get("ws_url") or ""),
-                         heartbeat_seconds=heartbeat if heartbeat > 0
-                         else limits.HEARTBEAT_SECONDS_DEFAULT,
-                         protocol_version=str(body.get("protocol_version") or ""))
+    return BootstrapInfo(
+        device_id=device,
+        ws_url=str(body.get("ws_url") or ""),
+        heartbeat_seconds=heartbeat if heartbeat > 0 else limits.HEARTBEAT_SECONDS_DEFAULT,
+        protocol_version=str(body.get("protocol_version") or ""),
+    )
 
 
 async def bootstrap(core_url: str, credential: str, device_id: str) -> BootstrapInfo:
     return await asyncio.to_thread(_post_bootstrap, core_url, credential, device_id)
 
 
-async def open_socket(ws_url: str, credential: str, device_id: str,
-                      version: str = VERSION) -> ClientConnection:
+async def open_socket(
+    ws_url: str, credential: str, device_id: str, version: str = VERSION
+) -> ClientConnection:
     """Connect with the credential in the Authorization header, never in the URL."""
     url = f"{ws_url}?{urlencode({'device_id': device_id, 'version': version})}"
     try:
-        return await connect(url, additional_headers={"Authorization": f"Bearer {credential}"},
-                             max_size=limits.MAX_FRAME_BYTES,
-                             open_timeout=limits.HANDSHAKE_TIMEOUT_SECONDS,
-                             ping_interval=None, compression=None)
+        return await connect(
+            url,
+            additional_headers={"Authorization": f"Bearer {credential}"},
+            max_size=limits.MAX_FRAME_BYTES,
+            open_timeout=limits.HANDSHAKE_TIMEOUT_SECONDS,
+            ping_interval=None,
+            compression=None,
+        )
     except InvalidStatus as exc:
         status = exc.response.status_code
         if status in PERMANENT_STATUSES:

@@ -14,6 +14,7 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterable
@@ -94,8 +95,13 @@ class _Job:
 class Database:
     """Owns the connections; open with `await Database.open(path)`, close with `close()`."""
 
-    def __init__(self, path: Path, writer: aiosqlite.Connection,
-                 readers: list[aiosqlite.Connection], schema_version: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        writer: aiosqlite.Connection,
+        readers: list[aiosqlite.Connection],
+        schema_version: int,
+    ) -> None:
         self.path = path
         self.schema_version = schema_version
         self._writer = writer
@@ -145,10 +151,8 @@ class Database:
         if self._task is not None:
             await self._queue.join()
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            except asyncio.CancelledError:
-                pass
         for conn in (self._writer, *self._readers):
             await conn.close()
 
@@ -177,16 +181,16 @@ class Database:
                     job.result = await job.fn(job.tx)
                 except Exception as exc:
                     await conn.execute(f"ROLLBACK TO {savepoint}")
-                    job.error = exc if not isinstance(exc, sqlite3.Error) else StorageError(str(exc))
+                    job.error = (
+                        exc if not isinstance(exc, sqlite3.Error) else StorageError(str(exc))
+                    )
                 await conn.execute(f"RELEASE {savepoint}")
             await conn.execute("COMMIT")
             self.commits += 1
         except sqlite3.Error as exc:
             log.error("storage commit failed: %s", exc)
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 await conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
             for job in batch:
                 if not job.future.done():
                     job.future.set_exception(StorageError(f"commit failed: {exc}"))

@@ -20,8 +20,15 @@ async def insert(tx: Tx, row: dict[str, Any]) -> int:
         "INSERT INTO items (id, session_id, turn_id, position, created_at, type, status,"
         " output_index, native_id, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
-            row["id"], row["session_id"], row["turn_id"], position, row["created_at"],
-            row["type"], row.get("status"), row.get("output_index"), row.get("native_id"),
+            row["id"],
+            row["session_id"],
+            row["turn_id"],
+            position,
+            row["created_at"],
+            row["type"],
+            row.get("status"),
+            row.get("output_index"),
+            row.get("native_id"),
             dumps(row["payload"]),
         ),
     )

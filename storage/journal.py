@@ -14,8 +14,9 @@ from storage.rows import Queryable
 RETAINED_EVENTS = 4096
 
 
-async def append(tx: Tx, session_id: str, seq: int, event_id: str, type_: str, payload: str,
-                 now: int) -> None:
+async def append(
+    tx: Tx, session_id: str, seq: int, event_id: str, type_: str, payload: str, now: int
+) -> None:
     await tx.execute(
         "INSERT INTO session_events (session_id, seq, event_id, type, payload, created_at)"
         " VALUES (?, ?, ?, ?, ?, ?)",

@@ -16,9 +16,17 @@ async def insert(tx: Tx, row: dict[str, Any]) -> None:
         " agent, environment, metadata, vault_ids, idempotency_key, request_hash)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
-            row["id"], row["project_id"], row["agent_id"], row["harness"], row["created_at"],
-            row["created_at"], dumps(row["agent"]), dumps(row["environment"]),
-            dumps(row["metadata"]), dumps(row["vault_ids"]), row.get("idempotency_key"),
+            row["id"],
+            row["project_id"],
+            row["agent_id"],
+            row["harness"],
+            row["created_at"],
+            row["created_at"],
+            dumps(row["agent"]),
+            dumps(row["environment"]),
+            dumps(row["metadata"]),
+            dumps(row["vault_ids"]),
+            row.get("idempotency_key"),
             row.get("request_hash"),
         ),
     )

@@ -21,8 +21,9 @@ async def default_project(q: Queryable) -> dict[str, Any] | None:
     return record(row)
 
 
-async def insert_key(tx: Tx, key_id: str, project_id: str, digest: str, prefix: str,
-                     now: int) -> None:
+async def insert_key(
+    tx: Tx, key_id: str, project_id: str, digest: str, prefix: str, now: int
+) -> None:
     await tx.execute(
         "INSERT INTO api_keys (id, project_id, digest, prefix, created_at) VALUES (?, ?, ?, ?, ?)",
         (key_id, project_id, digest, prefix, now),

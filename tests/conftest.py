@@ -57,8 +57,13 @@ def wait_ready(base_url: str, process: subprocess.Popen[bytes], deadline: float 
     raise TimeoutError("server did not become ready")
 
 
-def start_server(data_dir: Path, *, api_key: str | None = API_KEY, port: int | None = None,
-                 extra_env: dict[str, str] | None = None) -> Server:
+def start_server(
+    data_dir: Path,
+    *,
+    api_key: str | None = API_KEY,
+    port: int | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> Server:
     port = port or free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("COREBOX_")}
     env["PYTHONPATH"] = str(ROOT)
@@ -68,9 +73,23 @@ def start_server(data_dir: Path, *, api_key: str | None = API_KEY, port: int | N
     log = data_dir.parent / f"{data_dir.name}.log"
     with log.open("ab") as handle:
         process = subprocess.Popen(
-            [sys.executable, "-m", "allinone", "serve", "--port", str(port), "--data-dir",
-             str(data_dir), "--log-level", "info"],
-            stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=str(data_dir.parent))
+            [
+                sys.executable,
+                "-m",
+                "allinone",
+                "serve",
+                "--port",
+                str(port),
+                "--data-dir",
+                str(data_dir),
+                "--log-level",
+                "info",
+            ],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=str(data_dir.parent),
+        )
     server = Server(port, data_dir, process, log)
     try:
         wait_ready(server.base_url, process)

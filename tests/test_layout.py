@@ -34,7 +34,8 @@ def test_proto_imports_only_stdlib_and_msgspec() -> None:
         for name in imports_of(path):
             top = name.split(".")[0]
             assert top in {"msgspec", "runtime", "__future__"} or _stdlib(top), (
-                f"{path}: imports {name}")
+                f"{path}: imports {name}"
+            )
             if top == "runtime":
                 assert name.startswith("runtime.proto"), f"{path}: imports {name}"
 
@@ -62,8 +63,20 @@ def test_only_the_composition_root_wires_the_runtime_in() -> None:
 
 
 def test_top_level_stays_as_designed() -> None:
-    allowed = {"pyproject.toml", "allinone", "runtime", "storage", "build", "tests", "examples",
-               "README.md", "Makefile", ".ci", ".gitignore", ".git"}
+    allowed = {
+        "pyproject.toml",
+        "allinone",
+        "runtime",
+        "storage",
+        "build",
+        "tests",
+        "examples",
+        "README.md",
+        "Makefile",
+        ".ci",
+        ".gitignore",
+        ".git",
+    }
     tracked = {p.name for p in ROOT.iterdir()}
     ignored = {".venv", "dist", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
     extra = {name for name in tracked - allowed - ignored if not name.endswith(".egg-info")}

@@ -14,13 +14,6 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from storage import agents as agent_rows
-from storage import sessions, turns
-from storage import items as item_rows
-from storage.database import Database, Tx
-from storage.errors import Conflict
-from storage.rows import dumps
-
 from allinone.core import agents as agent_config
 from allinone.core.api.errors import ApiError, invalid, not_found
 from allinone.core.api.models import (
@@ -35,6 +28,12 @@ from allinone.core.api.models import (
 from allinone.core.ids import Clock, Ids
 from allinone.core.recorder import Recorder
 from allinone.core.states import TurnStatus, sources_for
+from storage import agents as agent_rows
+from storage import items as item_rows
+from storage import sessions, turns
+from storage.database import Database, Tx
+from storage.errors import Conflict
+from storage.rows import dumps
 
 _encoder = msgspec.json.Encoder(order="sorted")
 
@@ -60,8 +59,15 @@ def _messages(value: str | list[InputMessageParam]) -> list[dict[str, Any]]:
 
 
 class Admission:
-    def __init__(self, db: Database, recorder: Recorder, ids: Ids, clock: Clock,
-                 on_work: Callable[[], None], on_cancel: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        db: Database,
+        recorder: Recorder,
+        ids: Ids,
+        clock: Clock,
+        on_work: Callable[[], None],
+        on_cancel: Callable[[str], None],
+    ) -> None:
         self._db = db
         self._recorder = recorder
         self._ids = ids
@@ -80,8 +86,9 @@ class Admission:
         await self._db.write(job)
         return agent_id
 
-    async def create_session(self, project_id: str, body: SessionCreate,
-                             idempotency_key: str | None) -> tuple[str, bool]:
+    async def create_session(
+        self, project_id: str, body: SessionCreate, idempotency_key: str | None
+    ) -> tuple[str, bool]:
         """Create a session (and its first turn when input is given).
 
         Return (session_id, created); `created` is False when an earlier request with the
@@ -91,25 +98,29 @@ class Admission:
         env_type = environment.get("type")
         if env_type != "none":
             if env_type in ("openai_hosted", "self_hosted"):
-                raise invalid(f"Environment type {env_type!r} is not available in this build.",
-                              "environment.type", code="unsupported_environment")
-            raise invalid("environment.type must be one of none, openai_hosted, self_hosted.",
-                          "environment.type")
+                raise invalid(
+                    f"Environment type {env_type!r} is not available in this build.",
+                    "environment.type",
+                    code="unsupported_environment",
+                )
+            raise invalid(
+                "environment.type must be one of none, openai_hosted, self_hosted.",
+                "environment.type",
+            )
         if set(environment) != {"type"}:
             raise invalid("An environment of type none takes no other fields.", "environment")
         if body.input is UNSET or body.input is None:
             raise invalid("Sessions with environment type none require initial input.", "input")
         messages = _messages(body.input)
-        metadata = agent_config.check_metadata(
-            None if body.metadata is UNSET else body.metadata)
+        metadata = agent_config.check_metadata(None if body.metadata is UNSET else body.metadata)
         request_hash = digest(body)
         now = self._clock.now()
 
         if body.agent_id is not UNSET:
-            saved = await self._db.read(lambda r: agent_rows.get(r, project_id, body.agent_id))
+            wanted: str = body.agent_id
+            saved = await self._db.read(lambda r: agent_rows.get(r, project_id, wanted))
             if saved is None:
-                raise ApiError(404, "Resource not found.", code="not_found_error",
-                               param="agent_id")
+                raise ApiError(404, "Resource not found.", code="not_found_error", param="agent_id")
             config = dict(saved["config"])
             agent_id = saved["id"]
             if body.agent is not UNSET:
@@ -128,18 +139,29 @@ class Admission:
                 earlier = await sessions.by_idempotency_key(tx, project_id, idempotency_key)
                 if earlier is not None:
                     if earlier["request_hash"] != request_hash or earlier["deleted_at"]:
-                        raise ApiError(409, "This idempotency key was used with a different "
-                                       "request.", code="idempotency_conflict",
-                                       headers={"x-should-retry": "false"})
+                        raise ApiError(
+                            409,
+                            "This idempotency key was used with a different request.",
+                            code="idempotency_conflict",
+                            headers={"x-should-retry": "false"},
+                        )
                     return str(earlier["id"]), False
-            await sessions.insert(tx, {
-                "id": session_id, "project_id": project_id, "agent_id": agent_id,
-                "harness": harness, "created_at": now,
-                "agent": agent_config.session_agent(agent_id, config),
-                "environment": {"type": "none"}, "metadata": metadata,
-                "vault_ids": [] if body.vault_ids in (UNSET, None) else body.vault_ids,
-                "idempotency_key": idempotency_key, "request_hash": request_hash,
-            })
+            await sessions.insert(
+                tx,
+                {
+                    "id": session_id,
+                    "project_id": project_id,
+                    "agent_id": agent_id,
+                    "harness": harness,
+                    "created_at": now,
+                    "agent": agent_config.session_agent(agent_id, config),
+                    "environment": {"type": "none"},
+                    "metadata": metadata,
+                    "vault_ids": [] if body.vault_ids in (UNSET, None) else body.vault_ids,
+                    "idempotency_key": idempotency_key,
+                    "request_hash": request_hash,
+                },
+            )
             await self._recorder.emit_session(tx, session_id, "agent.session.created")
             key = idempotency_key or self._ids.new("idem")
             await self._start_turn(tx, session_id, agent_id, messages, key, request_hash, 0)
@@ -149,42 +171,91 @@ class Admission:
         self._on_work()
         return result
 
-    async def _start_turn(self, tx: Tx, session_id: str, agent_id: str,
-                          messages: list[dict[str, Any]], key: str, batch_hash: str,
-                          position: int) -> str:
+    async def _start_turn(
+        self,
+        tx: Tx,
+        session_id: str,
+        agent_id: str,
+        messages: list[dict[str, Any]],
+        key: str,
+        batch_hash: str,
+        position: int,
+    ) -> str:
         now = self._clock.now()
         turn_id = self._ids.new("turn")
         try:
             await turns.insert(tx, turn_id, session_id, agent_id, now)
         except Conflict as exc:
-            raise ApiError(409, "The session already has an active turn.", code="turn_conflict",
-                           headers={"x-should-retry": "false"}) from exc
-        await self._record_input(tx, session_id, turn_id, key, position, batch_hash, "message",
-                                 {"input": messages}, "admitted")
+            raise ApiError(
+                409,
+                "The session already has an active turn.",
+                code="turn_conflict",
+                headers={"x-should-retry": "false"},
+            ) from exc
+        await self._record_input(
+            tx,
+            session_id,
+            turn_id,
+            key,
+            position,
+            batch_hash,
+            "message",
+            {"input": messages},
+            "admitted",
+        )
         await self._recorder.emit_turn(tx, "agent.session.turn.created", turn_id)
         await self._recorder.emit_session(tx, session_id, "agent.session.in_progress")
         for message in messages:
-            item = {"id": self._ids.new("msg"), "session_id": session_id, "turn_id": turn_id,
-                    "created_at": now, "type": "message", "status": "completed",
-                    "output_index": None,
-                    "payload": {"role": "user", "content": message["content"], "phase": None}}
+            item = {
+                "id": self._ids.new("msg"),
+                "session_id": session_id,
+                "turn_id": turn_id,
+                "created_at": now,
+                "type": "message",
+                "status": "completed",
+                "output_index": None,
+                "payload": {"role": "user", "content": message["content"], "phase": None},
+            }
             await item_rows.insert(tx, item)
             await self._recorder.emit_item(tx, "agent.session.turn.item.added", item)
         await sessions.touch(tx, session_id, now)
         return turn_id
 
-    async def _record_input(self, tx: Tx, session_id: str, turn_id: str | None, key: str,
-                            position: int, batch_hash: str, kind: str, payload: dict[str, Any],
-                            state: str) -> None:
+    async def _record_input(
+        self,
+        tx: Tx,
+        session_id: str,
+        turn_id: str | None,
+        key: str,
+        position: int,
+        batch_hash: str,
+        kind: str,
+        payload: dict[str, Any],
+        state: str,
+    ) -> None:
         await tx.execute(
             "INSERT INTO turn_inputs (session_id, turn_id, idempotency_key, batch_position,"
             " batch_hash, kind, payload, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (session_id, turn_id, key, position, batch_hash, kind, dumps(payload), state,
-             self._clock.now()),
+            (
+                session_id,
+                turn_id,
+                key,
+                position,
+                batch_hash,
+                kind,
+                dumps(payload),
+                state,
+                self._clock.now(),
+            ),
         )
 
-    async def admit_inputs(self, project_id: str, session_id: str, events: list[InputEvent],
-                           idempotency_key: str | None) -> None:
+    async def admit_inputs(
+        self,
+        project_id: str,
+        session_id: str,
+        events: list[InputEvent],
+        idempotency_key: str | None,
+    ) -> None:
         """Admit an ordered batch of 0-64 inputs atomically; replay-safe by key."""
         batch_hash = digest(events)
         key = idempotency_key or self._ids.new("idem")
@@ -196,12 +267,17 @@ class Admission:
                 raise not_found()
             earlier = await tx.fetchone(
                 "SELECT batch_hash FROM turn_inputs WHERE session_id = ? AND idempotency_key = ?"
-                " LIMIT 1", (session_id, key))
+                " LIMIT 1",
+                (session_id, key),
+            )
             if earlier is not None:
                 if earlier["batch_hash"] != batch_hash:
-                    raise ApiError(409, "This idempotency key was used with different input.",
-                                   code="idempotency_conflict",
-                                   headers={"x-should-retry": "false"})
+                    raise ApiError(
+                        409,
+                        "This idempotency key was used with different input.",
+                        code="idempotency_conflict",
+                        headers={"x-should-retry": "false"},
+                    )
                 return False
             for position, event in enumerate(events):
                 await self._admit_one(tx, session, event, key, batch_hash, position, cancels)
@@ -213,37 +289,69 @@ class Admission:
             for turn_id in cancels:
                 self._on_cancel(turn_id)
 
-    async def _admit_one(self, tx: Tx, session: dict[str, Any], event: InputEvent, key: str,
-                         batch_hash: str, position: int, cancels: list[str]) -> None:
+    async def _admit_one(
+        self,
+        tx: Tx,
+        session: dict[str, Any],
+        event: InputEvent,
+        key: str,
+        batch_hash: str,
+        position: int,
+        cancels: list[str],
+    ) -> None:
         session_id = session["id"]
         active = await turns.active(tx, session_id)
         if isinstance(event, MessageInputEvent):
             messages = _messages(event.input)
             if active is not None:
-                raise ApiError(409, "The active turn cannot take more input yet.",
-                               code="active_turn_not_steerable",
-                               headers={"x-should-retry": "false"})
-            await self._start_turn(tx, session_id, session["agent_id"], messages, key,
-                                   batch_hash, position)
+                raise ApiError(
+                    409,
+                    "The active turn cannot take more input yet.",
+                    code="active_turn_not_steerable",
+                    headers={"x-should-retry": "false"},
+                )
+            await self._start_turn(
+                tx, session_id, session["agent_id"], messages, key, batch_hash, position
+            )
         elif isinstance(event, CancelInputEvent):
-            await self._record_input(tx, session_id, active["id"] if active else None, key,
-                                     position, batch_hash, "cancel", {}, "admitted")
+            await self._record_input(
+                tx,
+                session_id,
+                active["id"] if active else None,
+                key,
+                position,
+                batch_hash,
+                "cancel",
+                {},
+                "admitted",
+            )
             if active is None:
                 return
             now = self._clock.now()
             if active["status"] == TurnStatus.QUEUED:
                 moved = await turns.transition(
-                    tx, active["id"], sources_for(TurnStatus.CANCELLED), TurnStatus.CANCELLED,
-                    fields={"cancel_requested_at": now, "completed_at": now})
+                    tx,
+                    active["id"],
+                    sources_for(TurnStatus.CANCELLED),
+                    TurnStatus.CANCELLED,
+                    fields={"cancel_requested_at": now, "completed_at": now},
+                )
                 if moved:
-                    await self._recorder.emit_turn(tx, "agent.session.turn.cancelled",
-                                                   active["id"], terminal=True)
+                    await self._recorder.emit_turn(
+                        tx, "agent.session.turn.cancelled", active["id"], terminal=True
+                    )
                     await self._recorder.emit_session_activity(tx, session_id)
                 return
             await tx.execute(
                 "UPDATE turns SET cancel_requested_at = COALESCE(cancel_requested_at, ?)"
-                " WHERE id = ?", (now, active["id"]))
+                " WHERE id = ?",
+                (now, active["id"]),
+            )
             cancels.append(active["id"])
         elif isinstance(event, ToolResultInputEvent):
-            raise ApiError(400, f"Unknown pending tool call: {event.call_id}",
-                           code="invalid_request_error", param="events")
+            raise ApiError(
+                400,
+                f"Unknown pending tool call: {event.call_id}",
+                code="invalid_request_error",
+                param="events",
+            )

@@ -11,8 +11,15 @@ from allinone.core.api.errors import invalid
 from allinone.core.api.models import AgentCreate, SessionAgentParam
 
 HARNESSES = ("scripted",)
-TOOL_TYPES = ("function", "tool_search", "programmatic_tool_calling", "mcp", "web_search",
-              "computer_use", "automations")
+TOOL_TYPES = (
+    "function",
+    "tool_search",
+    "programmatic_tool_calling",
+    "mcp",
+    "web_search",
+    "computer_use",
+    "automations",
+)
 MAX_METADATA_KEYS = 16
 
 
@@ -61,11 +68,16 @@ def normalize_tools(tools: list[dict[str, Any]] | None, param: str = "tools") ->
                 raise invalid("A function tool needs a name.", f"{param}[{index}].name")
             params = tool.get("parameters", {})
             if not isinstance(params, dict):
-                raise invalid("parameters must be a JSON Schema object.",
-                              f"{param}[{index}].parameters")
-            normal = {"type": "function", "name": name,
-                      "description": str(tool.get("description") or ""),
-                      "parameters": params, "defer_loading": bool(tool.get("defer_loading", False))}
+                raise invalid(
+                    "parameters must be a JSON Schema object.", f"{param}[{index}].parameters"
+                )
+            normal = {
+                "type": "function",
+                "name": name,
+                "description": str(tool.get("description") or ""),
+                "parameters": params,
+                "defer_loading": bool(tool.get("defer_loading", False)),
+            }
             if "async" in tool:
                 normal["async"] = tool["async"]
             result.append(normal)
@@ -118,8 +130,11 @@ def harness_for(config: dict[str, Any]) -> str:
     harness = extension.get("harness")
     if harness is not None:
         if harness not in HARNESSES:
-            raise invalid(f"Unknown harness {str(harness)[:40]!r}.", "agent.x_corebox.harness",
-                          code="unsupported_or_invalid_configuration")
+            raise invalid(
+                f"Unknown harness {str(harness)[:40]!r}.",
+                "agent.x_corebox.harness",
+                code="unsupported_or_invalid_configuration",
+            )
         return str(harness)
     return "scripted"
 
@@ -127,7 +142,17 @@ def harness_for(config: dict[str, Any]) -> str:
 def session_agent(agent_id: str, config: dict[str, Any]) -> dict[str, Any]:
     """The agent as a session shows it: no metadata or timestamps."""
     view = {"id": agent_id}
-    for key in ("model", "instructions", "name", "multi_agent", "reasoning", "service_tier",
-                "text", "tools", "compaction", "experimental"):
+    for key in (
+        "model",
+        "instructions",
+        "name",
+        "multi_agent",
+        "reasoning",
+        "service_tier",
+        "text",
+        "tools",
+        "compaction",
+        "experimental",
+    ):
         view[key] = config.get(key, defaults()[key])
     return view

@@ -15,18 +15,23 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from storage import tenancy
-from storage.database import Database, Tx
-
 from allinone import __version__
 from allinone.core.api.common import json
 from allinone.core.gateway.registry import Registry
 from allinone.core.ids import Clock
+from storage import tenancy
+from storage.database import Database, Tx
 
 
 class Health:
-    def __init__(self, db: Database, registry: Registry, scheduler_running: Callable[[], bool],
-                 clock: Clock, config_summary: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        db: Database,
+        registry: Registry,
+        scheduler_running: Callable[[], bool],
+        clock: Clock,
+        config_summary: dict[str, Any],
+    ) -> None:
         self._db = db
         self._registry = registry
         self._scheduler_running = scheduler_running
@@ -34,8 +39,10 @@ class Health:
         self._config = config_summary
 
     def routes(self) -> list[Route]:
-        return [Route("/healthz", self.healthz, methods=["GET"]),
-                Route("/readyz", self.readyz, methods=["GET"])]
+        return [
+            Route("/healthz", self.healthz, methods=["GET"]),
+            Route("/readyz", self.readyz, methods=["GET"]),
+        ]
 
     async def healthz(self, request: Request) -> Response:
         return json({"status": "alive", "version": __version__})
@@ -51,11 +58,15 @@ class Health:
 
             await self._db.write(probe)
             row = await self._db.read(
-                lambda r: r.fetchone("SELECT written_at FROM health_probe WHERE id = 1"))
+                lambda r: r.fetchone("SELECT written_at FROM health_probe WHERE id = 1")
+            )
             ok = row is not None and int(row["written_at"]) == now
-            checks["storage"] = {"ok": ok, "schema_version": self._db.schema_version,
-                                 "path": str(self._db.path),
-                                 "latency_ms": round((time.perf_counter() - started) * 1000, 2)}
+            checks["storage"] = {
+                "ok": ok,
+                "schema_version": self._db.schema_version,
+                "path": str(self._db.path),
+                "latency_ms": round((time.perf_counter() - started) * 1000, 2),
+            }
         except Exception as exc:
             checks["storage"] = {"ok": False, "error": type(exc).__name__}
         checks["scheduler"] = {"ok": self._scheduler_running()}
@@ -69,6 +80,10 @@ class Health:
     async def readyz(self, request: Request) -> Response:
         ready, checks = await self.evidence()
         missing = [name for name, check in checks.items() if not check["ok"]]
-        body = {"status": "ready" if ready else "not_ready", "version": __version__,
-                "checks": checks, "missing": missing}
+        body = {
+            "status": "ready" if ready else "not_ready",
+            "version": __version__,
+            "checks": checks,
+            "missing": missing,
+        }
         return json(body, 200 if ready else 503)

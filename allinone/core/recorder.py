@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage import journal, sessions, turns
-from storage.database import Tx
-from storage.rows import Queryable, dumps, loads
-
 from allinone.core import render
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
 from allinone.core.states import SessionStatus, session_status
+from storage import journal, sessions, turns
+from storage.database import Tx
+from storage.rows import Queryable, dumps, loads
 
 
 async def required_actions(q: Queryable, session_id: str, turn_id: str) -> list[dict[str, Any]]:
@@ -25,8 +24,13 @@ async def required_actions(q: Queryable, session_id: str, turn_id: str) -> list[
         (session_id, turn_id),
     )
     return [
-        {"type": "function_call", "turn_id": turn_id, "call_id": row["call_id"],
-         "name": row["name"], "arguments": row["arguments"]}
+        {
+            "type": "function_call",
+            "turn_id": turn_id,
+            "call_id": row["call_id"],
+            "name": row["name"],
+            "arguments": row["arguments"],
+        }
         for row in rows
     ]
 
@@ -45,8 +49,9 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
     error = None
     if status is SessionStatus.FAILED and latest is not None:
         error = latest.get("error_message") or "The execution could not complete."
-    return render.session(row, status=status.value, required_actions=actions, usage=usage,
-                          error=error)
+    return render.session(
+        row, status=status.value, required_actions=actions, usage=usage, error=error
+    )
 
 
 class Recorder:
@@ -87,19 +92,27 @@ class Recorder:
     async def emit_turn(self, tx: Tx, type_: str, turn_id: str, *, terminal: bool = False) -> None:
         row = await turns.get(tx, turn_id)
         assert row is not None
-        body: dict[str, Any] = {"session_id": row["session_id"], "turn_id": turn_id,
-                                "turn": render.turn(row)}
+        body: dict[str, Any] = {
+            "session_id": row["session_id"],
+            "turn_id": turn_id,
+            "turn": render.turn(row),
+        }
         if terminal:
             body["usage"] = row.get("usage")
         await self.emit(tx, row["session_id"], type_, body)
 
     async def emit_item(self, tx: Tx, type_: str, item_row: dict[str, Any]) -> None:
-        await self.emit(tx, item_row["session_id"], type_, {
-            "session_id": item_row["session_id"],
-            "turn_id": item_row["turn_id"],
-            "item": render.item(item_row),
-            "output_index": item_row.get("output_index"),
-        })
+        await self.emit(
+            tx,
+            item_row["session_id"],
+            type_,
+            {
+                "session_id": item_row["session_id"],
+                "turn_id": item_row["turn_id"],
+                "item": render.item(item_row),
+                "output_index": item_row.get("output_index"),
+            },
+        )
 
 
 def decode_event(payload: str) -> dict[str, Any]:

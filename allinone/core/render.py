@@ -9,22 +9,44 @@ from runtime.proto.run import TokenCounts
 
 def agent(row: dict[str, Any]) -> dict[str, Any]:
     config = row["config"]
-    body = {"id": row["id"], "object": "agent", "created_at": row["created_at"],
-            "updated_at": row["updated_at"]}
+    body = {
+        "id": row["id"],
+        "object": "agent",
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+    }
     body.update({k: v for k, v in config.items() if k != "x_corebox"})
     return body
 
 
-PUBLIC_TURN_ERROR_CODES = frozenset({
-    "context_length_exceeded", "max_output_tokens", "session_budget_exceeded",
-    "usage_limit_exceeded", "project_spend_limit_exceeded", "organization_spend_limit_exceeded",
-    "organization_usage_limit_exceeded", "billing_not_active", "credit_balance_exhausted",
-    "rate_limit_exceeded", "flex_unavailable", "server_overloaded", "cyber_policy",
-    "misalignment_policy_violation", "connection_failed", "server_error",
-    "authentication_error", "invalid_request", "resource_not_found", "sandbox_error",
-    "executor_version_incompatible", "active_turn_not_steerable", "request_timeout",
-    "internal_error",
-})
+PUBLIC_TURN_ERROR_CODES = frozenset(
+    {
+        "context_length_exceeded",
+        "max_output_tokens",
+        "session_budget_exceeded",
+        "usage_limit_exceeded",
+        "project_spend_limit_exceeded",
+        "organization_spend_limit_exceeded",
+        "organization_usage_limit_exceeded",
+        "billing_not_active",
+        "credit_balance_exhausted",
+        "rate_limit_exceeded",
+        "flex_unavailable",
+        "server_overloaded",
+        "cyber_policy",
+        "misalignment_policy_violation",
+        "connection_failed",
+        "server_error",
+        "authentication_error",
+        "invalid_request",
+        "resource_not_found",
+        "sandbox_error",
+        "executor_version_incompatible",
+        "active_turn_not_steerable",
+        "request_timeout",
+        "internal_error",
+    }
+)
 
 
 def turn_error_code(row: dict[str, Any]) -> str:
@@ -39,8 +61,10 @@ def turn_error_code(row: dict[str, Any]) -> str:
 def turn(row: dict[str, Any]) -> dict[str, Any]:
     error = None
     if row["status"] == "failed":
-        error = {"code": turn_error_code(row),
-                 "message": row.get("error_message") or "The execution could not complete."}
+        error = {
+            "code": turn_error_code(row),
+            "message": row.get("error_message") or "The execution could not complete.",
+        }
     return {
         "id": row["id"],
         "object": "agent.session.turn",
@@ -57,8 +81,14 @@ def turn(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def session(row: dict[str, Any], *, status: str, required_actions: list[dict[str, Any]],
-            usage: dict[str, Any] | None, error: str | None) -> dict[str, Any]:
+def session(
+    row: dict[str, Any],
+    *,
+    status: str,
+    required_actions: list[dict[str, Any]],
+    usage: dict[str, Any] | None,
+    error: str | None,
+) -> dict[str, Any]:
     return {
         "id": row["id"],
         "object": "agent.session",
@@ -99,17 +129,21 @@ def sum_usage(usages: list[dict[str, Any] | None]) -> dict[str, Any] | None:
     """Add turn usages; unknown if any is unknown (null never becomes zero)."""
     if not usages or any(u is None for u in usages):
         return None
-    total: dict[str, Any] = {"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0},
-                             "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0},
-                             "total_tokens": 0}
+    total: dict[str, Any] = {
+        "input_tokens": 0,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 0,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 0,
+    }
     for u in usages:
         assert u is not None
         total["input_tokens"] += u["input_tokens"]
         total["input_tokens_details"]["cached_tokens"] += u["input_tokens_details"]["cached_tokens"]
         total["output_tokens"] += u["output_tokens"]
-        total["output_tokens_details"]["reasoning_tokens"] += (
-            u["output_tokens_details"]["reasoning_tokens"]
-        )
+        total["output_tokens_details"]["reasoning_tokens"] += u["output_tokens_details"][
+            "reasoning_tokens"
+        ]
         total["total_tokens"] += u["total_tokens"]
     return total
 

@@ -3,13 +3,12 @@ changes: every field must be an explicit boolean (there is no implied base descr
 
 from __future__ import annotations
 
+from runtime.harness.base import HarnessAdapter
 from runtime.proto.capabilities import (
     CAPABILITY_FIELDS,
     AgentKindCapabilities,
     SupportedAgentKind,
 )
-
-from runtime.harness.base import HarnessAdapter
 
 
 class RegistrationError(ValueError):
@@ -41,7 +40,8 @@ class HarnessRegistry:
 
     def supported_kinds(self) -> list[SupportedAgentKind]:
         return [
-            SupportedAgentKind(kind=a.kind, available=a.available(), capabilities=a.declaration,
-                               version=a.version)
+            SupportedAgentKind(
+                kind=a.kind, available=a.available(), capabilities=a.declaration, version=a.version
+            )
             for a in self._adapters.values()
         ]

@@ -12,17 +12,30 @@ from __future__ import annotations
 import asyncio
 import secrets
 from dataclasses import dataclass
+from typing import Literal
 
+from runtime.harness.base import RunSink
 from runtime.proto import run as wire
 from runtime.proto.capabilities import AgentKindCapabilities
 from runtime.proto.execution import ExecutionConfiguration
 from runtime.proto.inputs import MessageInput, text_of
 
-from runtime.harness.base import RunSink
-
 DELTA_CHARS = 16
-DIRECTIVES = ("say", "think", "call", "permission", "choose", "command", "write", "sleep",
-              "hang", "fail", "usage", "stream")
+Phase = Literal["commentary", "final_answer"]
+DIRECTIVES = (
+    "say",
+    "think",
+    "call",
+    "permission",
+    "choose",
+    "command",
+    "write",
+    "sleep",
+    "hang",
+    "fail",
+    "usage",
+    "stream",
+)
 
 DECLARATION = AgentKindCapabilities(
     subagent_observations=False,
@@ -115,40 +128,57 @@ class _ScriptedTurn:
             for line in lines:
                 if line.directive in ("say", "stream"):
                     sent += 1
-                    phase = "final_answer" if sent == replies else "commentary"
-                    body = (line.argument if line.directive == "say"
-                            else "x" * _int(line.argument, "stream"))
-                    await self._reply(body, phase, max_delta=1 if line.directive == "stream"
-                                      else DELTA_CHARS)
+                    phase: Phase = "final_answer" if sent == replies else "commentary"
+                    body = (
+                        line.argument
+                        if line.directive == "say"
+                        else "x" * _int(line.argument, "stream")
+                    )
+                    await self._reply(
+                        body, phase, max_delta=1 if line.directive == "stream" else DELTA_CHARS
+                    )
                 elif line.directive:
                     await self._directive(line)
             if not says:
                 await self._reply(plain, "final_answer")
         except ScriptedFailure as failure:
-            await self._sink.emit("error", wire.Error(error=str(failure), code=failure.code,
-                                                      http_status=failure.http_status))
+            await self._sink.emit(
+                "error",
+                wire.Error(error=str(failure), code=failure.code, http_status=failure.http_status),
+            )
         if not self._usage_reported:
-            counts = wire.TokenCounts(input_tokens=input_words, cached_input_tokens=0,
-                                      output_tokens=self._output_words,
-                                      reasoning_output_tokens=0,
-                                      total_tokens=input_words + self._output_words)
-            await self._sink.emit("usage", wire.Usage(tokens=counts,
-                                                      provider="scripted-word-count",
-                                                      model="scripted"))
+            counts = wire.TokenCounts(
+                input_tokens=input_words,
+                cached_input_tokens=0,
+                output_tokens=self._output_words,
+                reasoning_output_tokens=0,
+                total_tokens=input_words + self._output_words,
+            )
+            await self._sink.emit(
+                "usage", wire.Usage(tokens=counts, provider="scripted-word-count", model="scripted")
+            )
 
-    async def _reply(self, text: str, phase: str, max_delta: int = DELTA_CHARS) -> None:
+    async def _reply(self, text: str, phase: Phase, max_delta: int = DELTA_CHARS) -> None:
         native_id = f"scripted_msg_{secrets.token_hex(6)}"
-        await self._sink.emit("output_message", wire.OutputMessage(id=native_id,
-                                                                   status="in_progress",
-                                                                   phase=phase))  # type: ignore[arg-type]
+        await self._sink.emit(
+            "output_message", wire.OutputMessage(id=native_id, status="in_progress", phase=phase)
+        )
         for sequence, start in enumerate(range(0, len(text), max_delta), start=1):
-            await self._sink.emit("delta", wire.Delta(item_id=native_id,
-                                                      delta=text[start:start + max_delta],
-                                                      sequence=sequence))
-        await self._sink.emit("output_message", wire.OutputMessage(id=native_id,
-                                                                   status="completed",
-                                                                   phase=phase,  # type: ignore[arg-type]
-                                                                   text=text))
+            await self._sink.emit(
+                "delta",
+                wire.Delta(
+                    item_id=native_id, delta=text[start : start + max_delta], sequence=sequence
+                ),
+            )
+        await self._sink.emit(
+            "output_message",
+            wire.OutputMessage(
+                id=native_id,
+                status="completed",
+                phase=phase,
+                text=text,
+            ),
+        )
         self._output_words += len(text.split())
 
     async def _directive(self, line: Line) -> None:
@@ -159,35 +189,55 @@ class _ScriptedTurn:
             await asyncio.Event().wait()
         elif line.directive == "fail":
             code, _, status = argument.strip().partition(" ")
-            raise ScriptedFailure(code, f"scripted failure: {code}",
-                                  _int(status, "fail") if status.strip() else 0)
+            raise ScriptedFailure(
+                code, f"scripted failure: {code}", _int(status, "fail") if status.strip() else 0
+            )
         elif line.directive == "usage":
             parts = argument.split()
             if len(parts) != 2:
                 raise ScriptedFailure("invalid_request", "/usage needs INPUT and OUTPUT")
             inp, out = _int(parts[0], "usage"), _int(parts[1], "usage")
-            counts = wire.TokenCounts(input_tokens=inp, cached_input_tokens=0, output_tokens=out,
-                                      reasoning_output_tokens=0, total_tokens=inp + out)
-            await self._sink.emit("usage", wire.Usage(tokens=counts, provider="scripted",
-                                                      model="scripted"))
+            counts = wire.TokenCounts(
+                input_tokens=inp,
+                cached_input_tokens=0,
+                output_tokens=out,
+                reasoning_output_tokens=0,
+                total_tokens=inp + out,
+            )
+            await self._sink.emit(
+                "usage", wire.Usage(tokens=counts, provider="scripted", model="scripted")
+            )
             self._usage_reported = True
         elif line.directive == "think":
-            await self._sink.emit("thinking", wire.Thinking(
-                text=argument, item_id=f"scripted_rs_{secrets.token_hex(6)}"))
+            await self._sink.emit(
+                "thinking",
+                wire.Thinking(text=argument, item_id=f"scripted_rs_{secrets.token_hex(6)}"),
+            )
         elif line.directive == "command":
             call_id = f"scripted_cmd_{secrets.token_hex(6)}"
-            before = wire.ToolObservation(kind="command_execution", status="in_progress",
-                                          command=argument)
-            await self._sink.emit("tool_call", wire.ToolCall(id=call_id, name="shell",
-                                                             stage="before", observation=before))
-            after = wire.ToolObservation(kind="command_execution", status="completed",
-                                         command=argument, exit_code=0, output="ok",
-                                         duration_ms=0)
-            await self._sink.emit("tool_call", wire.ToolCall(id=call_id, name="shell",
-                                                             stage="after", observation=after))
+            before = wire.ToolObservation(
+                kind="command_execution", status="in_progress", command=argument
+            )
+            await self._sink.emit(
+                "tool_call",
+                wire.ToolCall(id=call_id, name="shell", stage="before", observation=before),
+            )
+            after = wire.ToolObservation(
+                kind="command_execution",
+                status="completed",
+                command=argument,
+                exit_code=0,
+                output="ok",
+                duration_ms=0,
+            )
+            await self._sink.emit(
+                "tool_call",
+                wire.ToolCall(id=call_id, name="shell", stage="after", observation=after),
+            )
         else:
-            raise ScriptedFailure("invalid_request",
-                                  f"/{line.directive} is not available in this build yet")
+            raise ScriptedFailure(
+                "invalid_request", f"/{line.directive} is not available in this build yet"
+            )
 
 
 def _int(text: str, directive: str) -> int:
@@ -208,6 +258,7 @@ class ScriptedHarness:
     def available(self) -> bool:
         return True
 
-    async def create_executor(self, executor_id: str,
-                              configuration: ExecutionConfiguration) -> ScriptedExecutor:
+    async def create_executor(
+        self, executor_id: str, configuration: ExecutionConfiguration
+    ) -> ScriptedExecutor:
         return ScriptedExecutor(executor_id, configuration)

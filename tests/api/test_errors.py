@@ -13,10 +13,16 @@ from openai import OpenAI
 from tests.conftest import API_KEY, Server
 
 
-def raw(server: Server, method: str, path: str, body: bytes | None = None,
-        headers: dict[str, str] | None = None) -> tuple[int, dict[str, object]]:
-    request = urllib.request.Request(f"{server.base_url}{path}", data=body, method=method,
-                                     headers=headers or {})
+def raw(
+    server: Server,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, object]]:
+    request = urllib.request.Request(
+        f"{server.base_url}{path}", data=body, method=method, headers=headers or {}
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as reply:
             return reply.status, json.loads(reply.read() or b"{}")
@@ -25,20 +31,26 @@ def raw(server: Server, method: str, path: str, body: bytes | None = None,
             return exc.code, json.loads(exc.read())
 
 
-AUTH = {"Authorization": f"Bearer {API_KEY}", "OpenAI-Beta": "agents=v1",
-        "Content-Type": "application/json"}
+AUTH = {
+    "Authorization": f"Bearer {API_KEY}",
+    "OpenAI-Beta": "agents=v1",
+    "Content-Type": "application/json",
+}
 
 
 def _session(client: OpenAI) -> str:
-    events = list(client.beta.agents.sessions.create(
-        agent={"model": "scripted"}, environment={"type": "none"}, input="x", stream=True))
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"}, environment={"type": "none"}, input="x", stream=True
+        )
+    )
     return events[0].session.id  # type: ignore[attr-defined]
 
 
 def test_wrong_key_is_401(server: Server) -> None:
-    with OpenAI(base_url=f"{server.base_url}/v1", api_key="wrong", max_retries=0) as bad:
-        with pytest.raises(openai.AuthenticationError) as caught:
-            bad.beta.agents.create(model="scripted")
+    bad = OpenAI(base_url=f"{server.base_url}/v1", api_key="wrong", max_retries=0)
+    with bad, pytest.raises(openai.AuthenticationError) as caught:
+        bad.beta.agents.create(model="scripted")
     assert caught.value.status_code == 401
     assert "wrong" not in str(caught.value.body)
 
@@ -54,8 +66,9 @@ def test_missing_beta_header_is_invalid_beta(server: Server) -> None:
 def test_malformed_json_is_400_and_creates_nothing(server: Server, client: OpenAI) -> None:
     session_id = _session(client)
     before = client.beta.agents.sessions.turns.list(session_id).data
-    status, body = raw(server, "POST", f"/v1/agents/sessions/{session_id}/events",
-                       b'{"events": [', AUTH)
+    status, body = raw(
+        server, "POST", f"/v1/agents/sessions/{session_id}/events", b'{"events": [', AUTH
+    )
     assert status == 400
     assert set(body["error"]) == {"message", "type", "param", "code"}  # type: ignore[arg-type]
     assert client.beta.agents.sessions.turns.list(session_id).data == before
@@ -74,8 +87,9 @@ def test_unknown_session_is_404(client: OpenAI) -> None:
         client.beta.agents.sessions.retrieve("sess_missing")
     assert caught.value.code == "not_found_error"
     with pytest.raises(openai.NotFoundError):
-        client.beta.agents.sessions.events.create("sess_missing", events=[
-            {"type": "agent.session.input.cancel"}])
+        client.beta.agents.sessions.events.create(
+            "sess_missing", events=[{"type": "agent.session.input.cancel"}]
+        )
 
 
 def test_unknown_route_is_404_unsupported_operation(server: Server) -> None:
@@ -86,24 +100,30 @@ def test_unknown_route_is_404_unsupported_operation(server: Server) -> None:
 
 def test_environment_none_requires_input(client: OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
-        client.beta.agents.sessions.create(agent={"model": "scripted"},
-                                           environment={"type": "none"})
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"}, environment={"type": "none"}
+        )
     assert caught.value.param == "input"
 
 
 def test_idempotency_key_replays_a_batch_and_refuses_a_different_one(
-        server: Server, client: OpenAI) -> None:
+    server: Server, client: OpenAI
+) -> None:
     session_id = _session(client)
-    message = {"type": "agent.session.input.message",
-               "input": [{"role": "user", "content": [{"type": "input_text", "text": "one"}]}]}
+    message = {
+        "type": "agent.session.input.message",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": "one"}]}],
+    }
     headers = {**AUTH, "Idempotency-Key": "batch-1"}
     path = f"/v1/agents/sessions/{session_id}/events"
     assert raw(server, "POST", path, json.dumps({"events": [message]}).encode(), headers)[0] == 202
     assert raw(server, "POST", path, json.dumps({"events": [message]}).encode(), headers)[0] == 202
     turns = client.beta.agents.sessions.turns.list(session_id).data
     assert len(turns) == 2  # the creation turn and exactly one more
-    other = {**message, "input": [{"role": "user",
-                                   "content": [{"type": "input_text", "text": "two"}]}]}
+    other = {
+        **message,
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": "two"}]}],
+    }
     status, body = raw(server, "POST", path, json.dumps({"events": [other]}).encode(), headers)
     assert status == 409
     assert body["error"]["code"] == "idempotency_conflict"  # type: ignore[index]

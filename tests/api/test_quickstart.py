@@ -6,8 +6,11 @@ from openai import OpenAI
 
 
 def create_streamed(client: OpenAI, text: str) -> tuple[str, list[object]]:
-    events = list(client.beta.agents.sessions.create(
-        agent={"model": "scripted"}, environment={"type": "none"}, input=text, stream=True))
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"}, environment={"type": "none"}, input=text, stream=True
+        )
+    )
     created = events[0]
     assert created.type == "agent.session.created"
     return created.session.id, events  # type: ignore[attr-defined]
@@ -16,13 +19,19 @@ def create_streamed(client: OpenAI, text: str) -> tuple[str, list[object]]:
 def test_create_stream_runs_a_turn_and_ends_at_idle(client: OpenAI) -> None:
     session_id, events = create_streamed(client, "hello")
     types = [e.type for e in events]  # type: ignore[attr-defined]
-    assert types[:3] == ["agent.session.created", "agent.session.turn.created",
-                         "agent.session.in_progress"]
+    assert types[:3] == [
+        "agent.session.created",
+        "agent.session.turn.created",
+        "agent.session.in_progress",
+    ]
     assert "agent.session.turn.in_progress" in types
     assert types[-2:] == ["agent.session.turn.completed", "agent.session.idle"]
     assert len({e.event_id for e in events}) == len(events)  # type: ignore[attr-defined]
-    deltas = "".join(e.delta for e in events  # type: ignore[attr-defined]
-                     if e.type == "agent.session.turn.output_text.delta")
+    deltas = "".join(
+        e.delta
+        for e in events  # type: ignore[attr-defined]
+        if e.type == "agent.session.turn.output_text.delta"
+    )
     assert deltas == "hello"
     completed = next(e for e in events if e.type == "agent.session.turn.completed")  # type: ignore[attr-defined]
     assert completed.turn.status == "completed"  # type: ignore[attr-defined]
@@ -64,7 +73,9 @@ def test_say_directives_stream_commentary_then_a_final_answer(client: OpenAI) ->
     items = client.beta.agents.sessions.items.list(session_id, order="asc").data
     assistant = [i for i in items if i.role == "assistant"]
     assert [(i.content[0].text, i.phase) for i in assistant] == [
-        ("first", "commentary"), ("second one", "final_answer")]
+        ("first", "commentary"),
+        ("second one", "final_answer"),
+    ]
 
 
 def test_fail_directive_fails_the_turn_with_the_engine_code(client: OpenAI) -> None:
@@ -78,9 +89,17 @@ def test_fail_directive_fails_the_turn_with_the_engine_code(client: OpenAI) -> N
     assert session.status == "failed"
     # A failed turn does not poison the session: new input starts a new turn.
     with client.beta.agents.sessions.events.stream(session_id) as live:
-        client.beta.agents.sessions.events.create(session_id, events=[{
-            "type": "agent.session.input.message",
-            "input": [{"role": "user", "content": [{"type": "input_text", "text": "again"}]}]}])
+        client.beta.agents.sessions.events.create(
+            session_id,
+            events=[
+                {
+                    "type": "agent.session.input.message",
+                    "input": [
+                        {"role": "user", "content": [{"type": "input_text", "text": "again"}]}
+                    ],
+                }
+            ],
+        )
         for event in live:
             if event.type == "agent.session.idle":
                 break

@@ -60,12 +60,13 @@ def test_group_commit_batches_and_isolates_a_failing_job(tmp_path: Path) -> None
                 if fail:
                     raise ValueError("refused")
                 return name
+
             return job
 
         before = db.commits
         results = await asyncio.gather(
-            *(db.write(insert(f"k{i}", fail=(i == 3))) for i in range(10)),
-            return_exceptions=True)
+            *(db.write(insert(f"k{i}", fail=(i == 3))) for i in range(10)), return_exceptions=True
+        )
         commits = db.commits - before
         rows = await db.read(lambda r: r.fetchall("SELECT key FROM meta ORDER BY key"))
         await db.close()
@@ -87,7 +88,8 @@ def test_one_active_turn_per_session_is_enforced_by_the_database(tmp_path: Path)
             await tx.execute(
                 "INSERT INTO sessions (id, project_id, agent_id, harness, created_at,"
                 " last_active_at, agent, environment, metadata, vault_ids)"
-                " VALUES ('s', 'p', 'a', 'scripted', 0, 0, '{}', '{}', '{}', '[]')")
+                " VALUES ('s', 'p', 'a', 'scripted', 0, 0, '{}', '{}', '{}', '[]')"
+            )
             await turns.insert(tx, "t1", "s", "a", 1)
 
         await db.write(setup)
@@ -99,8 +101,9 @@ def test_one_active_turn_per_session_is_enforced_by_the_database(tmp_path: Path)
             await db.write(second)
 
         async def finish(tx: Tx) -> bool:
-            return await turns.transition(tx, "t1", ("queued",), "completed",
-                                          fields={"completed_at": 3})
+            return await turns.transition(
+                tx, "t1", ("queued",), "completed", fields={"completed_at": 3}
+            )
 
         assert await db.write(finish)
         assert not await db.write(finish)  # compare-and-set: terminal never moves again
@@ -125,8 +128,9 @@ def test_an_acknowledged_write_survives_a_killed_process(tmp_path: Path) -> None
         asyncio.run(main())
     """)
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
-                          timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, timeout=60, check=False
+    )
     assert done.stdout.strip() == b"acknowledged"
     assert done.returncode == 9
     conn = sqlite3.connect(path)

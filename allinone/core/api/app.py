@@ -19,13 +19,22 @@ from allinone.core.api.errors import (
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 404:
-        return error_response(ApiError(404, f"Unknown route {request.method} "
-                                       f"{request.url.path[:200]}.",
-                                       code="unsupported_operation"))
+        return error_response(
+            ApiError(
+                404,
+                f"Unknown route {request.method} {request.url.path[:200]}.",
+                code="unsupported_operation",
+            )
+        )
     if exc.status_code == 405:
-        return error_response(ApiError(405, f"Method {request.method} is not allowed here.",
-                                       code="unsupported_operation",
-                                       headers=dict(exc.headers or {})))
+        return error_response(
+            ApiError(
+                405,
+                f"Method {request.method} is not allowed here.",
+                code="unsupported_operation",
+                headers=dict(exc.headers or {}),
+            )
+        )
     return error_response(ApiError(exc.status_code, str(exc.detail)))
 
 

@@ -10,11 +10,10 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from allinone.core.api.errors import ApiError, from_validation, invalid, not_found
 from storage import tenancy
 from storage.database import Database
 from storage.pages import CursorNotFound
-
-from allinone.core.api.errors import ApiError, from_validation, invalid, not_found
 
 T = TypeVar("T")
 
@@ -30,21 +29,27 @@ def digest_key(key: str) -> str:
 def check_beta(request: Request) -> None:
     values = request.headers.getlist("openai-beta")
     if len(values) != 1 or values[0].strip() != BETA_VALUE:
-        raise ApiError(400, "To access the Agents API, set the 'OpenAI-Beta' header to "
-                       "'agents=v1'.", code="invalid_beta")
+        raise ApiError(
+            400,
+            "To access the Agents API, set the 'OpenAI-Beta' header to 'agents=v1'.",
+            code="invalid_beta",
+        )
 
 
 async def authenticate(db: Database, request: Request) -> str:
     """Return the project of the request's API key, or raise 401."""
     header = request.headers.get("authorization", "")
-    key = header[len("Bearer "):].strip() if header.startswith("Bearer ") else ""
+    key = header[len("Bearer ") :].strip() if header.startswith("Bearer ") else ""
     project = None
     if key:
         project = await db.read(lambda r: tenancy.project_for_key(r, digest_key(key)))
     if project is None:
-        raise ApiError(401, "A valid Agents API bearer key is required.",
-                       type_="invalid_request_error",
-                       headers={"www-authenticate": "Bearer"})
+        raise ApiError(
+            401,
+            "A valid Agents API bearer key is required.",
+            type_="invalid_request_error",
+            headers={"www-authenticate": "Bearer"},
+        )
     return project
 
 
@@ -76,8 +81,7 @@ def idempotency_key(request: Request) -> str | None:
     if key is None or key == "":
         return None
     if len(key.encode()) > 128 or not key.strip():
-        raise invalid("Idempotency-Key must be 1-128 bytes and not blank.",
-                      code="invalid_request")
+        raise invalid("Idempotency-Key must be 1-128 bytes and not blank.", code="invalid_request")
     return key
 
 
@@ -104,8 +108,11 @@ def list_params(request: Request, *, strict_limit: bool = False) -> ListParams:
         limit = min(max(limit, 1), 100)
     order = query.get("order") or "desc"
     if order not in ("asc", "desc"):
-        raise invalid(f"Failed to deserialize query string: order: unknown variant `{order[:20]}`"
-                      ", expected `asc` or `desc`", "order")
+        raise invalid(
+            f"Failed to deserialize query string: order: unknown variant `{order[:20]}`"
+            ", expected `asc` or `desc`",
+            "order",
+        )
     after = query.get("after") or None
     return ListParams(after=after, limit=limit, order=order)
 

@@ -21,9 +21,16 @@ log = logging.getLogger(__name__)
 class ApiError(Exception):
     """An error the API reports to the caller as-is."""
 
-    def __init__(self, status: int, message: str, *, code: str | None = None,
-                 param: str | None = None, type_: str | None = None,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        type_: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
@@ -87,7 +94,13 @@ async def handle_api_error(request: Request, exc: Exception) -> Response:
 
 
 async def handle_unexpected(request: Request, exc: Exception) -> Response:
-    log.error("unhandled error on %s %s: %s", request.method, request.url.path,
-              type(exc).__name__, exc_info=exc)
-    return error_response(ApiError(500, "The server had an error processing the request.",
-                                   code="internal_error"))
+    log.error(
+        "unhandled error on %s %s: %s",
+        request.method,
+        request.url.path,
+        type(exc).__name__,
+        exc_info=exc,
+    )
+    return error_response(
+        ApiError(500, "The server had an error processing the request.", code="internal_error")
+    )

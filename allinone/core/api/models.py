@@ -54,7 +54,7 @@ class TextParam(msgspec.Struct, **_STRICT):
 
 class MultiAgentParam(msgspec.Struct, **_STRICT):
     enabled: bool
-    max_concurrent_subagents: int | None | UnsetType = UNSET
+    max_concurrent_subagents: int | UnsetType | None = UNSET
 
 
 class CompactionParam(msgspec.Struct, **_STRICT):
@@ -71,28 +71,28 @@ ToolParam = dict[str, Any]
 
 class AgentCreate(msgspec.Struct, **_STRICT):
     model: NonEmpty
-    name: str | None | UnsetType = UNSET
-    instructions: str | None | UnsetType = UNSET
-    metadata: Metadata | None | UnsetType = UNSET
-    service_tier: ServiceTier | None | UnsetType = UNSET
-    reasoning: ReasoningParam | None | UnsetType = UNSET
-    text: TextParam | None | UnsetType = UNSET
-    tools: list[ToolParam] | None | UnsetType = UNSET
-    multi_agent: MultiAgentParam | None | UnsetType = UNSET
-    compaction: CompactionParam | None | UnsetType = UNSET
+    name: str | UnsetType | None = UNSET
+    instructions: str | UnsetType | None = UNSET
+    metadata: Metadata | UnsetType | None = UNSET
+    service_tier: ServiceTier | UnsetType | None = UNSET
+    reasoning: ReasoningParam | UnsetType | None = UNSET
+    text: TextParam | UnsetType | None = UNSET
+    tools: list[ToolParam] | UnsetType | None = UNSET
+    multi_agent: MultiAgentParam | UnsetType | None = UNSET
+    compaction: CompactionParam | UnsetType | None = UNSET
     experimental: ExperimentalParam | UnsetType = UNSET
     x_corebox: dict[str, Any] | UnsetType = UNSET
 
 
 class SessionAgentParam(msgspec.Struct, **_STRICT):
     model: NonEmpty | UnsetType = UNSET
-    instructions: str | None | UnsetType = UNSET
-    tools: list[ToolParam] | None | UnsetType = UNSET
-    reasoning: ReasoningParam | None | UnsetType = UNSET
-    text: TextParam | None | UnsetType = UNSET
-    service_tier: ServiceTier | None | UnsetType = UNSET
-    multi_agent: MultiAgentParam | None | UnsetType = UNSET
-    compaction: CompactionParam | None | UnsetType = UNSET
+    instructions: str | UnsetType | None = UNSET
+    tools: list[ToolParam] | UnsetType | None = UNSET
+    reasoning: ReasoningParam | UnsetType | None = UNSET
+    text: TextParam | UnsetType | None = UNSET
+    service_tier: ServiceTier | UnsetType | None = UNSET
+    multi_agent: MultiAgentParam | UnsetType | None = UNSET
+    compaction: CompactionParam | UnsetType | None = UNSET
     experimental: ExperimentalParam | UnsetType = UNSET
     x_corebox: dict[str, Any] | UnsetType = UNSET
 
@@ -105,29 +105,32 @@ class SessionCreate(msgspec.Struct, **_STRICT):
     environment: dict[str, Any]
     agent_id: NonEmpty | UnsetType = UNSET
     agent: SessionAgentParam | UnsetType = UNSET
-    input: str | list[InputMessageParam] | None | UnsetType = UNSET
-    metadata: Metadata | None | UnsetType = UNSET
-    vault_ids: list[str] | None | UnsetType = UNSET
-    prompt_cache_options: dict[str, Any] | None | UnsetType = UNSET
+    input: str | list[InputMessageParam] | UnsetType | None = UNSET
+    metadata: Metadata | UnsetType | None = UNSET
+    vault_ids: list[str] | UnsetType | None = UNSET
+    prompt_cache_options: dict[str, Any] | UnsetType | None = UNSET
     review: Literal["none", "auto_review"] | UnsetType = UNSET
-    spend_control: dict[str, Any] | None | UnsetType = UNSET
+    spend_control: dict[str, Any] | UnsetType | None = UNSET
     stream: bool | UnsetType = UNSET
     stream_options: StreamOptions | UnsetType = UNSET
     x_corebox: dict[str, Any] | UnsetType = UNSET
 
 
-class MessageInputEvent(msgspec.Struct, tag="agent.session.input.message", tag_field="type",
-                        **_STRICT):
+class MessageInputEvent(
+    msgspec.Struct, tag="agent.session.input.message", tag_field="type", **_STRICT
+):
     input: list[InputMessageParam]
 
 
-class CancelInputEvent(msgspec.Struct, tag="agent.session.input.cancel", tag_field="type",
-                       **_STRICT):
+class CancelInputEvent(
+    msgspec.Struct, tag="agent.session.input.cancel", tag_field="type", **_STRICT
+):
     pass
 
 
-class ToolResultInputEvent(msgspec.Struct, tag="agent.session.input.tool_result",
-                           tag_field="type", **_STRICT):
+class ToolResultInputEvent(
+    msgspec.Struct, tag="agent.session.input.tool_result", tag_field="type", **_STRICT
+):
     turn_id: str
     call_id: str
     success: bool

@@ -8,12 +8,6 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from storage import agents as agent_rows
-from storage import journal, sessions, turns
-from storage.database import Database
-from storage.pages import CursorNotFound, keyset
-from storage.rows import record
-
 from allinone.core import render
 from allinone.core.admission import Admission
 from allinone.core.api.common import (
@@ -31,6 +25,11 @@ from allinone.core.api.streams import SSE_HEADERS, CreationStop, journal_stream,
 from allinone.core.hub import Hub
 from allinone.core.ids import Ids
 from allinone.core.recorder import session_view
+from storage import agents as agent_rows
+from storage import journal, sessions, turns
+from storage.database import Database
+from storage.pages import CursorNotFound, keyset
+from storage.rows import record
 
 
 class SessionsApi:
@@ -45,15 +44,20 @@ class SessionsApi:
             Route("/v1/agents", self.create_agent, methods=["POST"]),
             Route("/v1/agents/sessions", self.create_session, methods=["POST"]),
             Route("/v1/agents/sessions/{session_id}", self.retrieve_session, methods=["GET"]),
-            Route("/v1/agents/sessions/{session_id}/events", self.stream_events,
-                  methods=["GET"]),
+            Route("/v1/agents/sessions/{session_id}/events", self.stream_events, methods=["GET"]),
             Route("/v1/agents/sessions/{session_id}/events", self.post_events, methods=["POST"]),
             Route("/v1/agents/sessions/{session_id}/items", self.list_items, methods=["GET"]),
             Route("/v1/agents/sessions/{session_id}/turns", self.list_turns, methods=["GET"]),
-            Route("/v1/agents/sessions/{session_id}/turns/{turn_id}", self.retrieve_turn,
-                  methods=["GET"]),
-            Route("/v1/agents/sessions/{session_id}/turns/{turn_id}/items",
-                  self.list_turn_items, methods=["GET"]),
+            Route(
+                "/v1/agents/sessions/{session_id}/turns/{turn_id}",
+                self.retrieve_turn,
+                methods=["GET"],
+            ),
+            Route(
+                "/v1/agents/sessions/{session_id}/turns/{turn_id}/items",
+                self.list_turn_items,
+                methods=["GET"],
+            ),
             Route("/v1/agents/{agent_id}", self.retrieve_agent, methods=["GET"]),
         ]
 
@@ -86,8 +90,9 @@ class SessionsApi:
         session_id, created = await self._admission.create_session(project, body, key)
         if body.stream is True:
             if not created:
-                return StreamingResponse(_single(b": connected\n\n"),
-                                         media_type="text/event-stream", headers=SSE_HEADERS)
+                return StreamingResponse(
+                    _single(b": connected\n\n"), media_type="text/event-stream", headers=SSE_HEADERS
+                )
             stream = journal_stream(self._db, self._hub, self._ids, session_id, 0, CreationStop())
             return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
         row = await self._session(project, session_id)
@@ -108,8 +113,9 @@ class SessionsApi:
     async def post_events(self, request: Request) -> Response:
         project = await project_for(self._db, request)
         body = await decode_body(request, InputEvents)
-        await self._admission.admit_inputs(project, request.path_params["session_id"],
-                                           body.events, idempotency_key(request))
+        await self._admission.admit_inputs(
+            project, request.path_params["session_id"], body.events, idempotency_key(request)
+        )
         return Response(status_code=202)
 
     async def list_items(self, request: Request) -> Response:
@@ -117,10 +123,18 @@ class SessionsApi:
         params = list_params(request)
         row = await self._session(project, request.path_params["session_id"])
         try:
-            rows, more = await self._db.read(lambda r: keyset(
-                r, table="items", where="session_id = ?", params=(row["id"],),
-                after=params.after, limit=params.limit, order=params.order,
-                keys=("position", "id")))
+            rows, more = await self._db.read(
+                lambda r: keyset(
+                    r,
+                    table="items",
+                    where="session_id = ?",
+                    params=(row["id"],),
+                    after=params.after,
+                    limit=params.limit,
+                    order=params.order,
+                    keys=("position", "id"),
+                )
+            )
         except CursorNotFound as exc:
             raise cursor_error(exc, "Invalid session item ID in `after`") from exc
         data = [render.item(record(r, ("payload",)) or {}) for r in rows]
@@ -135,9 +149,18 @@ class SessionsApi:
         if turn is None or turn["session_id"] != row["id"]:
             raise not_found()
         try:
-            rows, more = await self._db.read(lambda r: keyset(
-                r, table="items", where="turn_id = ?", params=(turn_id,), after=params.after,
-                limit=params.limit, order=params.order, keys=("position", "id")))
+            rows, more = await self._db.read(
+                lambda r: keyset(
+                    r,
+                    table="items",
+                    where="turn_id = ?",
+                    params=(turn_id,),
+                    after=params.after,
+                    limit=params.limit,
+                    order=params.order,
+                    keys=("position", "id"),
+                )
+            )
         except CursorNotFound as exc:
             raise cursor_error(exc, "Invalid session item ID in `after`") from exc
         data = [render.item(record(r, ("payload",)) or {}) for r in rows]
@@ -148,9 +171,17 @@ class SessionsApi:
         params = list_params(request, strict_limit=True)
         row = await self._session(project, request.path_params["session_id"])
         try:
-            rows, more = await self._db.read(lambda r: keyset(
-                r, table="turns", where="session_id = ?", params=(row["id"],),
-                after=params.after, limit=params.limit, order=params.order))
+            rows, more = await self._db.read(
+                lambda r: keyset(
+                    r,
+                    table="turns",
+                    where="session_id = ?",
+                    params=(row["id"],),
+                    after=params.after,
+                    limit=params.limit,
+                    order=params.order,
+                )
+            )
         except CursorNotFound as exc:
             raise cursor_error(exc) from exc
         data = [render.turn(record(r, ("usage",)) or {}) for r in rows]

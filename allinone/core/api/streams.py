@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from functools import partial
 from collections.abc import AsyncIterator, Callable
-
-from storage import journal
-from storage.database import Database
 
 from allinone.core.hub import Hub
 from allinone.core.ids import Ids
 from allinone.core.recorder import decode_event
+from storage import journal
+from storage.database import Database
 
 KEEPALIVE_SECONDS = 15.0
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
@@ -43,21 +43,29 @@ class CreationStop:
             return True
         if type_ == "agent.session.turn.created" and self.turn_id is None:
             self.turn_id = str(event.get("turn_id"))
-        if type_ in ("agent.session.turn.completed", "agent.session.turn.failed",
-                     "agent.session.turn.cancelled") and event.get("turn_id") == self.turn_id:
+        if (
+            type_
+            in (
+                "agent.session.turn.completed",
+                "agent.session.turn.failed",
+                "agent.session.turn.cancelled",
+            )
+            and event.get("turn_id") == self.turn_id
+        ):
             self.turn_ended = True
         return type_ == "agent.session.idle" and self.turn_ended
 
 
-async def journal_stream(db: Database, hub: Hub, ids: Ids, session_id: str, after_seq: int,
-                         stop: StopRule) -> AsyncIterator[bytes]:
+async def journal_stream(
+    db: Database, hub: Hub, ids: Ids, session_id: str, after_seq: int, stop: StopRule
+) -> AsyncIterator[bytes]:
     wake = hub.subscribe(session_id)
     try:
         yield b": connected\n\n"
         seq = after_seq
         while not hub.closing.is_set():
             wake.clear()
-            rows = await db.read(lambda r, s=seq: journal.after(r, session_id, s))
+            rows = await db.read(partial(journal.after, session_id=session_id, seq=seq))
             if rows and rows[0]["seq"] != seq + 1:
                 yield _interrupted(ids, session_id)
                 return
@@ -80,8 +88,16 @@ async def journal_stream(db: Database, hub: Hub, ids: Ids, session_id: str, afte
 def _interrupted(ids: Ids, session_id: str) -> bytes:
     import msgspec
 
-    event = {"type": "error", "event_id": ids.new("evt"), "session_id": session_id,
-             "error": {"type": "server_error", "code": "stream_interrupted",
-                       "message": "The event stream fell behind the retained journal; "
-                                  "reconnect and read the session state.", "param": None}}
+    event = {
+        "type": "error",
+        "event_id": ids.new("evt"),
+        "session_id": session_id,
+        "error": {
+            "type": "server_error",
+            "code": "stream_interrupted",
+            "message": "The event stream fell behind the retained journal; "
+            "reconnect and read the session state.",
+            "param": None,
+        },
+    }
     return b"event: error\ndata: " + msgspec.json.encode(event) + b"\n\n"

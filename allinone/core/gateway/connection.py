@@ -8,21 +8,21 @@ id, Run frames to the Run subscription of their Run id.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
 import msgspec
 
+from allinone.core.gateway.subscriptions import (
+    PreparationSubscription,
+    RunSubscription,
+)
 from runtime.proto import codec, limits
 from runtime.proto.capabilities import SupportedAgentKind
 from runtime.proto.codec import Frame
 from runtime.proto.execution import PreparationStatus
 from runtime.proto.heartbeat import Heartbeat
-
-from allinone.core.gateway.subscriptions import (
-    PreparationSubscription,
-    RunSubscription,
-)
 
 log = logging.getLogger(__name__)
 
@@ -128,10 +128,8 @@ class Connection:
             run.fail(reason)
         self._preparations.clear()
         self._runs.clear()
-        try:
+        with contextlib.suppress(asyncio.QueueFull):
             self.outbox.put_nowait(None)
-        except asyncio.QueueFull:
-            pass
 
     def available_kind(self, kind: str) -> SupportedAgentKind | None:
         if self.kinds is None:
@@ -149,8 +147,13 @@ class Connection:
 
 # Run-scoped frames added by later protocol families route the same way.
 _RUN_ROUTED = frozenset(
-    {"function_call", "permission_request", "prompt_for_user_choice", "prompt_steer_ack",
-     "interaction_decision_ack"}
+    {
+        "function_call",
+        "permission_request",
+        "prompt_for_user_choice",
+        "prompt_steer_ack",
+        "interaction_decision_ack",
+    }
 )
 
 __all__ = ["Connection", "PreparationStatus", "SendFailed"]

@@ -6,9 +6,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 
-from runtime.proto.capabilities import missing_capabilities
-
 from allinone.core.gateway.connection import CONNECTION_REPLACED, Connection
+from runtime.proto.capabilities import missing_capabilities
 
 
 class Registry:

@@ -6,6 +6,7 @@ dispatch, and moves frames between the socket and a Connection; it decides nothi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import logging
@@ -17,12 +18,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from allinone.core.gateway.connection import CONNECTION_CLOSED, Connection
+from allinone.core.gateway.registry import Registry
 from runtime.proto import codec, limits
 from runtime.proto.errors import DecodeError, DecodeErrorCode, ProtocolError
 from runtime.proto.version import VERSION, is_compatible
-
-from allinone.core.gateway.connection import CONNECTION_CLOSED, Connection
-from allinone.core.gateway.registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -36,14 +36,19 @@ def _error(status: int, code: str, detail: str) -> JSONResponse:
 def _bearer(header: str | None) -> str | None:
     if not header or not header.startswith("Bearer "):
         return None
-    token = header[len("Bearer "):].strip()
+    token = header[len("Bearer ") :].strip()
     return token or None
 
 
 class Gateway:
-    def __init__(self, registry: Registry, device_digest: DeviceLookup,
-                 new_id: Callable[[str], str], heartbeat_seconds: int,
-                 public_ws_url: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        device_digest: DeviceLookup,
+        new_id: Callable[[str], str],
+        heartbeat_seconds: int,
+        public_ws_url: Callable[[], str],
+    ) -> None:
         self.registry = registry
         self._device_digest = device_digest
         self._new_id = new_id
@@ -80,12 +85,14 @@ class Gateway:
         failure = await self._authenticate(device_id, credential)
         if failure is not None:
             return _error(401, failure, "the device credential was not accepted")
-        return JSONResponse({
-            "device_id": device_id,
-            "ws_url": self._public_ws_url(),
-            "heartbeat_seconds": self._heartbeat_seconds,
-            "protocol_version": VERSION,
-        })
+        return JSONResponse(
+            {
+                "device_id": device_id,
+                "ws_url": self._public_ws_url(),
+                "heartbeat_seconds": self._heartbeat_seconds,
+                "protocol_version": VERSION,
+            }
+        )
 
     async def websocket(self, ws: WebSocket) -> None:
         device_id = ws.query_params.get("device_id", "")
@@ -93,17 +100,24 @@ class Gateway:
         credential = _bearer(ws.headers.get("authorization"))
         if not device_id or not version or credential is None:
             await ws.send_denial_response(
-                _error(400, "missing_params", "device_id, version and bearer are required"))
+                _error(400, "missing_params", "device_id, version and bearer are required")
+            )
             return
         if not is_compatible(version):
-            await ws.send_denial_response(_error(
-                426, "incompatible_version",
-                f"this Core speaks wire version {VERSION}; the Runtime offered {version[:32]!r}"))
+            await ws.send_denial_response(
+                _error(
+                    426,
+                    "incompatible_version",
+                    f"this Core speaks wire version {VERSION}; "
+                    f"the Runtime offered {version[:32]!r}",
+                )
+            )
             return
         failure = await self._authenticate(device_id, credential)
         if failure is not None:
             await ws.send_denial_response(
-                _error(401, failure, "the device credential was not accepted"))
+                _error(401, failure, "the device credential was not accepted")
+            )
             return
         await ws.accept()
         connection = Connection(device_id, self._new_id("conn"))
@@ -116,14 +130,10 @@ class Gateway:
             connection.close(connection.close_reason or CONNECTION_CLOSED)
             self.registry.unregister(connection)
             writer.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await writer
-            except (asyncio.CancelledError, Exception):
-                pass
-            try:
+            with contextlib.suppress(Exception):  # the socket may already be gone
                 await ws.close()
-            except Exception:  # the socket may already be gone
-                pass
             log.info("runtime device %s disconnected", device_id)
 
     async def _read(self, ws: WebSocket, connection: Connection) -> None:

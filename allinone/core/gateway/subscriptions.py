@@ -8,6 +8,7 @@ fabricates an `error` or `done` frame; readers check `error` when `next()` retur
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from runtime.proto.codec import Frame
@@ -49,11 +50,9 @@ class _Subscription:
         self._wake()
 
     def _wake(self) -> None:
-        try:
+        # When full, the reader finds `closed` set after draining what is buffered.
+        with contextlib.suppress(asyncio.QueueFull):
             self._queue.put_nowait(None)
-        except asyncio.QueueFull:
-            # The reader will find `closed` set after draining what is buffered.
-            pass
 
     async def next(self, timeout: float | None = None) -> Any:
         """Return the next item, or None once closed (check `error`)."""

@@ -12,9 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from functools import partial
 import logging
 from typing import Any
 
+from allinone.core.gateway.connection import Connection, SendFailed
+from allinone.core.gateway.registry import Registry
+from allinone.core.gateway.subscriptions import PreparationSubscription, RunSubscription
+from allinone.core.ids import Clock, Ids
+from allinone.core.orchestration.outcomes import Outcomes
+from allinone.core.orchestration.projector import Fenced, Projector, RunProjection
+from allinone.core.states import TurnStatus
 from runtime.proto import execution as wire_exec
 from runtime.proto import run as wire_run
 from runtime.proto.capabilities import ALWAYS_REQUIRED
@@ -26,14 +34,6 @@ from storage import sessions, tenancy, turns
 from storage.database import Database, Tx
 from storage.rows import loads
 
-from allinone.core.gateway.connection import Connection, SendFailed
-from allinone.core.gateway.registry import Registry
-from allinone.core.gateway.subscriptions import PreparationSubscription, RunSubscription
-from allinone.core.ids import Clock, Ids
-from allinone.core.orchestration.outcomes import Outcomes
-from allinone.core.orchestration.projector import Fenced, Projector, RunProjection
-from allinone.core.states import TurnStatus
-
 log = logging.getLogger(__name__)
 
 PREPARATION_TIMEOUT_SECONDS = 60.0
@@ -42,8 +42,15 @@ RETRY_SECONDS = 1.0
 
 
 class Orchestrator:
-    def __init__(self, db: Database, registry: Registry, projector: Projector,
-                 outcomes: Outcomes, ids: Ids, clock: Clock) -> None:
+    def __init__(
+        self,
+        db: Database,
+        registry: Registry,
+        projector: Projector,
+        outcomes: Outcomes,
+        ids: Ids,
+        clock: Clock,
+    ) -> None:
         self._db = db
         self._registry = registry
         self._projector = projector
@@ -90,36 +97,39 @@ class Orchestrator:
             changed = self._registry.changed
             wake = asyncio.create_task(self._wake.wait())
             registry = asyncio.create_task(changed.wait())
-            await asyncio.wait({wake, registry}, timeout=RETRY_SECONDS,
-                               return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                {wake, registry}, timeout=RETRY_SECONDS, return_when=asyncio.FIRST_COMPLETED
+            )
             wake.cancel()
             registry.cancel()
             self._wake.clear()
 
     async def _schedule(self) -> None:
-        queued = await self._db.read(lambda r: turns.queued(r))
+        queued = await self._db.read(turns.queued)
         for turn in queued:
             if turn["id"] in self._inflight or self._stopping:
                 continue
-            session = await self._db.read(lambda r, s=turn["session_id"]: sessions.get_any(r, s))
+            session = await self._db.read(partial(sessions.get_any, session_id=turn["session_id"]))
             if session is None:
                 continue
             connection = self._registry.select(session["harness"], required_capabilities(session))
             if connection is None:
                 continue
-            task = asyncio.create_task(self._execute(turn, session, connection),
-                                       name=f"turn-{turn['id']}")
+            task = asyncio.create_task(
+                self._execute(turn, session, connection), name=f"turn-{turn['id']}"
+            )
             self._inflight[turn["id"]] = task
-            task.add_done_callback(lambda _t, tid=turn["id"]: self._finished(tid))
+            task.add_done_callback(partial(self._finished, str(turn["id"])))
 
-    def _finished(self, turn_id: str) -> None:
+    def _finished(self, turn_id: str, _task: asyncio.Task[None]) -> None:
         self._inflight.pop(turn_id, None)
         self._cancels.pop(turn_id, None)
         self._wake.set()
 
     # The life of one turn.
-    async def _execute(self, turn: dict[str, Any], session: dict[str, Any],
-                       connection: Connection) -> None:
+    async def _execute(
+        self, turn: dict[str, Any], session: dict[str, Any], connection: Connection
+    ) -> None:
         turn_id = turn["id"]
         try:
             prepared = await self._prepare(turn, session, connection)
@@ -134,8 +144,15 @@ class Orchestrator:
             run = RunProjection(session["id"], turn_id, claim)
             run_sub = connection.subscribe_run(turn_id)
             try:
-                started = await self._start(connection, prep_id, prep_sub, executor_id, handle,
-                                            run, await self._input(turn_id))
+                started = await self._start(
+                    connection,
+                    prep_id,
+                    prep_sub,
+                    executor_id,
+                    handle,
+                    run,
+                    await self._input(turn_id),
+                )
                 if not started:
                     return
                 await self._observe(run, run_sub, cancel, connection)
@@ -146,13 +163,14 @@ class Orchestrator:
         except Exception:
             log.exception("turn %s could not be executed", turn_id)
 
-    async def _prepare(self, turn: dict[str, Any], session: dict[str, Any],
-                       connection: Connection
-                       ) -> tuple[str, str, str, PreparationSubscription] | None:
+    async def _prepare(
+        self, turn: dict[str, Any], session: dict[str, Any], connection: Connection
+    ) -> tuple[str, str, str, PreparationSubscription] | None:
         prep_id = self._ids.new("prep")
         sub = connection.subscribe_preparation(prep_id)
-        payload = wire_exec.ExecutionPrepare(session_id=session["id"],
-                                             configuration=configuration(session, connection))
+        payload = wire_exec.ExecutionPrepare(
+            session_id=session["id"], configuration=configuration(session, connection)
+        )
         try:
             await connection.send("execution_prepare", prep_id, payload)
         except SendFailed:
@@ -166,20 +184,29 @@ class Orchestrator:
             if status is None:
                 connection.unsubscribe_preparation(prep_id)
                 reason = sub.error.reason if sub.error else "preparation_timeout"
-                await self._outcomes.fail_queued(turn["id"], "delivery_unknown",
-                                                 f"The preparation outcome is unknown ({reason}).")
+                await self._outcomes.fail_queued(
+                    turn["id"],
+                    "delivery_unknown",
+                    f"The preparation outcome is unknown ({reason}).",
+                )
                 return None
             assert isinstance(status, wire_exec.PreparationStatus)
             if status.state is PreparationState.READY:
                 return status.executor_id, status.handle, prep_id, sub
-            if status.state in (PreparationState.FAILED, PreparationState.REJECTED,
-                                PreparationState.EXPIRED, PreparationState.RELEASED):
+            if status.state in (
+                PreparationState.FAILED,
+                PreparationState.REJECTED,
+                PreparationState.EXPIRED,
+                PreparationState.RELEASED,
+            ):
                 connection.unsubscribe_preparation(prep_id)
                 if status.error_code == PreparationErrorCode.PREPARATION_CAPACITY:
                     return None  # left queued for a later attempt
                 await self._outcomes.fail_queued(
-                    turn["id"], "execution_unavailable",
-                    f"The Runtime could not prepare the execution ({status.error_code}).")
+                    turn["id"],
+                    "execution_unavailable",
+                    f"The Runtime could not prepare the execution ({status.error_code}).",
+                )
                 return None
 
     async def _claim(self, turn_id: str, connection: Connection) -> str | None:
@@ -189,11 +216,18 @@ class Orchestrator:
                 return None
             epoch = await tenancy.next_counter(tx, "worker_epoch")
             token = self._ids.new("fence")
-            moved = await turns.transition(tx, turn_id, (TurnStatus.QUEUED,),
-                                           TurnStatus.IN_PROGRESS, fields={
-                                               "worker_epoch": epoch, "fencing_token": token,
-                                               "device_id": connection.device_id,
-                                               "started_at": self._clock.now()})
+            moved = await turns.transition(
+                tx,
+                turn_id,
+                (TurnStatus.QUEUED,),
+                TurnStatus.IN_PROGRESS,
+                fields={
+                    "worker_epoch": epoch,
+                    "fencing_token": token,
+                    "device_id": connection.device_id,
+                    "started_at": self._clock.now(),
+                },
+            )
             if not moved:
                 return None
             await self._outcomes.recorder.emit_turn(tx, "agent.session.turn.in_progress", turn_id)
@@ -203,28 +237,44 @@ class Orchestrator:
 
     async def _release(self, connection: Connection, prep_id: str, handle: str) -> None:
         with contextlib.suppress(SendFailed):
-            await connection.send("execution_release", prep_id,
-                                  wire_exec.ExecutionRelease(handle=handle))
+            await connection.send(
+                "execution_release", prep_id, wire_exec.ExecutionRelease(handle=handle)
+            )
         connection.unsubscribe_preparation(prep_id)
 
     async def _input(self, turn_id: str) -> list[Message]:
-        rows = await self._db.read(lambda r: r.fetchall(
-            "SELECT payload FROM turn_inputs WHERE turn_id = ? AND kind = 'message'"
-            " ORDER BY seq", (turn_id,)))
+        rows = await self._db.read(
+            lambda r: r.fetchall(
+                "SELECT payload FROM turn_inputs WHERE turn_id = ? AND kind = 'message'"
+                " ORDER BY seq",
+                (turn_id,),
+            )
+        )
         messages: list[Message] = []
         for row in rows:
             for message in loads(row["payload"])["input"]:
                 parts: list[InputText | InputImage] = [
-                    InputText(text=p["text"]) if p["type"] == "input_text"
-                    else InputImage(image_url=p["image_url"]) for p in message["content"]]
+                    InputText(text=p["text"])
+                    if p["type"] == "input_text"
+                    else InputImage(image_url=p["image_url"])
+                    for p in message["content"]
+                ]
                 messages.append(Message(content=parts))
         return messages
 
-    async def _start(self, connection: Connection, prep_id: str, sub: PreparationSubscription,
-                     executor_id: str, handle: str, run: RunProjection,
-                     messages: list[Message]) -> bool:
-        payload = wire_exec.ExecutionStart(executor_id=executor_id, handle=handle,
-                                           run_id=run.turn_id, input=messages)
+    async def _start(
+        self,
+        connection: Connection,
+        prep_id: str,
+        sub: PreparationSubscription,
+        executor_id: str,
+        handle: str,
+        run: RunProjection,
+        messages: list[Message],
+    ) -> bool:
+        payload = wire_exec.ExecutionStart(
+            executor_id=executor_id, handle=handle, run_id=run.turn_id, input=messages
+        )
         try:
             await connection.send("execution_start", prep_id, payload)
             while True:
@@ -236,26 +286,40 @@ class Orchestrator:
                 if status.state is PreparationState.STARTING:
                     continue
                 await self._outcomes.fail_running(
-                    run.turn_id, run, "execution_unavailable",
-                    f"The Runtime did not start the execution ({status.error_code}).")
+                    run.turn_id,
+                    run,
+                    "execution_unavailable",
+                    f"The Runtime did not start the execution ({status.error_code}).",
+                )
                 return False
         except (SendFailed, TimeoutError) as exc:
             await self._outcomes.fail_running(
-                run.turn_id, run, "delivery_unknown",
-                f"The start of the execution is unconfirmed ({exc or 'timeout'}).")
+                run.turn_id,
+                run,
+                "delivery_unknown",
+                f"The start of the execution is unconfirmed ({exc or 'timeout'}).",
+            )
             return False
         finally:
             connection.unsubscribe_preparation(prep_id)
 
-    async def _observe(self, run: RunProjection, sub: RunSubscription, cancel: asyncio.Event,
-                       connection: Connection) -> None:
+    async def _observe(
+        self,
+        run: RunProjection,
+        sub: RunSubscription,
+        cancel: asyncio.Event,
+        connection: Connection,
+    ) -> None:
         cancel_sent = False
         while True:
             if cancel.is_set() and not cancel_sent:
                 cancel_sent = True
                 with contextlib.suppress(SendFailed):
-                    await connection.send("prompt_cancel", run.turn_id,
-                                          wire_run.PromptCancel(delivery_id=f"cancel:{run.turn_id}"))
+                    await connection.send(
+                        "prompt_cancel",
+                        run.turn_id,
+                        wire_run.PromptCancel(delivery_id=f"cancel:{run.turn_id}"),
+                    )
             next_frame = asyncio.create_task(sub.next())
             waiters: set[asyncio.Future[Any]] = {next_frame}
             cancel_wait = None
@@ -274,21 +338,26 @@ class Orchestrator:
             if frame is None:
                 reason = sub.error.reason if sub.error else "closed"
                 await self._outcomes.fail_running(
-                    run.turn_id, run, "event_stream_incomplete",
-                    f"Observation of the execution stopped ({reason}); its effects are unknown.")
+                    run.turn_id,
+                    run,
+                    "event_stream_incomplete",
+                    f"Observation of the execution stopped ({reason}); its effects are unknown.",
+                )
                 return
             batch: list[Frame] = [frame, *sub.drain_nowait()]
             try:
                 settled = await self._db.write(
-                    lambda tx, b=batch: self._project(tx, run, b, cancel_sent))
+                    partial(self._project, run=run, batch=batch, cancel_sent=cancel_sent)
+                )
             except Fenced:
                 log.warning("turn %s was fenced; its frames are ignored", run.turn_id)
                 return
             if settled:
                 return
 
-    async def _project(self, tx: Tx, run: RunProjection, batch: list[Frame],
-                       cancel_sent: bool) -> bool:
+    async def _project(
+        self, tx: Tx, run: RunProjection, batch: list[Frame], cancel_sent: bool
+    ) -> bool:
         await self._projector.check_fence(tx, run)
         for frame in batch:
             if frame.type == "done":
@@ -305,8 +374,9 @@ def required_capabilities(session: dict[str, Any]) -> list[str]:
     if environment == "none":
         required.append("environment_none")
     else:
-        required.extend(["local_environment", "workspace_read_preparation",
-                         "workspace_output_export"])
+        required.extend(
+            ["local_environment", "workspace_read_preparation", "workspace_output_export"]
+        )
     agent = session["agent"]
     if any(tool.get("type") == "function" for tool in agent.get("tools", [])):
         required.append("function_tools")
@@ -320,29 +390,38 @@ def required_capabilities(session: dict[str, Any]) -> list[str]:
     return required
 
 
-def configuration(session: dict[str, Any], connection: Connection
-                  ) -> wire_exec.ExecutionConfiguration:
+def configuration(
+    session: dict[str, Any], connection: Connection
+) -> wire_exec.ExecutionConfiguration:
     agent = session["agent"]
     text = agent.get("text") or {}
     text_format = text.get("format") or {}
     output_format = None
     if text_format.get("type") == "json_schema":
-        output_format = wire_exec.OutputFormat(type="json_schema",
-                                               schema=text_format.get("schema") or {})
+        output_format = wire_exec.OutputFormat(
+            type="json_schema", schema=text_format.get("schema") or {}
+        )
     declared = connection.available_kind(session["harness"])
     observe = bool(declared and declared.capabilities.message_items)
     return wire_exec.ExecutionConfiguration(
         agent_kind=session["harness"],
-        agent_options=wire_exec.AgentOptions(model=agent["model"],
-                                             system_prompt=agent.get("instructions") or ""),
+        agent_options=wire_exec.AgentOptions(
+            model=agent["model"], system_prompt=agent.get("instructions") or ""
+        ),
         execution_controls=wire_exec.ExecutionControls(
-            web_search="disabled", text_verbosity=text.get("verbosity") or "medium",
-            disable_programmatic_tool_calling=True, output_format=output_format),
+            web_search="disabled",
+            text_verbosity=text.get("verbosity") or "medium",
+            disable_programmatic_tool_calling=True,
+            output_format=output_format,
+        ),
         observe_messages=observe,
         disable_subagents=not (agent.get("multi_agent") or {}).get("enabled", False),
         disable_execution_environment=session["environment"]["type"] == "none",
         function_tools=[
-            wire_exec.FunctionTool(name=t["name"], description=t.get("description", ""),
-                                   parameters=t.get("parameters"))
-            for t in agent.get("tools", []) if t.get("type") == "function"],
+            wire_exec.FunctionTool(
+                name=t["name"], description=t.get("description", ""), parameters=t.get("parameters")
+            )
+            for t in agent.get("tools", [])
+            if t.get("type") == "function"
+        ],
     )

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import logging
 
-from runtime.proto import run as wire
-from storage import turns
-from storage.database import Database, Tx
-
 from allinone.core import render
 from allinone.core.ids import Clock
 from allinone.core.orchestration.projector import Projector, RunProjection
 from allinone.core.recorder import Recorder
 from allinone.core.states import TurnStatus, sources_for
+from runtime.proto import run as wire
+from storage import turns
+from storage.database import Database, Tx
 
 log = logging.getLogger(__name__)
 
@@ -31,63 +30,92 @@ TERMINAL_EVENT = {
 
 
 class Outcomes:
-    def __init__(self, db: Database, recorder: Recorder, projector: Projector,
-                 clock: Clock) -> None:
+    def __init__(
+        self, db: Database, recorder: Recorder, projector: Projector, clock: Clock
+    ) -> None:
         self._db = db
         self.recorder = recorder
         self._projector = projector
         self._clock = clock
 
-    async def _end(self, tx: Tx, turn_id: str, session_id: str, status: TurnStatus,
-                   expected: tuple[str, ...], fencing_token: str | None,
-                   fields: dict[str, object]) -> bool:
+    async def _end(
+        self,
+        tx: Tx,
+        turn_id: str,
+        session_id: str,
+        status: TurnStatus,
+        expected: tuple[str, ...],
+        fencing_token: str | None,
+        fields: dict[str, object],
+    ) -> bool:
         fields = {"completed_at": self._clock.now(), **fields}
-        moved = await turns.transition(tx, turn_id, expected, status,
-                                       fencing_token=fencing_token, fields=fields)
+        moved = await turns.transition(
+            tx, turn_id, expected, status, fencing_token=fencing_token, fields=fields
+        )
         if moved:
             await self.recorder.emit_turn(tx, TERMINAL_EVENT[status], turn_id, terminal=True)
             await self.recorder.emit_session_activity(tx, session_id)
         return moved
 
-    async def settle(self, tx: Tx, run: RunProjection, done: wire.Done, *,
-                     cancelled: bool) -> None:
+    async def settle(self, tx: Tx, run: RunProjection, done: wire.Done, *, cancelled: bool) -> None:
         """Settle a turn from its `done` frame, inside the Run's projection transaction."""
         if done.usage is not None and done.usage.tokens is not None:
-            await turns.set_usage(tx, run.turn_id, render.token_usage(done.usage.tokens),
-                                  run.fencing_token)
+            await turns.set_usage(
+                tx, run.turn_id, render.token_usage(done.usage.tokens), run.fencing_token
+            )
         await self._projector.close_unfinished(tx, run)
         fields: dict[str, object] = {}
         if run.error is not None:
             status = TurnStatus.FAILED
-            fields = {"error_code": "engine_failed",
-                      "error_message": run.error.error[:1000] or "The harness failed.",
-                      "engine_error_code": run.engine_code or None,
-                      "engine_http_status": run.engine_status or None}
+            fields = {
+                "error_code": "engine_failed",
+                "error_message": run.error.error[:1000] or "The harness failed.",
+                "engine_error_code": run.engine_code or None,
+                "engine_http_status": run.engine_status or None,
+            }
         elif cancelled:
             status = TurnStatus.CANCELLED
         else:
             status = TurnStatus.COMPLETED
-        await self._end(tx, run.turn_id, run.session_id, status,
-                        (TurnStatus.IN_PROGRESS, TurnStatus.WAITING), run.fencing_token, fields)
+        await self._end(
+            tx,
+            run.turn_id,
+            run.session_id,
+            status,
+            (TurnStatus.IN_PROGRESS, TurnStatus.WAITING),
+            run.fencing_token,
+            fields,
+        )
 
     async def fail_queued(self, turn_id: str, code: str, message: str) -> None:
         async def job(tx: Tx) -> None:
             row = await turns.get(tx, turn_id)
             if row is None:
                 return
-            await self._end(tx, turn_id, row["session_id"], TurnStatus.FAILED,
-                            (TurnStatus.QUEUED,), None,
-                            {"error_code": code, "error_message": message})
+            await self._end(
+                tx,
+                turn_id,
+                row["session_id"],
+                TurnStatus.FAILED,
+                (TurnStatus.QUEUED,),
+                None,
+                {"error_code": code, "error_message": message},
+            )
 
         await self._db.write(job)
 
-    async def fail_running(self, turn_id: str, run: RunProjection, code: str,
-                           message: str) -> None:
+    async def fail_running(self, turn_id: str, run: RunProjection, code: str, message: str) -> None:
         async def job(tx: Tx) -> None:
             await self._projector.close_unfinished(tx, run)
-            await self._end(tx, turn_id, run.session_id, TurnStatus.FAILED,
-                            (TurnStatus.IN_PROGRESS, TurnStatus.WAITING), run.fencing_token,
-                            {"error_code": code, "error_message": message})
+            await self._end(
+                tx,
+                turn_id,
+                run.session_id,
+                TurnStatus.FAILED,
+                (TurnStatus.IN_PROGRESS, TurnStatus.WAITING),
+                run.fencing_token,
+                {"error_code": code, "error_message": message},
+            )
 
         await self._db.write(job)
 
@@ -96,18 +124,28 @@ class Outcomes:
         never replayed. Queued turns stay queued."""
         running = await self._db.read(lambda r: turns.running(r))
         for row in running:
+
             async def job(tx: Tx, row: dict[str, object] = row) -> None:
                 turn_id = str(row["id"])
                 for item in await tx.fetchall(
-                        "SELECT id FROM items WHERE turn_id = ? AND status = 'in_progress'",
-                        (turn_id,)):
-                    await tx.execute("UPDATE items SET status = 'incomplete' WHERE id = ?",
-                                     (item["id"],))
-                await self._end(tx, turn_id, str(row["session_id"]), TurnStatus.FAILED,
-                                sources_for(TurnStatus.FAILED), None,
-                                {"error_code": "execution_interrupted",
-                                 "error_message": "The server stopped while this turn was "
-                                                  "running; its effects are unknown."})
+                    "SELECT id FROM items WHERE turn_id = ? AND status = 'in_progress'", (turn_id,)
+                ):
+                    await tx.execute(
+                        "UPDATE items SET status = 'incomplete' WHERE id = ?", (item["id"],)
+                    )
+                await self._end(
+                    tx,
+                    turn_id,
+                    str(row["session_id"]),
+                    TurnStatus.FAILED,
+                    sources_for(TurnStatus.FAILED),
+                    None,
+                    {
+                        "error_code": "execution_interrupted",
+                        "error_message": "The server stopped while this turn was "
+                        "running; its effects are unknown.",
+                    },
+                )
 
             await self._db.write(job)
         if running:

@@ -10,16 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from allinone.core import render
+from allinone.core.ids import Clock, Ids
+from allinone.core.recorder import Recorder
 from runtime.proto import run as wire
 from runtime.proto.codec import Frame
 from runtime.proto.errors import classify_engine_failure
 from storage import items as item_rows
 from storage import turns
 from storage.database import Tx
-
-from allinone.core import render
-from allinone.core.ids import Clock, Ids
-from allinone.core.recorder import Recorder
 
 
 class Fenced(Exception):
@@ -54,7 +53,9 @@ class Projector:
     async def check_fence(self, tx: Tx, run: RunProjection) -> None:
         row = await tx.fetchone(
             "SELECT 1 FROM turns WHERE id = ? AND fencing_token = ?"
-            " AND status IN ('in_progress', 'waiting')", (run.turn_id, run.fencing_token))
+            " AND status IN ('in_progress', 'waiting')",
+            (run.turn_id, run.fencing_token),
+        )
         if row is None:
             raise Fenced(run.turn_id)
 
@@ -71,19 +72,36 @@ class Projector:
             await self._tool_call(tx, run, payload)
         elif isinstance(payload, wire.Usage):
             if payload.tokens is not None:
-                await turns.set_usage(tx, run.turn_id, render.token_usage(payload.tokens),
-                                      run.fencing_token)
+                await turns.set_usage(
+                    tx, run.turn_id, render.token_usage(payload.tokens), run.fencing_token
+                )
         elif isinstance(payload, wire.Error):
             run.error = payload
             run.engine_code, run.engine_status = classify_engine_failure(
-                payload.code, payload.http_status)
+                payload.code, payload.http_status
+            )
 
-    async def _new_item(self, tx: Tx, run: RunProjection, type_: str, status: str,
-                        payload: dict[str, Any], native_id: str, prefix: str) -> dict[str, Any]:
-        item = {"id": self._ids.new(prefix), "session_id": run.session_id,
-                "turn_id": run.turn_id, "created_at": self._clock.now(), "type": type_,
-                "status": status, "output_index": await item_rows.count_outputs(tx, run.turn_id),
-                "native_id": native_id, "payload": payload}
+    async def _new_item(
+        self,
+        tx: Tx,
+        run: RunProjection,
+        type_: str,
+        status: str,
+        payload: dict[str, Any],
+        native_id: str,
+        prefix: str,
+    ) -> dict[str, Any]:
+        item = {
+            "id": self._ids.new(prefix),
+            "session_id": run.session_id,
+            "turn_id": run.turn_id,
+            "created_at": self._clock.now(),
+            "type": type_,
+            "status": status,
+            "output_index": await item_rows.count_outputs(tx, run.turn_id),
+            "native_id": native_id,
+            "payload": payload,
+        }
         await item_rows.insert(tx, item)
         await self._recorder.emit_item(tx, "agent.session.turn.item.added", item)
         return item
@@ -91,9 +109,12 @@ class Projector:
     async def _output_message(self, tx: Tx, run: RunProjection, frame: wire.OutputMessage) -> None:
         open_message = run.messages.get(frame.id)
         if open_message is None:
-            payload = {"role": "assistant", "content": [], "phase": frame.phase or None}
-            item = await self._new_item(tx, run, "message", "in_progress", payload, frame.id,
-                                        "msg")
+            payload: dict[str, Any] = {
+                "role": "assistant",
+                "content": [],
+                "phase": frame.phase or None,
+            }
+            item = await self._new_item(tx, run, "message", "in_progress", payload, frame.id, "msg")
             open_message = _OpenMessage(item)
             run.messages[frame.id] = open_message
             await self._part(tx, run, open_message, "agent.session.turn.content_part.added", "")
@@ -104,12 +125,23 @@ class Projector:
             open_message.item["payload"]["phase"] = frame.phase
         await self._finish_message(tx, run, open_message, text, frame.status)
 
-    async def _finish_message(self, tx: Tx, run: RunProjection, message: _OpenMessage, text: str,
-                              status: str) -> None:
+    async def _finish_message(
+        self, tx: Tx, run: RunProjection, message: _OpenMessage, text: str, status: str
+    ) -> None:
         item = message.item
-        await self._recorder.emit(tx, run.session_id, "agent.session.turn.output_text.done", {
-            "session_id": run.session_id, "turn_id": run.turn_id, "item_id": item["id"],
-            "output_index": item["output_index"], "content_index": 0, "text": text})
+        await self._recorder.emit(
+            tx,
+            run.session_id,
+            "agent.session.turn.output_text.done",
+            {
+                "session_id": run.session_id,
+                "turn_id": run.turn_id,
+                "item_id": item["id"],
+                "output_index": item["output_index"],
+                "content_index": 0,
+                "text": text,
+            },
+        )
         await self._part(tx, run, message, "agent.session.turn.content_part.done", text)
         item["payload"]["content"] = [{"type": "output_text", "text": text}]
         item["status"] = status
@@ -117,13 +149,23 @@ class Projector:
         await self._recorder.emit_item(tx, "agent.session.turn.item.done", item)
         run.messages.pop(item["native_id"], None)
 
-    async def _part(self, tx: Tx, run: RunProjection, message: _OpenMessage, type_: str,
-                    text: str) -> None:
+    async def _part(
+        self, tx: Tx, run: RunProjection, message: _OpenMessage, type_: str, text: str
+    ) -> None:
         item = message.item
-        await self._recorder.emit(tx, run.session_id, type_, {
-            "session_id": run.session_id, "turn_id": run.turn_id, "item_id": item["id"],
-            "output_index": item["output_index"], "content_index": 0,
-            "part": {"type": "output_text", "text": text}})
+        await self._recorder.emit(
+            tx,
+            run.session_id,
+            type_,
+            {
+                "session_id": run.session_id,
+                "turn_id": run.turn_id,
+                "item_id": item["id"],
+                "output_index": item["output_index"],
+                "content_index": 0,
+                "part": {"type": "output_text", "text": text},
+            },
+        )
 
     async def _delta(self, tx: Tx, run: RunProjection, frame: wire.Delta) -> None:
         message = run.messages.get(frame.item_id)
@@ -132,27 +174,49 @@ class Projector:
             message = run.messages[frame.item_id]
         message.text += frame.delta
         item = message.item
-        await self._recorder.emit(tx, run.session_id, "agent.session.turn.output_text.delta", {
-            "session_id": run.session_id, "turn_id": run.turn_id, "item_id": item["id"],
-            "output_index": item["output_index"], "content_index": 0, "delta": frame.delta})
+        await self._recorder.emit(
+            tx,
+            run.session_id,
+            "agent.session.turn.output_text.delta",
+            {
+                "session_id": run.session_id,
+                "turn_id": run.turn_id,
+                "item_id": item["id"],
+                "output_index": item["output_index"],
+                "content_index": 0,
+                "delta": frame.delta,
+            },
+        )
 
     async def _thinking(self, tx: Tx, run: RunProjection, frame: wire.Thinking) -> None:
         payload = {"summary": [{"type": "summary_text", "text": frame.text}]}
-        item = await self._new_item(tx, run, "reasoning", "completed", payload,
-                                    frame.item_id or self._ids.new("think"), "rs")
+        item = await self._new_item(
+            tx,
+            run,
+            "reasoning",
+            "completed",
+            payload,
+            frame.item_id or self._ids.new("think"),
+            "rs",
+        )
         await self._recorder.emit_item(tx, "agent.session.turn.item.done", item)
 
     async def _tool_call(self, tx: Tx, run: RunProjection, frame: wire.ToolCall) -> None:
         observation = frame.observation
         if observation is None or observation.kind != "command_execution":
             return
-        payload = {"command": observation.command, "cwd": observation.cwd,
-                   "duration_ms": observation.duration_ms, "exit_code": observation.exit_code,
-                   "output": observation.output if isinstance(observation.output, str) else None}
+        payload = {
+            "command": observation.command,
+            "cwd": observation.cwd,
+            "duration_ms": observation.duration_ms,
+            "exit_code": observation.exit_code,
+            "output": observation.output if isinstance(observation.output, str) else None,
+        }
         existing = run.tools.get(frame.id)
         if frame.stage == "before" or existing is None:
-            existing = await self._new_item(tx, run, "command_execution", "in_progress", payload,
-                                            frame.id, "cmd")
+            existing = await self._new_item(
+                tx, run, "command_execution", "in_progress", payload, frame.id, "cmd"
+            )
             run.tools[frame.id] = existing
         if frame.stage == "after":
             status = "completed" if observation.status in ("completed", "ok") else "failed"
