@@ -1,0 +1,97 @@
+"""`corebox serve` as a process: first-start credentials, start-up failures, shutdown."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, free_port, start_server
+
+
+def _serve(args: list[str], env_extra: dict[str, str] | None = None
+           ) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COREBOX_")}
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "allinone", "serve", *args], env=env,
+                          capture_output=True, text=True, timeout=30, check=False)
+
+
+def test_busy_port_exits_with_one_clear_line(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = _serve(["--port", str(port), "--data-dir", str(tmp_path / "d")])
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert str(port) in lines[0] and "in use" in lines[0]
+
+
+def test_unwritable_data_dir_exits_with_one_clear_line(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        blocked = tmp_path / "file-not-dir"
+        blocked.write_text("x")
+        target = blocked / "data"  # a path under a regular file cannot be created, even by root
+    else:
+        blocked = tmp_path / "ro"
+        blocked.mkdir(mode=0o500)
+        target = blocked / "data"
+    done = _serve(["--port", str(free_port()), "--data-dir", str(target)])
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert "not writable" in lines[0] and str(target) in lines[0]
+
+
+def test_first_start_prints_and_saves_a_key_that_is_stored_only_as_a_digest(
+        tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    server = start_server(data, api_key=None)
+    try:
+        key_file = data / "default-project.key"
+        key = key_file.read_text().strip()
+        assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+        assert key in server.log.read_text()  # printed once at first start
+        conn = sqlite3.connect(data / "corebox.db")
+        digests = [row[0] for row in conn.execute("SELECT digest FROM api_keys")]
+        conn.close()
+        assert len(digests) == 1 and key not in digests[0]
+        raw_db = b"".join(p.read_bytes() for p in data.iterdir() if p.name.startswith("corebox.db"))
+        assert key.encode() not in raw_db
+    finally:
+        assert server.stop() == 0
+    # A second start keeps the project and never prints the key again.
+    log_before = server.log.read_text()
+    again = start_server(data, api_key=None, port=server.port)
+    try:
+        assert again.log.read_text().count(key) == log_before.count(key)
+    finally:
+        again.stop()
+
+
+def test_sigterm_shuts_down_in_order_within_ten_seconds(tmp_path: Path) -> None:
+    server = start_server(tmp_path / "data")
+    started = time.monotonic()
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(timeout=10) == 0
+    assert time.monotonic() - started < 10
+    log = server.log.read_text()
+    assert "shutting down" in log
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT])
+def test_sigint_also_stops_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
+    server = start_server(tmp_path / "data")
+    server.process.send_signal(sig)
+    assert server.process.wait(timeout=10) == 0
