@@ -33,7 +33,7 @@ from runtime.proto.codec import (
     encode,
     validate_frame,
 )
-from runtime.proto.errors import DecodeError, DecodeErrorCode, UnknownMessageType
+from runtime.proto.errors import DecodeError, DecodeErrorCode, UnknownMessageType, ValidationError
 from runtime.proto.identities import ID_KINDS, IdKind
 from runtime.proto.limits import KIB, MAX_FRAME_BYTES
 from runtime.proto.transfers import TransferOutcome, TransferStep
@@ -319,3 +319,14 @@ def test_bytes_travel_as_padded_standard_base64() -> None:
     assert b'"data":"AP8="' in encoded
     with pytest.raises(DecodeError):
         decode_from_core(_frame("workspace_write", {"step": "chunk", "data": "AP8"}))
+
+
+def test_validate_frame_checks_the_id_before_the_payload() -> None:
+    read = workspace.WorkspaceRead("env", "a", handle="h", max_bytes=1)
+    with pytest.raises(ValidationError) as caught:
+        validate_frame(decode_from_core(encode("workspace_read", "x" * 129, read)))
+    assert caught.value.code == DecodeErrorCode.INVALID_CORRELATION
+    bad = msgspec.structs.replace(read, max_bytes=0)
+    with pytest.raises(ValidationError) as caught:
+        validate_frame(decode_from_core(encode("workspace_read", "op-1", bad)))
+    assert caught.value.code == "invalid_request"

@@ -43,13 +43,14 @@ def test_replies_echo_the_suspension_and_carry_finite_codes() -> None:
     EnvironmentQuiesced("env", "suspend-1", True).check(QUIESCE)
     EnvironmentQuiesced("env", "suspend-1", False, "resource_busy").check(QUIESCE)
     EnvironmentResumed("env", "suspend-1", False, "not_suspended").check(RESUME)
-    for reply, request_ in [
-        (EnvironmentQuiesced("env", "suspend-2", True), QUIESCE),
-        (EnvironmentQuiesced("other", "suspend-1", True), QUIESCE),
-        (EnvironmentQuiesced("env", "suspend-1", True, "resource_busy"), QUIESCE),
-        (EnvironmentQuiesced("env", "suspend-1", False), QUIESCE),
-        (EnvironmentQuiesced("env", "suspend-1", False, "not_suspended"), QUIESCE),
-        (EnvironmentResumed("env", "suspend-1", False, "resource_busy"), RESUME),
+    for quiesced in [
+        EnvironmentQuiesced("env", "suspend-2", True),
+        EnvironmentQuiesced("other", "suspend-1", True),
+        EnvironmentQuiesced("env", "suspend-1", True, "resource_busy"),
+        EnvironmentQuiesced("env", "suspend-1", False),
+        EnvironmentQuiesced("env", "suspend-1", False, "not_suspended"),
     ]:
         with pytest.raises(ValidationError):
-            reply.check(request_)  # type: ignore[arg-type]
+            quiesced.check(QUIESCE)
+    with pytest.raises(ValidationError):
+        EnvironmentResumed("env", "suspend-1", False, "resource_busy").check(RESUME)
