@@ -33,7 +33,7 @@ unit: $(STAMP_DEV)
 	$(BIN)/python -m pytest -q -m "not binary"
 
 check-runtime-contract: $(STAMP_DEV)
-	$(BIN)/python -m pytest -q tests/runtime/proto tests/contract
+	$(BIN)/python -m pytest -q tests/runtime tests/contract
 
 binary: $(STAMP_DEV)
 	$(BIN)/python build/build.py

@@ -164,7 +164,13 @@ class App:
         outcomes = Outcomes(db, recorder, projector, clock)
         orchestrator = Orchestrator(db, registry, projector, outcomes, ids, clock)
         admission = Admission(
-            db, recorder, ids, clock, orchestrator.wake, orchestrator.request_cancel
+            db,
+            recorder,
+            ids,
+            clock,
+            orchestrator.wake,
+            orchestrator.request_cancel,
+            orchestrator.input_admitted,
         )
         local_host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
         ws_url = f"ws://{_url_host(local_host)}:{port}/api/v1/agent-daemon/ws"

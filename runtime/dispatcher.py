@@ -22,8 +22,14 @@ from runtime.admission import AdmissionRecord, AdmissionTable, fingerprint
 from runtime.harness.base import Executor
 from runtime.harness.registry import HarnessRegistry
 from runtime.proto import limits
+from runtime.proto.capabilities import AgentKindCapabilities
 from runtime.proto.codec import Frame
-from runtime.proto.errors import PreparationErrorCode, ValidationError
+from runtime.proto.errors import (
+    CancelErrorCode,
+    DecisionErrorCode,
+    PreparationErrorCode,
+    ValidationError,
+)
 from runtime.proto.execution import (
     ExecutionPrepare,
     ExecutionRelease,
@@ -31,7 +37,14 @@ from runtime.proto.execution import (
     PreparationState,
     PreparationStatus,
 )
+from runtime.proto.functions import FunctionResult
+from runtime.proto.interactions import (
+    InteractionDecisionAck,
+    PermissionDecision,
+    PromptForUserChoiceDecision,
+)
 from runtime.proto.run import PromptCancel
+from runtime.proto.steering import PromptSteer, PromptSteerAck
 from runtime.runs import Run
 
 log = logging.getLogger(__name__)
@@ -65,7 +78,12 @@ class Dispatcher:
             "execution_start": self._start,
             "execution_release": self._release,
             "prompt_cancel": self._cancel,
+            "prompt_steer": self._steer,
+            "function_result": self._function_result,
+            "permission_decision": self._decision,
+            "prompt_for_user_choice_decision": self._decision,
         }
+        self._declarations: dict[str, AgentKindCapabilities] = {}  # executor id -> frozen
 
     @property
     def active_requests(self) -> int:
@@ -183,6 +201,7 @@ class Dispatcher:
             self._idle[key] = executor_id
             return
         self._executors[executor_id] = executor
+        self._declarations[executor_id] = adapter.declaration
         record.executor_id = executor_id
         await self._status(frame.id, record.advance(PreparationState.READY))
 
@@ -239,7 +258,7 @@ class Dispatcher:
         record.run_id = request.run_id
         record.start_fingerprint = fingerprint(request)
         await self._status(frame.id, record.advance(PreparationState.STARTING))
-        run = Run(request.run_id, executor, self._send)
+        run = Run(request.run_id, executor, self._declarations[record.executor_id], self._send)
         self._runs[request.run_id] = run
         await self._status(frame.id, record.advance(PreparationState.STARTED))
         run.start(request.input)
@@ -262,6 +281,7 @@ class Dispatcher:
                 self._close_executor(self._idle.pop(oldest))
 
     def _close_executor(self, executor_id: str) -> None:
+        self._declarations.pop(executor_id, None)
         executor = self._executors.pop(executor_id, None)
         if executor is not None:
             self._spawn(executor.close())
@@ -280,17 +300,117 @@ class Dispatcher:
         await self._status(frame.id, record.advance(PreparationState.RELEASED))
         self._return_idle(record)
 
+    async def _ack(self, id_: str, ack: InteractionDecisionAck) -> None:
+        try:
+            await asyncio.wait_for(
+                self._send("interaction_decision_ack", id_, ack),
+                limits.RECEIPT_SEND_TIMEOUT_SECONDS,
+            )
+        except Exception:
+            log.warning("decision receipt for %s could not be sent", id_)
+
     async def _cancel(self, frame: Frame) -> None:
+        """Cancel a Run: no receipt before native settlement; `done` (synthesized when the
+        adapter produced none) precedes the receipt."""
         request: PromptCancel = frame.payload
         run = self._runs.get(frame.id)
+        delivery = request.delivery_id
         if run is None:
-            log.info(
-                "cancel for inactive run %s (delivery %s)", frame.id, request.delivery_id or "-"
-            )
+            if delivery:
+                await self._ack(
+                    frame.id,
+                    InteractionDecisionAck(
+                        delivery_id=delivery, applied=False, error_code=CancelErrorCode.RUN_INACTIVE
+                    ),
+                )
             return
         settled = await run.cancel(limits.SETTLEMENT_TIMEOUT_SECONDS)
+        if not delivery:
+            return
         if not settled:
-            log.warning("run %s did not settle after cancellation", frame.id)
+            await self._ack(
+                frame.id,
+                InteractionDecisionAck(
+                    delivery_id=delivery, applied=False, error_code=CancelErrorCode.CANCEL_TIMEOUT
+                ),
+            )
+            return
+        await self._ack(frame.id, InteractionDecisionAck(delivery_id=delivery, applied=True))
+
+    async def _steer(self, frame: Frame) -> None:
+        request: PromptSteer = frame.payload
+        run = self._runs.get(frame.id)
+        try:
+            request.validate()
+        except ValidationError as exc:
+            await self._send(
+                "prompt_steer_ack",
+                frame.id,
+                PromptSteerAck(input_id=request.input_id, accepted=False, error_code=exc.code),
+            )
+            return
+        if run is None:
+            await self._send(
+                "prompt_steer_ack",
+                frame.id,
+                PromptSteerAck(
+                    input_id=request.input_id, accepted=False, error_code="run_inactive"
+                ),
+            )
+            return
+        await run.steer(request)
+
+    async def _function_result(self, frame: Frame) -> None:
+        result: FunctionResult = frame.payload
+        try:
+            result.validate()
+        except ValidationError as exc:
+            await self._ack(
+                frame.id,
+                InteractionDecisionAck(
+                    delivery_id=result.delivery_id, applied=False, error_code=exc.code
+                ),
+            )
+            return
+        run = self._runs.get(frame.id)
+        if run is None:
+            await self._ack(
+                frame.id,
+                InteractionDecisionAck(
+                    delivery_id=result.delivery_id,
+                    applied=False,
+                    error_code=DecisionErrorCode.NOT_PENDING,
+                ),
+            )
+            return
+        ack, apply = run.function_result(result)
+        await self._ack(frame.id, ack)
+        apply()
+
+    async def _decision(self, frame: Frame) -> None:
+        decision: PermissionDecision | PromptForUserChoiceDecision = frame.payload
+        try:
+            decision.validate()
+        except ValidationError as exc:
+            await self._ack(
+                frame.id,
+                InteractionDecisionAck(
+                    delivery_id=decision.delivery_id, applied=False, error_code=exc.code
+                ),
+            )
+            return
+        owner = next((r for r in self._runs.values() if r.owns_interaction(frame.id)), None)
+        if owner is None:
+            await self._ack(
+                frame.id,
+                InteractionDecisionAck(
+                    delivery_id=decision.delivery_id,
+                    applied=False,
+                    error_code=DecisionErrorCode.NOT_PENDING,
+                ),
+            )
+            return
+        await self._ack(frame.id, owner.decision(frame.id, decision))
 
     async def close(self) -> None:
         """The connection is gone: cancel Runs (no frame goes to the lost socket) and close

@@ -21,6 +21,7 @@ from allinone.core.api.models import (
     CancelInputEvent,
     InputEvent,
     InputMessageParam,
+    McpApprovalResultInputEvent,
     MessageInputEvent,
     SessionCreate,
     ToolResultInputEvent,
@@ -29,6 +30,7 @@ from allinone.core.ids import Clock, Ids
 from allinone.core.recorder import Recorder
 from allinone.core.states import TurnStatus, sources_for
 from storage import agents as agent_rows
+from storage import interactions as interaction_rows
 from storage import items as item_rows
 from storage import sessions, turns
 from storage.database import Database, Tx
@@ -67,6 +69,7 @@ class Admission:
         clock: Clock,
         on_work: Callable[[], None],
         on_cancel: Callable[[str], None],
+        on_input: Callable[[str], None],
     ) -> None:
         self._db = db
         self._recorder = recorder
@@ -74,6 +77,7 @@ class Admission:
         self._clock = clock
         self._on_work = on_work
         self._on_cancel = on_cancel
+        self._on_input = on_input
 
     async def create_agent(self, project_id: str, body: AgentCreate) -> str:
         config = agent_config.from_create(body)
@@ -205,19 +209,7 @@ class Admission:
         )
         await self._recorder.emit_turn(tx, "agent.session.turn.created", turn_id)
         await self._recorder.emit_session(tx, session_id, "agent.session.in_progress")
-        for message in messages:
-            item = {
-                "id": self._ids.new("msg"),
-                "session_id": session_id,
-                "turn_id": turn_id,
-                "created_at": now,
-                "type": "message",
-                "status": "completed",
-                "output_index": None,
-                "payload": {"role": "user", "content": message["content"], "phase": None},
-            }
-            await item_rows.insert(tx, item)
-            await self._recorder.emit_item(tx, "agent.session.turn.item.added", item)
+        await self._user_items(tx, session_id, turn_id, messages)
         await sessions.touch(tx, session_id, now)
         return turn_id
 
@@ -260,6 +252,7 @@ class Admission:
         batch_hash = digest(events)
         key = idempotency_key or self._ids.new("idem")
         cancels: list[str] = []
+        inputs: list[str] = []
 
         async def job(tx: Tx) -> bool:
             session = await sessions.get(tx, project_id, session_id)
@@ -280,7 +273,9 @@ class Admission:
                     )
                 return False
             for position, event in enumerate(events):
-                await self._admit_one(tx, session, event, key, batch_hash, position, cancels)
+                await self._admit_one(
+                    tx, session, event, key, batch_hash, position, cancels, inputs
+                )
             return True
 
         admitted = await self._db.write(job)
@@ -288,6 +283,8 @@ class Admission:
             self._on_work()
             for turn_id in cancels:
                 self._on_cancel(turn_id)
+            for turn_id in inputs:
+                self._on_input(turn_id)
 
     async def _admit_one(
         self,
@@ -298,60 +295,245 @@ class Admission:
         batch_hash: str,
         position: int,
         cancels: list[str],
+        inputs: list[str],
     ) -> None:
         session_id = session["id"]
         active = await turns.active(tx, session_id)
         if isinstance(event, MessageInputEvent):
             messages = _messages(event.input)
-            if active is not None:
-                raise ApiError(
-                    409,
-                    "The active turn cannot take more input yet.",
-                    code="active_turn_not_steerable",
-                    headers={"x-should-retry": "false"},
+            if active is None:
+                await self._start_turn(
+                    tx, session_id, session["agent_id"], messages, key, batch_hash, position
                 )
-            await self._start_turn(
-                tx, session_id, session["agent_id"], messages, key, batch_hash, position
-            )
-        elif isinstance(event, CancelInputEvent):
+                return
+            # One active turn per session: the message joins it. A queued turn takes it as
+            # part of its initial input; a running turn is steered with it.
+            queued = active["status"] == TurnStatus.QUEUED
             await self._record_input(
                 tx,
                 session_id,
-                active["id"] if active else None,
+                active["id"],
                 key,
                 position,
                 batch_hash,
-                "cancel",
-                {},
-                "admitted",
+                "message",
+                {"input": messages},
+                "admitted" if queued else "pending",
             )
-            if active is None:
-                return
-            now = self._clock.now()
-            if active["status"] == TurnStatus.QUEUED:
-                moved = await turns.transition(
-                    tx,
-                    active["id"],
-                    sources_for(TurnStatus.CANCELLED),
-                    TurnStatus.CANCELLED,
-                    fields={"cancel_requested_at": now, "completed_at": now},
-                )
-                if moved:
-                    await self._recorder.emit_turn(
-                        tx, "agent.session.turn.cancelled", active["id"], terminal=True
-                    )
-                    await self._recorder.emit_session_activity(tx, session_id)
-                return
-            await tx.execute(
-                "UPDATE turns SET cancel_requested_at = COALESCE(cancel_requested_at, ?)"
-                " WHERE id = ?",
-                (now, active["id"]),
-            )
-            cancels.append(active["id"])
+            await self._user_items(tx, session_id, active["id"], messages)
+            if not queued:
+                inputs.append(active["id"])
+        elif isinstance(event, CancelInputEvent):
+            await self._cancel(tx, session_id, active, key, batch_hash, position, cancels)
         elif isinstance(event, ToolResultInputEvent):
+            await self._tool_result(tx, session_id, event, key, batch_hash, position, inputs)
+        elif isinstance(event, McpApprovalResultInputEvent):
+            await self._answer(
+                tx,
+                session_id,
+                event.request_id,
+                "permission",
+                {"decision": event.response.decision},
+                key,
+                batch_hash,
+                position,
+                inputs,
+            )
+        else:
+            answers = [
+                {"question_id": a.question_id, "answers": list(a.answers)}
+                for a in event.question_answers
+            ]
+            await self._answer(
+                tx,
+                session_id,
+                event.ask_id,
+                "choice",
+                {"question_answers": answers, "cancelled": event.cancelled},
+                key,
+                batch_hash,
+                position,
+                inputs,
+            )
+
+    async def _user_items(
+        self, tx: Tx, session_id: str, turn_id: str, messages: list[dict[str, Any]]
+    ) -> None:
+        now = self._clock.now()
+        for message in messages:
+            item = {
+                "id": self._ids.new("msg"),
+                "session_id": session_id,
+                "turn_id": turn_id,
+                "created_at": now,
+                "type": "message",
+                "status": "completed",
+                "output_index": None,
+                "payload": {"role": "user", "content": message["content"], "phase": None},
+            }
+            await item_rows.insert(tx, item)
+            await self._recorder.emit_item(tx, "agent.session.turn.item.added", item)
+
+    async def _cancel(
+        self,
+        tx: Tx,
+        session_id: str,
+        active: dict[str, Any] | None,
+        key: str,
+        batch_hash: str,
+        position: int,
+        cancels: list[str],
+    ) -> None:
+        await self._record_input(
+            tx,
+            session_id,
+            active["id"] if active else None,
+            key,
+            position,
+            batch_hash,
+            "cancel",
+            {},
+            "admitted",
+        )
+        if active is None:
+            return  # an idle session: accepted, no effect
+        now = self._clock.now()
+        if active["status"] == TurnStatus.QUEUED:
+            moved = await turns.transition(
+                tx,
+                active["id"],
+                sources_for(TurnStatus.CANCELLED),
+                TurnStatus.CANCELLED,
+                fields={"cancel_requested_at": now, "completed_at": now},
+            )
+            if moved:
+                await self._recorder.emit_turn(
+                    tx, "agent.session.turn.cancelled", active["id"], terminal=True
+                )
+                await self._recorder.emit_session_activity(tx, session_id)
+            return
+        await tx.execute(
+            "UPDATE turns SET cancel_requested_at = COALESCE(cancel_requested_at, ?) WHERE id = ?",
+            (now, active["id"]),
+        )
+        if active["status"] == TurnStatus.WAITING:
+            # Pending actions drop at once; the cancellation receipt settles the turn.
+            await interaction_rows.withdraw_open(tx, active["id"])
+            moved = await turns.transition(
+                tx, active["id"], (TurnStatus.WAITING,), TurnStatus.IN_PROGRESS
+            )
+            if moved:
+                await self._recorder.emit_session_activity(tx, session_id)
+        cancels.append(active["id"])
+
+    async def _tool_result(
+        self,
+        tx: Tx,
+        session_id: str,
+        event: ToolResultInputEvent,
+        key: str,
+        batch_hash: str,
+        position: int,
+        inputs: list[str],
+    ) -> None:
+        call = await interaction_rows.call(tx, session_id, event.call_id)
+        if call is None:
             raise ApiError(
                 400,
                 f"Unknown pending tool call: {event.call_id}",
                 code="invalid_request_error",
                 param="events",
             )
+        if call["turn_id"] != event.turn_id:
+            raise invalid("The tool call belongs to a different Turn.", "events")
+        result = {
+            "success": event.success,
+            "output": msgspec.to_builtins(event.output),
+            "error": event.error,
+        }
+        if call["result"] is not None:
+            if call["result"] != result:
+                raise ApiError(
+                    409,
+                    "The tool call already has a different result.",
+                    code="conflict_error",
+                    headers={"x-should-retry": "false"},
+                )
+            return  # the same result again: nothing to do
+        turn = await turns.get(tx, call["turn_id"])
+        if (
+            turn is None
+            or turn["status"] not in (TurnStatus.IN_PROGRESS, TurnStatus.WAITING)
+            or call["delivery_state"] == "withdrawn"
+        ):
+            raise ApiError(
+                409,
+                "The Turn cannot accept this input in its current state.",
+                code="turn_conflict",
+                headers={"x-should-retry": "false"},
+            )
+        await interaction_rows.answer_call(tx, session_id, event.call_id, result)
+        await self._record_input(
+            tx,
+            session_id,
+            call["turn_id"],
+            key,
+            position,
+            batch_hash,
+            "tool_result",
+            {"call_id": event.call_id, **result},
+            "admitted",
+        )
+        inputs.append(call["turn_id"])
+
+    async def _answer(
+        self,
+        tx: Tx,
+        session_id: str,
+        interaction_id: str,
+        kind: str,
+        response: dict[str, Any],
+        key: str,
+        batch_hash: str,
+        position: int,
+        inputs: list[str],
+    ) -> None:
+        row = await interaction_rows.interaction(tx, session_id, interaction_id)
+        if row is None or row["kind"] != kind:
+            raise invalid(f"Unknown pending request: {interaction_id}", "events")
+        if row["response"] is not None:
+            if row["response"] != response:
+                raise ApiError(
+                    409,
+                    "The request already has a different answer.",
+                    code="conflict_error",
+                    headers={"x-should-retry": "false"},
+                )
+            return
+        if row["state"] != "pending":
+            raise ApiError(
+                409,
+                "The request is no longer pending.",
+                code="turn_conflict",
+                headers={"x-should-retry": "false"},
+            )
+        if kind == "choice":
+            issued = {q["id"] for q in row["request"].get("questions", [])}
+            ids = [a["question_id"] for a in response["question_answers"]]
+            if len(set(ids)) != len(ids) or not set(ids) <= issued:
+                raise invalid("Answers must name issued questions, each at most once.", "events")
+            if response["cancelled"] and ids:
+                raise invalid("A cancelled choice carries no answers.", "events")
+        await interaction_rows.answer_interaction(tx, session_id, interaction_id, response)
+        await self._record_input(
+            tx,
+            session_id,
+            row["turn_id"],
+            key,
+            position,
+            batch_hash,
+            kind,
+            {"id": interaction_id, **response},
+            "admitted",
+        )
+        inputs.append(row["turn_id"])

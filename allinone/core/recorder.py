@@ -12,18 +12,20 @@ from allinone.core import render
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
 from allinone.core.states import SessionStatus, session_status
-from storage import journal, sessions, turns
+from storage import interactions, journal, sessions, turns
 from storage.database import Tx
 from storage.rows import Queryable, dumps, loads
 
 
-async def required_actions(q: Queryable, session_id: str, turn_id: str) -> list[dict[str, Any]]:
-    rows = await q.fetchall(
-        "SELECT call_id, name, arguments FROM function_calls"
-        " WHERE session_id = ? AND turn_id = ? AND result IS NULL ORDER BY created_at, call_id",
-        (session_id, turn_id),
-    )
-    return [
+async def required_actions(
+    q: Queryable, session_id: str, turn_id: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The turn's open actions: (public required actions, corebox user-choice prompts).
+
+    User-choice prompts are a corebox extension; the official SDK's strict validation
+    rejects unknown required-action types, so they travel in `session.x_corebox`.
+    """
+    public: list[dict[str, Any]] = [
         {
             "type": "function_call",
             "turn_id": turn_id,
@@ -31,17 +33,46 @@ async def required_actions(q: Queryable, session_id: str, turn_id: str) -> list[
             "name": row["name"],
             "arguments": row["arguments"],
         }
-        for row in rows
+        for row in await interactions.open_calls(q, turn_id)
     ]
+    choices: list[dict[str, Any]] = []
+    for row in await interactions.open_interactions(q, turn_id):
+        request = row["request"]
+        if row["kind"] == "permission":
+            public.append(
+                {
+                    "type": "mcp_approval_request",
+                    "request_id": row["interaction_id"],
+                    "turn_id": turn_id,
+                    "request": {
+                        "type": "mcp_tool_call",
+                        "server_label": "corebox",
+                        "message": request.get("title", ""),
+                        "name": request.get("tool"),
+                        "arguments": request.get("payload") or {},
+                    },
+                }
+            )
+        else:
+            choices.append(
+                {
+                    "type": "x_corebox_user_choice",
+                    "ask_id": row["interaction_id"],
+                    "turn_id": turn_id,
+                    "questions": request.get("questions", []),
+                }
+            )
+    return public, choices
 
 
 async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
     """The public AgentSession for a stored session row, with its derived status."""
     latest = await turns.latest(q, row["id"])
     actions: list[dict[str, Any]] = []
+    choices: list[dict[str, Any]] = []
     if latest is not None and latest["status"] == "waiting":
-        actions = await required_actions(q, row["id"], latest["id"])
-    status = session_status(latest["status"] if latest else None, len(actions))
+        actions, choices = await required_actions(q, row["id"], latest["id"])
+    status = session_status(latest["status"] if latest else None, len(actions) + len(choices))
     usage = None
     all_turns = await turns.usages(q, row["id"])
     if all_turns and all(t["status"] in ("completed", "failed", "cancelled") for t in all_turns):
@@ -49,9 +80,11 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
     error = None
     if status is SessionStatus.FAILED and latest is not None:
         error = latest.get("error_message") or "The execution could not complete."
-    return render.session(
+    view = render.session(
         row, status=status.value, required_actions=actions, usage=usage, error=error
     )
+    view["x_corebox"] = {"required_actions": choices, "harness": row["harness"]}
+    return view
 
 
 class Recorder:

@@ -10,15 +10,18 @@ model: usage without `/usage` is a word count, labelled `scripted-word-count`.
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
+from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
-from runtime.harness.base import RunSink
+from runtime.harness.base import RunContext
 from runtime.proto import run as wire
 from runtime.proto.capabilities import AgentKindCapabilities
 from runtime.proto.execution import ExecutionConfiguration
 from runtime.proto.inputs import MessageInput, text_of
+from runtime.proto.interactions import ChoiceOption, ChoiceQuestion
 
 DELTA_CHARS = 16
 Phase = Literal["commentary", "final_answer"]
@@ -105,139 +108,205 @@ class ScriptedExecutor:
     async def close(self) -> None:
         return None
 
-    async def run(self, run_id: str, messages: MessageInput, sink: RunSink) -> None:
-        turn = _ScriptedTurn(sink, self._configuration)
+    async def run(self, run_id: str, messages: MessageInput, context: RunContext) -> None:
+        turn = _ScriptedTurn(context, self._configuration)
         await turn.play(text_of(messages))
 
 
 class _ScriptedTurn:
-    def __init__(self, sink: RunSink, configuration: ExecutionConfiguration) -> None:
-        self._sink = sink
-        self._configuration = configuration
+    """Plays the directives of one turn, taking steered input between directives."""
+
+    def __init__(self, context: RunContext, configuration: ExecutionConfiguration) -> None:
+        self._context = context
+        self._functions = {tool.name for tool in configuration.function_tools}
         self._output_words = 0
+        self._input_words = 0
         self._usage_reported = False
+        self._values: dict[str, str] = {}
+        self._lines: deque[Line] = deque()
 
     async def play(self, text: str) -> None:
-        lines = parse(text)
-        input_words = len(text.split())
-        says = sum(1 for line in lines if line.directive in ("say", "stream"))
-        plain = "\n".join(line.argument for line in lines if not line.directive)
-        replies = says if says else 1
-        sent = 0
+        self._queue(text)
         try:
-            for line in lines:
-                if line.directive in ("say", "stream"):
-                    sent += 1
-                    phase: Phase = "final_answer" if sent == replies else "commentary"
-                    body = (
-                        line.argument
-                        if line.directive == "say"
-                        else "x" * _int(line.argument, "stream")
-                    )
-                    await self._reply(
-                        body, phase, max_delta=1 if line.directive == "stream" else DELTA_CHARS
-                    )
-                elif line.directive:
-                    await self._directive(line)
-            if not says:
-                await self._reply(plain, "final_answer")
+            while True:
+                while self._lines:
+                    await self._step(self._lines.popleft())
+                    self._take_steered()
+                self._take_steered()
+                if not self._lines:
+                    break
         except ScriptedFailure as failure:
-            await self._sink.emit(
+            await self._context.emit(
                 "error",
                 wire.Error(error=str(failure), code=failure.code, http_status=failure.http_status),
             )
         if not self._usage_reported:
             counts = wire.TokenCounts(
-                input_tokens=input_words,
+                input_tokens=self._input_words,
                 cached_input_tokens=0,
                 output_tokens=self._output_words,
                 reasoning_output_tokens=0,
-                total_tokens=input_words + self._output_words,
+                total_tokens=self._input_words + self._output_words,
             )
-            await self._sink.emit(
+            await self._context.emit(
                 "usage", wire.Usage(tokens=counts, provider="scripted-word-count", model="scripted")
             )
 
-    async def _reply(self, text: str, phase: Phase, max_delta: int = DELTA_CHARS) -> None:
+    def _queue(self, text: str) -> None:
+        """Add a set of lines; plain text becomes one reply when the set has no `/say`."""
+        self._input_words += len(text.split())
+        lines = parse(text)
+        if not any(line.directive in ("say", "stream") for line in lines):
+            plain = "\n".join(line.argument for line in lines if not line.directive)
+            lines = [line for line in lines if line.directive]
+            lines.append(Line("say", plain))
+        self._lines.extend(line for line in lines if line.directive)
+
+    def _take_steered(self) -> None:
+        for messages in self._context.take_steered():
+            self._queue(text_of(messages))
+
+    def _final(self) -> bool:
+        return not any(line.directive in ("say", "stream") for line in self._lines)
+
+    async def _step(self, line: Line) -> None:
+        if line.directive == "say":
+            await self._reply(self._substitute(line.argument))
+        elif line.directive == "stream":
+            await self._reply("x" * _int(line.argument, "stream"), max_delta=1)
+        else:
+            await self._directive(line)
+
+    def _substitute(self, text: str) -> str:
+        for name, value in self._values.items():
+            text = text.replace("{" + name + "}", value)
+        return text
+
+    async def _reply(self, text: str, max_delta: int = DELTA_CHARS) -> None:
+        phase: Phase = "final_answer" if self._final() else "commentary"
         native_id = f"scripted_msg_{secrets.token_hex(6)}"
-        await self._sink.emit(
+        await self._context.emit(
             "output_message", wire.OutputMessage(id=native_id, status="in_progress", phase=phase)
         )
         for sequence, start in enumerate(range(0, len(text), max_delta), start=1):
-            await self._sink.emit(
+            await self._context.emit(
                 "delta",
                 wire.Delta(
                     item_id=native_id, delta=text[start : start + max_delta], sequence=sequence
                 ),
             )
-        await self._sink.emit(
+        await self._context.emit(
             "output_message",
-            wire.OutputMessage(
-                id=native_id,
-                status="completed",
-                phase=phase,
-                text=text,
-            ),
+            wire.OutputMessage(id=native_id, status="completed", phase=phase, text=text),
         )
         self._output_words += len(text.split())
 
     async def _directive(self, line: Line) -> None:
         argument = line.argument
-        if line.directive == "sleep":
-            await asyncio.sleep(_int(argument, "sleep") / 1000)
-        elif line.directive == "hang":
-            await asyncio.Event().wait()
-        elif line.directive == "fail":
-            code, _, status = argument.strip().partition(" ")
-            raise ScriptedFailure(
-                code, f"scripted failure: {code}", _int(status, "fail") if status.strip() else 0
-            )
-        elif line.directive == "usage":
-            parts = argument.split()
-            if len(parts) != 2:
-                raise ScriptedFailure("invalid_request", "/usage needs INPUT and OUTPUT")
-            inp, out = _int(parts[0], "usage"), _int(parts[1], "usage")
-            counts = wire.TokenCounts(
-                input_tokens=inp,
-                cached_input_tokens=0,
-                output_tokens=out,
-                reasoning_output_tokens=0,
-                total_tokens=inp + out,
-            )
-            await self._sink.emit(
-                "usage", wire.Usage(tokens=counts, provider="scripted", model="scripted")
-            )
-            self._usage_reported = True
-        elif line.directive == "think":
-            await self._sink.emit(
-                "thinking",
-                wire.Thinking(text=argument, item_id=f"scripted_rs_{secrets.token_hex(6)}"),
-            )
-        elif line.directive == "command":
-            call_id = f"scripted_cmd_{secrets.token_hex(6)}"
-            before = wire.ToolObservation(
-                kind="command_execution", status="in_progress", command=argument
-            )
-            await self._sink.emit(
-                "tool_call",
-                wire.ToolCall(id=call_id, name="shell", stage="before", observation=before),
-            )
-            after = wire.ToolObservation(
-                kind="command_execution",
-                status="completed",
-                command=argument,
-                exit_code=0,
-                output="ok",
-                duration_ms=0,
-            )
-            await self._sink.emit(
-                "tool_call",
-                wire.ToolCall(id=call_id, name="shell", stage="after", observation=after),
-            )
-        else:
-            raise ScriptedFailure(
-                "invalid_request", f"/{line.directive} is not available in this build yet"
-            )
+        handler = {
+            "sleep": self._sleep,
+            "hang": self._hang,
+            "fail": self._fail,
+            "usage": self._usage,
+            "think": self._think,
+            "command": self._command,
+            "call": self._call,
+            "permission": self._permission,
+            "choose": self._choose,
+            "write": self._write,
+        }[line.directive]
+        await handler(argument)
+
+    async def _sleep(self, argument: str) -> None:
+        await asyncio.sleep(_int(argument, "sleep") / 1000)
+
+    async def _hang(self, argument: str) -> None:
+        await asyncio.Event().wait()
+
+    async def _fail(self, argument: str) -> None:
+        code, _, status = argument.strip().partition(" ")
+        raise ScriptedFailure(
+            code, f"scripted failure: {code}", _int(status, "fail") if status.strip() else 0
+        )
+
+    async def _usage(self, argument: str) -> None:
+        parts = argument.split()
+        if len(parts) != 2:
+            raise ScriptedFailure("invalid_request", "/usage needs INPUT and OUTPUT")
+        inp, out = _int(parts[0], "usage"), _int(parts[1], "usage")
+        counts = wire.TokenCounts(
+            input_tokens=inp,
+            cached_input_tokens=0,
+            output_tokens=out,
+            reasoning_output_tokens=0,
+            total_tokens=inp + out,
+        )
+        await self._context.emit(
+            "usage", wire.Usage(tokens=counts, provider="scripted", model="scripted")
+        )
+        self._usage_reported = True
+
+    async def _think(self, argument: str) -> None:
+        await self._context.emit(
+            "thinking", wire.Thinking(text=argument, item_id=f"scripted_rs_{secrets.token_hex(6)}")
+        )
+
+    async def _command(self, argument: str) -> None:
+        call_id = f"scripted_cmd_{secrets.token_hex(6)}"
+        before = wire.ToolObservation(
+            kind="command_execution", status="in_progress", command=argument
+        )
+        await self._context.emit(
+            "tool_call", wire.ToolCall(id=call_id, name="shell", stage="before", observation=before)
+        )
+        after = wire.ToolObservation(
+            kind="command_execution",
+            status="completed",
+            command=argument,
+            exit_code=0,
+            output="ok",
+            duration_ms=0,
+        )
+        await self._context.emit(
+            "tool_call", wire.ToolCall(id=call_id, name="shell", stage="after", observation=after)
+        )
+
+    async def _call(self, argument: str) -> None:
+        name, _, raw = argument.strip().partition(" ")
+        if name not in self._functions:
+            raise ScriptedFailure("invalid_request", "/call names an undeclared function")
+        try:
+            arguments = json.loads(raw or "{}")
+        except json.JSONDecodeError as exc:
+            raise ScriptedFailure("invalid_request", "/call needs a JSON object") from exc
+        if not isinstance(arguments, dict):
+            raise ScriptedFailure("invalid_request", "/call needs a JSON object")
+        outcome = await self._context.call_function(
+            f"call_{secrets.token_hex(8)}", name, json.dumps(arguments)
+        )
+        self._values["result"] = outcome.text if outcome.success else "error"
+
+    async def _permission(self, argument: str) -> None:
+        tool, _, title = argument.strip().partition(" ")
+        approved = await self._context.request_permission(
+            f"perm_{secrets.token_hex(8)}", tool or "tool", title or tool
+        )
+        self._values["decision"] = "approved" if approved else "denied"
+
+    async def _choose(self, argument: str) -> None:
+        parts = [part.strip() for part in argument.split("|")]
+        if len(parts) < 2 or not parts[0]:
+            raise ScriptedFailure("invalid_request", "/choose needs a question and options")
+        question = ChoiceQuestion(
+            id="q1", question=parts[0], options=[ChoiceOption(label=p) for p in parts[1:] if p]
+        )
+        outcome = await self._context.ask_choice(f"ask_{secrets.token_hex(8)}", [question])
+        self._values["choice"] = (
+            "cancelled" if outcome.cancelled else ", ".join(outcome.answers.get("q1", []))
+        )
+
+    async def _write(self, argument: str) -> None:
+        raise ScriptedFailure("invalid_request", "/write needs a local environment")
 
 
 def _int(text: str, directive: str) -> int:

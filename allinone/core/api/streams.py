@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from functools import partial
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 
 from allinone.core.hub import Hub
 from allinone.core.ids import Ids

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from allinone.core.gateway.subscriptions import (
+    ObservationError,
     PreparationSubscription,
     RunSubscription,
 )
@@ -23,6 +24,8 @@ from runtime.proto.capabilities import SupportedAgentKind
 from runtime.proto.codec import Frame
 from runtime.proto.execution import PreparationStatus
 from runtime.proto.heartbeat import Heartbeat
+from runtime.proto.interactions import InteractionDecisionAck
+from runtime.proto.steering import PromptSteerAck
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +49,9 @@ class Connection:
         self.outbox: asyncio.Queue[bytes | None] = asyncio.Queue(limits.SEND_QUEUE_ENVELOPES)
         self._preparations: dict[str, PreparationSubscription] = {}
         self._runs: dict[str, RunSubscription] = {}
+        self._acks: dict[str, asyncio.Future[InteractionDecisionAck]] = {}
+        self._steers: dict[tuple[str, str], asyncio.Queue[PromptSteerAck]] = {}
+        self._interaction_runs: dict[str, str] = {}
         self.closed = asyncio.Event()
         self.close_reason = ""
 
@@ -85,6 +91,26 @@ class Connection:
     def run_subscription(self, run_id: str) -> RunSubscription | None:
         return self._runs.get(run_id)
 
+    def expect_ack(self, delivery_id: str) -> asyncio.Future[InteractionDecisionAck]:
+        """Register for the receipt of one delivery before sending it."""
+        future: asyncio.Future[InteractionDecisionAck] = asyncio.get_running_loop().create_future()
+        if self.closed.is_set():
+            future.set_exception(ObservationError(self.close_reason))
+        else:
+            self._acks[delivery_id] = future
+        return future
+
+    def forget_ack(self, delivery_id: str) -> None:
+        self._acks.pop(delivery_id, None)
+
+    def expect_steer(self, run_id: str, input_id: str) -> asyncio.Queue[PromptSteerAck]:
+        queue: asyncio.Queue[PromptSteerAck] = asyncio.Queue()
+        self._steers[(run_id, input_id)] = queue
+        return queue
+
+    def forget_steer(self, run_id: str, input_id: str) -> None:
+        self._steers.pop((run_id, input_id), None)
+
     # Receiving.
     async def route(self, frame: Frame) -> None:
         if frame.type == "heartbeat":
@@ -95,15 +121,40 @@ class Connection:
             if sub is not None and sub.accept(frame.payload):
                 await sub.put(frame.payload, limits.RECEIPT_SEND_TIMEOUT_SECONDS)
             return
+        if frame.type == "interaction_decision_ack":
+            ack: InteractionDecisionAck = frame.payload
+            waiter = self._acks.pop(ack.delivery_id, None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(ack)
+            run_sub = self._runs.get(frame.id)
+            if run_sub is not None:
+                # In order with the Run's frames, so what the receipt proves is projected
+                # before what the harness did next.
+                await run_sub.put(frame, limits.RECEIPT_SEND_TIMEOUT_SECONDS)
+            return
+        if frame.type == "prompt_steer_ack":
+            steer: PromptSteerAck = frame.payload
+            queue = self._steers.get((frame.id, steer.input_id))
+            if queue is not None:
+                queue.put_nowait(steer)
+            return
+        run_id = frame.id
+        if frame.type in ("permission_request", "prompt_for_user_choice"):
+            interaction = getattr(frame.payload, "request_id", "") or getattr(
+                frame.payload, "ask_id", ""
+            )
+            self._interaction_runs[interaction] = frame.id
+        elif frame.type == "permission_cancel":
+            run_id = self._interaction_runs.get(frame.id, "")
         if frame.type in codec.RUN_EVENT_TYPES or frame.type in _RUN_ROUTED:
-            run = self._runs.get(frame.id)
+            run = self._runs.get(run_id)
             if run is None:
                 log.warning("frame %s for an unknown run dropped", frame.type)
                 return
             await run.put(frame, limits.RECEIPT_SEND_TIMEOUT_SECONDS)
             if frame.type == "done":
                 run.finish()
-                self._runs.pop(frame.id, None)
+                self._runs.pop(run_id, None)
             return
         log.warning("frame %s has no route on this connection", frame.type)
 
@@ -128,6 +179,10 @@ class Connection:
             run.fail(reason)
         self._preparations.clear()
         self._runs.clear()
+        for waiter in self._acks.values():
+            if not waiter.done():
+                waiter.set_exception(ObservationError(reason))
+        self._acks.clear()
         with contextlib.suppress(asyncio.QueueFull):
             self.outbox.put_nowait(None)
 
@@ -147,13 +202,7 @@ class Connection:
 
 # Run-scoped frames added by later protocol families route the same way.
 _RUN_ROUTED = frozenset(
-    {
-        "function_call",
-        "permission_request",
-        "prompt_for_user_choice",
-        "prompt_steer_ack",
-        "interaction_decision_ack",
-    }
+    {"function_call", "permission_request", "permission_cancel", "prompt_for_user_choice"}
 )
 
 __all__ = ["Connection", "PreparationStatus", "SendFailed"]

@@ -2,8 +2,9 @@
 
 For each queued turn the orchestrator selects a connected device whose declared
 capabilities cover what the turn needs, prepares an execution there, claims the turn
-(compare-and-set `queued -> in_progress` with a new worker epoch and fencing token),
-starts the Run and projects its frames until `done` settles it. A lost observation never
+(compare-and-set `queued -> in_progress` with a new worker epoch, a monotonically
+increasing fencing token and a lease), starts the Run, delivers the client's inputs
+while it runs, and projects its frames until `done` settles it. A lost observation never
 fabricates an outcome: the turn fails with `event_stream_incomplete` or
 `delivery_unknown`, effects unknown, and nothing is replayed.
 """
@@ -12,33 +13,41 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from functools import partial
 import logging
+from functools import partial
 from typing import Any
 
 from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.registry import Registry
-from allinone.core.gateway.subscriptions import PreparationSubscription, RunSubscription
+from allinone.core.gateway.subscriptions import (
+    ObservationError,
+    PreparationSubscription,
+    RunSubscription,
+)
 from allinone.core.ids import Clock, Ids
+from allinone.core.orchestration.delivery import Delivery, messages_of, stop
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Fenced, Projector, RunProjection
 from allinone.core.states import TurnStatus
 from runtime.proto import execution as wire_exec
+from runtime.proto import limits
 from runtime.proto import run as wire_run
 from runtime.proto.capabilities import ALWAYS_REQUIRED
 from runtime.proto.codec import Frame
 from runtime.proto.errors import PreparationErrorCode
 from runtime.proto.execution import PreparationState
-from runtime.proto.inputs import InputImage, InputText, Message
-from storage import sessions, tenancy, turns
+from runtime.proto.inputs import Message
+from runtime.proto.interactions import CANCEL_ACK_CODES, InteractionDecisionAck
+from storage import interactions, sessions, tenancy, turns
 from storage.database import Database, Tx
-from storage.rows import loads
 
 log = logging.getLogger(__name__)
 
 PREPARATION_TIMEOUT_SECONDS = 60.0
 START_TIMEOUT_SECONDS = 30.0
 RETRY_SECONDS = 1.0
+LEASE_SECONDS = 60
+LEASE_RENEW_SECONDS = 20
 
 
 class Orchestrator:
@@ -60,10 +69,11 @@ class Orchestrator:
         self._wake = asyncio.Event()
         self._inflight: dict[str, asyncio.Task[None]] = {}
         self._cancels: dict[str, asyncio.Event] = {}
+        self._deliveries: dict[str, Delivery] = {}
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
 
-    # Signals from admission.
+    # Signals from admission (called after the admitting transaction committed).
     def wake(self) -> None:
         self._wake.set()
 
@@ -72,13 +82,23 @@ class Orchestrator:
         if event is not None:
             event.set()
 
+    def input_admitted(self, turn_id: str) -> None:
+        """A steering message, function result or decision waits for this running turn."""
+        delivery = self._deliveries.get(turn_id)
+        if delivery is not None:
+            delivery.wake.set()
+
+    def owns(self, turn_id: str) -> bool:
+        return turn_id in self._inflight
+
     # Lifecycle.
     async def start(self) -> None:
         await self._outcomes.recover_interrupted()
         self._task = asyncio.create_task(self._loop(), name="orchestrator")
 
     async def stop(self, timeout: float) -> None:
-        """Stop claiming; give running turns `timeout` to settle, then stop observing them."""
+        """Stop claiming; give running turns `timeout` to settle, then stop observing them
+        (they are failed as interrupted at the next start, never replayed)."""
         self._stopping = True
         if self._task is not None:
             self._task.cancel()
@@ -114,7 +134,7 @@ class Orchestrator:
                 continue
             connection = self._registry.select(session["harness"], required_capabilities(session))
             if connection is None:
-                continue
+                continue  # stays queued until a device declares what it needs
             task = asyncio.create_task(
                 self._execute(turn, session, connection), name=f"turn-{turn['id']}"
             )
@@ -124,6 +144,7 @@ class Orchestrator:
     def _finished(self, turn_id: str, _task: asyncio.Task[None]) -> None:
         self._inflight.pop(turn_id, None)
         self._cancels.pop(turn_id, None)
+        self._deliveries.pop(turn_id, None)
         self._wake.set()
 
     # The life of one turn.
@@ -136,7 +157,7 @@ class Orchestrator:
             if prepared is None:
                 return
             executor_id, handle, prep_id, prep_sub = prepared
-            claim = await self._claim(turn_id, connection)
+            claim = await self._claim(turn_id, session, connection)
             if claim is None:
                 await self._release(connection, prep_id, handle)
                 return
@@ -155,7 +176,21 @@ class Orchestrator:
                 )
                 if not started:
                     return
-                await self._observe(run, run_sub, cancel, connection)
+                delivery = Delivery(
+                    self._db,
+                    connection,
+                    run,
+                    self._projector,
+                    self._outcomes.recorder,
+                    self._ids,
+                    self._clock,
+                )
+                self._deliveries[turn_id] = delivery
+                delivering = asyncio.create_task(delivery.run(), name=f"delivery-{turn_id}")
+                try:
+                    await self._observe(run, run_sub, cancel, connection)
+                finally:
+                    await stop(delivering)
             finally:
                 connection.unsubscribe_run(turn_id)
         except asyncio.CancelledError:
@@ -209,13 +244,16 @@ class Orchestrator:
                 )
                 return None
 
-    async def _claim(self, turn_id: str, connection: Connection) -> str | None:
+    async def _claim(
+        self, turn_id: str, session: dict[str, Any], connection: Connection
+    ) -> str | None:
         async def job(tx: Tx) -> str | None:
             row = await turns.get(tx, turn_id)
             if row is None or row["status"] != TurnStatus.QUEUED or row["cancel_requested_at"]:
                 return None
             epoch = await tenancy.next_counter(tx, "worker_epoch")
-            token = self._ids.new("fence")
+            token = str(await tenancy.next_counter(tx, "fencing_token"))
+            now = self._clock.now()
             moved = await turns.transition(
                 tx,
                 turn_id,
@@ -225,11 +263,19 @@ class Orchestrator:
                     "worker_epoch": epoch,
                     "fencing_token": token,
                     "device_id": connection.device_id,
-                    "started_at": self._clock.now(),
+                    "started_at": now,
+                    "phase": "running",
+                    "lease_expires_at": now + LEASE_SECONDS,
+                    "config_digest": session["request_hash"],
                 },
             )
             if not moved:
                 return None
+            await tx.execute(
+                "UPDATE turn_inputs SET state = 'initial' WHERE turn_id = ?"
+                " AND kind = 'message' AND state = 'admitted'",
+                (turn_id,),
+            )
             await self._outcomes.recorder.emit_turn(tx, "agent.session.turn.in_progress", turn_id)
             return token
 
@@ -244,23 +290,9 @@ class Orchestrator:
 
     async def _input(self, turn_id: str) -> list[Message]:
         rows = await self._db.read(
-            lambda r: r.fetchall(
-                "SELECT payload FROM turn_inputs WHERE turn_id = ? AND kind = 'message'"
-                " ORDER BY seq",
-                (turn_id,),
-            )
+            partial(interactions.steering_inputs, turn_id=turn_id, state="initial")
         )
-        messages: list[Message] = []
-        for row in rows:
-            for message in loads(row["payload"])["input"]:
-                parts: list[InputText | InputImage] = [
-                    InputText(text=p["text"])
-                    if p["type"] == "input_text"
-                    else InputImage(image_url=p["image_url"])
-                    for p in message["content"]
-                ]
-                messages.append(Message(content=parts))
-        return messages
+        return [message for row in rows for message in messages_of(row["payload"])]
 
     async def _start(
         self,
@@ -303,6 +335,20 @@ class Orchestrator:
         finally:
             connection.unsubscribe_preparation(prep_id)
 
+    async def _send_cancel(
+        self, connection: Connection, run: RunProjection
+    ) -> asyncio.Future[InteractionDecisionAck]:
+        delivery_id = f"cancel:{run.turn_id}"
+        receipt = connection.expect_ack(delivery_id)
+        try:
+            await connection.send(
+                "prompt_cancel", run.turn_id, wire_run.PromptCancel(delivery_id=delivery_id)
+            )
+        except SendFailed as exc:
+            if not receipt.done():
+                receipt.set_exception(ObservationError(str(exc)))
+        return receipt
+
     async def _observe(
         self,
         run: RunProjection,
@@ -310,20 +356,16 @@ class Orchestrator:
         cancel: asyncio.Event,
         connection: Connection,
     ) -> None:
-        cancel_sent = False
-        while True:
-            if cancel.is_set() and not cancel_sent:
-                cancel_sent = True
-                with contextlib.suppress(SendFailed):
-                    await connection.send(
-                        "prompt_cancel",
-                        run.turn_id,
-                        wire_run.PromptCancel(delivery_id=f"cancel:{run.turn_id}"),
-                    )
+        receipt: asyncio.Future[InteractionDecisionAck] | None = None
+        done: wire_run.Done | None = None
+        renewed = self._clock.now()
+        while done is None:
+            if cancel.is_set() and receipt is None:
+                receipt = await self._send_cancel(connection, run)
             next_frame = asyncio.create_task(sub.next())
             waiters: set[asyncio.Future[Any]] = {next_frame}
             cancel_wait = None
-            if not cancel_sent:
+            if receipt is None:
                 cancel_wait = asyncio.create_task(cancel.wait())
                 waiters.add(cancel_wait)
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
@@ -345,26 +387,64 @@ class Orchestrator:
                 )
                 return
             batch: list[Frame] = [frame, *sub.drain_nowait()]
+            renew = self._clock.now() - renewed >= LEASE_RENEW_SECONDS
+            if renew:
+                renewed = self._clock.now()
             try:
-                settled = await self._db.write(
-                    partial(self._project, run=run, batch=batch, cancel_sent=cancel_sent)
+                done = await self._db.write(
+                    partial(self._project, run=run, batch=batch, renew=renew)
                 )
             except Fenced:
                 log.warning("turn %s was fenced; its frames are ignored", run.turn_id)
                 return
-            if settled:
-                return
+        await self._settle(run, done, receipt)
 
     async def _project(
-        self, tx: Tx, run: RunProjection, batch: list[Frame], cancel_sent: bool
-    ) -> bool:
+        self, tx: Tx, run: RunProjection, batch: list[Frame], renew: bool
+    ) -> wire_run.Done | None:
         await self._projector.check_fence(tx, run)
+        if renew:
+            await tx.execute(
+                "UPDATE turns SET lease_expires_at = ? WHERE id = ?",
+                (self._clock.now() + LEASE_SECONDS, run.turn_id),
+            )
         for frame in batch:
             if frame.type == "done":
-                await self._outcomes.settle(tx, run, frame.payload, cancelled=cancel_sent)
-                return True
+                payload: wire_run.Done = frame.payload
+                return payload
             await self._projector.apply(tx, run, frame)
-        return False
+        return None
+
+    async def _settle(
+        self,
+        run: RunProjection,
+        done: wire_run.Done,
+        receipt: asyncio.Future[InteractionDecisionAck] | None,
+    ) -> None:
+        """Settle from `done`; after a cancellation the receipt decides the outcome."""
+        cancelled = False
+        unconfirmed = False
+        if receipt is not None:
+            try:
+                ack = await asyncio.wait_for(
+                    receipt, limits.CANCELLATION_CONFIRMATION_TIMEOUT_SECONDS
+                )
+                ack.check(ack.delivery_id, CANCEL_ACK_CODES)
+                cancelled = ack.applied
+            except (TimeoutError, ObservationError, Exception):
+                unconfirmed = True
+        try:
+            await self._db.write(
+                partial(
+                    self._outcomes.settle,
+                    run=run,
+                    done=done,
+                    cancelled=cancelled,
+                    unconfirmed=unconfirmed,
+                )
+            )
+        except Fenced:
+            log.warning("turn %s was fenced at settlement", run.turn_id)
 
 
 def required_capabilities(session: dict[str, Any]) -> list[str]:

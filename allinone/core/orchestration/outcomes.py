@@ -17,7 +17,7 @@ from allinone.core.orchestration.projector import Projector, RunProjection
 from allinone.core.recorder import Recorder
 from allinone.core.states import TurnStatus, sources_for
 from runtime.proto import run as wire
-from storage import turns
+from storage import interactions, turns
 from storage.database import Database, Tx
 
 log = logging.getLogger(__name__)
@@ -57,24 +57,58 @@ class Outcomes:
             await self.recorder.emit_session_activity(tx, session_id)
         return moved
 
-    async def settle(self, tx: Tx, run: RunProjection, done: wire.Done, *, cancelled: bool) -> None:
-        """Settle a turn from its `done` frame, inside the Run's projection transaction."""
+    async def settle(
+        self,
+        tx: Tx,
+        run: RunProjection,
+        done: wire.Done,
+        *,
+        cancelled: bool,
+        unconfirmed: bool = False,
+    ) -> None:
+        """Settle a turn from its `done` frame and, after a cancellation, its receipt.
+
+        Precedence: a harness error fails the turn; a confirmed cancellation cancels it;
+        a cancellation without a receipt is `cancel_unconfirmed`; input the harness never
+        confirmed consuming fails it `input_not_applied`; otherwise it completed.
+        """
+        await self._projector.check_fence(tx, run)
         if done.usage is not None and done.usage.tokens is not None:
             await turns.set_usage(
                 tx, run.turn_id, render.token_usage(done.usage.tokens), run.fencing_token
             )
         await self._projector.close_unfinished(tx, run)
-        fields: dict[str, object] = {}
+        await interactions.withdraw_open(tx, run.turn_id)
+        fields: dict[str, object] = {"phase": "settled"}
         if run.error is not None:
             status = TurnStatus.FAILED
-            fields = {
-                "error_code": "engine_failed",
-                "error_message": run.error.error[:1000] or "The harness failed.",
-                "engine_error_code": run.engine_code or None,
-                "engine_http_status": run.engine_status or None,
-            }
+            fields.update(
+                {
+                    "error_code": "engine_failed",
+                    "error_message": run.error.error[:1000] or "The harness failed.",
+                    "engine_error_code": run.engine_code or None,
+                    "engine_http_status": run.engine_status or None,
+                }
+            )
         elif cancelled:
             status = TurnStatus.CANCELLED
+        elif unconfirmed:
+            status = TurnStatus.FAILED
+            fields.update(
+                {
+                    "error_code": "cancel_unconfirmed",
+                    "error_message": "The cancellation was not confirmed; the turn's "
+                    "effects are unknown.",
+                }
+            )
+        elif await interactions.unapplied_inputs(tx, run.turn_id):
+            status = TurnStatus.FAILED
+            fields.update(
+                {
+                    "error_code": "input_not_applied",
+                    "error_message": "Input sent during the turn was never applied.",
+                }
+            )
         else:
             status = TurnStatus.COMPLETED
         await self._end(
@@ -107,6 +141,7 @@ class Outcomes:
     async def fail_running(self, turn_id: str, run: RunProjection, code: str, message: str) -> None:
         async def job(tx: Tx) -> None:
             await self._projector.close_unfinished(tx, run)
+            await interactions.withdraw_open(tx, run.turn_id)
             await self._end(
                 tx,
                 turn_id,

@@ -10,14 +10,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from allinone.core import render
 from allinone.core.ids import Clock, Ids
 from allinone.core.recorder import Recorder
+from allinone.core.states import TurnStatus
 from runtime.proto import run as wire
 from runtime.proto.codec import Frame
 from runtime.proto.errors import classify_engine_failure
+from runtime.proto.functions import FunctionCall
+from runtime.proto.interactions import (
+    InteractionDecisionAck,
+    PermissionCancel,
+    PermissionRequest,
+    PromptForUserChoice,
+)
+from storage import interactions, turns
 from storage import items as item_rows
-from storage import turns
 from storage.database import Tx
 
 
@@ -80,6 +90,35 @@ class Projector:
             run.engine_code, run.engine_status = classify_engine_failure(
                 payload.code, payload.http_status
             )
+        elif isinstance(payload, FunctionCall):
+            await self._function_call(tx, run, payload)
+        elif isinstance(payload, PermissionRequest):
+            await self._interaction(
+                tx,
+                run,
+                payload.request_id,
+                "permission",
+                {
+                    "tool": payload.tool,
+                    "title": payload.title,
+                    "detail": payload.detail,
+                    "payload": payload.payload,
+                },
+            )
+        elif isinstance(payload, PromptForUserChoice):
+            await self._interaction(
+                tx,
+                run,
+                payload.ask_id,
+                "choice",
+                {"questions": msgspec.to_builtins(payload.questions)},
+            )
+        elif isinstance(payload, InteractionDecisionAck):
+            if payload.applied:
+                await self._result_applied(tx, run, payload.delivery_id)
+        elif isinstance(payload, PermissionCancel):
+            await interactions.set_interaction_state(tx, run.session_id, frame.id, "withdrawn")
+            await self.resume_if_clear(tx, run.session_id, run.turn_id, run.fencing_token)
 
     async def _new_item(
         self,
@@ -225,6 +264,78 @@ class Projector:
             await item_rows.update(tx, existing["id"], status, payload)
             await self._recorder.emit_item(tx, "agent.session.turn.item.done", existing)
             run.tools.pop(frame.id, None)
+
+    async def _function_call(self, tx: Tx, run: RunProjection, frame: FunctionCall) -> None:
+        """Register the pending call before announcing it, so a client's result can never
+        arrive for a call Core does not know."""
+        arguments = bytes(frame.arguments).decode() or "{}"
+        await interactions.insert_call(
+            tx, run.session_id, run.turn_id, frame.call_id, frame.name, arguments, self._clock.now()
+        )
+        payload = {"call_id": frame.call_id, "name": frame.name, "arguments": arguments}
+        item = await self._new_item(
+            tx, run, "function_call", "completed", payload, frame.call_id, "fc"
+        )
+        await self._recorder.emit_item(tx, "agent.session.turn.item.done", item)
+        await self._wait(tx, run)
+
+    async def _interaction(
+        self, tx: Tx, run: RunProjection, interaction_id: str, kind: str, request: dict[str, Any]
+    ) -> None:
+        await interactions.insert_interaction(
+            tx, run.session_id, run.turn_id, interaction_id, kind, request, self._clock.now()
+        )
+        await self._wait(tx, run)
+
+    async def _wait(self, tx: Tx, run: RunProjection) -> None:
+        await turns.transition(
+            tx,
+            run.turn_id,
+            (TurnStatus.IN_PROGRESS, TurnStatus.WAITING),
+            TurnStatus.WAITING,
+            fencing_token=run.fencing_token,
+        )
+        await self._recorder.emit_session_activity(tx, run.session_id)
+
+    async def _result_applied(self, tx: Tx, run: RunProjection, delivery_id: str) -> None:
+        """The Runtime applied a function result: the output item appears now."""
+        call = await interactions.call_by_delivery(tx, run.turn_id, delivery_id)
+        if call is None or call["applied"]:
+            return
+        await interactions.set_call_state(tx, run.session_id, call["call_id"], "applied")
+        result = call["result"] or {}
+        item = {
+            "id": self._ids.new("fco"),
+            "session_id": run.session_id,
+            "turn_id": run.turn_id,
+            "created_at": self._clock.now(),
+            "type": "function_call_output",
+            "status": "completed" if result.get("success") else "failed",
+            "output_index": None,
+            "native_id": None,
+            "payload": {
+                "call_id": call["call_id"],
+                "output": result.get("output"),
+                "error": result.get("error"),
+            },
+        }
+        await item_rows.insert(tx, item)
+        await self._recorder.emit_item(tx, "agent.session.turn.item.added", item)
+        await self.resume_if_clear(tx, run.session_id, run.turn_id, run.fencing_token)
+
+    async def resume_if_clear(
+        self, tx: Tx, session_id: str, turn_id: str, fencing_token: str
+    ) -> None:
+        """Move a waiting turn back to in_progress once nothing is pending."""
+        if await interactions.open_calls(tx, turn_id):
+            return
+        if await interactions.open_interactions(tx, turn_id):
+            return
+        moved = await turns.transition(
+            tx, turn_id, (TurnStatus.WAITING,), TurnStatus.IN_PROGRESS, fencing_token=fencing_token
+        )
+        if moved:
+            await self._recorder.emit_session_activity(tx, session_id)
 
     async def close_unfinished(self, tx: Tx, run: RunProjection) -> None:
         """Mark what the Run left open `incomplete`, keeping partial content."""

@@ -1,0 +1,252 @@
+"""Delivery of a running turn's client inputs to its Runtime, with receipts.
+
+One Delivery per running turn. When woken it delivers, in order: steering messages
+(`prompt_steer` with a durable receipt, one at a time, the next only after the previous
+one's receipt), function results and decisions (each with a fresh delivery id, waiting
+for `interaction_decision_ack`). Every state change is committed; a delivery whose
+receipt never came is recorded `unknown` and is never sent again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from allinone.core.gateway.connection import Connection, SendFailed
+from allinone.core.gateway.subscriptions import ObservationError
+from allinone.core.ids import Clock, Ids
+from allinone.core.orchestration.projector import Projector, RunProjection
+from allinone.core.recorder import Recorder
+from runtime.proto import limits
+from runtime.proto.functions import FunctionResult
+from runtime.proto.inputs import InputContent, InputImage, InputText, Message
+from runtime.proto.interactions import (
+    InteractionDecisionAck,
+    PermissionDecision,
+    PromptForUserChoiceDecision,
+    QuestionAnswer,
+)
+from runtime.proto.steering import PromptSteer, PromptSteerAck, ReceiptStage
+from storage import interactions
+from storage.database import Database, Tx
+
+log = logging.getLogger(__name__)
+
+
+def content_parts(parts: list[dict[str, Any]]) -> list[InputContent]:
+    return [
+        InputText(text=p["text"])
+        if p["type"] == "input_text"
+        else InputImage(image_url=p["image_url"])
+        for p in parts
+    ]
+
+
+def messages_of(payload: dict[str, Any]) -> list[Message]:
+    return [Message(content=content_parts(m["content"])) for m in payload["input"]]
+
+
+class Delivery:
+    def __init__(
+        self,
+        db: Database,
+        connection: Connection,
+        run: RunProjection,
+        projector: Projector,
+        recorder: Recorder,
+        ids: Ids,
+        clock: Clock,
+    ) -> None:
+        self._db = db
+        self._connection = connection
+        self._run = run
+        self._projector = projector
+        self._recorder = recorder
+        self._ids = ids
+        self._clock = clock
+        self.wake = asyncio.Event()
+        self.wake.set()  # deliver anything admitted before the run started
+
+    async def run(self) -> None:
+        while not self._connection.closed.is_set():
+            await self.wake.wait()
+            self.wake.clear()
+            await self._steer_all()
+            await self._results()
+            await self._decisions()
+
+    async def _steer_all(self) -> None:
+        pending = await self._db.read(
+            lambda r: interactions.steering_inputs(r, self._run.turn_id, "pending")
+        )
+        for row in pending:
+            await self._steer(row)
+
+    async def _set_input(self, seq: int, state: str) -> None:
+        async def job(tx: Tx) -> None:
+            await interactions.set_input_state(tx, seq, state)
+
+        await self._db.write(job)
+
+    async def _steer(self, row: dict[str, Any]) -> None:
+        run_id = self._run.turn_id
+        input_id = f"input_{row['seq']}"
+        receipts = self._connection.expect_steer(run_id, input_id)
+        await self._set_input(row["seq"], "delivered")
+        try:
+            await self._connection.send(
+                "prompt_steer",
+                run_id,
+                PromptSteer(
+                    input_id=input_id, input=messages_of(row["payload"]), durable_receipt=True
+                ),
+            )
+            stage = await self._receipt(
+                receipts, input_id, limits.WRITTEN_CONFIRMATION_TIMEOUT_SECONDS
+            )
+            if stage is ReceiptStage.WRITTEN:
+                await self._set_input(row["seq"], "written")
+                stage = await self._receipt(receipts, input_id, None)
+        except (SendFailed, TimeoutError, ObservationError):
+            stage = ReceiptStage.UNKNOWN
+        finally:
+            self._connection.forget_steer(run_id, input_id)
+        state = {ReceiptStage.ACCEPTED: "applied", ReceiptStage.REFUSED: "refused"}.get(
+            stage, "unknown"
+        )
+        await self._set_input(row["seq"], state)
+
+    async def _receipt(
+        self, receipts: asyncio.Queue[PromptSteerAck], input_id: str, timeout: float | None
+    ) -> ReceiptStage:
+        getter = asyncio.ensure_future(receipts.get())
+        closed = asyncio.ensure_future(self._connection.closed.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {getter, closed}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            closed.cancel()
+            if not getter.done():
+                getter.cancel()
+        if getter not in done:
+            raise TimeoutError(input_id)
+        try:
+            return getter.result().check(input_id)
+        except Exception:
+            return ReceiptStage.UNKNOWN
+
+    async def _await_ack(
+        self, delivery_id: str, type_: str, envelope_id: str, payload: Any
+    ) -> InteractionDecisionAck | None:
+        waiter = self._connection.expect_ack(delivery_id)
+        try:
+            await self._connection.send(type_, envelope_id, payload)
+            return await asyncio.wait_for(waiter, limits.CANCELLATION_CONFIRMATION_TIMEOUT_SECONDS)
+        except (SendFailed, TimeoutError, ObservationError):
+            return None
+        finally:
+            self._connection.forget_ack(delivery_id)
+
+    async def _results(self) -> None:
+        run = self._run
+        calls = await self._db.read(lambda r: interactions.calls_to_deliver(r, run.turn_id))
+        for call in calls:
+            result = call["result"]
+            output = result.get("output")
+            parts: list[InputContent]
+            if result.get("success"):
+                parts = (
+                    [InputText(text=output)]
+                    if isinstance(output, str)
+                    else content_parts(output or [])
+                )
+            else:
+                parts = [InputText(text=result.get("error") or "Tool handler failed.")]
+            delivery_id = self._ids.new("dlv")
+
+            async def delivering(
+                tx: Tx, call_id: str = call["call_id"], dlv: str = delivery_id
+            ) -> None:
+                await interactions.set_call_delivering(tx, run.session_id, call_id, dlv)
+
+            await self._db.write(delivering)
+            ack = await self._await_ack(
+                delivery_id,
+                "function_result",
+                run.turn_id,
+                FunctionResult(
+                    delivery_id=delivery_id,
+                    call_id=call["call_id"],
+                    success=bool(result.get("success")),
+                    content=parts,
+                ),
+            )
+            if ack is None or not ack.applied:  # an applied receipt is projected in order
+                await self._set_call(call["call_id"], "refused" if ack else "unknown")
+
+    async def _set_call(self, call_id: str, state: str) -> None:
+        async def job(tx: Tx) -> None:
+            await interactions.set_call_state(tx, self._run.session_id, call_id, state)
+
+        await self._db.write(job)
+
+    async def _decisions(self) -> None:
+        run = self._run
+        answered = await self._db.read(
+            lambda r: interactions.interactions_to_deliver(r, run.turn_id)
+        )
+        for row in answered:
+            interaction_id = row["interaction_id"]
+            delivery_id = self._ids.new("dlv")
+            response = row["response"]
+            payload: PermissionDecision | PromptForUserChoiceDecision
+            if row["kind"] == "permission":
+                type_ = "permission_decision"
+                payload = PermissionDecision(
+                    delivery_id=delivery_id, approved=response["decision"] == "approve"
+                )
+            else:
+                type_ = "prompt_for_user_choice_decision"
+                payload = PromptForUserChoiceDecision(
+                    delivery_id=delivery_id,
+                    cancelled=bool(response.get("cancelled")),
+                    question_answers=[
+                        QuestionAnswer(question_id=a["question_id"], answers=list(a["answers"]))
+                        for a in response.get("question_answers", [])
+                    ],
+                )
+            await self._set_interaction(interaction_id, "delivering")
+            ack = await self._await_ack(delivery_id, type_, interaction_id, payload)
+            state = (
+                "applied"
+                if ack is not None and ack.applied
+                else ("refused" if ack is not None else "unknown")
+            )
+
+            async def job(tx: Tx, iid: str = interaction_id, st: str = state) -> None:
+                await interactions.set_interaction_state(tx, run.session_id, iid, st)
+                await self._projector.resume_if_clear(
+                    tx, run.session_id, run.turn_id, run.fencing_token
+                )
+
+            await self._db.write(job)
+
+    async def _set_interaction(self, interaction_id: str, state: str) -> None:
+        async def job(tx: Tx) -> None:
+            await interactions.set_interaction_state(
+                tx, self._run.session_id, interaction_id, state
+            )
+
+        await self._db.write(job)
+
+
+async def stop(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+
+
+__all__ = ["Delivery", "messages_of", "stop"]
