@@ -1,0 +1,259 @@
+"""Tier 5: the frozen executable, started as a user starts it.
+
+`make smoke` builds `dist/corebox` and runs these tests with COREBOX_BINARY set to its
+absolute path. Without COREBOX_BINARY they skip. Each test starts its own process on a
+free loopback port with a fresh data directory and a clean environment, and waits for
+`GET /readyz` to answer 200 before it talks to the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import openai
+import pytest
+from openai import OpenAI
+
+pytestmark = pytest.mark.binary
+
+API_KEY = "sk-corebox-e2e"
+READY_DEADLINE_SECONDS = 60.0
+EXIT_DEADLINE_SECONDS = 10.0
+POLL_SECONDS = 0.05
+UNKNOWN_SESSION = "sess_00000000000000000000000000000000"
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def client(self, api_key: str = API_KEY) -> OpenAI:
+        return OpenAI(
+            base_url=self.base_url,
+            api_key=api_key,
+            max_retries=0,
+            _strict_response_validation=True,
+        )
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+
+def binary() -> Path:
+    value = os.environ.get("COREBOX_BINARY")
+    if not value:
+        pytest.skip("COREBOX_BINARY is not set; run `make smoke` to build and test dist/corebox")
+    path = Path(value)
+    if not path.is_absolute() or not path.is_file() or not os.access(path, os.X_OK):
+        pytest.fail(f"COREBOX_BINARY={value} is not an absolute path to an executable file")
+    return path
+
+
+def clean_env() -> dict[str, str]:
+    """The caller's environment without anything that could steer Python or corebox."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("PYTHON", "COREBOX_")) and key != "VIRTUAL_ENV"
+    }
+    env["COREBOX_API_KEY"] = API_KEY
+    return env
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def request(
+    port: int,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, bytes]:
+    """One raw HTTP request to the server, closed before returning."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def readyz(port: int) -> int | None:
+    try:
+        status, _ = request(port, "GET", "/readyz")
+    except OSError:
+        return None
+    return status
+
+
+def wait_ready(server: Server) -> None:
+    deadline = time.monotonic() + READY_DEADLINE_SECONDS
+    while readyz(server.port) != 200:
+        if time.monotonic() > deadline:
+            pytest.fail(
+                f"/readyz did not answer 200 within {READY_DEADLINE_SECONDS:.0f} s\n"
+                + server.output()
+            )
+        # Waiting on the process is the poll interval, and notices an early exit at once.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            code = server.process.wait(timeout=POLL_SECONDS)
+            pytest.fail(f"corebox exited with {code} before it was ready\n" + server.output())
+
+
+def stop(process: subprocess.Popen[bytes]) -> int:
+    """SIGTERM, then SIGKILL to the whole process group if it does not exit in time."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            return process.wait(timeout=EXIT_DEADLINE_SECONDS)
+        except subprocess.TimeoutExpired:
+            # The one-file bootloader's child is the real server; the group holds both.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            return process.wait(timeout=EXIT_DEADLINE_SECONDS)
+    return process.returncode
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    executable = binary()
+    port = free_port()
+    log = tmp_path / "corebox.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [str(executable), "serve", "--port", str(port), "--data-dir", str(tmp_path / "data")],
+            cwd=tmp_path,
+            env=clean_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    running = Server(process, port, log)
+    try:
+        wait_ready(running)
+        yield running
+    finally:
+        stop(process)
+
+
+def run_first_turn(server: Server) -> str:
+    """Create a session with input `hello` and check the stream and items; return its id."""
+    with server.client() as client:
+        stream = client.beta.agents.sessions.create(
+            agent={"model": "scripted"}, environment={"type": "none"}, input="hello", stream=True
+        )
+        events = list(stream)
+        types = [event.type for event in events]
+        assert "agent.session.created" in types
+        assert "agent.session.turn.completed" in types
+        assert types[-1] == "agent.session.idle"
+        created = events[types.index("agent.session.created")]
+        assert created.type == "agent.session.created"
+        session_id = created.session.id
+
+        items = client.beta.agents.sessions.items.list(session_id, order="asc")
+        messages = [
+            (item.role, "".join(part.text for part in item.content if hasattr(part, "text")))
+            for item in items
+            if item.type == "message"
+        ]
+        assert messages == [("user", "hello"), ("assistant", "hello")]
+        return session_id
+
+
+def test_a_turn_runs_through_the_official_sdk(server: Server) -> None:
+    session_id = run_first_turn(server)
+    with server.client() as client:
+        with client.beta.agents.sessions.stream(session_id, input="again") as stream:
+            result = stream.get_final_result()
+        assert result.output_text == "again"
+
+
+def test_bad_requests_are_refused_with_api_errors(server: Server) -> None:
+    with server.client(api_key="sk-wrong") as client:
+        with pytest.raises(openai.AuthenticationError) as denied:
+            client.beta.agents.sessions.retrieve(UNKNOWN_SESSION)
+        assert denied.value.status_code == 401
+
+    body = json.dumps({"agent": {"model": "scripted"}, "environment": {"type": "none"}}).encode()
+    status, payload = request(
+        server.port,
+        "POST",
+        "/v1/agents/sessions",
+        body=body,
+        headers={"Authorization": f"Bearer {API_KEY}", "Content-Type": "application/json"},
+    )
+    assert status == 400
+    assert json.loads(payload)["error"]["code"] == "invalid_beta"
+
+    status, payload = request(
+        server.port,
+        "POST",
+        "/v1/agents/sessions",
+        body=b'{"agent": {"model": ',
+        headers={
+            "Authorization": f"Bearer {API_KEY}",
+            "Content-Type": "application/json",
+            "OpenAI-Beta": "agents=v1",
+        },
+    )
+    assert status == 400
+    assert json.loads(payload)["error"]["message"]
+
+    with server.client() as client, pytest.raises(openai.NotFoundError):
+        client.beta.agents.sessions.retrieve(UNKNOWN_SESSION)
+
+
+def test_sigterm_stops_the_server_with_exit_status_zero(server: Server) -> None:
+    run_first_turn(server)
+    server.process.send_signal(signal.SIGTERM)
+    try:
+        code = server.process.wait(timeout=EXIT_DEADLINE_SECONDS)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"corebox did not exit within {EXIT_DEADLINE_SECONDS:.0f} s of SIGTERM")
+    assert code == 0, server.output()
+
+
+def test_a_busy_port_is_one_clear_error_line(tmp_path: Path) -> None:
+    executable = binary()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        blocker.listen(1)
+        port = blocker.getsockname()[1]
+        result = subprocess.run(
+            [str(executable), "serve", "--port", str(port), "--data-dir", str(tmp_path / "data")],
+            cwd=tmp_path,
+            env=clean_env(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=READY_DEADLINE_SECONDS,
+            check=False,
+        )
+    assert result.returncode != 0
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert str(port) in lines[0]
