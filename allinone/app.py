@@ -43,7 +43,7 @@ from runtime.daemon import Daemon
 from runtime.harness.registry import HarnessRegistry
 from runtime.harness.scripted import ScriptedHarness
 from runtime.proto import limits
-from storage import tenancy
+from storage import journal, tenancy
 from storage.database import Database
 from storage.errors import StorageError
 
@@ -228,6 +228,24 @@ class App:
         )
         daemon_task = asyncio.create_task(daemon.run(), name="runtime-daemon")
         await orchestrator.start()
+        scheduler.add_job(
+            _prune_journal,
+            "interval",
+            seconds=60,
+            args=[db],
+            id="journal-prune",
+            coalesce=True,
+            max_instances=1,
+        )
+        scheduler.add_job(
+            outcomes.expire_leases,
+            "interval",
+            seconds=30,
+            args=[orchestrator.owns],
+            id="lease-expiry",
+            coalesce=True,
+            max_instances=1,
+        )
         log.info("corebox %s serving on http://%s:%d/v1", __version__, config.host, port)
         if self._on_started is not None:
             self._on_started(Started(port, api_key, key_file))
@@ -271,6 +289,10 @@ class App:
         server.should_exit = True
         with contextlib.suppress(asyncio.CancelledError):
             await server_task
+
+
+async def _prune_journal(db: Database) -> None:
+    await db.write(journal.prune)
 
 
 async def _checkpoint(db: Database) -> None:

@@ -22,11 +22,16 @@ async def append(
         " VALUES (?, ?, ?, ?, ?, ?)",
         (session_id, seq, event_id, type_, payload, now),
     )
-    if seq > RETAINED_EVENTS and seq % 64 == 0:
-        await tx.execute(
-            "DELETE FROM session_events WHERE session_id = ? AND seq <= ?",
-            (session_id, seq - RETAINED_EVENTS),
-        )
+
+
+async def prune(tx: Tx, keep: int = RETAINED_EVENTS) -> int:
+    """Keep the newest `keep` events of every session; return how many were deleted.
+    A reader that still needed a pruned event gets `stream_interrupted`."""
+    return await tx.execute(
+        "DELETE FROM session_events WHERE seq <= (SELECT s.event_seq FROM sessions s"
+        " WHERE s.id = session_events.session_id) - ?",
+        (keep,),
+    )
 
 
 async def after(q: Queryable, session_id: str, seq: int, limit: int = 256) -> list[dict[str, Any]]:

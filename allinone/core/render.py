@@ -78,6 +78,16 @@ def turn(row: dict[str, Any]) -> dict[str, Any]:
         "usage": row.get("usage"),
         "error": error,
         "prompt_cache_options": None,
+        # corebox extension: the canonical run state behind the public projection. The
+        # public error code comes from a closed enum; Core's own reason is kept here.
+        "x_corebox": {
+            "error_code": row.get("error_code"),
+            "engine_error_code": row.get("engine_error_code"),
+            "engine_http_status": row.get("engine_http_status"),
+            "phase": row.get("phase"),
+            "state_version": row.get("state_version", 0),
+            "worker_epoch": row.get("worker_epoch", 0),
+        },
     }
 
 

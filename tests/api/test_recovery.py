@@ -10,20 +10,31 @@ from openai import OpenAI
 from tests.conftest import API_KEY, start_server
 
 
-def test_a_crash_fails_the_running_turn_and_keeps_everything_acknowledged(
-        tmp_path: Path) -> None:
+def test_a_crash_fails_the_running_turn_and_keeps_everything_acknowledged(tmp_path: Path) -> None:
     data = tmp_path / "data"
     server = start_server(data)
     try:
-        with OpenAI(base_url=f"{server.base_url}/v1", api_key=API_KEY, max_retries=0,
-                    _strict_response_validation=True) as client:
-            done = list(client.beta.agents.sessions.create(
-                agent={"model": "scripted"}, environment={"type": "none"}, input="kept",
-                stream=True))
+        with OpenAI(
+            base_url=f"{server.base_url}/v1",
+            api_key=API_KEY,
+            max_retries=0,
+            _strict_response_validation=True,
+        ) as client:
+            done = list(
+                client.beta.agents.sessions.create(
+                    agent={"model": "scripted"},
+                    environment={"type": "none"},
+                    input="kept",
+                    stream=True,
+                )
+            )
             kept_id = done[0].session.id  # type: ignore[attr-defined]
             stream = client.beta.agents.sessions.create(
-                agent={"model": "scripted"}, environment={"type": "none"},
-                input="/say partial\n/hang", stream=True)
+                agent={"model": "scripted"},
+                environment={"type": "none"},
+                input="/say partial\n/hang",
+                stream=True,
+            )
             hanging_id = None
             for event in stream:
                 if event.type == "agent.session.created":
@@ -37,18 +48,48 @@ def test_a_crash_fails_the_running_turn_and_keeps_everything_acknowledged(
 
     restarted = start_server(data, port=server.port)
     try:
-        with OpenAI(base_url=f"{restarted.base_url}/v1", api_key=API_KEY, max_retries=0,
-                    _strict_response_validation=True) as client:
+        with OpenAI(
+            base_url=f"{restarted.base_url}/v1",
+            api_key=API_KEY,
+            max_retries=0,
+            _strict_response_validation=True,
+        ) as client:
             kept = client.beta.agents.sessions.items.list(kept_id, order="asc").data
             assert [i.content[0].text for i in kept] == ["kept", "kept"]
             assert hanging_id is not None
             turn = client.beta.agents.sessions.turns.list(hanging_id).data[0]
             assert turn.status == "failed"
             assert turn.error is not None and "unknown" in turn.error.message
+            assert turn.x_corebox["error_code"] == "execution_interrupted"  # type: ignore[attr-defined]
             items = client.beta.agents.sessions.items.list(hanging_id, order="asc").data
             assert [i.content[0].text for i in items if i.role == "assistant"] == ["partial"]
             assert client.beta.agents.sessions.retrieve(hanging_id).status == "failed"
             # Nothing was replayed: still exactly one turn.
             assert len(client.beta.agents.sessions.turns.list(hanging_id).data) == 1
+            # The session takes new input; the interrupted input is not seen again.
+            with client.beta.agents.sessions.events.stream(hanging_id) as live:
+                client.beta.agents.sessions.events.create(
+                    hanging_id,
+                    events=[
+                        {
+                            "type": "agent.session.input.message",
+                            "input": [
+                                {
+                                    "role": "user",
+                                    "content": [{"type": "input_text", "text": "fresh"}],
+                                }
+                            ],
+                        }
+                    ],
+                )
+                for event in live:
+                    if event.type == "agent.session.idle":
+                        break
+            replies = [
+                i.content[0].text
+                for i in client.beta.agents.sessions.items.list(hanging_id, order="asc").data
+                if i.role == "assistant"
+            ]
+            assert replies == ["partial", "fresh"]
     finally:
         restarted.stop()

@@ -10,6 +10,7 @@ effect is unknown, not that the harness failed.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from allinone.core import render
 from allinone.core.ids import Clock
@@ -153,6 +154,44 @@ class Outcomes:
             )
 
         await self._db.write(job)
+
+    async def expire_leases(self, owned: Callable[[str], bool]) -> int:
+        """Fail running turns whose lease lapsed with no live owner in this process; their
+        effects are unknown and nothing is replayed."""
+        now = self._clock.now()
+        rows = await self._db.read(
+            lambda r: r.fetchall(
+                "SELECT id, session_id FROM turns WHERE status IN ('in_progress', 'waiting')"
+                " AND lease_expires_at IS NOT NULL AND lease_expires_at < ?",
+                (now,),
+            )
+        )
+        expired = 0
+        for row in rows:
+            if owned(row["id"]):
+                continue
+
+            async def job(
+                tx: Tx, turn_id: str = row["id"], session_id: str = row["session_id"]
+            ) -> None:
+                await interactions.withdraw_open(tx, turn_id)
+                await self._end(
+                    tx,
+                    turn_id,
+                    session_id,
+                    TurnStatus.FAILED,
+                    (TurnStatus.IN_PROGRESS, TurnStatus.WAITING),
+                    None,
+                    {
+                        "error_code": "lease_expired",
+                        "error_message": "The turn's owner stopped renewing its lease; "
+                        "its effects are unknown.",
+                    },
+                )
+
+            await self._db.write(job)
+            expired += 1
+        return expired
 
     async def recover_interrupted(self) -> int:
         """After a crash, fail every turn that was running: its outcome is unknown and it is

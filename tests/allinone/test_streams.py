@@ -1,0 +1,109 @@
+"""The SSE journal stream: order, stop rules, and a reader that fell behind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from allinone.core.api.streams import CreationStop, journal_stream, never
+from allinone.core.hub import Hub
+from allinone.core.ids import Clock, Ids
+from allinone.core.recorder import Recorder
+from storage import Database, journal, sessions
+from storage.database import Tx
+
+
+async def _session_with_events(db: Database, recorder: Recorder, count: int) -> None:
+    async def job(tx: Tx) -> None:
+        await tx.execute("INSERT INTO projects (id, name, created_at) VALUES ('p', 'p', 0)")
+        await sessions.insert(
+            tx,
+            {
+                "id": "s",
+                "project_id": "p",
+                "agent_id": "a",
+                "harness": "scripted",
+                "created_at": 0,
+                "agent": {},
+                "environment": {"type": "none"},
+                "metadata": {},
+                "vault_ids": [],
+            },
+        )
+        for index in range(count):
+            await recorder.emit(
+                tx,
+                "s",
+                "agent.session.turn.output_text.delta",
+                {"session_id": "s", "delta": str(index)},
+            )
+
+    await db.write(job)
+
+
+def _blocks(chunks: list[bytes]) -> list[dict[str, object]]:
+    events = []
+    for chunk in chunks:
+        text = chunk.decode()
+        assert "id:" not in text and "retry:" not in text
+        for line in text.splitlines():
+            if line.startswith("data: "):
+                events.append(json.loads(line[6:]))
+    return events
+
+
+def test_a_reader_behind_the_retained_journal_gets_stream_interrupted(tmp_path: Path) -> None:
+    async def main() -> list[bytes]:
+        db = await Database.open(tmp_path / "j.db")
+        clock = Clock()
+        ids = Ids(clock)
+        hub = Hub()
+        await _session_with_events(db, Recorder(hub, ids, clock), 10)
+        assert await db.write(lambda tx: journal.prune(tx, keep=3)) == 7
+        chunks = [chunk async for chunk in journal_stream(db, hub, ids, "s", 0, never)]
+        await db.close()
+        return chunks
+
+    chunks = asyncio.run(main())
+    assert chunks[0] == b": connected\n\n"
+    events = _blocks(chunks)
+    assert len(events) == 1
+    assert events[0]["type"] == "error"
+    assert events[0]["error"]["code"] == "stream_interrupted"  # type: ignore[index]
+
+
+def test_a_live_reader_gets_every_event_in_order_then_stops_by_rule(tmp_path: Path) -> None:
+    async def main() -> list[bytes]:
+        db = await Database.open(tmp_path / "k.db")
+        clock = Clock()
+        ids = Ids(clock)
+        hub = Hub()
+        recorder = Recorder(hub, ids, clock)
+        await _session_with_events(db, recorder, 3)
+
+        async def finish(tx: Tx) -> None:
+            await recorder.emit(
+                tx, "s", "agent.session.turn.created", {"session_id": "s", "turn_id": "t"}
+            )
+            await recorder.emit(
+                tx, "s", "agent.session.turn.completed", {"session_id": "s", "turn_id": "t"}
+            )
+            await recorder.emit(tx, "s", "agent.session.idle", {"session": {}})
+            await recorder.emit(tx, "s", "agent.session.in_progress", {"session": {}})
+
+        stream = journal_stream(db, hub, ids, "s", 0, CreationStop())
+        chunks = [await anext(stream)]
+        writer = asyncio.create_task(db.write(finish))
+        chunks.extend([chunk async for chunk in stream])
+        await writer
+        await db.close()
+        return chunks
+
+    events = _blocks(asyncio.run(main()))
+    assert [e["type"] for e in events] == ["agent.session.turn.output_text.delta"] * 3 + [
+        "agent.session.turn.created",
+        "agent.session.turn.completed",
+        "agent.session.idle",
+    ]
+    assert len({e["event_id"] for e in events}) == len(events)
