@@ -32,8 +32,13 @@ types: $(STAMP_DEV)
 unit: $(STAMP_DEV)
 	$(BIN)/python -m pytest -q -m "not binary"
 
+# Seed 000 contract verification: the shared wire validators (tests/runtime/proto), the
+# gateway, transport and dispatcher tests, and every wire scenario replayed on both sides
+# (tests/contract: Core gateway vs a scripted Runtime, Runtime daemon vs a scripted Core),
+# each listed by scenario name.
 check-runtime-contract: $(STAMP_DEV)
-	$(BIN)/python -m pytest -q tests/runtime tests/contract
+	$(BIN)/python -m pytest -q tests/runtime tests/allinone/core/gateway
+	$(BIN)/python -m pytest -v tests/contract
 
 binary: $(STAMP_DEV)
 	$(BIN)/python build/build.py
@@ -45,6 +50,11 @@ test: lint types unit check-runtime-contract smoke
 
 bench: binary
 	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench.py
+	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_durable.py
+	$(BIN)/python tests/bench/bench_wire.py
+	for extra in tests/bench/bench_comms.py tests/bench/bench_builtin.py; do \
+		if [ -f $$extra ]; then COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python $$extra || exit 1; fi; \
+	done
 
 clean:
 	rm -rf $(VENV) dist build/work

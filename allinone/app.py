@@ -23,8 +23,19 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from allinone import __version__
 from allinone.config import Config
 from allinone.core.admission import Admission
+from allinone.core.api.agents import AgentsApi
 from allinone.core.api.app import build_app
+from allinone.core.api.automations import AutomationsApi
+from allinone.core.api.devices import DevicesApi
+from allinone.core.api.environments import EnvironmentsApi
+from allinone.core.api.projects import ProjectsApi
 from allinone.core.api.sessions import SessionsApi
+from allinone.core.api.templates import TemplatesApi
+from allinone.core.api.traces import TracesApi
+from allinone.core.api.vaults import VaultsApi
+from allinone.core.automations import Automations
+from allinone.core.comms.service import Comms
+from allinone.core.environments import Environments
 from allinone.core.gateway.registry import Registry
 from allinone.core.gateway.server import Gateway
 from allinone.core.health import Health
@@ -34,15 +45,22 @@ from allinone.core.orchestration.orchestrator import Orchestrator
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Projector
 from allinone.core.recorder import Recorder
+from allinone.core.sealing import Sealer
+from allinone.core.vault_secrets import VaultSecrets
 from allinone.credentials import (
     LOCAL_DEVICE_ID,
+    SecretKeyError,
+    ensure_core_key,
     ensure_default_project,
+    ensure_vault_key,
     issue_device_credential,
 )
 from runtime.daemon import Daemon
 from runtime.harness.registry import HarnessRegistry
 from runtime.harness.scripted import ScriptedHarness
 from runtime.proto import limits
+from runtime.transport import PermanentError
+from runtime.workspaces import Workspaces
 from storage import journal, tenancy
 from storage.database import Database
 from storage.errors import StorageError
@@ -51,6 +69,7 @@ log = logging.getLogger(__name__)
 
 SHUTDOWN_BUDGET_SECONDS = 10.0
 DATABASE_FILE = "corebox.db"
+WORKSPACES_DIR = "workspaces"
 
 
 class StartupError(Exception):
@@ -77,7 +96,9 @@ def prepare_data_dir(path: Path) -> None:
 
 def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio only sets TCP_NODELAY on accepted sockets whose protocol
+    # says TCP, and without it keep-alive clients wait ~40 ms per response (Nagle).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -102,10 +123,17 @@ class Started:
 
 class App:
     def __init__(
-        self, config: Config, *, on_started: Callable[[Started], None] | None = None
+        self,
+        config: Config,
+        *,
+        on_started: Callable[[Started], None] | None = None,
+        local_runtime: bool = True,
     ) -> None:
+        """`local_runtime=False` serves Core without the in-process Runtime: turns wait
+        (and /readyz reports the runtime check missing) until a remote daemon connects."""
         self.config = config
         self._on_started = on_started
+        self._local_runtime = local_runtime
         self._stop = asyncio.Event()
 
     def request_stop(self) -> None:
@@ -126,6 +154,11 @@ class App:
         scheduler = AsyncIOScheduler()
         try:
             first = await ensure_default_project(db, ids, clock, config.data_dir, config.api_key)
+            await ensure_core_key(db, ids, config.data_dir)
+            try:
+                vault_key = await ensure_vault_key(db, config.data_dir)
+            except SecretKeyError as exc:
+                raise StartupError(str(exc)) from exc
             scheduler.add_job(
                 _checkpoint,
                 "interval",
@@ -137,7 +170,16 @@ class App:
             )
             scheduler.start()
             await self._serve(
-                config, sock, port, db, scheduler, clock, ids, first.api_key, first.key_file
+                config,
+                sock,
+                port,
+                db,
+                scheduler,
+                clock,
+                ids,
+                first.api_key,
+                first.key_file,
+                vault_key,
             )
         finally:
             if scheduler.running:
@@ -156,13 +198,17 @@ class App:
         ids: Ids,
         api_key: str | None,
         key_file: Path | None,
+        vault_key: bytes,
     ) -> None:
         hub = Hub()
         registry = Registry()
         recorder = Recorder(hub, ids, clock)
         projector = Projector(recorder, ids, clock)
         outcomes = Outcomes(db, recorder, projector, clock)
-        orchestrator = Orchestrator(db, registry, projector, outcomes, ids, clock)
+        local_host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
+        ws_url = f"ws://{_url_host(local_host)}:{port}/api/v1/agent-daemon/ws"
+        environments = Environments(db, registry, ids, clock, remote_url=ws_url)
+        orchestrator = Orchestrator(db, registry, projector, outcomes, ids, clock, environments)
         admission = Admission(
             db,
             recorder,
@@ -171,9 +217,8 @@ class App:
             orchestrator.wake,
             orchestrator.request_cancel,
             orchestrator.input_admitted,
+            environments,
         )
-        local_host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
-        ws_url = f"ws://{_url_host(local_host)}:{port}/api/v1/agent-daemon/ws"
 
         async def device_digest(device_id: str) -> str | None:
             return await db.read(lambda r: tenancy.device_digest(r, device_id))
@@ -192,8 +237,26 @@ class App:
                 "source": str(config.config_file) if config.config_file else "defaults",
             },
         )
+        comms = Comms(db, ids, clock)
+        sealer = Sealer(vault_key)
+        automations = Automations(db, admission, scheduler, sealer, ids, clock)
         app = build_app(
-            [*health.routes(), *gateway.routes(), *SessionsApi(db, admission, hub, ids).routes()]
+            [
+                *health.routes(),
+                *gateway.routes(),
+                *ProjectsApi(db, ids, clock).routes(),
+                *DevicesApi(db, ids, clock, registry, LOCAL_DEVICE_ID).routes(),
+                *TemplatesApi(db, sealer, ids, clock).routes(),
+                # After templates: /environments/{id} would capture /environments/templates.
+                *EnvironmentsApi(db, environments, ids, clock).routes(),
+                *SessionsApi(db, admission, hub, ids).routes(),
+                *TracesApi(db).routes(),
+                *AutomationsApi(db, automations, ids, clock).routes(),
+                *VaultsApi(db, VaultSecrets(db, sealer), ids, clock).routes(),
+                *comms.routes(),
+                # Last: /v1/agents/{agent_id} would capture /v1/agents/<word> routes.
+                *AgentsApi(db, ids, clock).routes(),
+            ]
         )
         server = _Server(
             uvicorn.Config(
@@ -216,18 +279,21 @@ class App:
                 raise StartupError("the HTTP server stopped during start-up")
             await asyncio.sleep(0.01)
 
-        credential = await issue_device_credential(db, ids, clock)
-        harnesses = HarnessRegistry()
-        harnesses.register(ScriptedHarness())
-        daemon = Daemon(
-            f"http://{_url_host(local_host)}:{port}/api/v1",
-            LOCAL_DEVICE_ID,
-            credential,
-            harnesses,
-            __version__,
-        )
-        daemon_task = asyncio.create_task(daemon.run(), name="runtime-daemon")
+        daemon: Daemon | None = None
+        daemon_task: asyncio.Task[None] | None = None
+        if self._local_runtime:
+            credential = await issue_device_credential(db, ids, clock)
+            daemon = Daemon(
+                f"http://{_url_host(local_host)}:{port}/api/v1",
+                LOCAL_DEVICE_ID,
+                credential,
+                runtime_harnesses(),
+                __version__,
+                workspaces=Workspaces(config.data_dir / WORKSPACES_DIR),
+            )
+            daemon_task = asyncio.create_task(daemon.run(), name="runtime-daemon")
         await orchestrator.start()
+        await automations.start()
         scheduler.add_job(
             _prune_journal,
             "interval",
@@ -246,6 +312,14 @@ class App:
             coalesce=True,
             max_instances=1,
         )
+        scheduler.add_job(
+            comms.sweep,
+            "interval",
+            minutes=10,
+            id="comms-retention",
+            coalesce=True,
+            max_instances=1,
+        )
         log.info("corebox %s serving on http://%s:%d/v1", __version__, config.host, port)
         if self._on_started is not None:
             self._on_started(Started(port, api_key, key_file))
@@ -255,8 +329,10 @@ class App:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._stop.set)
         stop = asyncio.create_task(self._stop.wait())
-        await asyncio.wait({stop, server_task, daemon_task}, return_when=asyncio.FIRST_COMPLETED)
+        watched = {stop, server_task, *([daemon_task] if daemon_task is not None else [])}
+        await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
         log.info("corebox shutting down")
+        automations.stop()
         try:
             await asyncio.wait_for(
                 self._shutdown(orchestrator, daemon, daemon_task, hub, server, server_task),
@@ -273,22 +349,73 @@ class App:
     async def _shutdown(
         self,
         orchestrator: Orchestrator,
-        daemon: Daemon,
-        daemon_task: asyncio.Task[None],
+        daemon: Daemon | None,
+        daemon_task: asyncio.Task[None] | None,
         hub: Hub,
         server: uvicorn.Server,
         server_task: asyncio.Task[None],
     ) -> None:
         """Stop accepting work, settle or cancel it, close peers, then the server."""
         await orchestrator.stop(timeout=3.0)
-        await daemon.stop()
-        daemon_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await daemon_task
+        if daemon is not None and daemon_task is not None:
+            await daemon.stop()
+            daemon_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await daemon_task
         hub.close()
         server.should_exit = True
         with contextlib.suppress(asyncio.CancelledError):
             await server_task
+
+
+def runtime_harnesses() -> HarnessRegistry:
+    """The harnesses every Runtime this build runs registers, in-process or remote."""
+    harnesses = HarnessRegistry()
+    harnesses.register(ScriptedHarness())
+    return harnesses
+
+
+class RuntimeStopped(Exception):
+    """`corebox daemon` stopped for good: Core refused or retired its device."""
+
+
+async def run_daemon(
+    core_url: str, device_id: str, credential: str, workspaces: Path | None = None
+) -> None:
+    """`corebox daemon`: the same Runtime as `corebox serve` runs in-process, connected to
+    a Core elsewhere, until SIGINT/SIGTERM. Raises RuntimeStopped on a permanent refusal
+    (401, 403, 426 or close 4001); never reconnects after one."""
+    daemon = Daemon(
+        core_url,
+        device_id,
+        credential,
+        runtime_harnesses(),
+        __version__,
+        workspaces=Workspaces(workspaces),
+    )
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    running = asyncio.create_task(daemon.run(), name="runtime-daemon")
+    stopping = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if running.done():
+            running.result()
+            return
+        await asyncio.wait_for(daemon.stop(), SHUTDOWN_BUDGET_SECONDS)
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await running
+    except PermanentError as exc:
+        raise RuntimeStopped(str(exc)) from exc
+    finally:
+        stopping.cancel()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
 
 
 async def _prune_journal(db: Database) -> None:

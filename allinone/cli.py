@@ -10,9 +10,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from allinone import __version__
-from allinone.app import App, Started, StartupError
+from allinone import __version__, admin, devices
+from allinone.app import App, RuntimeStopped, Started, StartupError, run_daemon
 from allinone.config import ConfigError, load
+from allinone.receiver import commands as comms_commands
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,6 +30,15 @@ def _parser() -> argparse.ArgumentParser:
         "--log-level", dest="log_level", help="critical, error, warning, info or debug"
     )
     serve.add_argument("--config", help="a corebox.toml file")
+    serve.add_argument(
+        "--no-local-runtime",
+        dest="no_local_runtime",
+        action="store_true",
+        help="serve Core only; turns wait for a `corebox daemon` to connect",
+    )
+    admin.add_commands(commands)
+    comms_commands.add_commands(commands)
+    devices.add_commands(commands)
     return parser
 
 
@@ -45,6 +55,24 @@ def _announce(started: Started) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command in comms_commands.COMMANDS:
+        return comms_commands.run_command(args, os.environ)
+    if args.command in ("projects", "keys"):
+        try:
+            admin.run(args, sys.stdout)
+        except admin.AdminError as exc:
+            print(f"corebox: error: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    if args.command == "devices":
+        try:
+            devices.run(args, sys.stdout)
+        except admin.AdminError as exc:
+            print(f"corebox: error: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    if args.command == "daemon":
+        return _daemon(args)
     if args.command == "serve":
         flags = {k: getattr(args, k) for k in ("host", "port", "data_dir", "log_level", "config")}
         try:
@@ -56,7 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
         try:
-            asyncio.run(App(config, on_started=_announce).run())
+            app = App(config, on_started=_announce, local_runtime=not args.no_local_runtime)
+            asyncio.run(app.run())
         except StartupError as exc:
             print(f"corebox: error: {exc}", file=sys.stderr)
             return 1
@@ -64,3 +93,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 130
         return 0
     return 2
+
+
+def _daemon(args: argparse.Namespace) -> int:
+    try:
+        target = devices.daemon_target(args)
+    except admin.AdminError as exc:
+        print(f"corebox: error: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=str(args.log_level).upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    workspaces = Path(args.workspaces) if args.workspaces else None
+    print(f"corebox: runtime {target.device_id} connecting to {target.core_url}", flush=True)
+    try:
+        asyncio.run(run_daemon(target.core_url, target.device_id, target.credential, workspaces))
+    except RuntimeStopped as exc:
+        print(f"corebox: error: the Runtime stopped: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0

@@ -43,6 +43,7 @@ class AdmissionRecord:
     run_id: str = ""
     start_fingerprint: str = ""
     error_code: str = ""
+    read_only: bool = False
 
     def advance(self, state: PreparationState, error_code: str = "") -> PreparationStatus:
         """Move to `state` (a legal transition) and return the status to publish."""
@@ -84,6 +85,9 @@ class AdmissionTable:
 
     def get(self, request_id: str) -> AdmissionRecord | None:
         return self._records.get(request_id)
+
+    def by_handle(self, handle: str) -> AdmissionRecord | None:
+        return next((r for r in self._records.values() if r.handle == handle), None)
 
     def active_preparations(self) -> int:
         return sum(1 for r in self._records.values() if r.state is PreparationState.PREPARING)

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import msgspec
 from websockets.asyncio.client import ClientConnection
@@ -30,6 +30,7 @@ from runtime.transport import (
     bootstrap,
     open_socket,
 )
+from runtime.workspaces import Workspaces
 
 log = logging.getLogger(__name__)
 PERMANENT_CLOSE_CODE = 4001
@@ -43,8 +44,13 @@ class Daemon:
         credential: str,
         harnesses: HarnessRegistry,
         build_version: str,
-        sleep: Callable[[float], object] = asyncio.sleep,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        workspaces: Workspaces | None = None,
+        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
+        self._sleep = sleep
+        self._now_ms = now_ms
+        self._workspaces = workspaces or Workspaces(None)
         self._core_url = core_url
         self._device_id = device_id
         self._credential = credential
@@ -76,6 +82,17 @@ class Daemon:
             attempt = 0
             await self._serve(socket, info.heartbeat_seconds)
 
+    async def _cleanup(self, dispatcher: Dispatcher) -> None:
+        """Settle a lost connection's work before reconnecting. A cleanup failure keeps
+        ownership and does not authorize a new connection: retry, serialized, with backoff."""
+        failures = 0
+        while not await dispatcher.close():
+            failures += 1
+            log.warning("runtime cleanup unconfirmed; retrying before reconnecting")
+            if self._stopping.is_set():
+                return
+            await self._sleep(backoff_delay(failures))
+
     async def _serve(self, socket: ClientConnection, heartbeat_seconds: int) -> None:
         lock = asyncio.Lock()
 
@@ -84,7 +101,9 @@ class Daemon:
             async with lock:
                 await asyncio.wait_for(socket.send(data), limits.WRITE_DEADLINE_SECONDS)
 
-        dispatcher = Dispatcher(self._harnesses, send)
+        dispatcher = Dispatcher(
+            self._harnesses, send, now_ms=self._now_ms, workspaces=self._workspaces
+        )
         self._socket, self._dispatcher = socket, dispatcher
         self.connections += 1
 
@@ -118,9 +137,9 @@ class Daemon:
             beats.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await beats
-            await dispatcher.close()
             with contextlib.suppress(Exception):
                 await socket.close()
+            await self._cleanup(dispatcher)
             self._socket = self._dispatcher = None
             log.info("runtime connection closed")
 

@@ -21,6 +21,7 @@ import msgspec
 from runtime.admission import AdmissionRecord, AdmissionTable, fingerprint
 from runtime.harness.base import Executor
 from runtime.harness.registry import HarnessRegistry
+from runtime.operations import WorkspaceOperations
 from runtime.proto import limits
 from runtime.proto.capabilities import AgentKindCapabilities
 from runtime.proto.codec import Frame
@@ -38,6 +39,7 @@ from runtime.proto.execution import (
     PreparationStatus,
 )
 from runtime.proto.functions import FunctionResult
+from runtime.proto.identities import validate_frame_id
 from runtime.proto.interactions import (
     InteractionDecisionAck,
     PermissionDecision,
@@ -46,6 +48,7 @@ from runtime.proto.interactions import (
 from runtime.proto.run import PromptCancel
 from runtime.proto.steering import PromptSteer, PromptSteerAck
 from runtime.runs import Run
+from runtime.workspaces import Binding, WorkspaceError, Workspaces
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +66,12 @@ class Dispatcher:
         send: Send,
         now_ms: Callable[[], int] = _now_ms,
         new_id: Callable[[], str] = lambda: secrets.token_hex(16),
+        workspaces: Workspaces | None = None,
     ) -> None:
         self._harnesses = harnesses
+        self._workspaces = workspaces or Workspaces(None)
+        self._ops = WorkspaceOperations(self._workspaces, self._binding_of_owner)
+        self._bindings: dict[str, Binding] = {}  # handle or run id -> bound workspace
         self._send = send
         self._now_ms = now_ms
         self._new_id = new_id
@@ -82,8 +89,13 @@ class Dispatcher:
             "function_result": self._function_result,
             "permission_decision": self._decision,
             "prompt_for_user_choice_decision": self._decision,
+            "workspace_read": self._workspace_read,
+            "workspace_write": self._workspace_write,
+            "workspace_export": self._workspace_export,
+            "runtime_prepare": self._runtime_prepare,
         }
         self._declarations: dict[str, AgentKindCapabilities] = {}  # executor id -> frozen
+        self._closing = asyncio.Lock()
 
     @property
     def active_requests(self) -> int:
@@ -94,6 +106,12 @@ class Dispatcher:
         handler = self._handlers.get(frame.type)
         if handler is None:
             log.warning("no handler for %s", frame.type)
+            return
+        try:
+            validate_frame_id(frame.type, frame.id)
+        except ValidationError as exc:
+            # No reply: a reply would echo an id that breaks its kind's rule (seed 000).
+            log.warning("%s with an invalid id skipped: %s", frame.type, exc.code)
             return
         self._spawn(handler(frame))
 
@@ -155,10 +173,21 @@ class Dispatcher:
                 frame.id, "execution_prepare", PreparationErrorCode.UNSUPPORTED_PREPARATION
             )
             return
-        if cfg.workspace_read_only or cfg.local_environment is not None:
-            await self._reject(
-                frame.id, "execution_prepare", PreparationErrorCode.UNSUPPORTED_CONFIGURATION
-            )
+        binding = None
+        if cfg.local_environment is not None:
+            local = cfg.local_environment
+            if not adapter.declaration.local_environment:
+                await self._reject(
+                    frame.id, "execution_prepare", PreparationErrorCode.UNSUPPORTED_CONFIGURATION
+                )
+                return
+            try:
+                binding = self._workspaces.bind(local.id, local.type, local.workspace_directory)
+            except WorkspaceError as exc:
+                await self._reject(frame.id, "execution_prepare", exc.code)
+                return
+        if cfg.workspace_read_only:
+            await self._prepare_read_only(frame, request, binding)
             return
         if self._admissions.active_preparations() >= limits.MAX_ACTIVE_PREPARATIONS:
             await self._reject(
@@ -205,6 +234,43 @@ class Dispatcher:
         record.executor_id = executor_id
         await self._status(frame.id, record.advance(PreparationState.READY))
 
+    async def _prepare_read_only(
+        self, frame: Frame, request: ExecutionPrepare, binding: Binding | None
+    ) -> None:
+        """The read-only profile: a handle bound to an Environment, no Harness, no input."""
+        if binding is None or not request.configuration.local_environment:
+            await self._reject(
+                frame.id, "execution_prepare", PreparationErrorCode.UNSUPPORTED_READ_PREPARATION
+            )
+            return
+        record = AdmissionRecord(
+            request_id=frame.id,
+            handle=self._new_id(),
+            session_id=request.session_id,
+            configuration=request.configuration,
+            prepare_fingerprint=fingerprint(request),
+            read_only=True,
+        )
+        if not self._admissions.add(record, self._now_ms()):
+            await self._reject(
+                frame.id, "execution_prepare", PreparationErrorCode.PREPARATION_CAPACITY
+            )
+            return
+        record.expires_at_ms = self._now_ms() + limits.ADMISSION_EXPIRY_SECONDS * 1000
+        self._bindings[record.handle] = binding
+        await self._status(frame.id, record.advance(PreparationState.READY))
+
+    def _binding_of_owner(self, handle: str, run_id: str) -> Binding | None:
+        if handle:
+            record = self._admissions.by_handle(handle)
+            if record is None or record.state is not PreparationState.READY:
+                return None
+            if record.expired(self._now_ms()):
+                return None
+            return self._bindings.get(handle)
+        run = self._runs.get(run_id)
+        return None if run is None else self._bindings.get(run_id)
+
     async def _start(self, frame: Frame) -> None:
         request: ExecutionStart = frame.payload
         record = self._admissions.get(frame.id)
@@ -225,6 +291,11 @@ class Dispatcher:
             request.validate()
         except ValidationError as exc:
             await self._reject(frame.id, "execution_start", exc.code, record)
+            return
+        if record.read_only:
+            await self._reject(
+                frame.id, "execution_start", PreparationErrorCode.READ_ONLY_PREPARATION, record
+            )
             return
         if request.handle != record.handle:
             await self._reject(frame.id, "execution_start", PreparationErrorCode.INVALID_START)
@@ -258,15 +329,29 @@ class Dispatcher:
         record.run_id = request.run_id
         record.start_fingerprint = fingerprint(request)
         await self._status(frame.id, record.advance(PreparationState.STARTING))
-        run = Run(request.run_id, executor, self._declarations[record.executor_id], self._send)
+        workspace = self._workspace_of(record)
+        run = Run(
+            request.run_id,
+            executor,
+            self._declarations[record.executor_id],
+            self._send,
+            workspace=workspace.root if workspace else None,
+        )
+        if workspace is not None:
+            self._bindings[request.run_id] = workspace
         self._runs[request.run_id] = run
         await self._status(frame.id, record.advance(PreparationState.STARTED))
         run.start(request.input)
         assert run.task is not None
         run.task.add_done_callback(lambda _t: self._run_finished(record, run))
 
+    def _workspace_of(self, record: AdmissionRecord) -> Binding | None:
+        local = record.configuration.local_environment
+        return None if local is None else self._workspaces.get(local.id)
+
     def _run_finished(self, record: AdmissionRecord, run: Run) -> None:
         self._runs.pop(run.run_id, None)
+        self._bindings.pop(run.run_id, None)
         self._return_idle(record)
 
     def _return_idle(self, record: AdmissionRecord) -> None:
@@ -281,10 +366,17 @@ class Dispatcher:
                 self._close_executor(self._idle.pop(oldest))
 
     def _close_executor(self, executor_id: str) -> None:
-        self._declarations.pop(executor_id, None)
-        executor = self._executors.pop(executor_id, None)
-        if executor is not None:
-            self._spawn(executor.close())
+        """Close an idle Executor; it stays owned (never reused) until the close succeeds."""
+        executor = self._executors.get(executor_id)
+        if executor is None:
+            return
+
+        async def closing() -> None:
+            await executor.close()
+            self._executors.pop(executor_id, None)
+            self._declarations.pop(executor_id, None)
+
+        self._spawn(closing())
 
     async def _release(self, frame: Frame) -> None:
         request: ExecutionRelease = frame.payload
@@ -298,7 +390,9 @@ class Dispatcher:
             )
             return
         await self._status(frame.id, record.advance(PreparationState.RELEASED))
-        self._return_idle(record)
+        self._bindings.pop(record.handle, None)
+        if not record.read_only:
+            self._return_idle(record)
 
     async def _ack(self, id_: str, ack: InteractionDecisionAck) -> None:
         try:
@@ -412,22 +506,52 @@ class Dispatcher:
             return
         await self._ack(frame.id, owner.decision(frame.id, decision))
 
-    async def close(self) -> None:
+    async def _workspace_read(self, frame: Frame) -> None:
+        await self._send("workspace_read_result", frame.id, self._ops.read(frame.payload))
+
+    async def _workspace_write(self, frame: Frame) -> None:
+        result = self._ops.write(frame.id, frame.payload)
+        if result is not None:
+            await self._send("workspace_write_result", frame.id, result)
+
+    async def _workspace_export(self, frame: Frame) -> None:
+        await self._send(
+            "workspace_export_result", frame.id, self._ops.export(frame.id, frame.payload)
+        )
+
+    async def _runtime_prepare(self, frame: Frame) -> None:
+        result = await self._ops.prepare(frame.id, frame.payload)
+        if result is not None:
+            await self._send("runtime_prepare_result", frame.id, result)
+
+    async def close(self) -> bool:
         """The connection is gone: cancel Runs (no frame goes to the lost socket) and close
-        Executors. Nothing is carried over to the next connection."""
-        for run in list(self._runs.values()):
-            run.done_sent = True  # the socket is lost: nothing more is sent for it
-            await run.cancel(limits.SETTLEMENT_TIMEOUT_SECONDS)
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        for executor_id in list(self._executors):
-            executor = self._executors.pop(executor_id)
-            with contextlib.suppress(Exception):
-                await executor.close()
-        self._idle.clear()
+        Executors. Nothing is carried over to the next connection.
+
+        Returns True once every Run settled and every Executor closed. An Executor whose
+        close failed stays owned (and unusable) and the call may be retried; calls are
+        serialized, so a retry never closes an Executor twice at once."""
+        async with self._closing:
+            settled = True
+            for run in list(self._runs.values()):
+                run.done_sent = True  # the socket is lost: nothing more is sent for it
+                settled = await run.cancel(limits.SETTLEMENT_TIMEOUT_SECONDS) and settled
+            for task in list(self._tasks):
+                task.cancel()
+            for task in list(self._tasks):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            self._idle.clear()
+            for executor_id, executor in list(self._executors.items()):
+                try:
+                    await executor.close()
+                except Exception:
+                    log.warning("executor %s cleanup unconfirmed; it stays owned", executor_id)
+                    settled = False
+                    continue
+                self._executors.pop(executor_id, None)
+                self._declarations.pop(executor_id, None)
+            return settled
 
     def describe(self) -> dict[str, Any]:
         return {"runs": len(self._runs), "executors": len(self._executors)}

@@ -17,14 +17,25 @@ import hashlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import msgspec
 
-from runtime.harness.base import ChoiceOutcome, Executor, FunctionOutcome, HarnessError
+from runtime.harness.base import (
+    ChoiceOutcome,
+    ContractViolation,
+    Executor,
+    FunctionOutcome,
+    HarnessError,
+    NativeFailure,
+    OutcomeUnknown,
+    Unavailable,
+    Unsupported,
+)
 from runtime.proto import limits
 from runtime.proto import run as wire
 from runtime.proto.capabilities import AgentKindCapabilities
-from runtime.proto.errors import DecisionErrorCode, SteerErrorCode
+from runtime.proto.errors import DecisionErrorCode, SteerErrorCode, classify_engine_failure
 from runtime.proto.functions import FunctionCall, FunctionResult
 from runtime.proto.inputs import MessageInput
 from runtime.proto.interactions import (
@@ -74,8 +85,14 @@ class _Steer:
 
 class Run:
     def __init__(
-        self, run_id: str, executor: Executor, declaration: AgentKindCapabilities, send: Send
+        self,
+        run_id: str,
+        executor: Executor,
+        declaration: AgentKindCapabilities,
+        send: Send,
+        workspace: Path | None = None,
     ) -> None:
+        self.workspace = workspace
         self.run_id = run_id
         self.executor = executor
         self.declaration = declaration
@@ -84,6 +101,7 @@ class Run:
         self.done_sent = False
         self.cancel_requested = False
         self.task: asyncio.Task[None] | None = None
+        self._driving = False
         self.settled = asyncio.Event()
         self._calls: dict[str, _Pending] = {}
         self._applied: dict[str, str] = {}  # call or interaction id -> result fingerprint
@@ -102,7 +120,7 @@ class Run:
 
     async def call_function(self, call_id: str, name: str, arguments: str) -> FunctionOutcome:
         if not self.declaration.function_tools:
-            raise HarnessError("function tools are not declared")
+            raise Unsupported("function_tools", "function tools are not declared")
         pending = _Pending(asyncio.get_running_loop().create_future())
         self._calls[call_id] = pending
         await self.emit(
@@ -117,7 +135,7 @@ class Run:
         self, request_id: str, tool: str, title: str, detail: str = ""
     ) -> bool:
         if not self.declaration.permissions:
-            raise HarnessError("permissions are not declared")
+            raise Unsupported("permissions", "permissions are not declared")
         pending = _Pending(asyncio.get_running_loop().create_future())
         self._interactions[request_id] = pending
         await self.emit(
@@ -193,6 +211,8 @@ class Run:
                 delivery_id=decision.delivery_id, applied=not code, error_code=code
             )
 
+        if isinstance(decision, PermissionDecision) and not self.declaration.permissions:
+            return ack(DecisionErrorCode.UNSUPPORTED)
         fingerprint = _fingerprint(decision)
         if interaction_id in self._applied:
             same = self._applied[interaction_id] == fingerprint
@@ -226,7 +246,8 @@ class Run:
                         input_id=request.input_id,
                         accepted=False,
                         error_code=SteerErrorCode.INPUT_CONFLICT,
-                    )
+                    ),
+                    record=False,  # the input's own receipt stays what a replay repeats
                 )
             elif known.ack is not None:
                 await self._steer_ack(known.ack)
@@ -251,9 +272,9 @@ class Run:
             PromptSteerAck(input_id=request.input_id, accepted=False, written=True)
         )
 
-    async def _steer_ack(self, ack: PromptSteerAck) -> None:
+    async def _steer_ack(self, ack: PromptSteerAck, record: bool = True) -> None:
         steer = self._steers.get(ack.input_id)
-        if steer is not None:
+        if steer is not None and record:
             steer.ack = ack
         try:
             await asyncio.wait_for(
@@ -273,13 +294,15 @@ class Run:
         self.task = asyncio.create_task(self._drive(messages), name=f"run-{self.run_id}")
 
     async def _drive(self, messages: MessageInput) -> None:
+        self._driving = True
         try:
-            await self.executor.run(self.run_id, messages, self)
+            if not self.cancel_requested:  # cancelled before the task first ran
+                await self.executor.run(self.run_id, messages, self)
         except asyncio.CancelledError:
             if not self.cancel_requested:
                 raise
         except HarnessError as exc:
-            await self._safe_error(f"harness failure ({exc.code}): {exc}")
+            await self._safe_error(*self._describe(exc))
         except Exception as exc:
             log.exception("run %s: adapter failed", self.run_id)
             await self._safe_error(f"harness failure ({type(exc).__name__})")
@@ -295,9 +318,37 @@ class Run:
         self._calls.clear()
         self._interactions.clear()
 
-    async def _safe_error(self, text: str) -> None:
+    def _describe(self, exc: HarnessError) -> tuple[str, str, int]:
+        """(text, engine code, HTTP status) of the `error` frame for an adapter failure.
+
+        Only a NativeFailure is classified; an unsupported answer to a declared
+        operation is a contract violation, which is never an engine failure."""
+        if isinstance(exc, Unsupported):
+            if getattr(self.declaration, exc.operation, False) is True:
+                log.error(
+                    "run %s: contract violation: declared %s answered unsupported",
+                    self.run_id,
+                    exc.operation,
+                )
+                violation = ContractViolation(
+                    f"the declared operation {exc.operation} answered unsupported"
+                )
+                return f"harness contract violation: {violation}", "", 0
+            return f"unsupported operation: {exc.operation} is not declared", "", 0
+        if isinstance(exc, ContractViolation):
+            return f"harness contract violation: {exc}", "", 0
+        if isinstance(exc, Unavailable):
+            return f"harness unavailable: {exc}", "", 0
+        if isinstance(exc, OutcomeUnknown):
+            return f"outcome unknown: {exc}", "", 0
+        if isinstance(exc, NativeFailure):
+            code, status = classify_engine_failure(exc.engine_code, exc.http_status)
+            return f"native failure: {exc}", code, status
+        return f"harness failure ({exc.code}): {exc}", "", 0
+
+    async def _safe_error(self, text: str, code: str = "", http_status: int = 0) -> None:
         try:
-            await self.emit("error", wire.Error(error=text))
+            await self.emit("error", wire.Error(error=text, code=code, http_status=http_status))
         except Exception:
             log.warning("run %s: error frame could not be sent", self.run_id)
 
@@ -320,7 +371,9 @@ class Run:
     async def cancel(self, timeout: float) -> bool:
         """Ask the adapter to stop and wait for native settlement; return whether it did."""
         self.cancel_requested = True
-        if self.task is not None and not self.task.done():
+        # A task that has not run yet is not cancelled: it would die before its first
+        # line and never send `done`. It sees cancel_requested and settles at once.
+        if self._driving and self.task is not None and not self.task.done():
             self.task.cancel()
         try:
             await asyncio.wait_for(self.settled.wait(), timeout)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from storage.database import Tx
+from storage.pages import keyset
 from storage.rows import Queryable, dumps, record
 
 
@@ -22,3 +23,39 @@ async def get(q: Queryable, project_id: str, agent_id: str) -> dict[str, Any] | 
         (project_id, agent_id),
     )
     return record(row, ("config",))
+
+
+async def update(tx: Tx, project_id: str, agent_id: str, config: dict[str, Any], now: int) -> bool:
+    """Replace a live agent's configuration; False when there is no such agent."""
+    changed = await tx.execute(
+        "UPDATE agents SET config = ?, updated_at = ?"
+        " WHERE project_id = ? AND id = ? AND deleted_at IS NULL",
+        (dumps(config), now, project_id, agent_id),
+    )
+    return changed == 1
+
+
+async def delete(tx: Tx, project_id: str, agent_id: str, now: int) -> bool:
+    """Soft-delete a live agent; False when there is no such agent. Sessions keep their
+    frozen copy of its configuration."""
+    changed = await tx.execute(
+        "UPDATE agents SET deleted_at = ? WHERE project_id = ? AND id = ? AND deleted_at IS NULL",
+        (now, project_id, agent_id),
+    )
+    return changed == 1
+
+
+async def page(
+    q: Queryable, project_id: str, *, after: str | None, limit: int, order: str
+) -> tuple[list[dict[str, Any]], bool]:
+    """One keyset page of the project's live agents; raises CursorNotFound."""
+    rows, more = await keyset(
+        q,
+        table="agents",
+        where="project_id = ? AND deleted_at IS NULL",
+        params=(project_id,),
+        after=after,
+        limit=limit,
+        order=order,
+    )
+    return [r for r in (record(row, ("config",)) for row in rows) if r is not None], more

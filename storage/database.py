@@ -47,19 +47,16 @@ class Tx:
             cursor = await self._conn.execute(sql, tuple(params))
         except sqlite3.IntegrityError as exc:
             raise Conflict(str(exc)) from exc
-        try:
-            return cursor.rowcount
-        finally:
-            await cursor.close()
+        # One hop to the database thread per statement: the cursor is not closed
+        # explicitly (it holds no resources once the statement has run).
+        return cursor.rowcount
 
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
-        async with self._conn.execute(sql, tuple(params)) as cursor:
-            row: sqlite3.Row | None = await cursor.fetchone()
-            return row
+        rows = await self._conn.execute_fetchall(sql, tuple(params))
+        return next(iter(rows), None)
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        async with self._conn.execute(sql, tuple(params)) as cursor:
-            return list(await cursor.fetchall())
+        return list(await self._conn.execute_fetchall(sql, tuple(params)))
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run `callback` once this job's transaction has committed."""
@@ -73,13 +70,11 @@ class Reader:
         self._conn = conn
 
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
-        async with self._conn.execute(sql, tuple(params)) as cursor:
-            row: sqlite3.Row | None = await cursor.fetchone()
-            return row
+        rows = await self._conn.execute_fetchall(sql, tuple(params))
+        return next(iter(rows), None)
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        async with self._conn.execute(sql, tuple(params)) as cursor:
-            return list(await cursor.fetchall())
+        return list(await self._conn.execute_fetchall(sql, tuple(params)))
 
 
 @dataclass

@@ -37,8 +37,8 @@ def apply(conn: sqlite3.Connection) -> int:
         "CREATE TABLE IF NOT EXISTS schema_version ("
         " version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)"
     )
-    row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
-    current = int(row[0])
+    applied = {int(r[0]) for r in conn.execute("SELECT version FROM schema_version")}
+    current = max(applied, default=0)
     migrations = available()
     newest = migrations[-1][0] if migrations else 0
     if current > newest:
@@ -46,7 +46,7 @@ def apply(conn: sqlite3.Connection) -> int:
             f"database schema version {current} is newer than this build supports ({newest})"
         )
     for version, sql in migrations:
-        if version <= current:
+        if version in applied:
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -60,8 +60,8 @@ def apply(conn: sqlite3.Connection) -> int:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        current = version
-    return current
+        applied.add(version)
+    return max(applied, default=0)
 
 
 def _statements(sql: str) -> list[str]:

@@ -7,7 +7,7 @@ from typing import Any
 from storage.database import Tx
 from storage.rows import Queryable, dumps, record
 
-JSON_COLUMNS = ("agent", "environment", "metadata", "vault_ids")
+JSON_COLUMNS = ("agent", "environment", "metadata", "vault_ids", "options")
 
 
 async def insert(tx: Tx, row: dict[str, Any]) -> None:
@@ -62,3 +62,34 @@ async def next_event_seq(tx: Tx, session_id: str) -> int:
 
 async def touch(tx: Tx, session_id: str, now: int) -> None:
     await tx.execute("UPDATE sessions SET last_active_at = ? WHERE id = ?", (now, session_id))
+
+
+async def update(
+    tx: Tx,
+    session_id: str,
+    *,
+    agent: dict[str, Any] | None = None,
+    metadata: dict[str, str] | None = None,
+    options: dict[str, Any] | None = None,
+) -> None:
+    if agent is not None:
+        await tx.execute("UPDATE sessions SET agent = ? WHERE id = ?", (dumps(agent), session_id))
+    if metadata is not None:
+        await tx.execute(
+            "UPDATE sessions SET metadata = ? WHERE id = ?", (dumps(metadata), session_id)
+        )
+    if options is not None:
+        await tx.execute(
+            "UPDATE sessions SET options = ? WHERE id = ?", (dumps(options), session_id)
+        )
+
+
+async def delete(tx: Tx, session_id: str, now: int) -> bool:
+    """Soft-delete a session that has no active turn; return whether it was deleted."""
+    changed = await tx.execute(
+        "UPDATE sessions SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL"
+        " AND NOT EXISTS (SELECT 1 FROM turns WHERE session_id = ?"
+        " AND status IN ('queued', 'in_progress', 'waiting'))",
+        (now, session_id, session_id),
+    )
+    return changed == 1

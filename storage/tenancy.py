@@ -22,11 +22,18 @@ async def default_project(q: Queryable) -> dict[str, Any] | None:
 
 
 async def insert_key(
-    tx: Tx, key_id: str, project_id: str, digest: str, prefix: str, now: int
+    tx: Tx,
+    key_id: str,
+    project_id: str,
+    digest: str,
+    prefix: str,
+    now: int,
+    name: str | None = None,
 ) -> None:
     await tx.execute(
-        "INSERT INTO api_keys (id, project_id, digest, prefix, created_at) VALUES (?, ?, ?, ?, ?)",
-        (key_id, project_id, digest, prefix, now),
+        "INSERT INTO api_keys (id, project_id, digest, prefix, created_at, name)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (key_id, project_id, digest, prefix, now, name),
     )
 
 
@@ -73,4 +80,50 @@ async def probe(tx: Tx, now: int) -> None:
         "INSERT INTO health_probe (id, written_at) VALUES (1, ?)"
         " ON CONFLICT(id) DO UPDATE SET written_at = excluded.written_at",
         (now,),
+    )
+
+
+async def get_project(q: Queryable, project_id: str) -> dict[str, Any] | None:
+    return record(await q.fetchone("SELECT * FROM projects WHERE id = ?", (project_id,)))
+
+
+async def archive_project(tx: Tx, project_id: str, now: int) -> None:
+    """Archive the project and revoke every live key of it, in the caller's transaction."""
+    await tx.execute(
+        "UPDATE projects SET archived_at = ? WHERE id = ? AND archived_at IS NULL",
+        (now, project_id),
+    )
+    await tx.execute(
+        "UPDATE api_keys SET revoked_at = ? WHERE project_id = ? AND revoked_at IS NULL",
+        (now, project_id),
+    )
+
+
+async def get_key(q: Queryable, project_id: str, key_id: str) -> dict[str, Any] | None:
+    row = await q.fetchone(
+        "SELECT id, project_id, name, prefix, created_at, revoked_at FROM api_keys"
+        " WHERE project_id = ? AND id = ?",
+        (project_id, key_id),
+    )
+    return record(row)
+
+
+async def revoke_key(tx: Tx, project_id: str, key_id: str, now: int) -> None:
+    """Revoke one key; the project's other keys keep working. Revoking twice is a no-op."""
+    await tx.execute(
+        "UPDATE api_keys SET revoked_at = ? WHERE project_id = ? AND id = ? AND revoked_at IS NULL",
+        (now, project_id, key_id),
+    )
+
+
+async def get_meta(q: Queryable, key: str) -> str | None:
+    row = await q.fetchone("SELECT value FROM meta WHERE key = ?", (key,))
+    return None if row is None else str(row["value"])
+
+
+async def set_meta(tx: Tx, key: str, value: str) -> None:
+    await tx.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?)"
+        " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, value),
     )

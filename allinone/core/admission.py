@@ -15,21 +15,24 @@ import msgspec
 from msgspec import UNSET
 
 from allinone.core import agents as agent_config
+from allinone.core import render
 from allinone.core.api.errors import ApiError, invalid, not_found
 from allinone.core.api.models import (
-    AgentCreate,
     CancelInputEvent,
     InputEvent,
     InputMessageParam,
     McpApprovalResultInputEvent,
     MessageInputEvent,
     SessionCreate,
+    SessionUpdate,
     ToolResultInputEvent,
 )
+from allinone.core.environments import Environments
 from allinone.core.ids import Clock, Ids
 from allinone.core.recorder import Recorder
 from allinone.core.states import TurnStatus, sources_for
 from storage import agents as agent_rows
+from storage import environments as env_rows
 from storage import interactions as interaction_rows
 from storage import items as item_rows
 from storage import sessions, turns
@@ -70,7 +73,9 @@ class Admission:
         on_work: Callable[[], None],
         on_cancel: Callable[[str], None],
         on_input: Callable[[str], None],
+        environments: Environments | None = None,
     ) -> None:
+        self._environments = environments
         self._db = db
         self._recorder = recorder
         self._ids = ids
@@ -78,17 +83,6 @@ class Admission:
         self._on_work = on_work
         self._on_cancel = on_cancel
         self._on_input = on_input
-
-    async def create_agent(self, project_id: str, body: AgentCreate) -> str:
-        config = agent_config.from_create(body)
-        agent_config.harness_for(config)
-        agent_id = self._ids.new("agent")
-
-        async def job(tx: Tx) -> None:
-            await agent_rows.insert(tx, agent_id, project_id, config, self._clock.now())
-
-        await self._db.write(job)
-        return agent_id
 
     async def create_session(
         self, project_id: str, body: SessionCreate, idempotency_key: str | None
@@ -100,22 +94,22 @@ class Admission:
         """
         environment = body.environment
         env_type = environment.get("type")
-        if env_type != "none":
-            if env_type in ("openai_hosted", "self_hosted"):
-                raise invalid(
-                    f"Environment type {env_type!r} is not available in this build.",
-                    "environment.type",
-                    code="unsupported_environment",
-                )
+        if env_type not in ("none", "openai_hosted", "self_hosted"):
             raise invalid(
                 "environment.type must be one of none, openai_hosted, self_hosted.",
                 "environment.type",
             )
-        if set(environment) != {"type"}:
+        if env_type == "none" and set(environment) != {"type"}:
             raise invalid("An environment of type none takes no other fields.", "environment")
-        if body.input is UNSET or body.input is None:
-            raise invalid("Sessions with environment type none require initial input.", "input")
-        messages = _messages(body.input)
+        has_input = body.input is not UNSET and body.input is not None
+        if not has_input and (
+            env_type == "none" or (body.stream is True and env_type != "self_hosted")
+        ):
+            raise invalid("This session requires initial input.", "input")
+        messages = _messages(body.input) if body.input is not UNSET and body.input else []
+        hosted = (
+            await self._hosted(project_id, environment) if env_type == "openai_hosted" else None
+        )
         metadata = agent_config.check_metadata(None if body.metadata is UNSET else body.metadata)
         request_hash = digest(body)
         now = self._clock.now()
@@ -166,14 +160,77 @@ class Admission:
                     "request_hash": request_hash,
                 },
             )
+            if env_type != "none":
+                await self._bind_environment(
+                    tx, project_id, session_id, env_type, environment, hosted
+                )
             await self._recorder.emit_session(tx, session_id, "agent.session.created")
             key = idempotency_key or self._ids.new("idem")
-            await self._start_turn(tx, session_id, agent_id, messages, key, request_hash, 0)
+            if messages:
+                await self._start_turn(tx, session_id, agent_id, messages, key, request_hash, 0)
             return session_id, True
 
         result = await self._db.write(job)
         self._on_work()
         return result
+
+    async def _hosted(
+        self, project_id: str, environment: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]] | str:
+        """Validate a hosted environment before the transaction: an existing environment's
+        id, or the inline configuration to create one."""
+        if self._environments is None:
+            raise invalid("Environments are not available.", "environment.type")
+        existing = environment.get("environment_id")
+        if existing is not None:
+            if set(environment) - {"type", "environment_id"}:
+                raise invalid(
+                    "environment_id cannot be combined with other configuration.",
+                    "environment.environment_id",
+                )
+            row = await self._db.read(lambda r: env_rows.get(r, project_id, str(existing)))
+            if row is None or row["type"] != "openai_hosted":
+                raise ApiError(
+                    404,
+                    "Resource not found.",
+                    code="not_found_error",
+                    param="environment.environment_id",
+                )
+            return str(row["id"])
+        if environment.get("environment_template_id"):
+            raise invalid(
+                "Environment templates cannot be applied in this build yet.",
+                "environment.environment_template_id",
+                code="unsupported_or_invalid_configuration",
+            )
+        return await self._environments.hosted_config(project_id, environment, "environment")
+
+    async def _bind_environment(
+        self,
+        tx: Tx,
+        project_id: str,
+        session_id: str,
+        env_type: str,
+        environment: dict[str, Any],
+        hosted: tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]] | str | None,
+    ) -> None:
+        assert self._environments is not None
+        if env_type == "self_hosted":
+            environment_id = await self._environments.insert_self_hosted(
+                tx, project_id, environment, "environment"
+            )
+        elif isinstance(hosted, str):
+            environment_id = hosted
+        else:
+            assert hosted is not None
+            environment_id = await self._environments.insert_hosted(tx, project_id, *hosted)
+        row = await env_rows.get_any(tx, environment_id)
+        assert row is not None
+        files = await env_rows.files_of(tx, environment_id)
+        await tx.execute(
+            "UPDATE sessions SET environment = ?, environment_id = ? WHERE id = ?",
+            (dumps(render.environment(row, files)), environment_id, session_id),
+        )
 
     async def _start_turn(
         self,
@@ -537,3 +594,53 @@ class Admission:
             "admitted",
         )
         inputs.append(row["turn_id"])
+
+    async def update_session(self, session: dict[str, Any], body: SessionUpdate) -> None:
+        """Apply a session update; new values apply to turns that start afterwards."""
+        if all(getattr(body, f) is UNSET for f in body.__struct_fields__):
+            raise invalid("At least one update field is required")
+        agent = None
+        if body.agent is not UNSET:
+            agent = dict(session["agent"])
+            update = body.agent
+            if update.model is not UNSET:
+                agent["model"] = update.model
+            if update.reasoning is not UNSET:
+                agent["reasoning"] = (
+                    {"effort": None, "summary": None}
+                    if update.reasoning is None
+                    else {**agent["reasoning"], "effort": update.reasoning.effort}
+                )
+            if update.service_tier is not UNSET:
+                agent["service_tier"] = update.service_tier or "auto"
+            if update.tools is not UNSET:
+                agent["tools"] = agent_config.normalize_tools(update.tools, "agent.tools")
+        metadata = None
+        if body.metadata is not UNSET:
+            metadata = agent_config.check_metadata(body.metadata)
+        options = dict(session.get("options") or {})
+        for field in ("prompt_cache_options", "review", "spend_control"):
+            value = getattr(body, field)
+            if value is not UNSET:
+                options[field] = value
+
+        async def job(tx: Tx) -> None:
+            await sessions.update(
+                tx, session["id"], agent=agent, metadata=metadata, options=options
+            )
+
+        await self._db.write(job)
+
+    async def delete_session(self, session: dict[str, Any]) -> None:
+        """Delete only a durably idle or failed session with nothing pending."""
+
+        async def job(tx: Tx) -> bool:
+            return await sessions.delete(tx, session["id"], self._clock.now())
+
+        if not await self._db.write(job):
+            raise ApiError(
+                409,
+                "session must be durably idle or failed without required actions before deletion",
+                code="conflict_error",
+                headers={"x-should-retry": "false"},
+            )

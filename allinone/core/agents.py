@@ -7,20 +7,13 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
+from allinone.core import tools as tool_lists
 from allinone.core.api.errors import invalid
-from allinone.core.api.models import AgentCreate, SessionAgentParam
+from allinone.core.api.models import AgentCreate, AgentUpdate, SessionAgentParam
 
 HARNESSES = ("scripted",)
-TOOL_TYPES = (
-    "function",
-    "tool_search",
-    "programmatic_tool_calling",
-    "mcp",
-    "web_search",
-    "computer_use",
-    "automations",
-)
 MAX_METADATA_KEYS = 16
+DEFAULT_MAX_SUBAGENTS = 6
 
 
 def defaults() -> dict[str, Any]:
@@ -56,37 +49,16 @@ def check_metadata(metadata: dict[str, str] | None, param: str = "metadata") -> 
     return dict(metadata)
 
 
-def normalize_tools(tools: list[dict[str, Any]] | None, param: str = "tools") -> list[Any]:
-    result: list[dict[str, Any]] = []
-    for index, tool in enumerate(tools or []):
-        kind = tool.get("type")
-        if kind not in TOOL_TYPES:
-            raise invalid(f"Unsupported tool type {str(kind)[:40]!r}.", f"{param}[{index}].type")
-        if kind == "function":
-            name = tool.get("name")
-            if not isinstance(name, str) or not name:
-                raise invalid("A function tool needs a name.", f"{param}[{index}].name")
-            params = tool.get("parameters", {})
-            if not isinstance(params, dict):
-                raise invalid(
-                    "parameters must be a JSON Schema object.", f"{param}[{index}].parameters"
-                )
-            normal = {
-                "type": "function",
-                "name": name,
-                "description": str(tool.get("description") or ""),
-                "parameters": params,
-                "defer_loading": bool(tool.get("defer_loading", False)),
-            }
-            if "async" in tool:
-                normal["async"] = tool["async"]
-            result.append(normal)
-        else:
-            result.append(dict(tool))
-    return result
+def normalize_tools(
+    tools: list[Any] | None, param: str = "tools", *, session: bool = True
+) -> list[Any]:
+    """Validate a tool list and return its stored shape (see `allinone.core.tools`)."""
+    return tool_lists.normalize(tools, param, session=session)
 
 
-def apply_fields(config: dict[str, Any], body: AgentCreate | SessionAgentParam) -> None:
+def apply_fields(
+    config: dict[str, Any], body: AgentCreate | AgentUpdate | SessionAgentParam
+) -> None:
     """Copy the fields the body sets onto `config` (omitted keeps, null resets)."""
     base = defaults()
     for field in ("model", "instructions", "service_tier"):
@@ -102,13 +74,19 @@ def apply_fields(config: dict[str, Any], body: AgentCreate | SessionAgentParam) 
             continue
         merged = dict(base[field])
         merged.update({k: v for k, v in _builtins(value).items() if v is not None})
+        if (
+            field == "multi_agent"
+            and merged["enabled"]
+            and merged["max_concurrent_subagents"] is None
+        ):
+            merged["max_concurrent_subagents"] = DEFAULT_MAX_SUBAGENTS
         config[field] = merged
     if body.experimental is not UNSET:
         merged = dict(config.get("experimental") or base["experimental"])
         merged.update(_builtins(body.experimental))
         config["experimental"] = merged
     if body.tools is not UNSET:
-        config["tools"] = normalize_tools(body.tools)
+        config["tools"] = normalize_tools(body.tools, session=isinstance(body, SessionAgentParam))
     if body.x_corebox is not UNSET:
         config["x_corebox"] = dict(body.x_corebox)
 

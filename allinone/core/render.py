@@ -6,19 +6,6 @@ from typing import Any
 
 from runtime.proto.run import TokenCounts
 
-
-def agent(row: dict[str, Any]) -> dict[str, Any]:
-    config = row["config"]
-    body = {
-        "id": row["id"],
-        "object": "agent",
-        "created_at": row["created_at"],
-        "updated_at": row["updated_at"],
-    }
-    body.update({k: v for k, v in config.items() if k != "x_corebox"})
-    return body
-
-
 PUBLIC_TURN_ERROR_CODES = frozenset(
     {
         "context_length_exceeded",
@@ -112,6 +99,7 @@ def session(
         "status": status,
         "usage": usage,
         "vault_ids": row["vault_ids"],
+        **{key: value for key, value in (row.get("options") or {}).items() if value is not None},
     }
 
 
@@ -165,4 +153,66 @@ def page(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
         "first_id": data[0].get("id") if data else None,
         "last_id": data[-1].get("id") if data else None,
         "has_more": has_more,
+    }
+
+
+def environment_file(row: dict[str, Any]) -> dict[str, Any]:
+    if row["type"] == "file_id":
+        return {
+            "type": "file_id",
+            "id": row["id"],
+            "file_id": row["file_id"],
+            "path": row["path"],
+            "size_bytes": row["size_bytes"],
+        }
+    return {"type": "inline", "id": row["id"], "path": row["path"], "size_bytes": row["size_bytes"]}
+
+
+def environment(row: dict[str, Any], files: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Environment resource as a session shows it."""
+    config = row["config"]
+    if row["type"] == "self_hosted":
+        return {
+            "type": "self_hosted",
+            "id": row["id"],
+            "capability_directories": config.get("capability_directories", []),
+            "remote_url": config.get("remote_url", ""),
+            "workspace_directory": row["workspace_directory"],
+        }
+    return {
+        "type": "openai_hosted",
+        "id": row["id"],
+        "capability_directories": config.get("capability_directories", []),
+        "files": [environment_file(f) for f in files],
+        "network": config["network"],
+        "packages": config["packages"],
+        "plugins": [],
+        "skills": [],
+        "container_size": config.get("container_size"),
+        "desktop": config.get("desktop"),
+    }
+
+
+def environment_info(row: dict[str, Any], files: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "object": "agent.environment",
+        "type": row["type"],
+        "status": row["status"],
+        "files": [environment_file(f) for f in files],
+        "plugins": [],
+        "skills": [],
+    }
+
+
+def artifact(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "object": "agent.session.artifact",
+        "session_id": row["session_id"],
+        "turn_id": row["turn_id"],
+        "environment_id": row["environment_id"],
+        "path": row["path"],
+        "size_bytes": row["size_bytes"],
+        "created_at": row["created_at"],
     }

@@ -1,9 +1,18 @@
 """The one small interface every harness adapter implements.
 
     HarnessError                    the adapter could not do what was asked
-    +-- Unsupported                 the declaration does not include the operation
+    +-- Unsupported                 the operation is not supported (see below)
     +-- ContractViolation           a declared operation answered "unsupported"
-    +-- NativeFailure               the native call failed (the outcome is known)
+    +-- Unavailable                 the harness or its native side cannot run now
+    +-- NativeFailure               the native call failed (the outcome is known);
+    |                               may carry an engine failure code and HTTP status
+    +-- OutcomeUnknown              a native write may or may not have happened; it
+                                    keeps its receipt and is never replayed
+
+An adapter raises Unsupported naming the capability (`operation`). The Run turns it into
+a ContractViolation when the declaration frozen at admission includes that capability:
+a declared operation may not answer "unsupported". Only NativeFailure carries an
+engine failure code; the others are reported as text and never classified.
 
 Contract for `Executor.run`: drive one native turn, sending its frames and requests
 through the RunContext in order, and return when the native turn has settled.
@@ -16,6 +25,7 @@ declaration frozen when the Executor was admitted, before the adapter is asked.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import msgspec
@@ -31,15 +41,39 @@ class HarnessError(Exception):
 
 
 class Unsupported(HarnessError):
+    """`operation` is the capability name (a field of AgentKindCapabilities) when the
+    operation has one, else a short operation name."""
+
     code = "unsupported"
+
+    def __init__(self, operation: str, message: str = "") -> None:
+        super().__init__(message or f"{operation} is not supported")
+        self.operation = operation
 
 
 class ContractViolation(HarnessError):
     code = "contract_violation"
 
 
+class Unavailable(HarnessError):
+    code = "unavailable"
+
+
 class NativeFailure(HarnessError):
+    """`engine_code` is an EngineFailureCode value or ""; `http_status` is kept on the
+    wire only for `connection_failed`. The message must not quote a credential or a
+    prompt."""
+
     code = "native_failure"
+
+    def __init__(self, message: str, engine_code: str = "", http_status: int = 0) -> None:
+        super().__init__(message)
+        self.engine_code = engine_code
+        self.http_status = http_status
+
+
+class OutcomeUnknown(HarnessError):
+    code = "outcome_unknown"
 
 
 @dataclass(frozen=True)
@@ -61,6 +95,11 @@ class ChoiceOutcome:
 class RunContext(Protocol):
     """What a Run offers its adapter. Requests wait for Core's answer; cancellation of
     the Run interrupts the wait."""
+
+    @property
+    def workspace(self) -> Path | None:
+        """The bound workspace directory, or None without a local environment."""
+        ...
 
     async def emit(self, type_: str, payload: msgspec.Struct) -> None: ...
 

@@ -14,6 +14,7 @@ import json
 import secrets
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from runtime.harness.base import RunContext
@@ -306,7 +307,20 @@ class _ScriptedTurn:
         )
 
     async def _write(self, argument: str) -> None:
-        raise ScriptedFailure("invalid_request", "/write needs a local environment")
+        root = self._context.workspace
+        if root is None:
+            raise ScriptedFailure("invalid_request", "/write needs a local environment")
+        path, _, text = argument.strip().partition(" ")
+        relative = path.removeprefix("/workspace/").lstrip("/")
+        target = (root / relative).resolve()
+        if not relative or not target.is_relative_to(root.resolve()):
+            raise ScriptedFailure("invalid_request", "/write must stay inside the workspace")
+        await asyncio.to_thread(_write_text, target, self._substitute(text))
+
+
+def _write_text(target: Path, text: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
 
 
 def _int(text: str, directive: str) -> int:

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from enum import StrEnum
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import msgspec
 
+from runtime.proto import limits
 from runtime.proto.errors import PreparationErrorCode, ValidationError
 from runtime.proto.inputs import MessageInput, validate_message_input
 
@@ -78,11 +80,38 @@ def check_preparation_transition(current: PreparationState, target: PreparationS
 
 
 class ModelProvider(msgspec.Struct, **_STRICT):
+    """Where a model harness reaches its model (`AgentOptions.model` names the model).
+    `api_key` is a secret: it is never logged or echoed in an error."""
+
     protocol: Literal["chat_completions", "responses"]
     base_url: str
     api_key: str
     context_window: int = 0
     max_output_tokens: int = 0
+
+    def validate(self) -> None:
+        """Raises ValidationError(`invalid_configuration`); the text never quotes a value."""
+        code = PreparationErrorCode.INVALID_CONFIGURATION
+        parts = urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValidationError(code, "model_provider.base_url must be an http(s) URL")
+        if parts.username or parts.password or parts.query or parts.fragment:
+            raise ValidationError(
+                code, "model_provider.base_url takes no credentials, query or fragment"
+            )
+        key = self.api_key.encode()
+        if (
+            not key.strip()
+            or len(key) > limits.MAX_API_KEY_BYTES
+            or any(ch in self.api_key for ch in "\x00\r\n")
+        ):
+            raise ValidationError(code, "model_provider.api_key is blank, too long or unsafe")
+        if self.context_window < 0 or self.max_output_tokens < 0:
+            raise ValidationError(code, "model_provider token limits must not be negative")
+        if self.context_window and self.max_output_tokens > self.context_window:
+            raise ValidationError(
+                code, "model_provider.max_output_tokens exceeds the context window"
+            )
 
 
 class AgentOptions(msgspec.Struct, **_STRICT):
@@ -99,11 +128,18 @@ class OutputFormat(msgspec.Struct, **_STRICT):
     schema: dict[str, Any]
 
 
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+
+
 class ExecutionControls(msgspec.Struct, **_STRICT):
+    """Explicit opt-ins; the adapter maps them to native option names. An absent
+    `reasoning_effort` leaves the model's default."""
+
     web_search: Literal["disabled"]
     text_verbosity: Literal["low", "medium", "high"]
     disable_programmatic_tool_calling: bool
     output_format: OutputFormat | None = None
+    reasoning_effort: ReasoningEffort | None = None
 
 
 class FunctionTool(msgspec.Struct, **_STRICT):
@@ -113,11 +149,39 @@ class FunctionTool(msgspec.Struct, **_STRICT):
     defer_loading: bool = False
 
 
+class MCPHTTPServer(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One HTTP MCP server for this Run. `bearer_token` is the credential Core resolved
+    from a vault (a secret: never logged); `headers` are the tool's non-secret headers.
+    `allowed_tools` null means every tool the server lists."""
+
+    connection_origin: Literal["service", "environment"]
+    server_label: str
+    server_url: str
+    allowed_tools: list[str] | None
+    required: bool = False
+    bearer_token: str = ""
+    headers: dict[str, str] = {}
+
+    def validate(self) -> None:
+        code = PreparationErrorCode.INVALID_CONFIGURATION
+        parts = urlsplit(self.server_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValidationError(code, "an MCP server_url must be an http(s) URL")
+        if not self.server_label:
+            raise ValidationError(code, "an MCP server needs a server_label")
+        if any(ch in self.bearer_token for ch in "\x00\r\n"):
+            raise ValidationError(code, "an MCP bearer token is unsafe")
+
+
 class LocalEnvironment(msgspec.Struct, **_STRICT):
-    """The exact Environment binding; the Runtime checks the directory against its own."""
+    """The exact Environment binding. `id` is the Environment's canonical UUID. A
+    `self_hosted` binding names the directory the user chose, which the Runtime checks
+    against what it is willing to serve; an `openai_hosted` one names none: the Runtime
+    owns where its managed workspaces live."""
 
     id: str
     type: Literal["openai_hosted", "self_hosted"]
+    workspace_directory: str = ""
 
 
 class ExecutionConfiguration(msgspec.Struct, **_STRICT):
@@ -133,6 +197,7 @@ class ExecutionConfiguration(msgspec.Struct, **_STRICT):
     agent_session_id: str = ""
     function_tools: list[FunctionTool] = []
     workspace_read_only: bool = False
+    mcp_http_servers: list[MCPHTTPServer] | None = None
 
 
 class ExecutionPrepare(msgspec.Struct, **_STRICT):
@@ -148,6 +213,26 @@ class ExecutionPrepare(msgspec.Struct, **_STRICT):
                 PreparationErrorCode.UNSUPPORTED_CONFIGURATION,
                 "exactly one of local_environment and disable_execution_environment is required",
             )
+        if cfg.agent_options.model_provider is not None:
+            cfg.agent_options.model_provider.validate()
+        labels: set[str] = set()
+        for server in cfg.mcp_http_servers or []:
+            server.validate()
+            if server.server_label in labels:
+                raise ValidationError(
+                    PreparationErrorCode.INVALID_CONFIGURATION, "MCP server labels must be unique"
+                )
+            labels.add(server.server_label)
+            if server.connection_origin == "service" and cfg.local_environment is not None:
+                raise ValidationError(
+                    PreparationErrorCode.UNSUPPORTED_CONFIGURATION,
+                    "an MCP server of origin service needs environment none",
+                )
+            if server.connection_origin == "environment" and cfg.local_environment is None:
+                raise ValidationError(
+                    PreparationErrorCode.UNSUPPORTED_CONFIGURATION,
+                    "an MCP server of origin environment needs a local environment",
+                )
 
 
 class ExecutionStart(msgspec.Struct, **_STRICT):

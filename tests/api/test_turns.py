@@ -9,9 +9,15 @@ from typing import Any
 from openai import OpenAI
 
 WEATHER_TOOL = {
-    "type": "function", "name": "get_weather", "description": "Weather for a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"], "additionalProperties": False},
+    "type": "function",
+    "name": "get_weather",
+    "description": "Weather for a city.",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
 }
 
 
@@ -20,8 +26,11 @@ def idle_session(client: OpenAI, **agent: Any) -> str:
         kwargs: dict[str, Any] = {"agent_id": agent["agent_id"]}
     else:
         kwargs = {"agent": {"model": "scripted", **agent}}
-    events = list(client.beta.agents.sessions.create(
-        environment={"type": "none"}, input="ready", stream=True, **kwargs))
+    events = list(
+        client.beta.agents.sessions.create(
+            environment={"type": "none"}, input="ready", stream=True, **kwargs
+        )
+    )
     assert events[-1].type == "agent.session.idle"  # type: ignore[attr-defined]
     return str(events[0].session.id)  # type: ignore[attr-defined]
 
@@ -31,8 +40,10 @@ def send(client: OpenAI, session_id: str, *events: dict[str, Any]) -> None:
 
 
 def message(text: str) -> dict[str, Any]:
-    return {"type": "agent.session.input.message",
-            "input": [{"role": "user", "content": [{"type": "input_text", "text": text}]}]}
+    return {
+        "type": "agent.session.input.message",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": text}]}],
+    }
 
 
 def test_function_tool_round_trip_through_tool_handlers(client: OpenAI) -> None:
@@ -45,13 +56,17 @@ def test_function_tool_round_trip_through_tool_handlers(client: OpenAI) -> None:
         return {"city": arguments["city"], "forecast": "sunny"}
 
     with client.beta.agents.sessions.stream(
-            session_id, input='/call get_weather {"city": "Paris"}\n/say It is {result}',
-            tool_handlers={"get_weather": get_weather}) as stream:
+        session_id,
+        input='/call get_weather {"city": "Paris"}\n/say It is {result}',
+        tool_handlers={"get_weather": get_weather},
+    ) as stream:
         result = stream.get_final_result()
     assert calls == [{"city": "Paris"}]
     assert result.turn.status == "completed"
     assert json.loads(result.output_text.removeprefix("It is ")) == {
-        "city": "Paris", "forecast": "sunny"}
+        "city": "Paris",
+        "forecast": "sunny",
+    }
     items = client.beta.agents.sessions.items.list(session_id, order="asc").data
     kinds = [i.type for i in items]
     assert kinds[-3:] == ["function_call", "function_call_output", "message"]
@@ -61,7 +76,7 @@ def test_function_tool_round_trip_through_tool_handlers(client: OpenAI) -> None:
 def test_an_undeclared_function_fails_the_turn(client: OpenAI) -> None:
     session_id = idle_session(client)
     with client.beta.agents.sessions.events.stream(session_id) as live:
-        send(client, session_id, message('/call nothing {}'))
+        send(client, session_id, message("/call nothing {}"))
         types = [e.type for e in _until_settled(live)]
     assert "agent.session.turn.failed" in types
     turn = client.beta.agents.sessions.turns.list(session_id).data[0]
@@ -73,14 +88,15 @@ def _until_settled(live: Any) -> list[Any]:
     for event in live:
         seen.append(event)
         if event.type in ("agent.session.idle", "agent.session.failed") and any(
-                e.type.startswith("agent.session.turn.") and e.type.split(".")[-1] in
-                ("completed", "failed", "cancelled") for e in seen):
+            e.type.startswith("agent.session.turn.")
+            and e.type.split(".")[-1] in ("completed", "failed", "cancelled")
+            for e in seen
+        ):
             return seen
     raise AssertionError("stream ended before the turn settled")
 
 
-def test_cancelling_a_hanging_turn_ends_it_cancelled_and_the_session_idle(
-        client: OpenAI) -> None:
+def test_cancelling_a_hanging_turn_ends_it_cancelled_and_the_session_idle(client: OpenAI) -> None:
     session_id = idle_session(client)
     with client.beta.agents.sessions.events.stream(session_id) as live:
         send(client, session_id, message("/say working\n/hang"))
@@ -115,8 +131,9 @@ def test_a_message_during_a_turn_steers_it_as_its_own_user_item(client: OpenAI) 
     assert completed, [e.type for e in events]
     turns = client.beta.agents.sessions.turns.list(session_id).data
     assert len(turns) == 2  # the steer joined the running turn
-    items = client.beta.agents.sessions.turns.items.list(turns[0].id, session_id=session_id,
-                                                         order="asc").data
+    items = client.beta.agents.sessions.turns.items.list(
+        turns[0].id, session_id=session_id, order="asc"
+    ).data
     users = [i.content[0].text for i in items if i.role == "user"]
     replies = [i.content[0].text for i in items if i.role == "assistant"]
     assert users == ["/sleep 1500\n/say first", "/say steered"]
@@ -133,16 +150,23 @@ def test_permission_request_is_answered_with_an_mcp_approval_result(client: Open
                 break
         assert action.type == "mcp_approval_request"
         assert action.request.message == "run the tests"
-        send(client, session_id, {"type": "agent.session.input.mcp_approval_request_result",
-                                  "request_id": action.request_id,
-                                  "response": {"type": "mcp_tool_call", "decision": "deny"}})
+        send(
+            client,
+            session_id,
+            {
+                "type": "agent.session.input.mcp_approval_request_result",
+                "request_id": action.request_id,
+                "response": {"type": "mcp_tool_call", "decision": "deny"},
+            },
+        )
         _until_settled(live)
     items = client.beta.agents.sessions.items.list(session_id, order="desc", limit=1).data
     assert items[0].content[0].text == "denied"
 
 
 def test_user_choice_is_a_corebox_extension_answered_by_question_id(
-        client: OpenAI, server: Any) -> None:
+    client: OpenAI, server: Any
+) -> None:
     session_id = idle_session(client)
     with client.beta.agents.sessions.events.stream(session_id) as live:
         send(client, session_id, message("/choose Colour? | red | blue\n/say {choice}"))
@@ -155,17 +179,25 @@ def test_user_choice_is_a_corebox_extension_answered_by_question_id(
         assert prompt["type"] == "x_corebox_user_choice"
         question = prompt["questions"][0]
         assert [o["label"] for o in question["options"]] == ["red", "blue"]
-        bad = {"type": "x_corebox.input.user_choice", "ask_id": prompt["ask_id"],
-               "question_answers": [{"question_id": "nope", "answers": ["red"]}]}
+        bad = {
+            "type": "x_corebox.input.user_choice",
+            "ask_id": prompt["ask_id"],
+            "question_answers": [{"question_id": "nope", "answers": ["red"]}],
+        }
         try:
             send(client, session_id, bad)
             raise AssertionError("an unknown question id was accepted")
         except Exception as exc:  # the SDK raises BadRequestError
             assert getattr(exc, "status_code", None) == 400
-        send(client, session_id, {"type": "x_corebox.input.user_choice",
-                                  "ask_id": prompt["ask_id"],
-                                  "question_answers": [{"question_id": question["id"],
-                                                        "answers": ["blue"]}]})
+        send(
+            client,
+            session_id,
+            {
+                "type": "x_corebox.input.user_choice",
+                "ask_id": prompt["ask_id"],
+                "question_answers": [{"question_id": question["id"], "answers": ["blue"]}],
+            },
+        )
         _until_settled(live)
     items = client.beta.agents.sessions.items.list(session_id, order="desc", limit=1).data
     assert items[0].content[0].text == "blue"

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import msgspec
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp
 
+from allinone.core.api import openapi
 from allinone.core.api.errors import (
     ApiError,
     error_response,
     handle_api_error,
     handle_unexpected,
 )
+from allinone.core.api.request_ids import RequestIds
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -38,12 +42,20 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(ApiError(exc.status_code, str(exc.detail)))
 
 
-def build_app(routes: list[BaseRoute]) -> Starlette:
-    return Starlette(
-        routes=routes,
+def build_app(routes: list[BaseRoute]) -> ASGIApp:
+    """The app: `routes` (matched in order) plus `GET /openapi.json` describing them,
+    wrapped so every HTTP response, errors included, carries an `X-Request-Id`."""
+    spec = msgspec.json.encode(openapi.document(routes))
+
+    async def openapi_json(request: Request) -> Response:
+        return Response(spec, media_type="application/json")
+
+    app = Starlette(
+        routes=[*routes, Route("/openapi.json", openapi_json, methods=["GET"])],
         exception_handlers={
             ApiError: handle_api_error,
             HTTPException: _http_error,
             Exception: handle_unexpected,
         },
     )
+    return RequestIds(app)

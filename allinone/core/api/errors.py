@@ -69,7 +69,7 @@ def from_validation(exc: msgspec.ValidationError | msgspec.DecodeError) -> ApiEr
     match = _PATH.search(text)
     param = None
     if match:
-        param = match.group(1).replace("[", ".").replace("]", "") or None
+        param = match.group(1) or None  # a JSON path such as `tools[0].type`
         text = text[: match.start()]
     if isinstance(exc, msgspec.DecodeError) and not isinstance(exc, msgspec.ValidationError):
         return ApiError(400, "The request body is not valid JSON.", code="invalid_json")

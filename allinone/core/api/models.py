@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from allinone.core.api.tool_models import PersistedToolParam
+
 Metadata = dict[str, str]
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 
@@ -77,7 +79,25 @@ class AgentCreate(msgspec.Struct, **_STRICT):
     service_tier: ServiceTier | UnsetType | None = UNSET
     reasoning: ReasoningParam | UnsetType | None = UNSET
     text: TextParam | UnsetType | None = UNSET
-    tools: list[ToolParam] | UnsetType | None = UNSET
+    tools: list[PersistedToolParam] | UnsetType | None = UNSET
+    multi_agent: MultiAgentParam | UnsetType | None = UNSET
+    compaction: CompactionParam | UnsetType | None = UNSET
+    experimental: ExperimentalParam | UnsetType = UNSET
+    x_corebox: dict[str, Any] | UnsetType = UNSET
+
+
+class AgentUpdate(msgspec.Struct, **_STRICT):
+    """Omitted keeps, null clears or resets; metadata and tools are replaced whole,
+    experimental is merged by key."""
+
+    model: NonEmpty | UnsetType = UNSET
+    name: str | UnsetType | None = UNSET
+    instructions: str | UnsetType | None = UNSET
+    metadata: Metadata | UnsetType | None = UNSET
+    service_tier: ServiceTier | UnsetType | None = UNSET
+    reasoning: ReasoningParam | UnsetType | None = UNSET
+    text: TextParam | UnsetType | None = UNSET
+    tools: list[PersistedToolParam] | UnsetType | None = UNSET
     multi_agent: MultiAgentParam | UnsetType | None = UNSET
     compaction: CompactionParam | UnsetType | None = UNSET
     experimental: ExperimentalParam | UnsetType = UNSET
@@ -138,8 +158,59 @@ class ToolResultInputEvent(
     error: str | None = None
 
 
-InputEvent = MessageInputEvent | CancelInputEvent | ToolResultInputEvent
+class McpApprovalResponse(msgspec.Struct, **_STRICT):
+    type: Literal["mcp_tool_call"]
+    decision: Literal["approve", "deny", "cancel"]
+
+
+class McpApprovalResultInputEvent(
+    msgspec.Struct,
+    tag="agent.session.input.mcp_approval_request_result",
+    tag_field="type",
+    **_STRICT,
+):
+    request_id: NonEmpty
+    response: McpApprovalResponse
+
+
+class QuestionAnswerParam(msgspec.Struct, **_STRICT):
+    question_id: NonEmpty
+    answers: list[str]
+
+
+class UserChoiceInputEvent(
+    msgspec.Struct, tag="x_corebox.input.user_choice", tag_field="type", **_STRICT
+):
+    """corebox extension: the answer to an `x_corebox_user_choice` prompt."""
+
+    ask_id: NonEmpty
+    question_answers: list[QuestionAnswerParam] = []
+    cancelled: bool = False
+
+
+InputEvent = (
+    MessageInputEvent
+    | CancelInputEvent
+    | ToolResultInputEvent
+    | McpApprovalResultInputEvent
+    | UserChoiceInputEvent
+)
 
 
 class InputEvents(msgspec.Struct, **_STRICT):
     events: Annotated[list[InputEvent], msgspec.Meta(max_length=64)]
+
+
+class SessionAgentUpdate(msgspec.Struct, **_STRICT):
+    model: NonEmpty | UnsetType = UNSET
+    reasoning: ReasoningParam | UnsetType | None = UNSET
+    service_tier: ServiceTier | UnsetType | None = UNSET
+    tools: list[ToolParam] | UnsetType | None = UNSET
+
+
+class SessionUpdate(msgspec.Struct, **_STRICT):
+    agent: SessionAgentUpdate | UnsetType = UNSET
+    metadata: Metadata | UnsetType | None = UNSET
+    prompt_cache_options: dict[str, Any] | UnsetType | None = UNSET
+    review: Literal["none", "auto_review"] | UnsetType = UNSET
+    spend_control: dict[str, Any] | UnsetType | None = UNSET

@@ -1,9 +1,12 @@
-"""`/v1/agents` and `/v1/agents/sessions/...` handlers the official SDK calls."""
+"""`/v1/agents/sessions/...` handlers the official SDK calls (saved agents live in
+`allinone.core.api.agents`)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+from msgspec import UNSET
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -20,12 +23,11 @@ from allinone.core.api.common import (
     project_for,
 )
 from allinone.core.api.errors import not_found
-from allinone.core.api.models import AgentCreate, InputEvents, SessionCreate
+from allinone.core.api.models import InputEvents, SessionCreate, SessionUpdate
 from allinone.core.api.streams import SSE_HEADERS, CreationStop, journal_stream, never
 from allinone.core.hub import Hub
 from allinone.core.ids import Ids
 from allinone.core.recorder import session_view
-from storage import agents as agent_rows
 from storage import journal, sessions, turns
 from storage.database import Database
 from storage.pages import CursorNotFound, keyset
@@ -41,9 +43,11 @@ class SessionsApi:
 
     def routes(self) -> list[Route]:
         return [
-            Route("/v1/agents", self.create_agent, methods=["POST"]),
             Route("/v1/agents/sessions", self.create_session, methods=["POST"]),
+            Route("/v1/agents/sessions", self.list_sessions, methods=["GET"]),
             Route("/v1/agents/sessions/{session_id}", self.retrieve_session, methods=["GET"]),
+            Route("/v1/agents/sessions/{session_id}", self.update_session, methods=["POST"]),
+            Route("/v1/agents/sessions/{session_id}", self.delete_session, methods=["DELETE"]),
             Route("/v1/agents/sessions/{session_id}/events", self.stream_events, methods=["GET"]),
             Route("/v1/agents/sessions/{session_id}/events", self.post_events, methods=["POST"]),
             Route("/v1/agents/sessions/{session_id}/items", self.list_items, methods=["GET"]),
@@ -58,24 +62,7 @@ class SessionsApi:
                 self.list_turn_items,
                 methods=["GET"],
             ),
-            Route("/v1/agents/{agent_id}", self.retrieve_agent, methods=["GET"]),
         ]
-
-    async def create_agent(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
-        body = await decode_body(request, AgentCreate)
-        agent_id = await self._admission.create_agent(project, body)
-        row = await self._db.read(lambda r: agent_rows.get(r, project, agent_id))
-        assert row is not None
-        return json(render.agent(row))
-
-    async def retrieve_agent(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
-        agent_id = request.path_params["agent_id"]
-        row = await self._db.read(lambda r: agent_rows.get(r, project, agent_id))
-        if row is None:
-            raise not_found()
-        return json(render.agent(row))
 
     async def _session(self, project: str, session_id: str) -> dict[str, Any]:
         row = await self._db.read(lambda r: sessions.get(r, project, session_id))
@@ -93,10 +80,61 @@ class SessionsApi:
                 return StreamingResponse(
                     _single(b": connected\n\n"), media_type="text/event-stream", headers=SSE_HEADERS
                 )
-            stream = journal_stream(self._db, self._hub, self._ids, session_id, 0, CreationStop())
+            stop = CreationStop(expect_turn=body.input not in (UNSET, None, ""))
+            stream = journal_stream(self._db, self._hub, self._ids, session_id, 0, stop)
             return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
         row = await self._session(project, session_id)
         return json(await self._db.read(lambda r: session_view(r, row)))
+
+    async def list_sessions(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        params = list_params(request)
+        where = "project_id = ? AND deleted_at IS NULL"
+        args: list[Any] = [project]
+        agent_id = request.query_params.get("agent_id")
+        if agent_id:
+            where += " AND agent_id = ?"
+            args.append(agent_id)
+        for key, value in request.query_params.multi_items():
+            if key.startswith("metadata[") and key.endswith("]"):
+                where += (
+                    " AND EXISTS (SELECT 1 FROM json_each(sessions.metadata)"
+                    " WHERE json_each.key = ? AND json_each.value = ?)"
+                )
+                args.extend([key[len("metadata[") : -1], value])
+        try:
+            rows, more = await self._db.read(
+                lambda r: keyset(
+                    r,
+                    table="sessions",
+                    where=where,
+                    params=tuple(args),
+                    after=params.after,
+                    limit=params.limit,
+                    order=params.order,
+                )
+            )
+        except CursorNotFound as exc:
+            raise cursor_error(exc) from exc
+        data = []
+        for row in rows:
+            decoded = record(row, sessions.JSON_COLUMNS) or {}
+            data.append(await self._db.read(partial(session_view, row=decoded)))
+        return json(render.page(data, more))
+
+    async def update_session(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        body = await decode_body(request, SessionUpdate)
+        row = await self._session(project, request.path_params["session_id"])
+        await self._admission.update_session(row, body)
+        row = await self._session(project, row["id"])
+        return json(await self._db.read(lambda r: session_view(r, row)))
+
+    async def delete_session(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        row = await self._session(project, request.path_params["session_id"])
+        await self._admission.delete_session(row)
+        return json({"id": row["id"], "object": "agent.session.deleted", "deleted": True})
 
     async def retrieve_session(self, request: Request) -> Response:
         project = await project_for(self._db, request)

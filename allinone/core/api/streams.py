@@ -32,14 +32,18 @@ def never(_type: str, _event: dict[str, object]) -> bool:
 
 
 class CreationStop:
-    """The creation stream ends after the first settled idle, or on any failure."""
+    """The creation stream ends after the first settled idle, or on any failure; a
+    creation without input ends right after `agent.session.created`."""
 
-    def __init__(self) -> None:
+    def __init__(self, expect_turn: bool = True) -> None:
+        self.expect_turn = expect_turn
         self.turn_id: str | None = None
         self.turn_ended = False
 
     def __call__(self, type_: str, event: dict[str, object]) -> bool:
         if type_ == "agent.session.failed":
+            return True
+        if type_ == "agent.session.created" and not self.expect_turn:
             return True
         if type_ == "agent.session.turn.created" and self.turn_id is None:
             self.turn_id = str(event.get("turn_id"))

@@ -8,7 +8,6 @@ id, Run frames to the Run subscription of their Run id.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Any
 
@@ -31,7 +30,15 @@ log = logging.getLogger(__name__)
 
 CONNECTION_CLOSED = "connection_closed"
 CONNECTION_REPLACED = "connection_replaced"
+DEVICE_REVOKED = "device_revoked"
+INVALID_HEARTBEAT = "invalid_heartbeat"
 SHUTDOWN = "shutdown"
+
+# WebSocket close codes Core sends. 4001 is permanent: the device was revoked or retired
+# and its Runtime stops reconnecting; anything else lets it reconnect.
+CLOSE_NORMAL = 1000
+CLOSE_POLICY_VIOLATION = 1008
+CLOSE_RETIRED = 4001
 
 
 class SendFailed(Exception):
@@ -52,8 +59,10 @@ class Connection:
         self._acks: dict[str, asyncio.Future[InteractionDecisionAck]] = {}
         self._steers: dict[tuple[str, str], asyncio.Queue[PromptSteerAck]] = {}
         self._interaction_runs: dict[str, str] = {}
+        self._operations: dict[str, asyncio.Queue[Frame]] = {}
         self.closed = asyncio.Event()
         self.close_reason = ""
+        self.close_code = CLOSE_NORMAL
 
     # Sending. A successful send proves only that the envelope entered the local queue.
     async def send(self, type_: str, id_: str, payload: msgspec.Struct | None) -> None:
@@ -108,6 +117,15 @@ class Connection:
         self._steers[(run_id, input_id)] = queue
         return queue
 
+    def expect_results(self, operation_id: str) -> asyncio.Queue[Frame]:
+        """Register for the replies to a workspace operation or transfer before sending."""
+        queue: asyncio.Queue[Frame] = asyncio.Queue()
+        self._operations[operation_id] = queue
+        return queue
+
+    def forget_results(self, operation_id: str) -> None:
+        self._operations.pop(operation_id, None)
+
     def forget_steer(self, run_id: str, input_id: str) -> None:
         self._steers.pop((run_id, input_id), None)
 
@@ -131,6 +149,11 @@ class Connection:
                 # In order with the Run's frames, so what the receipt proves is projected
                 # before what the harness did next.
                 await run_sub.put(frame, limits.RECEIPT_SEND_TIMEOUT_SECONDS)
+            return
+        if frame.type in _OPERATION_RESULTS:
+            operation = self._operations.get(frame.id)
+            if operation is not None:
+                operation.put_nowait(frame)
             return
         if frame.type == "prompt_steer_ack":
             steer: PromptSteerAck = frame.payload
@@ -167,11 +190,13 @@ class Connection:
         """An invalid heartbeat clears the admission snapshot."""
         self.kinds = None
 
-    def close(self, reason: str) -> None:
-        """Close every subscription with an observation error; nothing is fabricated."""
+    def close(self, reason: str, code: int = CLOSE_NORMAL) -> None:
+        """Close every subscription with an observation error; nothing is fabricated.
+        The gateway then closes the socket with `code`; unsent envelopes are dropped."""
         if self.closed.is_set():
             return
         self.close_reason = reason
+        self.close_code = code
         self.closed.set()
         for prep in self._preparations.values():
             prep.fail(reason)
@@ -183,8 +208,9 @@ class Connection:
             if not waiter.done():
                 waiter.set_exception(ObservationError(reason))
         self._acks.clear()
-        with contextlib.suppress(asyncio.QueueFull):
-            self.outbox.put_nowait(None)
+        while not self.outbox.empty():
+            self.outbox.get_nowait()
+        self.outbox.put_nowait(None)  # wakes the writer, which closes the socket
 
     def available_kind(self, kind: str) -> SupportedAgentKind | None:
         if self.kinds is None:
@@ -201,6 +227,14 @@ class Connection:
 
 
 # Run-scoped frames added by later protocol families route the same way.
+_OPERATION_RESULTS = frozenset(
+    {
+        "workspace_read_result",
+        "workspace_write_result",
+        "workspace_export_result",
+        "runtime_prepare_result",
+    }
+)
 _RUN_ROUTED = frozenset(
     {"function_call", "permission_request", "permission_cancel", "prompt_for_user_choice"}
 )

@@ -6,7 +6,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 
-from allinone.core.gateway.connection import CONNECTION_REPLACED, Connection
+from allinone.core.gateway.connection import (
+    CLOSE_RETIRED,
+    CONNECTION_REPLACED,
+    DEVICE_REVOKED,
+    Connection,
+)
 from runtime.proto.capabilities import missing_capabilities
 
 
@@ -26,6 +31,15 @@ class Registry:
         if self._connections.get(connection.device_id) is connection:
             del self._connections[connection.device_id]
         self._changed()
+
+    def revoke(self, device_id: str) -> bool:
+        """The device's credential was revoked: close its live connection with 4001 so
+        its Runtime stops reconnecting. Returns whether a connection was open."""
+        connection = self._connections.get(device_id)
+        if connection is None or connection.closed.is_set():
+            return False
+        connection.close(DEVICE_REVOKED, CLOSE_RETIRED)
+        return True
 
     def declared(self) -> None:
         """A connection's capability snapshot changed."""

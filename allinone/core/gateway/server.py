@@ -18,7 +18,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from allinone.core.gateway.connection import CONNECTION_CLOSED, Connection
+from allinone.core.gateway.connection import (
+    CLOSE_POLICY_VIOLATION,
+    CONNECTION_CLOSED,
+    INVALID_HEARTBEAT,
+    Connection,
+)
 from allinone.core.gateway.registry import Registry
 from runtime.proto import codec, limits
 from runtime.proto.errors import DecodeError, DecodeErrorCode, ProtocolError
@@ -133,7 +138,7 @@ class Gateway:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await writer
             with contextlib.suppress(Exception):  # the socket may already be gone
-                await ws.close()
+                await ws.close(code=connection.close_code)
             log.info("runtime device %s disconnected", device_id)
 
     async def _read(self, ws: WebSocket, connection: Connection) -> None:
@@ -151,6 +156,7 @@ class Gateway:
                 if exc.code == DecodeErrorCode.INVALID_CAPABILITIES:
                     log.warning("invalid heartbeat from %s; closing", connection.device_id)
                     connection.invalidate()
+                    connection.close(INVALID_HEARTBEAT, CLOSE_POLICY_VIOLATION)
                     self.registry.declared()
                     return
                 log.warning("malformed frame from %s skipped: %s", connection.device_id, exc.code)
@@ -163,8 +169,12 @@ class Gateway:
                 self.registry.declared()
 
     async def _write(self, ws: WebSocket, connection: Connection) -> None:
+        """Move queued envelopes to the socket; once the connection is closed (replaced,
+        revoked, invalid), close the socket with its close code, which ends the reader."""
         while True:
             data = await connection.outbox.get()
             if data is None:
-                return
+                break
             await asyncio.wait_for(ws.send_text(data.decode()), limits.WRITE_DEADLINE_SECONDS)
+        with contextlib.suppress(Exception):  # the peer may already be gone
+            await ws.close(code=connection.close_code)

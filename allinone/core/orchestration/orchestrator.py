@@ -14,9 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import tarfile
 from functools import partial
 from typing import Any
 
+from allinone.core.environments import Environments
 from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.registry import Registry
 from allinone.core.gateway.subscriptions import (
@@ -24,6 +26,7 @@ from allinone.core.gateway.subscriptions import (
     PreparationSubscription,
     RunSubscription,
 )
+from allinone.core.gateway.workspace import WorkspaceUnavailable, wire_uuid
 from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.delivery import Delivery, messages_of, stop
 from allinone.core.orchestration.outcomes import Outcomes
@@ -59,7 +62,9 @@ class Orchestrator:
         outcomes: Outcomes,
         ids: Ids,
         clock: Clock,
+        environments: Environments | None = None,
     ) -> None:
+        self._environments = environments
         self._db = db
         self._registry = registry
         self._projector = projector
@@ -153,6 +158,8 @@ class Orchestrator:
     ) -> None:
         turn_id = turn["id"]
         try:
+            if not await self._environment_ready(turn, session, connection):
+                return
             prepared = await self._prepare(turn, session, connection)
             if prepared is None:
                 return
@@ -197,6 +204,24 @@ class Orchestrator:
             raise
         except Exception:
             log.exception("turn %s could not be executed", turn_id)
+
+    async def _environment_ready(
+        self, turn: dict[str, Any], session: dict[str, Any], connection: Connection
+    ) -> bool:
+        """Initialize the session's Environment once before its first turn."""
+        environment_id = session.get("environment_id")
+        if not environment_id or self._environments is None:
+            return True
+        try:
+            await self._environments.ensure_initialized(environment_id, connection)
+        except WorkspaceUnavailable as exc:
+            await self._outcomes.fail_queued(
+                turn["id"],
+                "sandbox_error",
+                f"The environment could not be initialized ({exc.code}).",
+            )
+            return False
+        return True
 
     async def _prepare(
         self, turn: dict[str, Any], session: dict[str, Any], connection: Connection
@@ -397,7 +422,8 @@ class Orchestrator:
             except Fenced:
                 log.warning("turn %s was fenced; its frames are ignored", run.turn_id)
                 return
-        await self._settle(run, done, receipt)
+        captured = await self._capture(run, connection)
+        await self._settle(run, done, receipt, captured)
 
     async def _project(
         self, tx: Tx, run: RunProjection, batch: list[Frame], renew: bool
@@ -415,11 +441,23 @@ class Orchestrator:
             await self._projector.apply(tx, run, frame)
         return None
 
+    async def _capture(self, run: RunProjection, connection: Connection) -> bool:
+        """Capture artifacts from outputs/ at turn end; False when that failed."""
+        if self._environments is None:
+            return True
+        try:
+            await self._environments.capture(run.session_id, run.turn_id, connection)
+        except (WorkspaceUnavailable, OSError, tarfile.TarError) as exc:
+            log.warning("turn %s: artifact capture failed: %s", run.turn_id, exc)
+            return False
+        return True
+
     async def _settle(
         self,
         run: RunProjection,
         done: wire_run.Done,
         receipt: asyncio.Future[InteractionDecisionAck] | None,
+        captured: bool = True,
     ) -> None:
         """Settle from `done`; after a cancellation the receipt decides the outcome."""
         cancelled = False
@@ -441,6 +479,7 @@ class Orchestrator:
                     done=done,
                     cancelled=cancelled,
                     unconfirmed=unconfirmed,
+                    captured=captured,
                 )
             )
         except Fenced:
@@ -470,6 +509,17 @@ def required_capabilities(session: dict[str, Any]) -> list[str]:
     return required
 
 
+def local_environment(session: dict[str, Any]) -> wire_exec.LocalEnvironment | None:
+    environment = session["environment"]
+    if environment["type"] == "none":
+        return None
+    return wire_exec.LocalEnvironment(
+        id=wire_uuid(session["environment_id"]),
+        type=environment["type"],
+        workspace_directory=environment.get("workspace_directory") or "",
+    )
+
+
 def configuration(
     session: dict[str, Any], connection: Connection
 ) -> wire_exec.ExecutionConfiguration:
@@ -497,6 +547,7 @@ def configuration(
         observe_messages=observe,
         disable_subagents=not (agent.get("multi_agent") or {}).get("enabled", False),
         disable_execution_environment=session["environment"]["type"] == "none",
+        local_environment=local_environment(session),
         function_tools=[
             wire_exec.FunctionTool(
                 name=t["name"], description=t.get("description", ""), parameters=t.get("parameters")

@@ -66,6 +66,7 @@ class Outcomes:
         *,
         cancelled: bool,
         unconfirmed: bool = False,
+        captured: bool = True,
     ) -> None:
         """Settle a turn from its `done` frame and, after a cancellation, its receipt.
 
@@ -100,6 +101,14 @@ class Outcomes:
                     "error_code": "cancel_unconfirmed",
                     "error_message": "The cancellation was not confirmed; the turn's "
                     "effects are unknown.",
+                }
+            )
+        elif not captured:
+            status = TurnStatus.FAILED
+            fields.update(
+                {
+                    "error_code": "artifact_capture_failed",
+                    "error_message": "The turn's outputs could not be captured.",
                 }
             )
         elif await interactions.unapplied_inputs(tx, run.turn_id):

@@ -1,0 +1,159 @@
+"""`corebox projects ...` and `corebox keys ...`: operator commands that call the `/core/v1`
+API of a running server with the Core key read from `<data-dir>/secrets/core.key`.
+
+    corebox projects create NAME          corebox keys create PROJECT_ID [--name NAME]
+    corebox projects list                 corebox keys list PROJECT_ID
+    corebox projects archive PROJECT_ID   corebox keys revoke PROJECT_ID KEY_ID
+
+Every command takes `--data-dir` and `--config` (resolved like `corebox serve`, which
+also gives the server's address) and `--url` to name the server explicitly; `--json`
+prints the API's JSON instead of text. A new key is printed once and never again; no
+key is written anywhere else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from allinone.config import ConfigError, load
+from allinone.credentials import core_key_path, read_core_key
+
+TIMEOUT_SECONDS = 30
+
+
+class AdminError(Exception):
+    """The command cannot complete; the message is the one line the user sees."""
+
+
+def add_commands(commands: Any) -> None:
+    """Add the `projects` and `keys` command groups to the CLI's subparsers."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
+    common.add_argument("--config", help="a corebox.toml file")
+    common.add_argument("--url", help="the server's base URL (default: from the configuration)")
+    common.add_argument("--json", action="store_true", help="print the API's JSON")
+
+    projects = commands.add_parser("projects", help="manage projects (needs a running server)")
+    actions = projects.add_subparsers(dest="action", required=True)
+    create = actions.add_parser("create", parents=[common], help="create a project")
+    create.add_argument("name")
+    actions.add_parser("list", parents=[common], help="list projects")
+    archive = actions.add_parser(
+        "archive", parents=[common], help="archive a project and revoke its keys"
+    )
+    archive.add_argument("project_id")
+
+    keys = commands.add_parser("keys", help="manage project API keys (needs a running server)")
+    actions = keys.add_subparsers(dest="action", required=True)
+    create = actions.add_parser("create", parents=[common], help="issue a key (shown once)")
+    create.add_argument("project_id")
+    create.add_argument("--name", help="a label for the key")
+    listing = actions.add_parser("list", parents=[common], help="list a project's keys")
+    listing.add_argument("project_id")
+    revoke = actions.add_parser("revoke", parents=[common], help="revoke one key")
+    revoke.add_argument("project_id")
+    revoke.add_argument("key_id")
+
+
+@dataclass(frozen=True)
+class CoreClient:
+    base_url: str
+    core_key: str
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"{self.base_url}/core/v1{path}",
+            data=data,
+            method=method,
+            headers={
+                "Authorization": f"Bearer {self.core_key}",
+                "Content-Type": "application/json",
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as reply:
+                return json.loads(reply.read())
+        except urllib.error.HTTPError as exc:
+            with exc:
+                try:
+                    message = json.loads(exc.read())["error"]["message"]
+                except (ValueError, KeyError, TypeError):
+                    message = exc.reason
+            raise AdminError(f"the server refused: {message} (HTTP {exc.code})") from exc
+        except (urllib.error.URLError, OSError) as exc:
+            raise AdminError(f"cannot reach corebox at {self.base_url}: {exc}") from exc
+
+    def all_pages(self, path: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        after = ""
+        while True:
+            page = self.call("GET", f"{path}?order=asc&limit=100{after}")
+            items.extend(page["data"])
+            if not page["has_more"] or not page["data"]:
+                return items
+            after = f"&after={page['data'][-1]['id']}"
+
+
+def client_for(args: argparse.Namespace) -> CoreClient:
+    flags = {"data_dir": args.data_dir, "config": args.config}
+    try:
+        config = load(flags, os.environ, Path.cwd())
+    except ConfigError as exc:
+        raise AdminError(str(exc)) from exc
+    try:
+        key = read_core_key(config.data_dir)
+    except OSError as exc:
+        raise AdminError(
+            f"no Core key at {core_key_path(config.data_dir)}; start `corebox serve` with this"
+            " data directory first"
+        ) from exc
+    url = args.url
+    if not url:
+        host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
+        url = f"http://{f'[{host}]' if ':' in host else host}:{config.port}"
+    return CoreClient(url.rstrip("/"), key)
+
+
+def run(args: argparse.Namespace, out: TextIO) -> None:
+    """Run one `projects` or `keys` command; raise AdminError on failure."""
+    client = client_for(args)
+    result: Any
+    if args.command == "projects":
+        if args.action == "create":
+            result = client.call("POST", "/projects", {"name": args.name})
+        elif args.action == "list":
+            result = client.all_pages("/projects")
+        else:
+            result = client.call("POST", f"/projects/{args.project_id}/archive")
+    else:
+        base = f"/projects/{args.project_id}/api_keys"
+        if args.action == "create":
+            body = {} if args.name is None else {"name": args.name}
+            result = client.call("POST", base, body)
+        elif args.action == "list":
+            result = client.all_pages(base)
+        else:
+            result = client.call("POST", f"{base}/{args.key_id}/revoke")
+    if args.json:
+        print(json.dumps(result, indent=2), file=out)
+        return
+    for item in result if isinstance(result, list) else [result]:
+        print(_line(item), file=out)
+    if args.command == "keys" and args.action == "create":
+        print(f"key: {result['key']}", file=out)
+        print("This key is shown once; store it now.", file=out)
+
+
+def _line(item: dict[str, Any]) -> str:
+    if item.get("object") == "project":
+        return f"{item['id']}\t{item['status']}\t{item['name']}"
+    name = item.get("name") or ""
+    return f"{item['id']}\t{item['status']}\t{item['prefix']}...\t{name}"

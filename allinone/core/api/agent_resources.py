@@ -1,0 +1,111 @@
+"""Returned shapes of saved agents (and the agent configuration automations carry).
+
+Built from stored configuration with `agent(row)` / `agent_config(config)`; converting
+through these Structs checks every stored field on the way out.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from allinone.core.api.tool_models import ToolResource
+
+ServiceTier = Literal["auto", "default", "flex", "priority", "fast", "ultrafast"]
+
+
+class MultiAgent(msgspec.Struct):
+    enabled: bool
+    max_concurrent_subagents: int | None
+
+
+class Reasoning(msgspec.Struct):
+    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None
+    summary: Literal["concise", "detailed", "auto"] | None
+
+
+class TextFormatText(msgspec.Struct, tag="text", tag_field="type"):
+    pass
+
+
+class TextFormatJsonSchema(msgspec.Struct, tag="json_schema", tag_field="type"):
+    schema: dict[str, Any]
+
+
+class Text(msgspec.Struct):
+    format: TextFormatText | TextFormatJsonSchema
+    verbosity: Literal["low", "medium", "high"]
+
+
+class Compaction(msgspec.Struct):
+    async_: bool = msgspec.field(name="async")
+
+
+class Experimental(msgspec.Struct):
+    time_awareness: bool
+
+
+class Agent(msgspec.Struct):
+    id: str
+    created_at: int
+    updated_at: int
+    model: str
+    name: str | None
+    instructions: str | None
+    metadata: dict[str, str]
+    multi_agent: MultiAgent
+    reasoning: Reasoning
+    service_tier: ServiceTier
+    text: Text
+    tools: list[ToolResource]
+    compaction: Compaction | None
+    experimental: Experimental | None
+    object: Literal["agent"] = "agent"
+
+
+class AgentDeleted(msgspec.Struct):
+    id: str
+    deleted: bool = True
+    object: Literal["agent.deleted"] = "agent.deleted"
+
+
+class AutomationAgentConfig(msgspec.Struct):
+    """A session agent's configuration without `id` or `name` (automation targets)."""
+
+    model: str
+    instructions: str | None
+    multi_agent: MultiAgent
+    reasoning: Reasoning
+    service_tier: ServiceTier
+    text: Text
+    tools: list[ToolResource]
+    compaction: Compaction | None
+    experimental: Experimental | None
+
+
+_CONFIG_FIELDS = (
+    "model",
+    "name",
+    "instructions",
+    "metadata",
+    "multi_agent",
+    "reasoning",
+    "service_tier",
+    "text",
+    "tools",
+    "compaction",
+    "experimental",
+)
+
+
+def agent(row: dict[str, Any]) -> Agent:
+    config = row["config"]
+    body = {key: config.get(key) for key in _CONFIG_FIELDS}
+    body.update(id=row["id"], created_at=row["created_at"], updated_at=row["updated_at"])
+    return msgspec.convert(body, Agent)
+
+
+def agent_config(config: dict[str, Any]) -> AutomationAgentConfig:
+    body = {key: config.get(key) for key in _CONFIG_FIELDS if key not in ("name", "metadata")}
+    return msgspec.convert(body, AutomationAgentConfig)

@@ -1,0 +1,146 @@
+"""`/v1/agents` and `/v1/agents/{agent_id}`: saved agents of the caller's project.
+
+Update semantics (reference 4.1): an omitted field keeps its value; null clears `name`
+and `instructions` and resets the structured settings to their defaults; `metadata` and
+`tools` are replaced whole (null or `{}` clears metadata); `experimental` is merged by
+key. An MCP tool may name a vault credential only of the same project.
+
+These routes must be mounted after every other `/v1/agents/<word>` route
+(`/v1/agents/sessions`, `/v1/agents/automations`, ...): Starlette matches routes in list
+order and `/v1/agents/{agent_id}` would otherwise capture them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from msgspec import UNSET
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from allinone.core import agents as agent_config
+from allinone.core import tools as tool_lists
+from allinone.core.api import agent_resources as shapes
+from allinone.core.api.common import cursor_error, decode_body, json, list_params, project_for
+from allinone.core.api.errors import ApiError, not_found
+from allinone.core.api.listing import page
+from allinone.core.api.models import AgentCreate, AgentUpdate
+from allinone.core.ids import Clock, Ids
+from storage import agents as agent_rows
+from storage import vaults as vault_rows
+from storage.database import Database, Reader, Tx
+from storage.pages import CursorNotFound
+
+log = logging.getLogger(__name__)
+MAX_AGENT_BODY_BYTES = 4 * 1024 * 1024
+
+
+class AgentsApi:
+    def __init__(self, db: Database, ids: Ids, clock: Clock) -> None:
+        self._db = db
+        self._ids = ids
+        self._clock = clock
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/v1/agents", self.create, methods=["POST"]),
+            Route("/v1/agents", self.list_agents, methods=["GET"]),
+            Route("/v1/agents/{agent_id}", self.retrieve, methods=["GET"]),
+            Route("/v1/agents/{agent_id}", self.update, methods=["POST"]),
+            Route("/v1/agents/{agent_id}", self.delete, methods=["DELETE"]),
+        ]
+
+    async def create(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        body = await decode_body(request, AgentCreate, MAX_AGENT_BODY_BYTES)
+        config = agent_config.from_create(body)
+        agent_config.harness_for(config)
+        await self._check_credentials(project, config["tools"])
+        agent_id = self._ids.new("agent")
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> None:
+            await agent_rows.insert(tx, agent_id, project, config, now)
+
+        await self._db.write(job)
+        log.info("created agent %s in project %s", agent_id, project)
+        return json(shapes.agent(await self._row(project, agent_id)))
+
+    async def list_agents(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        params = list_params(request)
+        try:
+            rows, more = await self._db.read(
+                lambda r: agent_rows.page(
+                    r, project, after=params.after, limit=params.limit, order=params.order
+                )
+            )
+        except CursorNotFound as exc:
+            raise cursor_error(exc) from exc
+        return json(page([shapes.agent(row) for row in rows], more))
+
+    async def retrieve(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        return json(shapes.agent(await self._row(project, request.path_params["agent_id"])))
+
+    async def update(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        agent_id = request.path_params["agent_id"]
+        body = await decode_body(request, AgentUpdate, MAX_AGENT_BODY_BYTES)
+        row = await self._row(project, agent_id)
+        config = dict(row["config"])
+        agent_config.apply_fields(config, body)
+        if body.name is not UNSET:
+            config["name"] = body.name
+        if body.metadata is not UNSET:
+            config["metadata"] = agent_config.check_metadata(body.metadata)
+        agent_config.harness_for(config)
+        await self._check_credentials(project, config["tools"])
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> bool:
+            return await agent_rows.update(tx, project, agent_id, config, now)
+
+        if not await self._db.write(job):
+            raise not_found()
+        return json(shapes.agent(await self._row(project, agent_id)))
+
+    async def delete(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        agent_id = request.path_params["agent_id"]
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> bool:
+            return await agent_rows.delete(tx, project, agent_id, now)
+
+        if not await self._db.write(job):
+            raise not_found()
+        log.info("deleted agent %s in project %s", agent_id, project)
+        return json(shapes.AgentDeleted(id=agent_id))
+
+    async def _row(self, project: str, agent_id: str) -> dict[str, Any]:
+        row = await self._db.read(lambda r: agent_rows.get(r, project, agent_id))
+        if row is None:
+            raise not_found()
+        return row
+
+    async def _check_credentials(self, project: str, tools: list[Any]) -> None:
+        """Every `credential_id` must name a live credential of this project."""
+        refs = tool_lists.credential_ids(tools)
+
+        async def first_missing(r: Reader) -> int | None:
+            for index, credential_id in refs:
+                if await vault_rows.get_credential(r, project, None, credential_id) is None:
+                    return index
+            return None
+
+        index = await self._db.read(first_missing) if refs else None
+        if index is not None:
+            raise ApiError(
+                404,
+                "Resource not found.",
+                code="not_found_error",
+                param=f"tools[{index}].credential_id",
+            )

@@ -1,0 +1,269 @@
+"""`/v1/agents/automations`: schedules that start sessions or post into one.
+
+Create validates the schedule (a 5-field cron expression in an IANA zone, or a future
+`run_at`) and every target reference inside the caller's project, stores the automation
+and registers its job. Update replaces `target` and `metadata` whole; `expression` and
+`timezone` apply to periodic automations only, `run_at` to one-time automations only and
+only before their occurrence was recorded. Pause and resume move between `active` and
+`paused`; a one-time automation that ran is `completed`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from zoneinfo import ZoneInfoNotFoundError
+
+import msgspec
+from msgspec import UNSET
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from allinone.core import automation_targets
+from allinone.core.agents import check_metadata
+from allinone.core.api import automation_models as shapes
+from allinone.core.api.common import (
+    MAX_SESSION_BODY_BYTES,
+    cursor_error,
+    decode_body,
+    json,
+    list_params,
+    project_for,
+)
+from allinone.core.api.errors import ApiError, from_validation, invalid, not_found
+from allinone.core.api.listing import page, single
+from allinone.core.automations import Automations, cron_trigger
+from allinone.core.ids import Clock, Ids
+from storage import automations as rows
+from storage.database import Database, Tx
+from storage.pages import CursorNotFound
+
+log = logging.getLogger(__name__)
+BASE = "/v1/agents/automations"
+
+
+def _conflict(message: str) -> ApiError:
+    return ApiError(409, message, code="conflict_error", headers={"x-should-retry": "false"})
+
+
+def check_schedule(expression: str, timezone: str) -> None:
+    try:
+        cron_trigger(expression, "UTC")
+    except ValueError as exc:
+        raise invalid("expression must be a 5-field cron expression.", "expression") from exc
+    if len(expression.split()) != 5:
+        raise invalid("expression must be a 5-field cron expression.", "expression")
+    try:
+        cron_trigger(expression, timezone)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise invalid("timezone must be an IANA time zone name.", "timezone") from exc
+
+
+class AutomationsApi:
+    def __init__(self, db: Database, automations: Automations, ids: Ids, clock: Clock) -> None:
+        self._db = db
+        self._automations = automations
+        self._ids = ids
+        self._clock = clock
+
+    def routes(self) -> list[Route]:
+        one = BASE + "/{automation_id}"
+        return [
+            Route(BASE, self.create, methods=["POST"]),
+            Route(BASE, self.list_automations, methods=["GET"]),
+            Route(one, self.retrieve, methods=["GET"]),
+            Route(one, self.update, methods=["POST"]),
+            Route(one, self.delete, methods=["DELETE"]),
+            Route(one + "/pause", self.pause, methods=["POST"]),
+            Route(one + "/resume", self.resume, methods=["POST"]),
+            Route(one + "/invocations", self.invoke, methods=["POST"]),
+            Route(one + "/invocations", self.list_invocations, methods=["GET"]),
+            Route(one + "/invocations/{invocation_id}", self.retrieve_invocation, methods=["GET"]),
+        ]
+
+    async def _row(self, project: str, automation_id: str) -> dict[str, Any]:
+        row = await self._db.read(lambda r: rows.get(r, project, automation_id))
+        if row is None:
+            raise not_found()
+        return row
+
+    async def create(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        raw = await decode_body(request, dict, MAX_SESSION_BODY_BYTES)
+        try:
+            body: shapes.AutomationCreate = msgspec.convert(raw, shapes.AutomationCreate)
+        except msgspec.ValidationError as exc:
+            raise from_validation(exc) from exc
+        now = self._clock.now()
+        row: dict[str, Any] = {"type": "periodic"}
+        if isinstance(body, shapes.PeriodicAutomationCreate):
+            check_schedule(body.expression, body.timezone)
+            row.update(expression=body.expression, timezone=body.timezone)
+        else:
+            if body.run_at <= now:
+                raise invalid("run_at must be a future Unix timestamp in seconds.", "run_at")
+            row.update(type="once", run_at=body.run_at)
+        prepared = await self._db.read(
+            lambda r: automation_targets.prepare(r, project, body.target)
+        )
+        automation_id = self._ids.new("auto")
+        row.update(
+            id=automation_id,
+            project_id=project,
+            name=body.name,
+            metadata=check_metadata(None if body.metadata is UNSET else body.metadata),
+            target=prepared.public,
+            target_session_id=prepared.session_id,
+            created_by={"type": "developer"},
+            created_at=now,
+        )
+        sealed = self._automations.seal_target(project, automation_id, prepared.request)
+
+        async def job(tx: Tx) -> None:
+            await rows.insert(tx, row, sealed)
+
+        await self._db.write(job)
+        stored = await self._row(project, automation_id)
+        self._automations.schedule(stored)
+        log.info("created %s automation %s in project %s", row["type"], automation_id, project)
+        return json(shapes.automation(stored))
+
+    async def list_automations(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        params = list_params(request)
+        session_id = single(request, "session_id")
+        try:
+            found, more = await self._db.read(
+                lambda r: rows.page(
+                    r,
+                    project,
+                    session_id=session_id,
+                    after=params.after,
+                    limit=params.limit,
+                    order=params.order,
+                )
+            )
+        except CursorNotFound as exc:
+            raise cursor_error(exc) from exc
+        return json(page([shapes.automation(row) for row in found], more))
+
+    async def retrieve(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        row = await self._row(project, request.path_params["automation_id"])
+        return json(shapes.automation(row))
+
+    async def update(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        automation_id = request.path_params["automation_id"]
+        body = await decode_body(request, shapes.AutomationUpdate, MAX_SESSION_BODY_BYTES)
+        row = await self._row(project, automation_id)
+        fields: dict[str, Any] = {}
+        if body.name is not UNSET:
+            fields["name"] = body.name
+        if body.metadata is not UNSET:
+            fields["metadata"] = check_metadata(body.metadata)
+        if body.expression is not UNSET or body.timezone is not UNSET:
+            if row["type"] != "periodic":
+                param = "expression" if body.expression is not UNSET else "timezone"
+                raise invalid(f"{param} applies to periodic automations only.", param)
+            expression = row["expression"] if body.expression is UNSET else body.expression
+            timezone = row["timezone"] if body.timezone is UNSET else body.timezone
+            check_schedule(expression, timezone)
+            fields.update(expression=expression, timezone=timezone)
+        if body.run_at is not UNSET:
+            await self._check_run_at(row, body.run_at)
+            fields["run_at"] = body.run_at
+        sealed = None
+        if body.target is not UNSET:
+            target = body.target
+            if target.__struct_config__.tag != row["target"]["type"]:
+                raise invalid("target.type cannot change.", "target.type")
+            prepared = await self._db.read(lambda r: automation_targets.prepare(r, project, target))
+            fields.update(target=prepared.public, target_session_id=prepared.session_id)
+            sealed = self._automations.seal_target(project, automation_id, prepared.request)
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> bool:
+            return await rows.update(tx, project, automation_id, fields, now, sealed)
+
+        if fields and not await self._db.write(job):
+            raise not_found()
+        stored = await self._row(project, automation_id)
+        self._automations.schedule(stored)
+        return json(shapes.automation(stored))
+
+    async def _check_run_at(self, row: dict[str, Any], run_at: int) -> None:
+        if row["type"] != "once":
+            raise invalid("run_at applies to one-time automations only.", "run_at")
+        if run_at <= self._clock.now():
+            raise invalid("run_at must be a future Unix timestamp in seconds.", "run_at")
+        occurred = await self._db.read(lambda r: rows.has_occurrence(r, row["id"], row["run_at"]))
+        if occurred or row["status"] == "completed":
+            raise _conflict("This one-time automation already ran; run_at cannot change.")
+
+    async def delete(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        automation_id = request.path_params["automation_id"]
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> bool:
+            return await rows.delete(tx, project, automation_id, now)
+
+        if not await self._db.write(job):
+            raise not_found()
+        self._automations.unschedule(automation_id)
+        log.info("deleted automation %s in project %s", automation_id, project)
+        return json(shapes.AutomationDeleted(id=automation_id))
+
+    async def pause(self, request: Request) -> Response:
+        return await self._move(request, "active", "paused")
+
+    async def resume(self, request: Request) -> Response:
+        return await self._move(request, "paused", "active")
+
+    async def _move(self, request: Request, source: str, target: str) -> Response:
+        project = await project_for(self._db, request)
+        automation_id = request.path_params["automation_id"]
+        row = await self._row(project, automation_id)
+        if row["status"] == "completed":
+            raise _conflict("This one-time automation already ran.")
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> bool:
+            return await rows.move_status(tx, automation_id, (source,), target, now)
+
+        if row["status"] == source:
+            await self._db.write(job)
+        stored = await self._row(project, automation_id)
+        self._automations.schedule(stored)
+        return json(shapes.automation(stored))
+
+    async def invoke(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        invocation = await self._automations.invoke(project, request.path_params["automation_id"])
+        return json(shapes.invocation(invocation))
+
+    async def list_invocations(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        params = list_params(request)
+        row = await self._row(project, request.path_params["automation_id"])
+        try:
+            found, more = await self._db.read(
+                lambda r: rows.invocation_page(
+                    r, row["id"], after=params.after, limit=params.limit, order=params.order
+                )
+            )
+        except CursorNotFound as exc:
+            raise cursor_error(exc) from exc
+        return json(page([shapes.invocation(item) for item in found], more))
+
+    async def retrieve_invocation(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        row = await self._row(project, request.path_params["automation_id"])
+        found = await self._db.read(
+            lambda r: rows.get_invocation(r, row["id"], request.path_params["invocation_id"])
+        )
+        if found is None:
+            raise not_found()
+        return json(shapes.invocation(found))

@@ -1,0 +1,32 @@
+"""The Core key check shared by `/core/v1` operator routes.
+
+The Core key (`<data-dir>/secrets/core.key`) is compared by SHA-256 digest, in constant
+time, with the digest `credentials.ensure_core_key` stored at start; the key itself is
+never stored, logged or echoed.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from starlette.requests import Request
+
+from allinone.core.api.common import digest_key
+from allinone.core.api.errors import ApiError
+from allinone.credentials import CORE_KEY_META
+from storage import tenancy
+from storage.database import Database
+
+
+async def require_core_key(db: Database, request: Request) -> None:
+    """Raise a 401 ApiError unless the request's Bearer token is the Core key."""
+    header = request.headers.get("authorization", "")
+    presented = header[len("Bearer ") :].strip() if header.startswith("Bearer ") else ""
+    stored = await db.read(lambda r: tenancy.get_meta(r, CORE_KEY_META))
+    if not presented or stored is None or not hmac.compare_digest(digest_key(presented), stored):
+        raise ApiError(
+            401,
+            "A valid Core key is required.",
+            type_="invalid_request_error",
+            headers={"www-authenticate": "Bearer"},
+        )

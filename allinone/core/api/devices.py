@@ -1,0 +1,161 @@
+"""`/core/v1/devices`: device credentials for Runtimes elsewhere (`corebox daemon`),
+authorised by the Core key.
+
+    POST   /core/v1/devices        {name}  -> the device and its credential, shown once
+    GET    /core/v1/devices                -> the devices, with whether each is connected
+    GET    /core/v1/devices/{id}
+    DELETE /core/v1/devices/{id}           -> revoked; its live connection closes (4001)
+
+Only the credential's SHA-256 digest is stored. Revoking is permanent and idempotent;
+the in-process Runtime's device cannot be revoked (its credential is reissued at every
+start and revoking it would stop the server's own Runtime).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any, Literal
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from allinone.core.api.common import cursor_error, decode_body, digest_key, json, list_params
+from allinone.core.api.core_auth import require_core_key
+from allinone.core.api.errors import ApiError, not_found
+from allinone.core.api.listing import page
+from allinone.core.gateway.registry import Registry
+from allinone.core.ids import Clock, Ids
+from storage import devices
+from storage.database import Database, Tx
+from storage.pages import CursorNotFound, keyset
+
+log = logging.getLogger(__name__)
+CREDENTIAL_PREFIX = "cbd-"
+
+
+class DeviceCreate(msgspec.Struct, forbid_unknown_fields=True):
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+
+
+class Device(msgspec.Struct):
+    id: str
+    name: str
+    created_at: int
+    revoked_at: int | None
+    status: Literal["active", "revoked"]
+    connected: bool
+    object: Literal["core.device"] = "core.device"
+
+
+class IssuedDevice(msgspec.Struct):
+    """The answer to creating a device: the only time `credential` is ever shown."""
+
+    id: str
+    name: str
+    created_at: int
+    revoked_at: int | None
+    status: Literal["active", "revoked"]
+    connected: bool
+    credential: str
+    object: Literal["core.device"] = "core.device"
+
+
+class DevicesApi:
+    def __init__(
+        self, db: Database, ids: Ids, clock: Clock, registry: Registry, local_device: str
+    ) -> None:
+        self._db = db
+        self._ids = ids
+        self._clock = clock
+        self._registry = registry
+        self._local_device = local_device
+
+    def routes(self) -> list[Route]:
+        base = "/core/v1/devices"
+        return [
+            Route(base, self.create, methods=["POST"]),
+            Route(base, self.list_devices, methods=["GET"]),
+            Route(base + "/{device_id}", self.retrieve, methods=["GET"]),
+            Route(base + "/{device_id}", self.revoke, methods=["DELETE"]),
+        ]
+
+    def _shape(self, row: dict[str, Any]) -> Device:
+        connected = any(c.device_id == row["id"] and not c.closed.is_set() for c in self._registry)
+        return Device(
+            id=row["id"],
+            name=row["name"],
+            created_at=row["created_at"],
+            revoked_at=row["revoked_at"],
+            status="revoked" if row["revoked_at"] is not None else "active",
+            connected=connected,
+        )
+
+    async def _device(self, device_id: str) -> dict[str, Any]:
+        row = await self._db.read(lambda r: devices.get_device(r, device_id))
+        if row is None:
+            raise not_found()
+        return row
+
+    async def create(self, request: Request) -> Response:
+        await require_core_key(self._db, request)
+        body = await decode_body(request, DeviceCreate)
+        device_id = self._ids.new("dev")
+        credential = f"{CREDENTIAL_PREFIX}{self._ids.secret(32)}"
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> None:
+            await devices.insert_device(tx, device_id, body.name, digest_key(credential), now)
+
+        await self._db.write(job)
+        log.info("issued device %s", device_id)
+        shown = self._shape(await self._device(device_id))
+        return json(
+            IssuedDevice(**msgspec.structs.asdict(shown), credential=credential), status=201
+        )
+
+    async def list_devices(self, request: Request) -> Response:
+        await require_core_key(self._db, request)
+        params = list_params(request)
+        try:
+            rows, more = await self._db.read(
+                lambda r: keyset(
+                    r,
+                    table="devices",
+                    where="1 = 1",
+                    params=(),
+                    after=params.after,
+                    limit=params.limit,
+                    order=params.order,
+                )
+            )
+        except CursorNotFound as exc:
+            raise cursor_error(exc) from exc
+        return json(page([self._shape(dict(row)) for row in rows], more))
+
+    async def retrieve(self, request: Request) -> Response:
+        await require_core_key(self._db, request)
+        return json(self._shape(await self._device(request.path_params["device_id"])))
+
+    async def revoke(self, request: Request) -> Response:
+        await require_core_key(self._db, request)
+        device_id = request.path_params["device_id"]
+        await self._device(device_id)
+        if device_id == self._local_device:
+            raise ApiError(
+                409,
+                "The in-process Runtime's device cannot be revoked.",
+                code="conflict_error",
+                headers={"x-should-retry": "false"},
+            )
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> bool:
+            return await devices.revoke_device(tx, device_id, now)
+
+        if await self._db.write(job):
+            log.info("revoked device %s", device_id)
+        # After the commit: the credential no longer authenticates, so close what is open.
+        self._registry.revoke(device_id)
+        return json(self._shape(await self._device(device_id)))

@@ -1,0 +1,366 @@
+"""`/v1/agents/environments/**`, the `/v1/files` upload the SDK's file helpers use, and
+`/v1/agents/sessions/{id}/artifacts/**`."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import email.parser
+import email.policy
+import hashlib
+from functools import partial
+from typing import Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from allinone.core import render
+from allinone.core.admission import digest
+from allinone.core.api.common import (
+    authenticate,
+    cursor_error,
+    decode_body,
+    idempotency_key,
+    json,
+    list_params,
+    project_for,
+)
+from allinone.core.api.errors import ApiError, invalid, not_found
+from allinone.core.environments import WORKSPACE, Environments, check_path, decode_inline
+from allinone.core.ids import Clock, Ids
+from storage import environments as env_rows
+from storage import sessions
+from storage.database import Database, Tx
+from storage.pages import CursorNotFound, keyset
+
+MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+FILE_PAGE_LIMIT = 100
+
+
+class EnvironmentCreate(msgspec.Struct, forbid_unknown_fields=True):
+    environment: dict[str, Any]
+    vault_ids: list[str] | None = None
+
+
+class EnvironmentFileCreate(msgspec.Struct, forbid_unknown_fields=True):
+    type: str
+    path: str
+    data: str | None = None
+    file_id: str | None = None
+
+
+class EnvironmentsApi:
+    def __init__(self, db: Database, environments: Environments, ids: Ids, clock: Clock) -> None:
+        self._db = db
+        self._environments = environments
+        self._ids = ids
+        self._clock = clock
+
+    def routes(self) -> list[Route]:
+        base = "/v1/agents/environments"
+        artifacts = "/v1/agents/sessions/{session_id}/artifacts"
+        return [
+            Route(base, self.create, methods=["POST"]),
+            Route(base, self.list, methods=["GET"]),
+            Route(base + "/{environment_id}", self.retrieve, methods=["GET"]),
+            Route(base + "/{environment_id}/files", self.create_file, methods=["POST"]),
+            Route(base + "/{environment_id}/files", self.list_files, methods=["GET"]),
+            Route("/v1/files", self.upload, methods=["POST"]),
+            Route(artifacts, self.list_artifacts, methods=["GET"]),
+            Route(artifacts + "/{artifact_id}", self.retrieve_artifact, methods=["GET"]),
+            Route(artifacts + "/{artifact_id}", self.delete_artifact, methods=["DELETE"]),
+            Route(artifacts + "/{artifact_id}/content", self.artifact_content, methods=["GET"]),
+        ]
+
+    async def _info(self, row: dict[str, Any]) -> dict[str, Any]:
+        files = await self._db.read(partial(env_rows.files_of, environment_id=row["id"]))
+        return render.environment_info(row, files)
+
+    async def create(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        body = await decode_body(request, EnvironmentCreate, 16 * 1024 * 1024)
+        spec = body.environment
+        if spec.get("type") != "openai_hosted":
+            raise invalid("Only openai_hosted environments are created here.", "environment.type")
+        if body.vault_ids and len(body.vault_ids) > 10:
+            raise invalid("At most 10 vaults.", "vault_ids")
+        if spec.get("environment_template_id"):
+            raise invalid(
+                "Environment templates cannot be applied in this build yet.",
+                "environment.environment_template_id",
+                code="unsupported_or_invalid_configuration",
+            )
+        key = idempotency_key(request)
+        request_hash = digest(spec)
+        config, secrets, files = await self._environments.hosted_config(
+            project, spec, "environment"
+        )
+
+        async def job(tx: Tx) -> tuple[str, bool]:
+            if key is not None:
+                earlier = await env_rows.by_idempotency_key(tx, project, key)
+                if earlier is not None:
+                    if earlier["request_hash"] != request_hash:
+                        raise ApiError(
+                            409,
+                            "This idempotency key was used with a different request.",
+                            code="idempotency_conflict",
+                            headers={"x-should-retry": "false"},
+                        )
+                    return str(earlier["id"]), False
+            environment_id = await self._environments.insert_hosted(
+                tx, project, config, secrets, files, key, request_hash
+            )
+            return environment_id, True
+
+        environment_id, created = await self._db.write(job)
+        if created:
+            self._environments.initialize_later(environment_id)
+        row = await self._db.read(partial(env_rows.get_any, environment_id=environment_id))
+        assert row is not None
+        return json(await self._info(row))
+
+    async def list(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        params = list_params(request)
+        type_ = request.query_params.get("type")
+        where = "project_id = ?"
+        args: tuple[str, ...] = (project,)
+        if type_:
+            where, args = "project_id = ? AND type = ?", (project, type_)
+        try:
+            rows, more = await self._db.read(
+                lambda r: keyset(
+                    r,
+                    table="environments",
+                    where=where,
+                    params=args,
+                    after=params.after,
+                    limit=params.limit,
+                    order=params.order,
+                )
+            )
+        except CursorNotFound as exc:
+            raise cursor_error(exc) from exc
+        data = []
+        for row in rows:
+            record = dict(row)
+            record["config"] = msgspec.json.decode(record["config"])
+            data.append(await self._info(record))
+        return json(render.page(data, more))
+
+    async def _environment(self, project: str, environment_id: str) -> dict[str, Any]:
+        row = await self._db.read(
+            partial(env_rows.get, project_id=project, environment_id=environment_id)
+        )
+        if row is None:
+            raise not_found()
+        return row
+
+    async def retrieve(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        row = await self._environment(project, request.path_params["environment_id"])
+        return json(await self._info(row))
+
+    async def create_file(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        environment_id = request.path_params["environment_id"]
+        await self._environment(project, environment_id)
+        body = await decode_body(request, EnvironmentFileCreate, 8 * 1024 * 1024)
+        path = check_path(body.path, "path")
+        if body.type == "inline":
+            data = decode_inline(body.data, "data")
+            file_id = None
+        elif body.type == "file_id":
+            upload = await self._db.read(
+                partial(env_rows.upload, project_id=project, file_id=str(body.file_id))
+            )
+            if upload is None:
+                raise ApiError(404, "Resource not found.", code="not_found_error", param="file_id")
+            data, file_id = upload["content"], upload["id"]
+        else:
+            raise invalid("type must be inline or file_id.", "type")
+        written = await self._environments.write_file(
+            project, environment_id, path, data, body.type, file_id
+        )
+        return json(written)
+
+    async def list_files(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        environment_id = request.path_params["environment_id"]
+        await self._environment(project, environment_id)
+        query = request.query_params
+        path = query.get("path") or WORKSPACE
+        if path != WORKSPACE:
+            check_path(path, "path")
+        limit = _limit(query.get("limit"))
+        order = query.get("order") or "desc"
+        if order not in ("asc", "desc"):
+            raise invalid("order must be asc or desc.", "order")
+        start = _page_token(query.get("page"), path, order, limit)
+        files = await self._environments.list_files(project, environment_id, path)
+        files.sort(key=lambda f: f["path"].split("/"), reverse=order == "desc")
+        window = files[start : start + limit]
+        more = start + limit < len(files)
+        token = _token(start + limit, path, order, limit) if more else None
+        return json({"object": "page", "data": window, "has_more": more, "next": token})
+
+    async def upload(self, request: Request) -> Response:
+        project = await authenticate(self._db, request)
+        content_type = request.headers.get("content-type", "")
+        if not content_type.startswith("multipart/form-data"):
+            raise invalid("Upload a file as multipart/form-data.")
+        body = await request.body()
+        if len(body) > MAX_UPLOAD_BYTES:
+            raise ApiError(413, "The file is too large.", code="request_too_large")
+        fields = _multipart(content_type, body)
+        purpose = fields.get("purpose", (None, b""))[1].decode()
+        if purpose != "user_data":
+            raise invalid("purpose must be user_data.", "purpose")
+        if "file" not in fields:
+            raise invalid("A file is required.", "file")
+        filename, content = fields["file"]
+        file_id = self._ids.new("file")
+        now = self._clock.now()
+        row = {
+            "id": file_id,
+            "project_id": project,
+            "filename": filename or "upload",
+            "purpose": purpose,
+            "bytes": len(content),
+            "sha256": hashlib.sha256(content).hexdigest(),
+            "content": content,
+            "created_at": now,
+        }
+
+        async def job(tx: Tx) -> None:
+            await env_rows.insert_upload(tx, row)
+
+        await self._db.write(job)
+        return json(
+            {
+                "id": file_id,
+                "object": "file",
+                "bytes": len(content),
+                "created_at": now,
+                "filename": row["filename"],
+                "purpose": purpose,
+                "status": "processed",
+                "expires_at": None,
+                "status_details": None,
+            }
+        )
+
+    async def _session(self, project: str, session_id: str) -> dict[str, Any]:
+        row = await self._db.read(partial(sessions.get, project_id=project, session_id=session_id))
+        if row is None:
+            raise not_found()
+        return row
+
+    async def list_artifacts(self, request: Request) -> Response:
+        project = await project_for(self._db, request)
+        session = await self._session(project, request.path_params["session_id"])
+        params = list_params(request, strict_limit=True)
+        where = "session_id = ? AND deleted_at IS NULL"
+        args: tuple[str, ...] = (session["id"],)
+        environment_id = request.query_params.get("environment_id")
+        if environment_id:
+            where += " AND environment_id = ?"
+            args = (session["id"], environment_id)
+        try:
+            rows, more = await self._db.read(
+                lambda r: keyset(
+                    r,
+                    table="artifacts",
+                    where=where,
+                    params=args,
+                    after=params.after,
+                    limit=params.limit,
+                    order=params.order,
+                )
+            )
+        except CursorNotFound as exc:
+            raise cursor_error(exc, "after is not a valid artifact ID") from exc
+        return json(render.page([render.artifact(dict(row)) for row in rows], more))
+
+    async def _artifact(self, request: Request) -> dict[str, Any]:
+        project = await project_for(self._db, request)
+        session = await self._session(project, request.path_params["session_id"])
+        row = await self._db.read(
+            partial(
+                env_rows.artifact,
+                session_id=session["id"],
+                artifact_id=request.path_params["artifact_id"],
+            )
+        )
+        if row is None:
+            raise not_found()
+        return row
+
+    async def retrieve_artifact(self, request: Request) -> Response:
+        return json(render.artifact(await self._artifact(request)))
+
+    async def artifact_content(self, request: Request) -> Response:
+        row = await self._artifact(request)
+        return Response(bytes(row["content"]), media_type="application/octet-stream")
+
+    async def delete_artifact(self, request: Request) -> Response:
+        row = await self._artifact(request)
+
+        async def job(tx: Tx) -> None:
+            await env_rows.delete_artifact(tx, row["id"], self._clock.now())
+
+        await self._db.write(job)
+        return json({"id": row["id"], "object": "agent.session.artifact.deleted", "deleted": True})
+
+
+def _limit(raw: str | None) -> int:
+    if raw is None or raw == "":
+        return 20
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise invalid("limit must be an integer.", "limit") from exc
+    return min(max(value, 1), FILE_PAGE_LIMIT)
+
+
+def _token(start: int, path: str, order: str, limit: int) -> str:
+    raw = msgspec.json.encode({"start": start, "path": path, "order": order, "limit": limit})
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _page_token(token: str | None, path: str, order: str, limit: int) -> int:
+    """A page token is bound to the path, order and limit it was issued for."""
+    if not token:
+        return 0
+    try:
+        data = msgspec.json.decode(base64.urlsafe_b64decode(token.encode()))
+    except (binascii.Error, ValueError, msgspec.DecodeError) as exc:
+        raise invalid("page is not a valid page token.", "page") from exc
+    if not isinstance(data, dict) or (data.get("path"), data.get("order"), data.get("limit")) != (
+        path,
+        order,
+        limit,
+    ):
+        raise invalid("page was issued for a different path, order or limit.", "page")
+    start = data.get("start")
+    if not isinstance(start, int) or start < 0:
+        raise invalid("page is not a valid page token.", "page")
+    return start
+
+
+def _multipart(content_type: str, body: bytes) -> dict[str, tuple[str | None, bytes]]:
+    parser = email.parser.BytesParser(policy=email.policy.HTTP)
+    message = parser.parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body)
+    if not message.is_multipart():
+        raise invalid("The multipart body could not be read.")
+    fields: dict[str, tuple[str | None, bytes]] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if not isinstance(name, str):
+            continue
+        payload = part.get_payload(decode=True)
+        fields[name] = (part.get_filename(), payload if isinstance(payload, bytes) else b"")
+    return fields

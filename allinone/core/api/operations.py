@@ -1,0 +1,337 @@
+"""The table of every route the OpenAPI document knows in detail.
+
+Each `Operation` names the msgspec type a handler decodes (`body`) and the type or
+hand-written schema (`allinone.core.api.schemas`) of what it returns. A route added to
+the app without an entry here is still listed by `openapi.document`, only without body
+schemas, so extend this table together with the route.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from allinone.core.api import agent_resources as agents
+from allinone.core.api import automation_models as automations
+from allinone.core.api import project_models as projects
+from allinone.core.api import template_models as templates
+from allinone.core.api import vault_models as vaults
+from allinone.core.api.environments import EnvironmentCreate, EnvironmentFileCreate
+from allinone.core.api.models import (
+    AgentCreate,
+    AgentUpdate,
+    InputEvents,
+    SessionCreate,
+    SessionUpdate,
+)
+from allinone.core.api.traces import SessionTrace, Subagent
+
+CURSOR = ("after", "limit", "order")
+SESSION = "/v1/agents/sessions/{session_id}"
+SUBAGENT = SESSION + "/subagents/{subagent_id}"
+AUTOMATION = "/v1/agents/automations/{automation_id}"
+TEMPLATES = "/v1/agents/environments/templates"
+VAULT = "/v1/vaults/{vault_id}"
+CREDENTIAL = VAULT + "/credentials/{credential_id}"
+PROJECT = "/core/v1/projects/{project_id}"
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One route. `response` is a msgspec type, the name of a hand-written schema, or
+    None (no JSON body); `page` wraps it in the list envelope; `body` is the msgspec type
+    of the JSON request body."""
+
+    method: str
+    path: str
+    summary: str
+    response: Any = None
+    page: bool = False
+    body: Any = None
+    query: tuple[str, ...] = ()
+    status: int = 200
+    content_type: str = "application/json"
+    auth: str = "project"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+Op = Operation
+OPERATIONS: tuple[Operation, ...] = (
+    Op("POST", "/v1/agents", "Create an agent", agents.Agent, body=AgentCreate),
+    Op("GET", "/v1/agents", "List agents", agents.Agent, page=True, query=CURSOR),
+    Op("GET", "/v1/agents/{agent_id}", "Retrieve an agent", agents.Agent),
+    Op("POST", "/v1/agents/{agent_id}", "Update an agent", agents.Agent, body=AgentUpdate),
+    Op("DELETE", "/v1/agents/{agent_id}", "Delete an agent", agents.AgentDeleted),
+    Op(
+        "POST",
+        "/v1/agents/sessions",
+        "Create a session (SSE when stream is true)",
+        "AgentSession",
+        body=SessionCreate,
+    ),
+    Op(
+        "GET",
+        "/v1/agents/sessions",
+        "List sessions",
+        "AgentSession",
+        page=True,
+        query=(*CURSOR, "agent_id", "metadata"),
+    ),
+    Op("GET", SESSION, "Retrieve a session", "AgentSession"),
+    Op("POST", SESSION, "Update a session", "AgentSession", body=SessionUpdate),
+    Op("DELETE", SESSION, "Delete a session", "AgentSessionDeleted"),
+    Op(
+        "GET",
+        SESSION + "/events",
+        "Stream session events",
+        "AgentSessionEvent",
+        content_type="text/event-stream",
+        query=("include_obfuscation",),
+    ),
+    Op("POST", SESSION + "/events", "Send session input", None, body=InputEvents, status=202),
+    Op(
+        "GET", SESSION + "/items", "List session items", "AgentSessionItem", page=True, query=CURSOR
+    ),
+    Op("GET", SESSION + "/turns", "List turns", "Turn", page=True, query=CURSOR),
+    Op("GET", SESSION + "/turns/{turn_id}", "Retrieve a turn", "Turn"),
+    Op(
+        "GET",
+        SESSION + "/turns/{turn_id}/items",
+        "List a turn's items",
+        "AgentSessionItem",
+        page=True,
+        query=CURSOR,
+    ),
+    Op("GET", SESSION + "/traces", "List session traces", SessionTrace, page=True, query=CURSOR),
+    Op("GET", SESSION + "/subagents", "List subagents", Subagent, page=True, query=CURSOR),
+    Op("GET", SUBAGENT, "Retrieve a subagent", Subagent),
+    Op(
+        "GET",
+        SUBAGENT + "/items",
+        "List a subagent's items",
+        "AgentSessionItem",
+        page=True,
+        query=CURSOR,
+    ),
+    Op("GET", SUBAGENT + "/turns", "List a subagent's turns", "Turn", page=True, query=CURSOR),
+    Op("GET", SUBAGENT + "/turns/{turn_id}", "Retrieve a subagent turn", "Turn"),
+    Op(
+        "GET",
+        SUBAGENT + "/turns/{turn_id}/items",
+        "List a subagent turn's items",
+        "AgentSessionItem",
+        page=True,
+        query=CURSOR,
+    ),
+    Op(
+        "GET",
+        SESSION + "/artifacts",
+        "List artifacts",
+        "SessionArtifact",
+        page=True,
+        query=(*CURSOR, "environment_id"),
+    ),
+    Op("GET", SESSION + "/artifacts/{artifact_id}", "Retrieve an artifact", "SessionArtifact"),
+    Op(
+        "DELETE",
+        SESSION + "/artifacts/{artifact_id}",
+        "Delete an artifact",
+        "SessionArtifactDeleted",
+    ),
+    Op(
+        "GET",
+        SESSION + "/artifacts/{artifact_id}/content",
+        "Download an artifact",
+        None,
+        content_type="application/octet-stream",
+    ),
+    Op(
+        "POST",
+        "/v1/agents/environments",
+        "Create an environment",
+        "EnvironmentInfo",
+        body=EnvironmentCreate,
+    ),
+    Op(
+        "GET",
+        "/v1/agents/environments",
+        "List environments",
+        "EnvironmentInfo",
+        page=True,
+        query=(*CURSOR, "type"),
+    ),
+    Op(
+        "GET",
+        "/v1/agents/environments/{environment_id}",
+        "Retrieve an environment",
+        "EnvironmentInfo",
+    ),
+    Op(
+        "POST",
+        "/v1/agents/environments/{environment_id}/files",
+        "Stage a file",
+        "EnvironmentFile",
+        body=EnvironmentFileCreate,
+    ),
+    Op("POST", "/v1/files", "Upload a file (multipart, purpose=user_data)", "FileObject"),
+    Op(
+        "GET",
+        "/v1/agents/environments/{environment_id}/files",
+        "List files",
+        "EnvironmentFilePage",
+        query=("limit", "order", "page", "path"),
+    ),
+    Op(
+        "POST",
+        TEMPLATES,
+        "Create a template",
+        templates.EnvironmentTemplate,
+        body=templates.TemplateBody,
+    ),
+    Op("GET", TEMPLATES, "List templates", templates.EnvironmentTemplate, page=True, query=CURSOR),
+    Op("GET", TEMPLATES + "/{template_id}", "Retrieve a template", templates.EnvironmentTemplate),
+    Op(
+        "POST",
+        TEMPLATES + "/{template_id}",
+        "Update a template",
+        templates.EnvironmentTemplate,
+        body=templates.TemplateBody,
+    ),
+    Op(
+        "DELETE",
+        TEMPLATES + "/{template_id}",
+        "Delete a template",
+        templates.EnvironmentTemplateDeleted,
+    ),
+    Op(
+        "POST",
+        "/v1/agents/automations",
+        "Create an automation",
+        automations.Automation,
+        body=automations.AutomationCreate,
+    ),
+    Op(
+        "GET",
+        "/v1/agents/automations",
+        "List automations",
+        automations.Automation,
+        page=True,
+        query=(*CURSOR, "session_id"),
+    ),
+    Op("GET", AUTOMATION, "Retrieve an automation", automations.Automation),
+    Op(
+        "POST",
+        AUTOMATION,
+        "Update an automation",
+        automations.Automation,
+        body=automations.AutomationUpdate,
+    ),
+    Op("DELETE", AUTOMATION, "Delete an automation", automations.AutomationDeleted),
+    Op("POST", AUTOMATION + "/pause", "Pause an automation", automations.Automation),
+    Op("POST", AUTOMATION + "/resume", "Resume an automation", automations.Automation),
+    Op(
+        "POST",
+        AUTOMATION + "/invocations",
+        "Invoke an automation now",
+        automations.AutomationInvocation,
+    ),
+    Op(
+        "GET",
+        AUTOMATION + "/invocations",
+        "List invocations",
+        automations.AutomationInvocation,
+        page=True,
+        query=CURSOR,
+    ),
+    Op(
+        "GET",
+        AUTOMATION + "/invocations/{invocation_id}",
+        "Retrieve an invocation",
+        automations.AutomationInvocation,
+    ),
+    Op("POST", "/v1/vaults", "Create a vault", vaults.Vault, body=vaults.VaultCreate),
+    Op(
+        "GET",
+        "/v1/vaults",
+        "List vaults",
+        vaults.Vault,
+        page=True,
+        query=(*CURSOR, "metadata", "status"),
+    ),
+    Op("GET", VAULT, "Retrieve a vault", vaults.Vault),
+    Op("POST", VAULT, "Update a vault", vaults.Vault, body=vaults.VaultUpdate),
+    Op("DELETE", VAULT, "Delete a vault", vaults.VaultDeleted),
+    Op(
+        "POST",
+        VAULT + "/credentials",
+        "Create a credential",
+        vaults.Credential,
+        body=vaults.CredentialCreate,
+    ),
+    Op(
+        "GET",
+        VAULT + "/credentials",
+        "List credentials",
+        vaults.Credential,
+        page=True,
+        query=(*CURSOR, "metadata", "status"),
+    ),
+    Op("GET", CREDENTIAL, "Retrieve a credential", vaults.Credential),
+    Op(
+        "POST",
+        CREDENTIAL,
+        "Update or rotate a credential",
+        vaults.Credential,
+        body=vaults.CredentialUpdate,
+    ),
+    Op("DELETE", CREDENTIAL, "Delete a credential", vaults.CredentialDeleted),
+    Op(
+        "POST",
+        "/core/v1/projects",
+        "Create a project",
+        projects.Project,
+        body=projects.ProjectCreate,
+        auth="core",
+    ),
+    Op(
+        "GET",
+        "/core/v1/projects",
+        "List projects",
+        projects.Project,
+        page=True,
+        query=CURSOR,
+        auth="core",
+    ),
+    Op("GET", PROJECT, "Retrieve a project", projects.Project, auth="core"),
+    Op(
+        "POST",
+        PROJECT + "/archive",
+        "Archive a project and revoke its keys",
+        projects.Project,
+        auth="core",
+    ),
+    Op(
+        "POST",
+        PROJECT + "/api_keys",
+        "Issue a project API key (shown once)",
+        projects.IssuedApiKey,
+        body=projects.ApiKeyCreate,
+        auth="core",
+    ),
+    Op(
+        "GET",
+        PROJECT + "/api_keys",
+        "List a project's API keys",
+        projects.ApiKey,
+        page=True,
+        query=CURSOR,
+        auth="core",
+    ),
+    Op(
+        "POST",
+        PROJECT + "/api_keys/{key_id}/revoke",
+        "Revoke one API key",
+        projects.ApiKey,
+        auth="core",
+    ),
+)

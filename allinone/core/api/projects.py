@@ -1,0 +1,191 @@
+"""`/core/v1`: projects and their API keys, authorised by the Core key.
+
+The Core key (`<data-dir>/secrets/core.key`) is compared by SHA-256 digest with the one
+stored at start; project keys are shown once, when issued, and stored only as digests.
+Revoking a key leaves the project's other keys working; archiving a project revokes all
+of them. No key is ever logged.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from allinone.core.api import project_models as shapes
+from allinone.core.api.common import cursor_error, decode_body, digest_key, json, list_params
+from allinone.core.api.core_auth import require_core_key
+from allinone.core.api.errors import ApiError, invalid, not_found
+from allinone.core.api.listing import page
+from allinone.core.ids import Clock, Ids
+from storage import tenancy
+from storage.database import Database, Tx
+from storage.pages import CursorNotFound, keyset
+from storage.rows import record
+
+log = logging.getLogger(__name__)
+KEY_PREFIX = "cbx-"
+
+
+class ProjectsApi:
+    def __init__(self, db: Database, ids: Ids, clock: Clock) -> None:
+        self._db = db
+        self._ids = ids
+        self._clock = clock
+
+    def routes(self) -> list[Route]:
+        base = "/core/v1/projects"
+        return [
+            Route(base, self.create_project, methods=["POST"]),
+            Route(base, self.list_projects, methods=["GET"]),
+            Route(base + "/{project_id}", self.retrieve_project, methods=["GET"]),
+            Route(base + "/{project_id}/archive", self.archive_project, methods=["POST"]),
+            Route(base + "/{project_id}/api_keys", self.create_key, methods=["POST"]),
+            Route(base + "/{project_id}/api_keys", self.list_keys, methods=["GET"]),
+            Route(
+                base + "/{project_id}/api_keys/{key_id}/revoke", self.revoke_key, methods=["POST"]
+            ),
+        ]
+
+    async def authorize(self, request: Request) -> None:
+        """Raise 401 unless the request carries the Core key."""
+        await require_core_key(self._db, request)
+
+    async def _project(self, project_id: str) -> dict[str, object]:
+        row = await self._db.read(lambda r: tenancy.get_project(r, project_id))
+        if row is None:
+            raise not_found()
+        return row
+
+    async def create_project(self, request: Request) -> Response:
+        await self.authorize(request)
+        body = await decode_body(request, shapes.ProjectCreate)
+        name = body.name.strip()
+        if not name:
+            raise invalid("name must not be blank.", "name")
+        project_id = self._ids.new("proj")
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> None:
+            await tenancy.insert_project(tx, project_id, name, now)
+
+        await self._db.write(job)
+        log.info("created project %s", project_id)
+        return json(shapes.project(await self._project(project_id)))
+
+    async def list_projects(self, request: Request) -> Response:
+        await self.authorize(request)
+        params = list_params(request)
+        try:
+            rows, more = await self._db.read(
+                lambda r: keyset(
+                    r,
+                    table="projects",
+                    where="1 = 1",
+                    params=(),
+                    after=params.after,
+                    limit=params.limit,
+                    order=params.order,
+                )
+            )
+        except CursorNotFound as exc:
+            raise cursor_error(exc) from exc
+        return json(page([shapes.project(dict(row)) for row in rows], more))
+
+    async def retrieve_project(self, request: Request) -> Response:
+        await self.authorize(request)
+        return json(shapes.project(await self._project(request.path_params["project_id"])))
+
+    async def archive_project(self, request: Request) -> Response:
+        await self.authorize(request)
+        project_id = request.path_params["project_id"]
+        await self._project(project_id)
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> None:
+            await tenancy.archive_project(tx, project_id, now)
+
+        await self._db.write(job)
+        log.info("archived project %s and revoked its keys", project_id)
+        return json(shapes.project(await self._project(project_id)))
+
+    async def create_key(self, request: Request) -> Response:
+        await self.authorize(request)
+        project_id = request.path_params["project_id"]
+        body = await decode_body(request, shapes.ApiKeyCreate)
+        project = await self._project(project_id)
+        if project["archived_at"] is not None:
+            raise ApiError(
+                409,
+                "The project is archived; it cannot have new keys.",
+                code="conflict_error",
+                headers={"x-should-retry": "false"},
+            )
+        key = f"{KEY_PREFIX}{self._ids.secret(24)}"
+        key_id = self._ids.new("key")
+        name = body.name if isinstance(body.name, str) else None
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> None:
+            await tenancy.insert_key(
+                tx, key_id, project_id, digest_key(key), key[:8], now, name=name
+            )
+
+        await self._db.write(job)
+        log.info("issued key %s for project %s", key_id, project_id)
+        row = await self._db.read(lambda r: tenancy.get_key(r, project_id, key_id))
+        assert row is not None
+        listed = shapes.api_key(row)
+        return json(
+            shapes.IssuedApiKey(
+                id=listed.id,
+                project_id=listed.project_id,
+                name=listed.name,
+                prefix=listed.prefix,
+                created_at=listed.created_at,
+                revoked_at=listed.revoked_at,
+                status=listed.status,
+                key=key,
+            )
+        )
+
+    async def list_keys(self, request: Request) -> Response:
+        await self.authorize(request)
+        project_id = request.path_params["project_id"]
+        params = list_params(request)
+        await self._project(project_id)
+        try:
+            rows, more = await self._db.read(
+                lambda r: keyset(
+                    r,
+                    table="api_keys",
+                    where="project_id = ?",
+                    params=(project_id,),
+                    after=params.after,
+                    limit=params.limit,
+                    order=params.order,
+                )
+            )
+        except CursorNotFound as exc:
+            raise cursor_error(exc) from exc
+        keys = [shapes.api_key(r) for r in (record(row) for row in rows) if r is not None]
+        return json(page(keys, more))
+
+    async def revoke_key(self, request: Request) -> Response:
+        await self.authorize(request)
+        project_id = request.path_params["project_id"]
+        key_id = request.path_params["key_id"]
+        if await self._db.read(lambda r: tenancy.get_key(r, project_id, key_id)) is None:
+            raise not_found()
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> None:
+            await tenancy.revoke_key(tx, project_id, key_id, now)
+
+        await self._db.write(job)
+        log.info("revoked key %s of project %s", key_id, project_id)
+        row = await self._db.read(lambda r: tenancy.get_key(r, project_id, key_id))
+        assert row is not None
+        return json(shapes.api_key(row))

@@ -1,0 +1,44 @@
+"""A pure ASGI middleware that gives every HTTP response an `X-Request-Id: req_<32 hex>`.
+
+It only adds a header to `http.response.start`, so streaming responses (SSE) pass
+through untouched (Starlette's BaseHTTPMiddleware would buffer them). A caller's own
+`X-Request-Id` is not echoed. WebSocket and lifespan scopes are passed through.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+HEADER = b"x-request-id"
+
+
+def new_request_id(token_hex: Callable[[int], str] = secrets.token_hex) -> str:
+    return f"req_{token_hex(16)}"
+
+
+class RequestIds:
+    def __init__(self, app: ASGIApp, make_id: Callable[[], str] = new_request_id) -> None:
+        self.app = app
+        self._make_id = make_id
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = self._make_id().encode()
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [
+                    (name, value)
+                    for name, value in message.get("headers", [])
+                    if name.lower() != HEADER
+                ]
+                headers.append((HEADER, request_id))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)

@@ -1,0 +1,169 @@
+"""Hand-written JSON Schemas (OpenAPI 3.1 components) for responses that are built as
+dicts rather than msgspec Structs: sessions, turns, items, events, environments, files,
+artifacts, and the error envelope.
+
+They state what the official SDK reads (reference sections 5 and 6) and stay open to
+extra properties, so they describe the responses without constraining fields the SDK
+ignores. Everything else in the OpenAPI document is generated from msgspec types.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Schema = dict[str, Any]
+
+
+def _nullable(schema: Schema) -> Schema:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def _object(required: dict[str, Schema], optional: dict[str, Schema] | None = None) -> Schema:
+    return {
+        "type": "object",
+        "properties": {**required, **(optional or {})},
+        "required": sorted(required),
+    }
+
+
+STRING: Schema = {"type": "string"}
+INTEGER: Schema = {"type": "integer"}
+BOOLEAN: Schema = {"type": "boolean"}
+OBJECT: Schema = {"type": "object"}
+STRING_MAP: Schema = {"type": "object", "additionalProperties": {"type": "string"}}
+
+TOKEN_USAGE = _object(
+    {
+        "input_tokens": INTEGER,
+        "input_tokens_details": _object({"cached_tokens": INTEGER}),
+        "output_tokens": INTEGER,
+        "output_tokens_details": _object({"reasoning_tokens": INTEGER}),
+        "total_tokens": INTEGER,
+    }
+)
+
+COMPONENTS: dict[str, Schema] = {
+    "Error": _object(
+        {
+            "error": _object(
+                {
+                    "message": STRING,
+                    "type": STRING,
+                    "param": _nullable(STRING),
+                    "code": _nullable(STRING),
+                }
+            )
+        }
+    ),
+    "TokenUsage": TOKEN_USAGE,
+    "AgentSession": _object(
+        {
+            "id": STRING,
+            "object": {"enum": ["agent.session"]},
+            "agent": _object({"id": STRING, "model": STRING, "tools": {"type": "array"}}),
+            "created_at": INTEGER,
+            "last_active_at": INTEGER,
+            "environment": _object({"type": {"enum": ["none", "openai_hosted", "self_hosted"]}}),
+            "metadata": STRING_MAP,
+            "required_actions": {"type": "array", "items": _object({"type": STRING})},
+            "status": {"enum": ["idle", "in_progress", "requires_action", "failed"]},
+            "vault_ids": {"type": "array", "items": STRING},
+        },
+        {
+            "error": _nullable(STRING),
+            "usage": _nullable({"$ref": "#/components/schemas/TokenUsage"}),
+        },
+    ),
+    "AgentSessionDeleted": _object(
+        {"id": STRING, "object": {"enum": ["agent.session.deleted"]}, "deleted": BOOLEAN}
+    ),
+    "Turn": _object(
+        {
+            "id": STRING,
+            "object": {"enum": ["agent.session.turn"]},
+            "agent_id": STRING,
+            "session_id": STRING,
+            "created_at": INTEGER,
+            "status": {
+                "enum": ["queued", "in_progress", "waiting", "completed", "failed", "cancelled"]
+            },
+        },
+        {
+            "started_at": _nullable(INTEGER),
+            "completed_at": _nullable(INTEGER),
+            "subagent_id": _nullable(STRING),
+            "usage": _nullable({"$ref": "#/components/schemas/TokenUsage"}),
+            "error": _nullable(_object({"code": STRING, "message": STRING})),
+        },
+    ),
+    "AgentSessionItem": _object({"type": STRING}, {"id": _nullable(STRING), "turn_id": STRING}),
+    "AgentSessionEvent": _object({"type": STRING, "event_id": STRING}),
+    "EnvironmentInfo": _object(
+        {
+            "id": STRING,
+            "object": {"enum": ["agent.environment"]},
+            "type": {"enum": ["openai_hosted", "self_hosted"]},
+            "status": {
+                "enum": [
+                    "pending",
+                    "ready",
+                    "connected",
+                    "disconnected",
+                    "suspended",
+                    "expired",
+                    "failed",
+                ]
+            },
+            "files": {"type": "array"},
+            "plugins": {"type": "array"},
+            "skills": {"type": "array"},
+        }
+    ),
+    "EnvironmentFile": _object(
+        {
+            "object": {"enum": ["agent.environment.file"]},
+            "environment_id": STRING,
+            "path": STRING,
+            "size_bytes": INTEGER,
+        }
+    ),
+    "EnvironmentFilePage": _object(
+        {
+            "data": {
+                "type": "array",
+                "items": {"$ref": "#/components/schemas/EnvironmentFile"},
+            },
+            "has_more": BOOLEAN,
+            "next": _nullable(STRING),
+        }
+    ),
+    "FileObject": _object({"id": STRING}, {"object": STRING, "bytes": INTEGER}),
+    "SessionArtifact": _object(
+        {
+            "id": STRING,
+            "object": {"enum": ["agent.session.artifact"]},
+            "session_id": STRING,
+            "turn_id": STRING,
+            "environment_id": STRING,
+            "path": STRING,
+            "size_bytes": INTEGER,
+            "created_at": INTEGER,
+        }
+    ),
+    "SessionArtifactDeleted": _object(
+        {"id": STRING, "object": {"enum": ["agent.session.artifact.deleted"]}, "deleted": BOOLEAN}
+    ),
+}
+
+
+def page_of(item: Schema) -> Schema:
+    """The cursor-page envelope around items described by `item`."""
+    return _object(
+        {
+            "object": {"enum": ["list"]},
+            "data": {"type": "array", "items": item},
+            "first_id": _nullable(STRING),
+            "last_id": _nullable(STRING),
+            "has_more": BOOLEAN,
+        }
+    )

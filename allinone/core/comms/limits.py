@@ -1,0 +1,26 @@
+"""The protocol's fixed numbers, named once."""
+
+from __future__ import annotations
+
+import re
+
+PROTOCOL_VERSION = "1.4"
+PROTOCOL_HEADER = "x-a2a-protocol"
+EPOCH_HEADER = "x-a2a-primary-epoch"
+LEASE_HEADER = "x-a2a-task-lease"
+LEASE_EPOCH_HEADER = "x-a2a-task-epoch"
+
+REPLY_LIMIT = 6
+ACCEPTED_REPLY_LIMIT = 60
+CONTACT_TTL_SECONDS = 7 * 24 * 3600
+LEASE_SECONDS = 300
+RECEIVER_FRESH_SECONDS = 120
+EVENTS_PAGE_DEFAULT = 100
+EVENTS_PAGE_MAX = 100
+MAX_RECEIPT_SEQS = 100
+MAX_MESSAGE_CHARS = 8000
+MAX_NAME_CHARS = 100
+MAX_IDEMPOTENCY_KEY_BYTES = 128
+RETENTION_BATCH = 200
+
+LEASE_ID = re.compile(r"^[0-9a-f]{48}$")

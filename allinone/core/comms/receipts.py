@@ -1,0 +1,78 @@
+"""Receipts: an instance confirming that it persisted inbound events.
+
+A receipt names seqs of the caller's role stream; only inbound events may be receipted.
+It is repeat-safe, moves only the caller's own cursor (the highest seq it receipted),
+marks the message as received by the peer (the first receipt wins), and creates no
+event and no reply. Seqs whose contact retention already deleted are reported as
+`ignored`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from allinone.core.comms.errors import CommsError
+from allinone.core.comms.identities import Caller, writer_role
+from allinone.core.comms.models import Receipts as ReceiptsBody
+from allinone.core.ids import Clock
+from storage import comms_contacts as contact_rows
+from storage import comms_events as event_rows
+from storage import comms_identities as role_rows
+from storage.database import Database, Tx
+
+
+class Receipts:
+    def __init__(self, db: Database, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
+
+    async def record(self, caller: Caller, body: ReceiptsBody) -> dict[str, Any]:
+        if not body.persisted:
+            raise CommsError(
+                "A receipt confirms persisted events; persisted must be true.",
+                code="RECEIPT_NOT_PERSISTED",
+                param="persisted",
+            )
+        seqs = sorted(set(body.event_seqs))
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> dict[str, Any]:
+            role = await writer_role(tx, caller, primary_only=False)
+            acknowledged: list[int] = []
+            ignored: list[int] = []
+            for seq in seqs:
+                if seq > role["last_seq"]:
+                    raise CommsError(
+                        f"Seq {seq} is not in this stream.",
+                        code="UNKNOWN_EVENT_SEQ",
+                        param="event_seqs",
+                    )
+                event = await event_rows.at(tx, role["id"], seq)
+                if event is None:
+                    ignored.append(seq)
+                    continue
+                if event["direction"] != "inbound":
+                    raise CommsError(
+                        f"Seq {seq} is an outbound event; receipt inbound events only.",
+                        code="RECEIPT_NOT_INBOUND",
+                        param="event_seqs",
+                    )
+                await event_rows.insert_receipt(
+                    tx, caller.instance_id, seq, event["contact_id"], now
+                )
+                if event["message_id"] is not None:
+                    await contact_rows.mark_received(tx, event["message_id"], now)
+                acknowledged.append(seq)
+            if acknowledged:
+                await role_rows.advance_cursor(tx, caller.instance_id, acknowledged[-1])
+            instance = await role_rows.instance(tx, caller.instance_id)
+            assert instance is not None
+            return {
+                "object": "communication.receipts",
+                "acknowledged": acknowledged,
+                "ignored": ignored,
+                "cursor": instance["cursor"],
+                "server_time": now,
+            }
+
+        return await self._db.write(job)

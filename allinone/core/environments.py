@@ -1,0 +1,494 @@
+"""Environments: creation and validation, initialization through `runtime_prepare`,
+environment files written through `workspace_write` and listed through `workspace_read`,
+and artifact capture through `workspace_export`. Core never touches a workspace
+directory itself; every operation goes to a Runtime over the protocol.
+
+A file write is reserved durably before any Runtime work; a write whose outcome is
+unknown stays `unknown` and blocks further writes to that Environment (409), because
+replaying it could change the workspace twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hashlib
+import io
+import json
+import logging
+import tarfile
+from functools import partial
+from typing import Any
+
+from allinone.core.api.errors import ApiError, invalid, not_found
+from allinone.core.gateway.connection import Connection
+from allinone.core.gateway.registry import Registry
+from allinone.core.gateway.workspace import (
+    WORKSPACE_CAPABILITIES,
+    WorkspaceClient,
+    WorkspaceUnavailable,
+    wire_uuid,
+)
+from allinone.core.ids import Clock, Ids
+from storage import environments as env_rows
+from storage import sessions
+from storage.database import Database, Tx
+
+log = logging.getLogger(__name__)
+
+INLINE_LIMIT = 5 * 1024 * 1024
+WORKSPACE = "/workspace"
+RESERVED = ("/workspace/.codex", "/workspace/.managed-agents")
+DEFAULT_HARNESS = "scripted"
+
+
+def check_path(path: Any, param: str) -> str:
+    """An absolute POSIX path under /workspace/ with no empty, `.` or `..` segments."""
+    if not isinstance(path, str) or not path.startswith(WORKSPACE + "/") or len(path) > 4096:
+        raise invalid("path must be an absolute path under /workspace/.", param)
+    segments = path[len(WORKSPACE) + 1 :].split("/")
+    if any(s in ("", ".", "..") for s in segments) or any(c in path for c in "\\\0\r\n"):
+        raise invalid("path must not contain empty, '.' or '..' segments.", param)
+    if path == WORKSPACE + "/outputs" or any(
+        path == r or path.startswith(r + "/") or path.startswith(r + "-") for r in RESERVED
+    ):
+        raise invalid("path is reserved.", param)
+    return path
+
+
+def decode_inline(data: Any, param: str) -> bytes:
+    if not isinstance(data, str):
+        raise invalid("data must be standard base64.", param)
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise invalid("data must be standard base64.", param) from exc
+    if len(raw) > INLINE_LIMIT:
+        raise invalid("Inline files may be at most 5 MiB after decoding.", param)
+    return raw
+
+
+class Environments:
+    def __init__(
+        self, db: Database, registry: Registry, ids: Ids, clock: Clock, remote_url: str = ""
+    ) -> None:
+        self._remote_url = remote_url
+        self._db = db
+        self._registry = registry
+        self._ids = ids
+        self._clock = clock
+        self._client = WorkspaceClient(ids.new)
+        self._initializing: dict[str, asyncio.Task[None]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    # Validation of a public environment body (session or environment create).
+    async def hosted_config(
+        self, project_id: str, body: dict[str, Any], param: str
+    ) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+        """Return (public config, confidential inputs, initial files) or raise 400."""
+        network = body.get("network") or {"access": "enabled"}
+        if network.get("access", "enabled") != "enabled":
+            raise invalid(
+                "corebox cannot enforce network restrictions; use access 'enabled'.",
+                f"{param}.network.access",
+                code="unsupported_or_invalid_configuration",
+            )
+        packages = body.get("packages") or {}
+        if packages.get("system"):
+            raise invalid(
+                "System packages cannot be installed here.",
+                f"{param}.packages.system",
+                code="unsupported_or_invalid_configuration",
+            )
+        for field in ("plugins", "skills"):
+            if body.get(field):
+                raise invalid(
+                    f"{field} are not supported in this build.",
+                    f"{param}.{field}",
+                    code="unsupported_or_invalid_configuration",
+                )
+        files: list[dict[str, Any]] = []
+        for index, entry in enumerate(body.get("files") or []):
+            where = f"{param}.files[{index}]"
+            path = check_path(entry.get("path"), f"{where}.path")
+            if entry.get("type") == "inline":
+                data = decode_inline(entry.get("data"), f"{where}.data")
+                files.append({"type": "inline", "path": path, "data": data, "file_id": None})
+            elif entry.get("type") == "file_id":
+                wanted = str(entry.get("file_id"))
+                upload = await self._db.read(
+                    partial(env_rows.upload, project_id=project_id, file_id=wanted)
+                )
+                if upload is None:
+                    raise ApiError(
+                        404, "Resource not found.", code="not_found_error", param=f"{where}.file_id"
+                    )
+                files.append(
+                    {
+                        "type": "file_id",
+                        "path": path,
+                        "data": upload["content"],
+                        "file_id": upload["id"],
+                    }
+                )
+            else:
+                raise invalid("files entries are of type inline or file_id.", f"{where}.type")
+        config = {
+            "capability_directories": list(body.get("capability_directories") or []),
+            "network": {"access": "enabled", "allowed_domains": []},
+            "packages": {
+                "npm": list(packages.get("npm") or []),
+                "python": list(packages.get("python") or []),
+                "system": [],
+            },
+            "container_size": body.get("container_size"),
+            "desktop": body.get("desktop"),
+        }
+        secrets = {
+            "env": dict(body.get("env") or {}),
+            "setup_commands": list(body.get("setup_commands") or []),
+        }
+        return config, secrets, files
+
+    async def insert_hosted(
+        self,
+        tx: Tx,
+        project_id: str,
+        config: dict[str, Any],
+        secrets: dict[str, Any],
+        files: list[dict[str, Any]],
+        key: str | None = None,
+        request_hash: str | None = None,
+    ) -> str:
+        environment_id = self._ids.new("env")
+        now = self._clock.now()
+        await env_rows.insert(
+            tx,
+            {
+                "id": environment_id,
+                "project_id": project_id,
+                "wire_id": wire_uuid(environment_id),
+                "type": "openai_hosted",
+                "status": "pending",
+                "config": config,
+                "secrets": secrets,
+                "created_at": now,
+                "idempotency_key": key,
+                "request_hash": request_hash,
+            },
+        )
+        for entry in files:
+            await env_rows.reserve_file(
+                tx,
+                {
+                    "id": self._ids.new("envfile"),
+                    "environment_id": environment_id,
+                    "path": entry["path"],
+                    "type": entry["type"],
+                    "file_id": entry["file_id"],
+                    "size_bytes": len(entry["data"]),
+                    "sha256": hashlib.sha256(entry["data"]).hexdigest(),
+                    "created_at": now,
+                },
+            )
+        # Initial file bodies wait in the secrets column until initialization writes them.
+        await tx.execute(
+            "UPDATE environments SET secrets = json_set(secrets, '$.files', json(?)) WHERE id = ?",
+            (_files_json(files), environment_id),
+        )
+        return environment_id
+
+    async def insert_self_hosted(
+        self, tx: Tx, project_id: str, body: dict[str, Any], param: str
+    ) -> str:
+        directory = body.get("workspace_directory")
+        if not isinstance(directory, str) or not directory.startswith("/"):
+            raise invalid(
+                "workspace_directory must be an absolute path.", f"{param}.workspace_directory"
+            )
+        environment_id = self._ids.new("env")
+        config = {
+            "capability_directories": list(body.get("capability_directories") or []),
+            "remote_url": self._remote_url,
+        }
+        await env_rows.insert(
+            tx,
+            {
+                "id": environment_id,
+                "project_id": project_id,
+                "wire_id": wire_uuid(environment_id),
+                "type": "self_hosted",
+                "status": "pending",
+                "config": config,
+                "workspace_directory": directory,
+                "created_at": self._clock.now(),
+            },
+        )
+        return environment_id
+
+    def connection(self, harness: str = DEFAULT_HARNESS) -> Connection:
+        connection = self._registry.select(harness, WORKSPACE_CAPABILITIES)
+        if connection is None:
+            raise ApiError(
+                503,
+                "No Runtime that can serve workspaces is connected.",
+                code="runtime_node_unavailable",
+            )
+        return connection
+
+    # Initialization.
+    async def ensure_initialized(self, environment_id: str, connection: Connection) -> None:
+        """Initialize once (files, configuration, packages, setup); raise on failure.
+        Concurrent callers wait for the one initialization. A failed or interrupted
+        initialization is never replayed."""
+        lock = self._locks.setdefault(environment_id, asyncio.Lock())
+        async with lock:
+            await self._initialize(environment_id, connection)
+
+    async def _initialize(self, environment_id: str, connection: Connection) -> None:
+        environment = await self._db.read(lambda r: env_rows.get_any(r, environment_id))
+        if environment is None:
+            raise WorkspaceUnavailable("environment_missing")
+        if environment["initialization"] == "complete":
+            return
+        if environment["initialization"] in ("failed", "running"):
+            raise WorkspaceUnavailable(environment.get("failure") or "initialization_failed")
+        await self._set_initialization(environment_id, "running", "pending")
+        secrets = environment.get("secrets") or {}
+        files = [
+            (entry["path"], base64.b64decode(entry["data"])) for entry in secrets.get("files") or []
+        ]
+        config = environment["config"]
+        try:
+            async with self._client.read_only(
+                connection, DEFAULT_HARNESS, wire_uuid(environment_id), environment
+            ):
+                await self._client.initialize(
+                    connection,
+                    environment,
+                    wire_uuid(environment_id),
+                    files,
+                    secrets.get("env") or {},
+                    config.get("packages") or {},
+                    secrets.get("setup_commands") or [],
+                )
+        except WorkspaceUnavailable as exc:
+            await self._set_initialization(
+                environment_id, "failed", "failed", f"initialization failed: {exc.code}"
+            )
+            raise
+        await self._set_initialization(environment_id, "complete", "ready")
+
+        async def written(tx: Tx) -> None:
+            await tx.execute(
+                "UPDATE environment_files SET state = 'written'"
+                " WHERE environment_id = ? AND state = 'reserved'",
+                (environment_id,),
+            )
+            await tx.execute(
+                "UPDATE environments SET secrets = json_remove(secrets, '$.files') WHERE id = ?",
+                (environment_id,),
+            )
+
+        await self._db.write(written)
+
+    async def _set_initialization(
+        self, environment_id: str, initialization: str, status: str, failure: str | None = None
+    ) -> None:
+        async def job(tx: Tx) -> None:
+            await env_rows.set_initialization(tx, environment_id, initialization, status, failure)
+
+        await self._db.write(job)
+
+    def initialize_later(self, environment_id: str) -> None:
+        """Start initializing a standalone Environment in the background."""
+
+        async def run() -> None:
+            try:
+                await self.ensure_initialized(environment_id, self.connection())
+            except (WorkspaceUnavailable, ApiError) as exc:
+                log.warning("environment %s initialization failed: %s", environment_id, exc)
+
+        task = asyncio.create_task(run(), name=f"init-{environment_id}")
+        self._initializing[environment_id] = task
+        task.add_done_callback(lambda _t: self._initializing.pop(environment_id, None))
+
+    # Files.
+    async def write_file(
+        self,
+        project_id: str,
+        environment_id: str,
+        path: str,
+        data: bytes,
+        type_: str,
+        file_id: str | None,
+    ) -> dict[str, Any]:
+        environment = await self._db.read(lambda r: env_rows.get(r, project_id, environment_id))
+        if environment is None:
+            raise not_found()
+        connection = self.connection()
+        try:
+            await self.ensure_initialized(environment_id, connection)
+        except WorkspaceUnavailable as exc:
+            raise ApiError(
+                409,
+                "The environment failed to initialize.",
+                code="environment_unavailable",
+                headers={"x-should-retry": "false"},
+            ) from exc
+        row_id = self._ids.new("envfile")
+
+        async def reserve(tx: Tx) -> None:
+            if await env_rows.unsettled_files(tx, environment_id):
+                raise ApiError(
+                    409,
+                    "An earlier file write to this environment is unsettled.",
+                    code="turn_conflict",
+                    headers={"x-should-retry": "false"},
+                )
+            await env_rows.reserve_file(
+                tx,
+                {
+                    "id": row_id,
+                    "environment_id": environment_id,
+                    "path": path,
+                    "type": type_,
+                    "file_id": file_id,
+                    "size_bytes": len(data),
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                    "created_at": self._clock.now(),
+                },
+            )
+
+        try:
+            await self._db.write(reserve)
+        except ApiError:
+            raise
+        except Exception as exc:
+            raise invalid("A file already exists at that path.", "path") from exc
+        state = "written"
+        try:
+            async with self._client.read_only(
+                connection, DEFAULT_HARNESS, wire_uuid(environment_id), environment
+            ):
+                await self._client.write(
+                    connection,
+                    wire_uuid(row_id),
+                    environment,
+                    wire_uuid(environment_id),
+                    path[len(WORKSPACE) + 1 :],
+                    data,
+                )
+        except WorkspaceUnavailable as exc:
+            state = "unknown" if exc.unknown else "rejected"
+            await self._set_file(row_id, state)
+            if exc.unknown:
+                raise ApiError(
+                    503,
+                    "The file write's outcome is unknown; it will not be retried.",
+                    code="file_transfer_unavailable",
+                ) from exc
+            raise invalid(
+                "The file could not be written: a file or directory already exists "
+                "there, or the path is unsafe.",
+                "path",
+            ) from exc
+        await self._set_file(row_id, state)
+        return {
+            "environment_id": environment_id,
+            "object": "agent.environment.file",
+            "path": path,
+            "size_bytes": len(data),
+        }
+
+    async def _set_file(self, row_id: str, state: str) -> None:
+        async def job(tx: Tx) -> None:
+            await env_rows.set_file_state(tx, row_id, state)
+
+        await self._db.write(job)
+
+    async def list_files(
+        self, project_id: str, environment_id: str, path: str
+    ) -> list[dict[str, Any]]:
+        environment = await self._db.read(lambda r: env_rows.get(r, project_id, environment_id))
+        if environment is None:
+            raise not_found()
+        connection = self.connection()
+        relative = path[len(WORKSPACE) + 1 :] if path != WORKSPACE else ""
+        try:
+            await self.ensure_initialized(environment_id, connection)
+            async with self._client.read_only(
+                connection, DEFAULT_HARNESS, wire_uuid(environment_id), environment
+            ) as handle:
+                listing = await self._client.list_directory(
+                    connection, handle, environment, relative
+                )
+        except WorkspaceUnavailable as exc:
+            if exc.code == "not_directory":
+                return []
+            raise ApiError(
+                503, "The workspace could not be read.", code="file_storage_unavailable"
+            ) from exc
+        return [
+            {
+                "environment_id": environment_id,
+                "object": "agent.environment.file",
+                "path": f"{path.rstrip('/')}/{entry.name}",
+                "size_bytes": entry.size_bytes,
+            }
+            for entry in listing.entries
+            if entry.kind == "file"
+        ]
+
+    # Artifacts.
+    async def capture(self, session_id: str, turn_id: str, connection: Connection) -> int:
+        """Store regular files under outputs/ as artifacts (new or changed ones only)."""
+        session = await self._db.read(lambda r: sessions.get_any(r, session_id))
+        if session is None or not session.get("environment_id"):
+            return 0
+        environment = await self._db.read(lambda r: env_rows.get_any(r, session["environment_id"]))
+        if environment is None:
+            return 0
+        async with self._client.read_only(
+            connection, session["harness"], wire_uuid(session_id), environment
+        ) as handle:
+            archive = await self._client.export_outputs(connection, handle, environment)
+        captured = 0
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r") as tar:
+            members = [(m, tar.extractfile(m)) for m in tar.getmembers() if m.isreg()]
+            entries = [(m.name, handle.read()) for m, handle in members if handle is not None]
+        for name, content in entries:
+            digest = hashlib.sha256(content).hexdigest()
+
+            async def store(
+                tx: Tx, name: str = name, content: bytes = content, digest: str = digest
+            ) -> bool:
+                path = f"{WORKSPACE}/{name}"
+                if await env_rows.latest_artifact_digest(tx, session_id, path) == digest:
+                    return False
+                await env_rows.insert_artifact(
+                    tx,
+                    {
+                        "id": self._ids.new("artifact"),
+                        "session_id": session_id,
+                        "turn_id": turn_id,
+                        "environment_id": environment["id"],
+                        "path": path,
+                        "size_bytes": len(content),
+                        "sha256": digest,
+                        "content": content,
+                        "created_at": self._clock.now(),
+                    },
+                )
+                return True
+
+            if await self._db.write(store):
+                captured += 1
+        return captured
+
+
+def _files_json(files: list[dict[str, Any]]) -> str:
+    return json.dumps(
+        [{"path": f["path"], "data": base64.b64encode(f["data"]).decode()} for f in files]
+    )

@@ -1,0 +1,355 @@
+"""Core's side of workspace operations: read-only preparations, reads, writes, exports
+and Environment initialization, each over the protocol, never by touching a directory.
+
+Every operation runs under a read-only preparation (`execution_prepare` with
+`workspace_read_only`) that binds the Environment on the connection, and releases it
+afterwards. A reply that does not prove the outcome leaves it unknown; nothing is
+retried automatically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+import msgspec
+
+from allinone.core.gateway.connection import Connection, SendFailed
+from allinone.core.gateway.subscriptions import ObservationError
+from runtime.proto import limits
+from runtime.proto.codec import Frame
+from runtime.proto.execution import (
+    AgentOptions,
+    ExecutionConfiguration,
+    ExecutionControls,
+    ExecutionPrepare,
+    ExecutionRelease,
+    LocalEnvironment,
+    PreparationState,
+    PreparationStatus,
+)
+from runtime.proto.exports import ExportOutcome, ExportStep, WorkspaceExport
+from runtime.proto.initialization import (
+    InitializationAction,
+    RuntimeInitialFile,
+    RuntimeInitialization,
+    RuntimePrepare,
+)
+from runtime.proto.transfers import TransferOutcome, TransferStep
+from runtime.proto.workspace import DirectoryListing, ReadOutcome, WorkspaceRead
+from runtime.proto.writes import WorkspaceWrite
+
+OPERATION_TIMEOUT_SECONDS = 17.0
+TRANSFER_TIMEOUT_SECONDS = 195.0
+SETUP_TIMEOUT_SECONDS = 900.0
+WORKSPACE_CAPABILITIES = ["local_environment", "workspace_read_preparation"]
+_NAMESPACE = uuid.UUID("6f1c2d8e-7a41-4b5e-9c3a-2f0d7e1b9a64")
+
+
+class WorkspaceUnavailable(Exception):
+    """The operation did not happen, or its outcome is unknown (`unknown` is set)."""
+
+    def __init__(self, code: str, unknown: bool = False) -> None:
+        super().__init__(code)
+        self.code = code
+        self.unknown = unknown
+
+
+def wire_uuid(identifier: str) -> str:
+    """The canonical UUID a Core identifier travels as where the protocol needs one."""
+    return str(uuid.uuid5(_NAMESPACE, identifier))
+
+
+def binding(environment: dict[str, Any]) -> LocalEnvironment:
+    return LocalEnvironment(
+        id=environment["wire_id"],
+        type=environment["type"],
+        workspace_directory=environment.get("workspace_directory") or "",
+    )
+
+
+class WorkspaceClient:
+    def __init__(self, new_id: Any) -> None:
+        self._new_id = new_id
+
+    @contextlib.asynccontextmanager
+    async def read_only(
+        self, connection: Connection, harness: str, session_id: str, environment: dict[str, Any]
+    ) -> AsyncIterator[str]:
+        """A read-only preparation bound to `environment`; yields its handle."""
+        prep_id = self._new_id("prep")
+        sub = connection.subscribe_preparation(prep_id)
+        config = ExecutionConfiguration(
+            agent_kind=harness,
+            agent_options=AgentOptions(model="workspace"),
+            execution_controls=ExecutionControls(
+                web_search="disabled",
+                text_verbosity="medium",
+                disable_programmatic_tool_calling=True,
+            ),
+            local_environment=binding(environment),
+            workspace_read_only=True,
+        )
+        try:
+            await connection.send(
+                "execution_prepare",
+                prep_id,
+                ExecutionPrepare(session_id=session_id, configuration=config),
+            )
+            status = await sub.next(OPERATION_TIMEOUT_SECONDS)
+        except (SendFailed, TimeoutError) as exc:
+            connection.unsubscribe_preparation(prep_id)
+            raise WorkspaceUnavailable("preparation_unconfirmed", unknown=True) from exc
+        if not isinstance(status, PreparationStatus) or status.state is not PreparationState.READY:
+            connection.unsubscribe_preparation(prep_id)
+            code = status.error_code if isinstance(status, PreparationStatus) else "closed"
+            raise WorkspaceUnavailable(code or "preparation_failed")
+        try:
+            yield status.handle
+        finally:
+            with contextlib.suppress(SendFailed):
+                await connection.send(
+                    "execution_release", prep_id, ExecutionRelease(handle=status.handle)
+                )
+            connection.unsubscribe_preparation(prep_id)
+
+    async def _exchange(
+        self,
+        connection: Connection,
+        operation_id: str,
+        type_: str,
+        payload: msgspec.Struct,
+        queue: asyncio.Queue[Frame],
+        timeout: float = OPERATION_TIMEOUT_SECONDS,
+    ) -> Any:
+        await connection.send(type_, operation_id, payload)
+        getter = asyncio.ensure_future(queue.get())
+        closed = asyncio.ensure_future(connection.closed.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {getter, closed}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            closed.cancel()
+            if not getter.done():
+                getter.cancel()
+        if getter not in done:
+            raise WorkspaceUnavailable("reply_missing", unknown=True)
+        return getter.result().payload
+
+    async def list_directory(
+        self, connection: Connection, handle: str, environment: dict[str, Any], path: str
+    ) -> DirectoryListing:
+        operation_id = self._new_id("op")
+        request = WorkspaceRead(
+            environment_id=environment["wire_id"],
+            path=path,
+            handle=handle,
+            operation="directory",
+            max_entries=limits.MAX_DIRECTORY_ENTRIES,
+        )
+        queue = connection.expect_results(operation_id)
+        try:
+            result = await self._exchange(
+                connection, operation_id, "workspace_read", request, queue
+            )
+            result.check(request)
+        except (SendFailed, ObservationError) as exc:
+            raise WorkspaceUnavailable("read_unconfirmed", unknown=True) from exc
+        except WorkspaceUnavailable:
+            raise
+        except Exception as exc:
+            raise WorkspaceUnavailable("read_unconfirmed", unknown=True) from exc
+        finally:
+            connection.forget_results(operation_id)
+        if result.outcome != ReadOutcome.COMPLETED or result.directory is None:
+            raise WorkspaceUnavailable(result.error_code or "read_failed")
+        listing: DirectoryListing = result.directory
+        return listing
+
+    async def write(
+        self,
+        connection: Connection,
+        mutation_id: str,
+        environment: dict[str, Any],
+        session_wire_id: str,
+        path: str,
+        data: bytes,
+    ) -> None:
+        """Transfer `data` to `path` (workspace-relative); raise unless `completed`."""
+        queue = connection.expect_results(mutation_id)
+        digest = hashlib.sha256(data).hexdigest()
+
+        async def step(payload: WorkspaceWrite, expected: TransferOutcome, offset: int) -> None:
+            result = await self._exchange(
+                connection, mutation_id, "workspace_write", payload, queue, TRANSFER_TIMEOUT_SECONDS
+            )
+            if result.outcome == TransferOutcome.REJECTED:
+                raise WorkspaceUnavailable(result.reason or result.error_code or "rejected")
+            result.check(expected, offset, len(data))
+
+        try:
+            await step(
+                WorkspaceWrite(
+                    step=TransferStep.BEGIN,
+                    environment_id=environment["wire_id"],
+                    session_id=session_wire_id,
+                    path=path,
+                    size_bytes=len(data),
+                    sha256=digest,
+                ),
+                TransferOutcome.READY,
+                0,
+            )
+            for offset in range(0, len(data), limits.MAX_CHUNK_BYTES):
+                chunk = data[offset : offset + limits.MAX_CHUNK_BYTES]
+                await step(
+                    WorkspaceWrite(step=TransferStep.CHUNK, offset=offset, data=chunk),
+                    TransferOutcome.RECEIVED,
+                    offset + len(chunk),
+                )
+            await step(WorkspaceWrite(step=TransferStep.COMMIT), TransferOutcome.COMPLETED, 0)
+        except WorkspaceUnavailable:
+            raise
+        except Exception as exc:
+            raise WorkspaceUnavailable("write_unconfirmed", unknown=True) from exc
+        finally:
+            connection.forget_results(mutation_id)
+
+    async def export_outputs(
+        self, connection: Connection, handle: str, environment: dict[str, Any]
+    ) -> bytes:
+        operation_id = self._new_id("op")
+        queue = connection.expect_results(operation_id)
+        received = bytearray()
+        try:
+            result = await self._exchange(
+                connection,
+                operation_id,
+                "workspace_export",
+                WorkspaceExport(
+                    step=ExportStep.BEGIN, handle=handle, environment_id=environment["wire_id"]
+                ),
+                queue,
+            )
+            while True:
+                result.check(len(received))
+                if result.outcome == ExportOutcome.COMPLETED:
+                    return bytes(received)
+                if result.outcome != ExportOutcome.CHUNK:
+                    raise WorkspaceUnavailable(result.error_code or "export_failed")
+                received.extend(result.data)
+                result = await self._exchange(
+                    connection,
+                    operation_id,
+                    "workspace_export",
+                    WorkspaceExport(step=ExportStep.NEXT, offset=len(received)),
+                    queue,
+                )
+        except WorkspaceUnavailable:
+            raise
+        except Exception as exc:
+            raise WorkspaceUnavailable("export_unconfirmed", unknown=True) from exc
+        finally:
+            connection.forget_results(operation_id)
+
+    async def initialize(
+        self,
+        connection: Connection,
+        environment: dict[str, Any],
+        session_wire_id: str,
+        files: list[tuple[str, bytes]],
+        env: dict[str, str],
+        packages: dict[str, list[str]],
+        setup: list[dict[str, Any]],
+    ) -> None:
+        """Initial files, then configuration, packages and setup commands, in order."""
+        for path, data in files:
+            await self._prepare_transfer(
+                connection,
+                environment,
+                session_wire_id,
+                action="file",
+                file=RuntimeInitialFile(path=path),
+                data=data,
+            )
+        steps: list[RuntimeInitialization] = []
+        if env:
+            steps.append(RuntimeInitialization(action=InitializationAction.CONFIGURE, env=env))
+        for kind in ("python", "npm"):
+            if packages.get(kind):
+                steps.append(
+                    RuntimeInitialization(
+                        action=InitializationAction(kind), packages=packages[kind]
+                    )
+                )
+        for command in setup:
+            steps.append(
+                RuntimeInitialization(
+                    action=InitializationAction.SETUP,
+                    command=command["command"],
+                    cwd=command.get("cwd") or "",
+                )
+            )
+        for initialization in steps:
+            await self._prepare_transfer(
+                connection,
+                environment,
+                session_wire_id,
+                action="initialize",
+                initialization=initialization,
+            )
+
+    async def _prepare_transfer(
+        self,
+        connection: Connection,
+        environment: dict[str, Any],
+        session_wire_id: str,
+        *,
+        action: Literal["file", "initialize"],
+        file: RuntimeInitialFile | None = None,
+        initialization: RuntimeInitialization | None = None,
+        data: bytes = b"",
+    ) -> None:
+        transfer_id = str(uuid.uuid4())
+        queue = connection.expect_results(transfer_id)
+        timeout = SETUP_TIMEOUT_SECONDS if initialization else TRANSFER_TIMEOUT_SECONDS
+
+        async def step(payload: RuntimePrepare) -> Any:
+            result = await self._exchange(
+                connection, transfer_id, "runtime_prepare", payload, queue, timeout
+            )
+            if result.outcome in (TransferOutcome.REJECTED, TransferOutcome.FAILED):
+                detail = f" (exit {result.exit_code})" if result.exit_code else ""
+                raise WorkspaceUnavailable(f"{result.error_code}{detail}")
+            if result.outcome == TransferOutcome.UNKNOWN:
+                raise WorkspaceUnavailable(result.error_code, unknown=True)
+            return result
+
+        try:
+            await step(
+                RuntimePrepare(
+                    step=TransferStep.BEGIN,
+                    environment_id=environment["wire_id"],
+                    session_id=session_wire_id,
+                    action=action,
+                    file=file,
+                    initialization=initialization,
+                    size_bytes=len(data),
+                    sha256=hashlib.sha256(data).hexdigest() if file else "",
+                )
+            )
+            for offset in range(0, len(data), limits.MAX_CHUNK_BYTES):
+                chunk = data[offset : offset + limits.MAX_CHUNK_BYTES]
+                await step(RuntimePrepare(step=TransferStep.CHUNK, offset=offset, data=chunk))
+            await step(RuntimePrepare(step=TransferStep.COMMIT))
+        except WorkspaceUnavailable:
+            raise
+        except Exception as exc:
+            raise WorkspaceUnavailable("runtime_preparation_unconfirmed", unknown=True) from exc
+        finally:
+            connection.forget_results(transfer_id)

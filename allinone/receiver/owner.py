@@ -1,0 +1,117 @@
+"""`corebox comms ...`: the project owner's commands for roles and instances, calling a
+running server's `/core/v1/comms` routes with a project API key.
+
+The key comes from `--api-key-file` or the COREBOX_API_KEY environment variable, never
+from a command-line value. A new instance's runtime token is written once to a new
+private file (`--token-file`, mode 0600, never overwritten) and never printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import urllib.parse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from allinone.receiver.client import Http, check_origin
+from allinone.receiver.errors import ConfigError
+
+DEFAULT_URL = "http://127.0.0.1:8800"
+PREFIX = "/core/v1/comms/roles"
+
+
+def add_parser(commands: Any) -> None:
+    comms = commands.add_parser("comms", help="manage communication roles and instances")
+    comms.add_argument("--url", help=f"the corebox server (default $COREBOX_URL or {DEFAULT_URL})")
+    comms.add_argument(
+        "--api-key-file", help="file holding a project API key (default: $COREBOX_API_KEY)"
+    )
+    what = comms.add_subparsers(dest="comms_command", required=True)
+
+    roles = what.add_parser("roles", help="communication roles").add_subparsers(
+        dest="action", required=True
+    )
+    create = roles.add_parser("create", help="create a role")
+    create.add_argument("--name", required=True)
+    create.add_argument("--agent-id", help="a saved Agent that owns the role")
+    roles.add_parser("list", help="list the project's roles")
+    show = roles.add_parser("show", help="show one role")
+    show.add_argument("--role", required=True)
+
+    instances = what.add_parser("instances", help="instances of a role").add_subparsers(
+        dest="action", required=True
+    )
+    register = instances.add_parser("create", help="register an instance; writes its token")
+    register.add_argument("--role", required=True)
+    register.add_argument("--name", required=True)
+    register.add_argument(
+        "--token-file", required=True, help="new file to receive the runtime token (mode 0600)"
+    )
+    listing = instances.add_parser("list", help="list a role's instances")
+    listing.add_argument("--role", required=True)
+
+    primary = what.add_parser("primary", help="the role's primary instance").add_subparsers(
+        dest="action", required=True
+    )
+    switch = primary.add_parser("set", help="make another instance primary (epoch + 1)")
+    switch.add_argument("--role", required=True)
+    switch.add_argument("--instance", required=True)
+    switch.add_argument("--expected-epoch", type=int, required=True)
+
+    stream = what.add_parser("stream", help="the role's event stream").add_subparsers(
+        dest="action", required=True
+    )
+    rotate = stream.add_parser("rotate", help="start a new stream id after a restore")
+    rotate.add_argument("--role", required=True)
+    rotate.add_argument("--expected-stream-id", required=True)
+
+
+def _key(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
+    if args.api_key_file:
+        key = Path(args.api_key_file).read_text(encoding="utf-8").strip()
+    else:
+        key = environ.get("COREBOX_API_KEY", "").strip()
+    if not key:
+        raise ConfigError("no project API key: use --api-key-file or set COREBOX_API_KEY")
+    return key
+
+
+def _role(role_id: str) -> str:
+    return f"{PREFIX}/{urllib.parse.quote(role_id, safe='')}"
+
+
+def run(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, Any]:
+    try:
+        origin = check_origin(args.url or environ.get("COREBOX_URL") or DEFAULT_URL)
+    except ValueError as exc:
+        raise ConfigError(f"--url: {exc}") from exc
+    http = Http(origin, _key(args, environ))
+    command, action = args.comms_command, args.action
+    if command == "roles" and action == "create":
+        body: dict[str, Any] = {"name": args.name}
+        if args.agent_id:
+            body["agent_id"] = args.agent_id
+        return http.call("POST", PREFIX, body=body)[0]
+    if command == "roles" and action == "list":
+        return http.call("GET", PREFIX)[0]
+    if command == "roles" and action == "show":
+        return http.call("GET", _role(args.role))[0]
+    if command == "instances" and action == "create":
+        target = Path(args.token_file)
+        if target.exists():
+            raise ConfigError(f"{target} already exists; choose a new token file")
+        found = http.call("POST", _role(args.role) + "/instances", body={"name": args.name})[0]
+        token = found.pop("token")
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(token + "\n")
+        return {**found, "token_file": str(target.absolute())}
+    if command == "instances" and action == "list":
+        return http.call("GET", _role(args.role) + "/instances")[0]
+    if command == "primary":
+        body = {"instance_id": args.instance, "expected_epoch": args.expected_epoch}
+        return http.call("POST", _role(args.role) + "/primary", body=body)[0]
+    body = {"expected_stream_id": args.expected_stream_id}
+    return http.call("POST", _role(args.role) + "/rotate-stream", body=body)[0]

@@ -1,0 +1,205 @@
+"""The `chat_completions` protocol: `POST {base_url}/chat/completions` with `stream: true`,
+through the official `openai` package.
+
+Mapping (what is not listed is not sent): system prompt -> a `system` message; tools ->
+`tools` of type function; structured output -> `response_format` json_schema; reasoning
+effort -> `reasoning_effort`; max output tokens -> `max_completion_tokens`. Text verbosity
+has no portable chat control and is not sent (the matrix labels it lossy). Reasoning
+text is read from the `reasoning_content` or `reasoning` delta field that several
+OpenAI-compatible servers add. Usage is requested with `stream_options.include_usage`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+import openai
+
+from runtime.harness.builtin import errors
+from runtime.harness.builtin.conversation import (
+    AssistantMessage,
+    Entry,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from runtime.harness.builtin.model import (
+    Event,
+    Finished,
+    Reasoning,
+    Settings,
+    TextDelta,
+    TextDone,
+    ToolRequest,
+    ToolSpec,
+    Usage,
+)
+
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+def messages_for(system_prompt: str, entries: list[Entry]) -> list[dict[str, Any]]:
+    """The `messages` array: an assistant's text and its tool calls form one message,
+    followed by one `tool` message per result."""
+    messages: list[dict[str, Any]] = []
+    if system_prompt:
+        messages.append({"role": "system", "content": system_prompt})
+    assistant: dict[str, Any] | None = None
+    for entry in entries:
+        if isinstance(entry, AssistantMessage | ToolCall):
+            if assistant is None:
+                assistant = {"role": "assistant", "content": None}
+                messages.append(assistant)
+            if isinstance(entry, AssistantMessage):
+                assistant["content"] = (assistant["content"] or "") + entry.text
+            else:
+                assistant.setdefault("tool_calls", []).append(
+                    {
+                        "id": entry.call_id,
+                        "type": "function",
+                        "function": {"name": entry.name, "arguments": entry.arguments or "{}"},
+                    }
+                )
+            continue
+        assistant = None
+        if isinstance(entry, ToolResult):
+            messages.append(
+                {"role": "tool", "tool_call_id": entry.call_id, "content": entry.output}
+            )
+        elif isinstance(entry, UserMessage):
+            messages.append({"role": "user", "content": _user_content(entry)})
+    return messages
+
+
+def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
+    if not message.images:
+        return "\n".join(message.texts)
+    parts: list[dict[str, Any]] = [{"type": "text", "text": t} for t in message.texts]
+    parts += [{"type": "image_url", "image_url": {"url": url}} for url in message.images]
+    return parts
+
+
+def request_options(tools: list[ToolSpec], settings: Settings) -> dict[str, Any]:
+    options: dict[str, Any] = {"stream_options": {"include_usage": True}}
+    if tools:
+        options["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in tools
+        ]
+    if settings.output_schema is not None:
+        options["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": "output",
+                "schema": settings.output_schema,
+                "strict": settings.output_schema.get("additionalProperties") is False,
+            },
+        }
+    if settings.reasoning_effort:
+        options["reasoning_effort"] = settings.reasoning_effort
+    if settings.max_output_tokens:
+        options["max_completion_tokens"] = settings.max_output_tokens
+    return options
+
+
+class ChatCompletions:
+    name = "chat_completions"
+
+    def __init__(self, client: openai.AsyncOpenAI) -> None:
+        self._client = client
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def stream(
+        self,
+        system_prompt: str,
+        entries: list[Entry],
+        tools: list[ToolSpec],
+        settings: Settings,
+    ) -> AsyncIterator[Event]:
+        item_id = f"chatmsg_{secrets.token_hex(8)}"
+        reasoning_id = f"chatrs_{secrets.token_hex(8)}"
+        text: list[str] = []
+        reasoning: list[str] = []
+        reasoning_sent = False
+        calls: dict[int, dict[str, str]] = {}
+        finish = ""
+        usage: Usage | None = None
+        try:
+            stream = await self._client.chat.completions.create(
+                model=settings.model,
+                messages=cast(Any, messages_for(system_prompt, entries)),
+                stream=True,
+                **request_options(tools, settings),
+            )
+            async with stream:
+                async for chunk in stream:
+                    if chunk.usage is not None:
+                        usage = _usage(chunk.usage)
+                    for choice in chunk.choices[:1]:
+                        delta = choice.delta
+                        extra = delta.model_extra or {}
+                        thought = next(
+                            (extra[f] for f in REASONING_FIELDS if isinstance(extra.get(f), str)),
+                            "",
+                        )
+                        if thought:
+                            reasoning.append(thought)
+                        if (delta.content or delta.tool_calls) and reasoning and not reasoning_sent:
+                            reasoning_sent = True
+                            yield Reasoning(reasoning_id, "".join(reasoning))
+                        if delta.content:
+                            text.append(delta.content)
+                            yield TextDelta(item_id, delta.content)
+                        for call in delta.tool_calls or []:
+                            slot = calls.setdefault(call.index, {"id": "", "name": "", "args": ""})
+                            if call.id:
+                                slot["id"] = call.id
+                            if call.function is not None:
+                                slot["name"] += call.function.name or ""
+                                slot["args"] += call.function.arguments or ""
+                        if choice.finish_reason:
+                            finish = choice.finish_reason
+        except openai.OpenAIError as exc:
+            raise errors.classify(exc) from exc
+        if reasoning and not reasoning_sent:
+            yield Reasoning(reasoning_id, "".join(reasoning))
+        if text:
+            yield TextDone(item_id, "".join(text), complete=finish != "length")
+        for index in sorted(calls):
+            slot = calls[index]
+            call_id = slot["id"] or f"call_{secrets.token_hex(8)}"
+            yield ToolRequest(call_id, slot["name"], slot["args"])
+        if usage is not None:
+            yield usage
+        yield Finished(_reason(finish, bool(calls)))
+
+
+def _usage(counted: Any) -> Usage:
+    prompt = counted.prompt_tokens_details
+    completion = counted.completion_tokens_details
+    return Usage(
+        input_tokens=counted.prompt_tokens,
+        output_tokens=counted.completion_tokens,
+        total_tokens=counted.total_tokens,
+        cached_input_tokens=(prompt.cached_tokens or 0) if prompt is not None else 0,
+        reasoning_output_tokens=(completion.reasoning_tokens or 0) if completion is not None else 0,
+    )
+
+
+def _reason(finish: str, called: bool) -> str:
+    if called:
+        return "tool_calls"
+    if finish in ("stop", "length", "content_filter"):
+        return finish
+    return "stop" if not finish else "other"

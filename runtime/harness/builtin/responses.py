@@ -1,0 +1,181 @@
+"""The `responses` protocol: `POST {base_url}/responses` with `stream: true` and
+`store: false`, through the official `openai` package.
+
+Mapping (what is not listed is not sent): system prompt -> `instructions`; tools ->
+`tools` of type function; structured output -> `text.format` json_schema; a verbosity
+other than medium -> `text.verbosity`; reasoning effort -> `reasoning` with summaries
+`auto`; max output tokens -> `max_output_tokens`. Events read: output text deltas,
+finished output items (messages, function calls, reasoning summaries), and the
+terminal `response.completed` / `response.incomplete` / `response.failed` / `error`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+import openai
+
+from runtime.harness.builtin import errors
+from runtime.harness.builtin.conversation import (
+    AssistantMessage,
+    Entry,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from runtime.harness.builtin.model import (
+    Event,
+    Finished,
+    Reasoning,
+    Settings,
+    TextDelta,
+    TextDone,
+    ToolRequest,
+    ToolSpec,
+    Usage,
+)
+
+
+def input_for(entries: list[Entry]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for entry in entries:
+        if isinstance(entry, UserMessage):
+            content: list[dict[str, Any]] = [{"type": "input_text", "text": t} for t in entry.texts]
+            content += [
+                {"type": "input_image", "image_url": url, "detail": "auto"} for url in entry.images
+            ]
+            items.append({"type": "message", "role": "user", "content": content})
+        elif isinstance(entry, AssistantMessage):
+            items.append({"type": "message", "role": "assistant", "content": entry.text})
+        elif isinstance(entry, ToolCall):
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": entry.call_id,
+                    "name": entry.name,
+                    "arguments": entry.arguments or "{}",
+                }
+            )
+        elif isinstance(entry, ToolResult):
+            items.append(
+                {"type": "function_call_output", "call_id": entry.call_id, "output": entry.output}
+            )
+    return items
+
+
+def request_options(
+    system_prompt: str, tools: list[ToolSpec], settings: Settings
+) -> dict[str, Any]:
+    options: dict[str, Any] = {"store": False}
+    if system_prompt:
+        options["instructions"] = system_prompt
+    if tools:
+        options["tools"] = [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+                "strict": False,
+            }
+            for t in tools
+        ]
+    text: dict[str, Any] = {}
+    if settings.output_schema is not None:
+        text["format"] = {
+            "type": "json_schema",
+            "name": "output",
+            "schema": settings.output_schema,
+            "strict": settings.output_schema.get("additionalProperties") is False,
+        }
+    if settings.verbosity != "medium":
+        text["verbosity"] = settings.verbosity
+    if text:
+        options["text"] = text
+    if settings.reasoning_effort:
+        options["reasoning"] = {"effort": settings.reasoning_effort, "summary": "auto"}
+    if settings.max_output_tokens:
+        options["max_output_tokens"] = settings.max_output_tokens
+    return options
+
+
+class Responses:
+    name = "responses"
+
+    def __init__(self, client: openai.AsyncOpenAI) -> None:
+        self._client = client
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def stream(
+        self,
+        system_prompt: str,
+        entries: list[Entry],
+        tools: list[ToolSpec],
+        settings: Settings,
+    ) -> AsyncIterator[Event]:
+        called = False
+        try:
+            stream = await self._client.responses.create(
+                model=settings.model,
+                input=cast(Any, input_for(entries)),
+                stream=True,
+                **request_options(system_prompt, tools, settings),
+            )
+            async with stream:
+                async for event in stream:
+                    kind = event.type
+                    if kind == "response.output_text.delta":
+                        yield TextDelta(event.item_id, event.delta)
+                    elif kind == "response.output_item.done":
+                        found = _item(event.item)
+                        if isinstance(found, ToolRequest):
+                            called = True
+                        if found is not None:
+                            yield found
+                    elif kind in ("response.completed", "response.incomplete"):
+                        response = event.response
+                        if response.usage is not None:
+                            yield _usage(response.usage)
+                        if kind == "response.completed":
+                            yield Finished("tool_calls" if called else "stop")
+                        else:
+                            details = response.incomplete_details
+                            reason = details.reason if details is not None else None
+                            yield Finished("length" if reason == "max_output_tokens" else "other")
+                        return
+                    elif kind == "response.failed":
+                        error = event.response.error
+                        raise errors.stream_error(str(error.code) if error is not None else "")
+                    elif kind == "error":
+                        raise errors.stream_error(event.code or "")
+        except openai.OpenAIError as exc:
+            raise errors.classify(exc) from exc
+        raise errors.stream_error("stream_ended_early")
+
+
+def _item(item: Any) -> Event | None:
+    if item.type == "message":
+        text = "".join(
+            part.text for part in item.content if getattr(part, "type", "") == "output_text"
+        )
+        return TextDone(item.id, text, complete=item.status == "completed")
+    if item.type == "function_call":
+        return ToolRequest(item.call_id, item.name, item.arguments)
+    if item.type == "reasoning":
+        parts = [s.text for s in item.summary] or [c.text for c in item.content or []]
+        text = "\n\n".join(p for p in parts if p)
+        return Reasoning(item.id, text) if text else None
+    return None
+
+
+def _usage(counted: Any) -> Usage:
+    return Usage(
+        input_tokens=counted.input_tokens,
+        output_tokens=counted.output_tokens,
+        total_tokens=counted.total_tokens,
+        cached_input_tokens=counted.input_tokens_details.cached_tokens,
+        reasoning_output_tokens=counted.output_tokens_details.reasoning_tokens,
+    )

@@ -1,0 +1,97 @@
+"""The tools one builtin turn offers the model, and how each kind runs.
+
+- Public function tools are client-executed: a call becomes `context.call_function`
+  (a `function_call` frame; Core shows it as a required action) and the turn waits for
+  the result the client sends.
+- HTTP MCP tools run here, each use reported as a `tool_call` observation (`before`,
+  then `after`) of kind `mcp_tool_call`.
+- Workspace tools (read, write, list, run a command) need a local environment, which
+  this build's Runtime does not bind yet: they are not offered.
+
+`run` never raises for a bad call from the model (unknown tool, arguments that are not a
+JSON object, a failing MCP call): it returns text saying what went wrong, so the model
+can recover. Cancellation propagates.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from runtime.harness.base import RunContext
+from runtime.harness.builtin.mcp_servers import McpServers
+from runtime.harness.builtin.model import ToolRequest, ToolSpec
+from runtime.proto import run as wire
+from runtime.proto.execution import FunctionTool
+
+OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class Toolbox:
+    def __init__(self, functions: list[FunctionTool], mcp: McpServers | None) -> None:
+        self._functions = {tool.name: tool for tool in functions}
+        self._mcp = mcp
+
+    def specs(self) -> list[ToolSpec]:
+        specs = [
+            ToolSpec(t.name, t.description, t.parameters or OBJECT_SCHEMA)
+            for t in self._functions.values()
+        ]
+        if self._mcp is not None:
+            specs += [
+                tool.spec for name, tool in self._mcp.tools.items() if name not in self._functions
+            ]
+        return specs
+
+    async def run(self, request: ToolRequest, context: RunContext) -> str:
+        """Run one tool call and return the text the model sees as its result."""
+        try:
+            arguments = json.loads(request.arguments or "{}")
+        except json.JSONDecodeError:
+            arguments = None
+        if not isinstance(arguments, dict):
+            return "error: the arguments must be a JSON object"
+        if request.name in self._functions:
+            outcome = await context.call_function(
+                f"call_{secrets.token_hex(12)}", request.name, json.dumps(arguments)
+            )
+            if outcome.success:
+                return outcome.text
+            return f"error: {outcome.text or 'the function failed'}"
+        if self._mcp is not None and request.name in self._mcp.tools:
+            return await self._mcp_call(request.name, arguments, context)
+        return f"error: there is no tool named {request.name[:64]!r}"
+
+    async def _mcp_call(self, name: str, arguments: dict[str, Any], context: RunContext) -> str:
+        assert self._mcp is not None
+        tool = self._mcp.tools[name]
+        call_id = f"mcp_{secrets.token_hex(8)}"
+        before = wire.ToolObservation(
+            kind="mcp_tool_call",
+            status="in_progress",
+            name=tool.name,
+            server=tool.server,
+            arguments=arguments,
+        )
+        await context.emit(
+            "tool_call",
+            wire.ToolCall(id=call_id, name=tool.name, stage="before", observation=before),
+        )
+        outcome = await self._mcp.call(tool, arguments)
+        after = wire.ToolObservation(
+            kind="mcp_tool_call",
+            status="failed" if outcome.error is not None else "completed",
+            name=tool.name,
+            server=tool.server,
+            arguments=arguments,
+            output=outcome.output if outcome.error is None else None,
+            error=outcome.error,
+        )
+        await context.emit(
+            "tool_call",
+            wire.ToolCall(id=call_id, name=tool.name, stage="after", observation=after),
+        )
+        if outcome.error is not None:
+            return f"error: {outcome.error}"
+        return outcome.output

@@ -1,0 +1,185 @@
+"""One builtin turn: the model/tool loop.
+
+    add the turn's input
+    repeat:
+        add steered input                      (take_steered between model calls)
+        one streaming model call               (frames emitted as events arrive)
+        tool calls?  run each, add results, go again
+        steered input arrived?  go again
+        otherwise the turn is done
+
+Frames: each text item streams as `output_message` in_progress, `delta`s, then
+`output_message` completed (or incomplete when the reply was cut short), its phase
+`commentary` when the same model reply also called tools and `final_answer` otherwise;
+reasoning text becomes one `thinking` frame per reasoning item. Usage is one cumulative
+`usage` frame at the end, sent only when every model call of the turn reported usage
+(otherwise the total is unknown and nothing is sent). Cancellation propagates from the
+model stream or the tool being awaited; the conversation is settled either way.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Literal
+
+from runtime.harness.base import NativeFailure, RunContext
+from runtime.harness.builtin.conversation import (
+    AssistantMessage,
+    Conversation,
+    ToolCall,
+    ToolResult,
+)
+from runtime.harness.builtin.model import (
+    Finished,
+    ModelProtocol,
+    Reasoning,
+    Settings,
+    TextDelta,
+    TextDone,
+    ToolRequest,
+    Usage,
+)
+from runtime.harness.builtin.tools import Toolbox
+from runtime.proto import run as wire
+from runtime.proto.inputs import MessageInput
+
+log = logging.getLogger(__name__)
+
+MAX_ROUNDS = 64
+
+
+class BuiltinTurn:
+    def __init__(
+        self,
+        context: RunContext,
+        conversation: Conversation,
+        protocol: ModelProtocol,
+        toolbox: Toolbox,
+        settings: Settings,
+        context_window: int = 0,
+    ) -> None:
+        self._context = context
+        self._conversation = conversation
+        self._protocol = protocol
+        self._toolbox = toolbox
+        self._settings = settings
+        self._context_window = context_window
+        self._usage: Usage | None = Usage(0, 0, 0)
+        self.rounds = 0
+
+    async def play(self, messages: MessageInput) -> None:
+        self._conversation.add_input(messages)
+        try:
+            while True:
+                self._take_steered()
+                if self.rounds >= MAX_ROUNDS:
+                    raise NativeFailure(f"the model kept calling tools ({MAX_ROUNDS} calls)")
+                requests = await self._round()
+                if requests:
+                    for request in requests:
+                        output = await self._toolbox.run(request, self._context)
+                        self._conversation.add(ToolResult(request.call_id, output))
+                    continue
+                if self._take_steered():
+                    continue
+                break
+        finally:
+            self._conversation.settle()
+        if self._usage is not None:
+            await self._report_usage(self._usage)
+
+    def _take_steered(self) -> bool:
+        steered = self._context.take_steered()
+        for messages in steered:
+            self._conversation.add_input(messages)
+        return bool(steered)
+
+    async def _round(self) -> list[ToolRequest]:
+        """One model call. Returns the tool calls it asked for."""
+        self.rounds += 1
+        sequences: dict[str, int] = {}
+        finished: list[TextDone] = []
+        requests: list[ToolRequest] = []
+        counted: Usage | None = None
+        entries = self._conversation.window(self._context_window, self._settings.max_output_tokens)
+        stream = self._protocol.stream(
+            self._conversation.system_prompt, entries, self._toolbox.specs(), self._settings
+        )
+        async for event in stream:
+            if isinstance(event, TextDelta):
+                await self._open(event.item_id, sequences)
+                sequences[event.item_id] += 1
+                await self._context.emit(
+                    "delta",
+                    wire.Delta(
+                        item_id=event.item_id, delta=event.text, sequence=sequences[event.item_id]
+                    ),
+                )
+            elif isinstance(event, TextDone):
+                await self._open(event.item_id, sequences)
+                finished.append(event)
+            elif isinstance(event, Reasoning):
+                await self._context.emit(
+                    "thinking", wire.Thinking(text=event.text, item_id=event.item_id)
+                )
+            elif isinstance(event, ToolRequest):
+                requests.append(event)
+            elif isinstance(event, Usage):
+                counted = event
+            elif isinstance(event, Finished):
+                log.debug("model call %d finished: %s", self.rounds, event.reason)
+        self._add_usage(counted)
+        phase: Literal["commentary", "final_answer"] = "commentary" if requests else "final_answer"
+        for done in finished:
+            await self._context.emit(
+                "output_message",
+                wire.OutputMessage(
+                    id=done.item_id,
+                    status="completed" if done.complete else "incomplete",
+                    phase=phase,
+                    text=done.text,
+                ),
+            )
+            self._conversation.add(AssistantMessage(done.text))
+        for request in requests:
+            self._conversation.add(ToolCall(request.call_id, request.name, request.arguments))
+        return requests
+
+    async def _open(self, item_id: str, sequences: dict[str, int]) -> None:
+        if item_id not in sequences:
+            sequences[item_id] = 0
+            await self._context.emit(
+                "output_message", wire.OutputMessage(id=item_id, status="in_progress")
+            )
+
+    def _add_usage(self, counted: Usage | None) -> None:
+        if counted is None or self._usage is None:
+            self._usage = None  # one call without a report makes the total unknown
+            return
+        total = self._usage
+        self._usage = Usage(
+            input_tokens=total.input_tokens + counted.input_tokens,
+            output_tokens=total.output_tokens + counted.output_tokens,
+            total_tokens=total.total_tokens + counted.total_tokens,
+            cached_input_tokens=total.cached_input_tokens + counted.cached_input_tokens,
+            reasoning_output_tokens=total.reasoning_output_tokens + counted.reasoning_output_tokens,
+        )
+
+    async def _report_usage(self, usage: Usage) -> None:
+        if self.rounds == 0:
+            return
+        counts = wire.TokenCounts(
+            input_tokens=usage.input_tokens,
+            cached_input_tokens=usage.cached_input_tokens,
+            output_tokens=usage.output_tokens,
+            reasoning_output_tokens=usage.reasoning_output_tokens,
+            total_tokens=usage.total_tokens,
+        )
+        await self._context.emit(
+            "usage",
+            wire.Usage(
+                tokens=counts,
+                provider=f"builtin:{self._protocol.name}",
+                model=self._settings.model,
+            ),
+        )

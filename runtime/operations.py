@@ -1,0 +1,381 @@
+"""Workspace operations on one connection: reads, writes, exports and Environment
+initialization (`runtime_prepare`). Handlers return the frames to send; the dispatcher
+sends them. At most one transfer (write or runtime_prepare) is open per connection; a
+malformed or incomplete transfer never reaches the filesystem, and an exact commit or
+rejection receipt ends it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from runtime.proto import limits
+from runtime.proto.errors import ValidationError
+from runtime.proto.exports import ExportOutcome, ExportStep, WorkspaceExport, WorkspaceExportResult
+from runtime.proto.initialization import RuntimePrepare, RuntimePrepareResult
+from runtime.proto.transfer_lifecycle import TransferReceiver
+from runtime.proto.transfers import TransferKind, TransferOutcome, TransferStep
+from runtime.proto.workspace import ReadOutcome, WorkspaceRead, WorkspaceReadResult
+from runtime.proto.writes import WorkspaceWrite, WorkspaceWriteResult
+from runtime.workspaces import (
+    Binding,
+    WorkspaceError,
+    Workspaces,
+    export_outputs,
+    list_directory,
+    read_bytes,
+    write_new_file,
+)
+
+log = logging.getLogger(__name__)
+
+SETUP_TIMEOUT_SECONDS = 600.0
+WORKSPACE_PREFIX = "/workspace/"
+
+
+@dataclass
+class _Transfer:
+    kind: TransferKind
+    receiver: TransferReceiver
+    binding: Binding
+    path: str = ""
+    action: str = ""
+    body: bytearray = field(default_factory=bytearray)
+    request: RuntimePrepare | None = None
+
+
+@dataclass
+class _Export:
+    data: bytes
+    offset: int = 0
+
+
+class WorkspaceOperations:
+    """Per-connection workspace state. `binding_of_owner(handle_or_run)` tells which
+    Environment a preparation handle or Run is bound to."""
+
+    def __init__(
+        self, workspaces: Workspaces, binding_of_owner: Callable[[str, str], Binding | None]
+    ) -> None:
+        self._workspaces = workspaces
+        self._owner = binding_of_owner
+        self._transfers: dict[str, _Transfer] = {}
+        self._exports: dict[str, _Export] = {}
+        self._environment: dict[str, dict[str, str]] = {}
+
+    # Reads.
+    def read(self, request: WorkspaceRead) -> WorkspaceReadResult:
+        def rejected(code: str) -> WorkspaceReadResult:
+            return WorkspaceReadResult(outcome=ReadOutcome.REJECTED, error_code=code)
+
+        try:
+            request.validate()
+        except ValidationError:
+            return rejected("invalid_request")
+        binding = self._owner(request.handle, request.run_id)
+        if binding is None or binding.environment_id != request.environment_id:
+            return rejected("resource_unavailable")
+        try:
+            if request.is_directory:
+                listing = list_directory(binding, request.path, request.max_entries)
+                return WorkspaceReadResult(
+                    outcome=ReadOutcome.COMPLETED, directory=listing, close_acknowledged=True
+                )
+            data, truncated = read_bytes(binding, request.path, request.max_bytes)
+        except WorkspaceError as exc:
+            return rejected(exc.code)
+        except OSError:
+            return rejected("permission_denied")
+        return WorkspaceReadResult(
+            outcome=ReadOutcome.COMPLETED, data=data, truncated=truncated, close_acknowledged=True
+        )
+
+    # Writes.
+    def write(self, mutation_id: str, request: WorkspaceWrite) -> WorkspaceWriteResult | None:
+        """Handle one step; None means no reply (a malformed frame for a pending transfer)."""
+
+        def result(
+            outcome: TransferOutcome,
+            offset: int = 0,
+            size: int = 0,
+            code: str = "",
+            reason: str = "",
+        ) -> WorkspaceWriteResult:
+            return WorkspaceWriteResult(
+                outcome=outcome, offset=offset, size_bytes=size, error_code=code, reason=reason
+            )
+
+        try:
+            request.validate()
+        except ValidationError:
+            if mutation_id in self._transfers:
+                self._transfers.pop(mutation_id).receiver.reject()
+            return result(TransferOutcome.REJECTED, code="invalid_request")
+        if request.step == TransferStep.BEGIN:
+            if self._transfers:
+                return result(TransferOutcome.REJECTED, code="write_capacity")
+            binding = self._workspaces.get(request.environment_id)
+            if binding is None:
+                return result(TransferOutcome.REJECTED, code="resource_unavailable")
+            receiver = TransferReceiver(
+                TransferKind.WORKSPACE_WRITE, request.size_bytes, request.sha256
+            )
+            try:
+                receiver.begin()
+            except ValidationError:
+                return result(TransferOutcome.REJECTED, code="invalid_request")
+            self._transfers[mutation_id] = _Transfer(
+                TransferKind.WORKSPACE_WRITE, receiver, binding, path=request.path
+            )
+            return result(TransferOutcome.READY)
+        transfer = self._transfers.get(mutation_id)
+        if transfer is None or transfer.kind is not TransferKind.WORKSPACE_WRITE:
+            return None
+        return self._step(mutation_id, transfer, request.step, request.offset, request.data, result)
+
+    def _step(
+        self,
+        transfer_id: str,
+        transfer: _Transfer,
+        step: str,
+        offset: int,
+        data: bytes,
+        result: Callable[..., WorkspaceWriteResult],
+    ) -> WorkspaceWriteResult:
+        receiver = transfer.receiver
+        if step == TransferStep.CHUNK:
+            try:
+                receiver.chunk(offset, data)
+            except ValidationError:
+                self._transfers.pop(transfer_id, None)
+                return result(TransferOutcome.REJECTED, code="invalid_request")
+            transfer.body.extend(data)
+            return result(TransferOutcome.RECEIVED, offset=receiver.staged())
+        self._transfers.pop(transfer_id, None)
+        try:
+            receiver.commit()
+        except ValidationError:
+            return result(TransferOutcome.REJECTED, code="invalid_request")
+        try:
+            write_new_file(transfer.binding, transfer.path, bytes(transfer.body))
+        except WorkspaceError as exc:
+            receiver.reject()
+            return result(TransferOutcome.REJECTED, code="write_rejected", reason=exc.reason)
+        except OSError:
+            receiver.settle(TransferOutcome.UNKNOWN)
+            return result(TransferOutcome.UNKNOWN, code="write_unconfirmed")
+        receiver.settle(TransferOutcome.COMPLETED)
+        return result(TransferOutcome.COMPLETED, size=receiver.size_bytes)
+
+    # Exports: a pull-based stream of a tar of `outputs/`.
+    def export(self, operation_id: str, request: WorkspaceExport) -> WorkspaceExportResult:
+        try:
+            request.validate()
+        except ValidationError:
+            self._exports.pop(operation_id, None)
+            return WorkspaceExportResult(
+                outcome=ExportOutcome.REJECTED, offset=0, error_code="invalid_request"
+            )
+        if request.step == ExportStep.BEGIN:
+            binding = self._owner(request.handle, "")
+            if binding is None or binding.environment_id != request.environment_id:
+                return WorkspaceExportResult(
+                    outcome=ExportOutcome.REJECTED, offset=0, error_code="resource_unavailable"
+                )
+            try:
+                self._exports[operation_id] = _Export(export_outputs(binding))
+            except OSError:
+                return WorkspaceExportResult(
+                    outcome=ExportOutcome.FAILED, offset=0, error_code="export_failed"
+                )
+            return self._next_chunk(operation_id, 0)
+        state = self._exports.get(operation_id)
+        if request.step == ExportStep.CANCEL or state is None:
+            self._exports.pop(operation_id, None)
+            return WorkspaceExportResult(
+                outcome=ExportOutcome.REJECTED, offset=0, error_code="invalid_request"
+            )
+        if request.offset != state.offset:
+            self._exports.pop(operation_id, None)
+            return WorkspaceExportResult(
+                outcome=ExportOutcome.FAILED, offset=state.offset, error_code="invalid_request"
+            )
+        return self._next_chunk(operation_id, request.offset)
+
+    def _next_chunk(self, operation_id: str, offset: int) -> WorkspaceExportResult:
+        state = self._exports[operation_id]
+        chunk = state.data[offset : offset + limits.MAX_CHUNK_BYTES]
+        if not chunk:
+            del self._exports[operation_id]
+            return WorkspaceExportResult(outcome=ExportOutcome.COMPLETED, offset=offset)
+        state.offset = offset + len(chunk)
+        return WorkspaceExportResult(outcome=ExportOutcome.CHUNK, offset=offset, data=chunk)
+
+    # Environment initialization.
+    async def prepare(
+        self, transfer_id: str, request: RuntimePrepare
+    ) -> RuntimePrepareResult | None:
+        def result(
+            outcome: TransferOutcome,
+            offset: int = 0,
+            size: int = 0,
+            code: str = "",
+            exit_code: int = 0,
+        ) -> RuntimePrepareResult:
+            return RuntimePrepareResult(
+                outcome=outcome,
+                offset=offset,
+                size_bytes=size,
+                error_code=code,
+                exit_code=exit_code,
+            )
+
+        try:
+            request.validate()
+        except ValidationError:
+            if transfer_id in self._transfers:
+                self._transfers.pop(transfer_id).receiver.reject()
+            return result(TransferOutcome.REJECTED, code="invalid_request")
+        if request.step == TransferStep.BEGIN:
+            if self._transfers:
+                return result(TransferOutcome.REJECTED, code="runtime_preparation_capacity")
+            binding = self._workspaces.get(request.environment_id)
+            if binding is None:
+                return result(TransferOutcome.REJECTED, code="resource_unavailable")
+            if request.action in ("skill", "plugin"):
+                return result(TransferOutcome.REJECTED, code="runtime_preparation_unsupported")
+            receiver = TransferReceiver(
+                TransferKind.RUNTIME_PREPARE, request.size_bytes, request.sha256
+            )
+            try:
+                receiver.begin()
+            except ValidationError:
+                return result(TransferOutcome.REJECTED, code="invalid_request")
+            path = request.file.path if request.file else ""
+            self._transfers[transfer_id] = _Transfer(
+                TransferKind.RUNTIME_PREPARE,
+                receiver,
+                binding,
+                path=path.removeprefix(WORKSPACE_PREFIX),
+                action=request.action,
+                request=request,
+            )
+            return result(TransferOutcome.READY)
+        transfer = self._transfers.get(transfer_id)
+        if transfer is None or transfer.kind is not TransferKind.RUNTIME_PREPARE:
+            return None
+        if request.step == TransferStep.CHUNK:
+            try:
+                transfer.receiver.chunk(request.offset, request.data)
+            except ValidationError:
+                self._transfers.pop(transfer_id, None)
+                return result(TransferOutcome.REJECTED, code="invalid_request")
+            transfer.body.extend(request.data)
+            return result(TransferOutcome.RECEIVED, offset=transfer.receiver.staged())
+        self._transfers.pop(transfer_id, None)
+        try:
+            transfer.receiver.commit()
+        except ValidationError:
+            return result(TransferOutcome.REJECTED, code="invalid_request")
+        return await self._apply(transfer, result)
+
+    async def _apply(
+        self, transfer: _Transfer, result: Callable[..., RuntimePrepareResult]
+    ) -> RuntimePrepareResult:
+        receiver = transfer.receiver
+        binding = transfer.binding
+        if transfer.action == "file":
+            try:
+                write_new_file(binding, transfer.path, bytes(transfer.body))
+            except WorkspaceError:
+                receiver.reject()
+                return result(TransferOutcome.REJECTED, code="runtime_preparation_rejected")
+            receiver.settle(TransferOutcome.COMPLETED)
+            return result(TransferOutcome.COMPLETED, size=receiver.size_bytes)
+        request = transfer.request
+        init = request.initialization if request else None
+        exit_code = 0
+        if transfer.action == "initialize" and init is not None:
+            env = self._environment.setdefault(binding.environment_id, {})
+            if init.action == "configure":
+                env.update(init.env or {})
+            else:
+                exit_code = await self._install_or_setup(
+                    binding, init.action, init.packages, init.command, init.cwd, env
+                )
+        if exit_code:
+            receiver.settle(TransferOutcome.FAILED)
+            return result(
+                TransferOutcome.FAILED,
+                code="runtime_preparation_failed",
+                exit_code=min(exit_code, 255),
+            )
+        receiver.settle(TransferOutcome.COMPLETED)
+        return result(TransferOutcome.COMPLETED)
+
+    def environment_of(self, environment_id: str) -> dict[str, str]:
+        return dict(self._environment.get(environment_id, {}))
+
+    async def _install_or_setup(
+        self,
+        binding: Binding,
+        action: str,
+        packages: list[str] | None,
+        command: str,
+        cwd: str,
+        env: dict[str, str],
+    ) -> int:
+        """Run an install or a setup command inside the workspace; return its exit code."""
+        process_env = {**os.environ, **env}
+        if action == "python":
+            argv = [
+                _python(),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--target",
+                str(binding.root / ".packages" / "python"),
+                *(packages or []),
+            ]
+        elif action == "npm":
+            argv = [
+                "npm",
+                "install",
+                "--silent",
+                "--prefix",
+                str(binding.root / ".packages"),
+                *(packages or []),
+            ]
+        else:
+            argv = ["/bin/sh", "-c", command]
+        directory = (
+            binding.root / cwd.removeprefix("/workspace").lstrip("/") if cwd else (binding.root)
+        )
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=directory,
+                env=process_env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+            )
+        except OSError:
+            return 127
+        try:
+            return await asyncio.wait_for(process.wait(), SETUP_TIMEOUT_SECONDS)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            return 124
+
+
+def _python() -> str:
+    """A Python for package installs: this one unless frozen, else the one on PATH."""
+    return "python3" if getattr(sys, "frozen", False) else sys.executable

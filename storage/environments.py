@@ -1,0 +1,173 @@
+"""Environments, the files written into them, uploaded files and captured artifacts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage.database import Tx
+from storage.rows import Queryable, dumps, record
+
+_JSON = ("config", "secrets")
+
+
+async def insert(tx: Tx, row: dict[str, Any]) -> None:
+    await tx.execute(
+        "INSERT INTO environments (id, project_id, wire_id, type, status, config, secrets,"
+        " workspace_directory, created_at, idempotency_key, request_hash)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            row["id"],
+            row["project_id"],
+            row["wire_id"],
+            row["type"],
+            row["status"],
+            dumps(row["config"]),
+            dumps(row.get("secrets") or {}),
+            row.get("workspace_directory"),
+            row["created_at"],
+            row.get("idempotency_key"),
+            row.get("request_hash"),
+        ),
+    )
+
+
+async def get(q: Queryable, project_id: str, environment_id: str) -> dict[str, Any] | None:
+    row = await q.fetchone(
+        "SELECT * FROM environments WHERE project_id = ? AND id = ?", (project_id, environment_id)
+    )
+    return record(row, _JSON)
+
+
+async def get_any(q: Queryable, environment_id: str) -> dict[str, Any] | None:
+    row = await q.fetchone("SELECT * FROM environments WHERE id = ?", (environment_id,))
+    return record(row, _JSON)
+
+
+async def by_idempotency_key(q: Queryable, project_id: str, key: str) -> dict[str, Any] | None:
+    row = await q.fetchone(
+        "SELECT * FROM environments WHERE project_id = ? AND idempotency_key = ?", (project_id, key)
+    )
+    return record(row, _JSON)
+
+
+async def set_initialization(
+    tx: Tx, environment_id: str, initialization: str, status: str, failure: str | None = None
+) -> None:
+    await tx.execute(
+        "UPDATE environments SET initialization = ?, status = ?, failure = ? WHERE id = ?",
+        (initialization, status, failure, environment_id),
+    )
+
+
+async def reserve_file(tx: Tx, row: dict[str, Any]) -> None:
+    await tx.execute(
+        "INSERT INTO environment_files (id, environment_id, path, type, file_id, size_bytes,"
+        " sha256, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'reserved', ?)",
+        (
+            row["id"],
+            row["environment_id"],
+            row["path"],
+            row["type"],
+            row.get("file_id"),
+            row["size_bytes"],
+            row["sha256"],
+            row["created_at"],
+        ),
+    )
+
+
+async def set_file_state(tx: Tx, file_row_id: str, state: str) -> None:
+    await tx.execute("UPDATE environment_files SET state = ? WHERE id = ?", (state, file_row_id))
+
+
+async def unsettled_files(q: Queryable, environment_id: str) -> int:
+    row = await q.fetchone(
+        "SELECT COUNT(*) AS n FROM environment_files WHERE environment_id = ?"
+        " AND state IN ('reserved', 'unknown')",
+        (environment_id,),
+    )
+    return 0 if row is None else int(row["n"])
+
+
+async def files_of(q: Queryable, environment_id: str) -> list[dict[str, Any]]:
+    """Files reserved or written into the environment, for its public description."""
+    rows = await q.fetchall(
+        "SELECT * FROM environment_files WHERE environment_id = ?"
+        " AND state IN ('reserved', 'written') ORDER BY created_at, path",
+        (environment_id,),
+    )
+    return [dict(row) for row in rows]
+
+
+async def written_files(q: Queryable, environment_id: str) -> list[dict[str, Any]]:
+    rows = await q.fetchall(
+        "SELECT * FROM environment_files WHERE environment_id = ? AND state = 'written'"
+        " ORDER BY created_at, path",
+        (environment_id,),
+    )
+    return [dict(row) for row in rows]
+
+
+async def insert_upload(tx: Tx, row: dict[str, Any]) -> None:
+    await tx.execute(
+        "INSERT INTO files (id, project_id, filename, purpose, bytes, sha256, content,"
+        " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            row["id"],
+            row["project_id"],
+            row["filename"],
+            row["purpose"],
+            row["bytes"],
+            row["sha256"],
+            row["content"],
+            row["created_at"],
+        ),
+    )
+
+
+async def upload(q: Queryable, project_id: str, file_id: str) -> dict[str, Any] | None:
+    row = await q.fetchone(
+        "SELECT * FROM files WHERE project_id = ? AND id = ?", (project_id, file_id)
+    )
+    return None if row is None else dict(row)
+
+
+async def insert_artifact(tx: Tx, row: dict[str, Any]) -> None:
+    await tx.execute(
+        "INSERT INTO artifacts (id, session_id, turn_id, environment_id, path, size_bytes,"
+        " sha256, content, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            row["id"],
+            row["session_id"],
+            row["turn_id"],
+            row["environment_id"],
+            row["path"],
+            row["size_bytes"],
+            row["sha256"],
+            row["content"],
+            row["created_at"],
+        ),
+    )
+
+
+async def latest_artifact_digest(q: Queryable, session_id: str, path: str) -> str | None:
+    row = await q.fetchone(
+        "SELECT sha256 FROM artifacts WHERE session_id = ? AND path = ? AND deleted_at IS NULL"
+        " ORDER BY created_at DESC, id DESC LIMIT 1",
+        (session_id, path),
+    )
+    return None if row is None else str(row["sha256"])
+
+
+async def artifact(q: Queryable, session_id: str, artifact_id: str) -> dict[str, Any] | None:
+    row = await q.fetchone(
+        "SELECT * FROM artifacts WHERE session_id = ? AND id = ? AND deleted_at IS NULL",
+        (session_id, artifact_id),
+    )
+    return None if row is None else dict(row)
+
+
+async def delete_artifact(tx: Tx, artifact_id: str, now: int) -> None:
+    await tx.execute(
+        "UPDATE artifacts SET deleted_at = ?, content = x'' WHERE id = ?", (now, artifact_id)
+    )

@@ -1,0 +1,143 @@
+"""Environments, environment files, uploads and artifacts through the official SDK."""
+
+from __future__ import annotations
+
+import base64
+import io
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+from openai import OpenAI
+
+
+def run_turn(client: OpenAI, **kwargs: Any) -> tuple[str, list[Any]]:
+    events = list(
+        client.beta.agents.sessions.create(agent={"model": "scripted"}, stream=True, **kwargs)
+    )
+    return str(events[0].session.id), events
+
+
+def test_self_hosted_write_becomes_a_downloadable_artifact(client: OpenAI, tmp_path: Path) -> None:
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    session_id, events = run_turn(
+        client,
+        environment={"type": "self_hosted", "workspace_directory": str(workspace)},
+        input="/write outputs/report.txt quarterly numbers\n/say written",
+    )
+    assert events[-2].type == "agent.session.turn.completed", [e.type for e in events]
+    assert (workspace / "outputs" / "report.txt").read_text() == "quarterly numbers"
+    session = client.beta.agents.sessions.retrieve(session_id)
+    assert session.environment.type == "self_hosted"
+    artifacts = client.beta.agents.sessions.artifacts.list(session_id).data
+    assert [a.path for a in artifacts] == ["/workspace/outputs/report.txt"]
+    content = client.beta.agents.sessions.artifacts.content(artifacts[0].id, session_id=session_id)
+    assert content.read() == b"quarterly numbers"
+    # An unchanged file is not captured again by the next turn.
+    with client.beta.agents.sessions.stream(session_id, input="again") as stream:
+        stream.get_final_result()
+    assert len(client.beta.agents.sessions.artifacts.list(session_id).data) == 1
+    deleted = client.beta.agents.sessions.artifacts.delete(artifacts[0].id, session_id=session_id)
+    assert deleted.deleted is True
+    with pytest.raises(openai.NotFoundError):
+        client.beta.agents.sessions.artifacts.retrieve(artifacts[0].id, session_id=session_id)
+
+
+def test_hosted_environment_files_are_in_the_sessions_workspace(client: OpenAI) -> None:
+    initial = base64.b64encode(b"seed data").decode()
+    environment = client.beta.agents.environments.create(
+        environment={
+            "type": "openai_hosted",
+            "files": [{"type": "inline", "data": initial, "path": "/workspace/data/seed.txt"}],
+            "env": {"GREETING": "hi"},
+        }
+    )
+    assert environment.type == "openai_hosted"
+    written = client.beta.agents.environments.files.create(
+        environment.id,
+        type="inline",
+        path="/workspace/outputs/from-api.txt",
+        data=base64.b64encode(b"written through the API").decode(),
+    )
+    assert written.size_bytes == len(b"written through the API")
+    listed = client.beta.agents.environments.files.list(environment.id, path="/workspace/data")
+    assert [f.path for f in listed.data] == ["/workspace/data/seed.txt"]
+    assert client.beta.agents.environments.retrieve(environment.id).status == "ready"
+    # The session's turn runs in the same workspace: outputs/ written through the API is
+    # captured as that turn's artifact, byte for byte.
+    session_id, events = run_turn(
+        client,
+        environment={"type": "openai_hosted", "environment_id": environment.id},
+        input="hello",
+    )
+    assert events[-2].type == "agent.session.turn.completed", [e.type for e in events]
+    artifacts = client.beta.agents.sessions.artifacts.list(session_id).data
+    assert [a.path for a in artifacts] == ["/workspace/outputs/from-api.txt"]
+    body = client.beta.agents.sessions.artifacts.content(artifacts[0].id, session_id=session_id)
+    assert body.read() == b"written through the API"
+
+
+def test_file_upload_then_file_id_staging(client: OpenAI) -> None:
+    uploaded = client.files.create(
+        file=("notes.txt", io.BytesIO(b"uploaded bytes")), purpose="user_data"
+    )
+    assert uploaded.bytes == len(b"uploaded bytes")
+    environment = client.beta.agents.environments.create(environment={"type": "openai_hosted"})
+    staged = client.beta.agents.environments.files.create(
+        environment.id, type="file_id", file_id=uploaded.id, path="/workspace/notes.txt"
+    )
+    assert staged.path == "/workspace/notes.txt"
+    # The same path twice is refused, and changes nothing.
+    with pytest.raises(openai.BadRequestError):
+        client.beta.agents.environments.files.create(
+            environment.id, type="file_id", file_id=uploaded.id, path="/workspace/notes.txt"
+        )
+    files = client.beta.agents.environments.files.list(environment.id)
+    assert [f.path for f in files.data] == ["/workspace/notes.txt"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/tmp/x",
+        "/workspace/../etc",
+        "/workspace/outputs",
+        "/workspace/.codex/x",
+        "relative.txt",
+        "/workspace/a//b",
+    ],
+)
+def test_bad_file_paths_are_refused(client: OpenAI, path: str) -> None:
+    environment = client.beta.agents.environments.create(environment={"type": "openai_hosted"})
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.beta.agents.environments.files.create(
+            environment.id, type="inline", path=path, data=base64.b64encode(b"x").decode()
+        )
+    assert caught.value.param == "path"
+
+
+def test_inline_files_over_5_mib_are_refused(client: OpenAI) -> None:
+    environment = client.beta.agents.environments.create(environment={"type": "openai_hosted"})
+    big = base64.b64encode(b"x" * (5 * 1024 * 1024 + 1)).decode()
+    with pytest.raises(openai.BadRequestError):
+        client.beta.agents.environments.files.create(
+            environment.id, type="inline", path="/workspace/big.bin", data=big
+        )
+
+
+def test_environment_file_listing_pages_with_tokens(client: OpenAI) -> None:
+    environment = client.beta.agents.environments.create(environment={"type": "openai_hosted"})
+    for name in ("a", "b", "c"):
+        client.beta.agents.environments.files.create(
+            environment.id,
+            type="inline",
+            path=f"/workspace/{name}.txt",
+            data=base64.b64encode(name.encode()).decode(),
+        )
+    seen = [
+        f.path
+        for f in client.beta.agents.environments.files.list(environment.id, limit=1, order="asc")
+    ]
+    assert seen == ["/workspace/a.txt", "/workspace/b.txt", "/workspace/c.txt"]

@@ -1,0 +1,77 @@
+"""Session listing with filters, updates and deletion."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+from openai import OpenAI
+
+
+def _session(client: OpenAI, text: str = "x", **kwargs: object) -> str:
+    events = list(
+        client.beta.agents.sessions.create(
+            environment={"type": "none"}, input=text, stream=True, **kwargs
+        )
+    )  # type: ignore[arg-type]
+    return str(events[0].session.id)  # type: ignore[attr-defined]
+
+
+def test_list_filters_by_agent_and_metadata_and_pages_both_ways(client: OpenAI) -> None:
+    agent = client.beta.agents.create(model="scripted", name="lister")
+    ids = [
+        _session(client, agent_id=agent.id, metadata={"batch": "b1", "n": str(i)}) for i in range(3)
+    ]
+    _session(client, agent={"model": "scripted"}, metadata={"batch": "other"})
+    for order in ("asc", "desc"):
+        for limit in (1, 2):
+            seen = [
+                s.id
+                for s in client.beta.agents.sessions.list(
+                    agent_id=agent.id, limit=limit, order=order
+                )
+            ]
+            assert sorted(seen) == sorted(ids) and len(seen) == 3
+    tagged = client.beta.agents.sessions.list(metadata={"batch": "b1", "n": "1"}).data
+    assert [s.id for s in tagged] == [ids[1]]
+
+
+def test_update_changes_metadata_and_agent_for_later_turns(client: OpenAI) -> None:
+    session_id = _session(client, agent={"model": "scripted"})
+    updated = client.beta.agents.sessions.update(
+        session_id, metadata={"k": "v"}, agent={"service_tier": "flex"}
+    )
+    assert updated.metadata == {"k": "v"}
+    assert updated.agent.service_tier == "flex"
+    with pytest.raises(openai.BadRequestError):
+        client.beta.agents.sessions.update(session_id)
+
+
+def test_delete_only_when_idle(client: OpenAI) -> None:
+    session_id = _session(client, agent={"model": "scripted"})
+    with client.beta.agents.sessions.events.stream(session_id) as live:
+        client.beta.agents.sessions.events.create(
+            session_id,
+            events=[
+                {
+                    "type": "agent.session.input.message",
+                    "input": [
+                        {"role": "user", "content": [{"type": "input_text", "text": "/hang"}]}
+                    ],
+                }
+            ],
+        )
+        for event in live:
+            if event.type == "agent.session.turn.in_progress":
+                break
+        with pytest.raises(openai.ConflictError):
+            client.beta.agents.sessions.delete(session_id)
+        client.beta.agents.sessions.events.create(
+            session_id, events=[{"type": "agent.session.input.cancel"}]
+        )
+        for event in live:
+            if event.type == "agent.session.idle":
+                break
+    deleted = client.beta.agents.sessions.delete(session_id)
+    assert deleted.deleted is True
+    with pytest.raises(openai.NotFoundError):
+        client.beta.agents.sessions.retrieve(session_id)

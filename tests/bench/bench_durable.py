@@ -1,0 +1,202 @@
+"""Durable-path benchmarks (a script; pytest does not collect it).
+
+Prints: end-to-end durable events per second for `/stream 2000` on 8 concurrent sessions
+(harness delta -> committed journal row -> SSE client), as a ratio to a bare aiosqlite
+group-commit loop writing the same number of rows in the same run; the database size
+after 10,000 turns; and list latency p50 for sessions and items at 1k and 100k rows.
+All traffic goes to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import aiosqlite
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench  # noqa: E402  (the shared server helpers beside this script)
+
+SESSIONS = 8
+DELTAS = 2000
+TURNS_FOR_SIZE = 10_000
+LIST_SIZES = (1_000, 100_000)
+
+
+def stream_session(port: int, text: str, counts: list[int], index: int) -> None:
+    stream = bench.EventStream(port, "POST", "/v1/agents/sessions", {
+        "agent": {"model": "scripted"}, "environment": {"type": "none"}, "input": text,
+        "stream": True})
+    deadline = time.monotonic() + 300
+    try:
+        event_type = ""
+        while event_type != "agent.session.idle":
+            event_type, _ = stream.next(deadline)
+            if event_type == "agent.session.turn.output_text.delta":
+                counts[index] += 1
+    finally:
+        stream.close()
+
+
+def durable_events_per_second(port: int) -> tuple[float, int]:
+    counts = [0] * SESSIONS
+    threads = [threading.Thread(target=stream_session, args=(port, f"/stream {DELTAS}", counts, i))
+               for i in range(SESSIONS)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    return sum(counts) / elapsed, sum(counts)
+
+
+async def bare_group_commit(path: Path, rows: int, writers: int = SESSIONS) -> float:
+    """Rows per second for concurrent writers sharing group commits on plain aiosqlite."""
+    conn = await aiosqlite.connect(path, isolation_level=None)
+    await conn.execute("PRAGMA journal_mode=WAL")
+    await conn.execute("PRAGMA synchronous=FULL")
+    await conn.execute("CREATE TABLE t (session TEXT, seq INTEGER, payload TEXT)")
+    queue: asyncio.Queue[tuple[str, int, asyncio.Future[None]]] = asyncio.Queue()
+
+    async def committer() -> None:
+        while True:
+            batch = [await queue.get()]
+            while not queue.empty() and len(batch) < 64:
+                batch.append(queue.get_nowait())
+            await conn.execute("BEGIN IMMEDIATE")
+            for session, seq, _ in batch:
+                await conn.execute("INSERT INTO t VALUES (?, ?, ?)",
+                                   (session, seq, '{"delta": "x"}'))
+            await conn.execute("COMMIT")
+            for _, _, future in batch:
+                future.set_result(None)
+
+    async def writer(name: str) -> None:
+        loop = asyncio.get_running_loop()
+        for seq in range(rows // writers):
+            future: asyncio.Future[None] = loop.create_future()
+            await queue.put((name, seq, future))
+            await future
+
+    task = asyncio.create_task(committer())
+    started = time.perf_counter()
+    await asyncio.gather(*(writer(f"s{i}") for i in range(writers)))
+    elapsed = time.perf_counter() - started
+    task.cancel()
+    await conn.close()
+    return rows / elapsed
+
+
+def post(port: int, path: str, body: object) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("POST", path, body=json.dumps(body).encode(),
+                     headers={**bench.HEADERS, "Content-Type": "application/json"})
+        response = conn.getresponse()
+        response.read()
+        return response.status
+    finally:
+        conn.close()
+
+
+def run_turns(port: int, turns: int, workers: int = 8) -> None:
+    def work(count: int) -> None:
+        for _ in range(count):
+            stream_session(port, "hello", [0], 0)
+
+    threads = [threading.Thread(target=work, args=(turns // workers,)) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def seed_lists(db_path: Path, rows: int) -> tuple[str, str]:
+    """Insert `rows` sessions and `rows` items directly (a benchmark fixture)."""
+    conn = sqlite3.connect(db_path)
+    project = conn.execute("SELECT id FROM projects LIMIT 1").fetchone()[0]
+    agent = json.dumps({"id": "agent_bench", "model": "scripted"})
+    now = int(time.time())
+    conn.executemany(
+        "INSERT INTO sessions (id, project_id, agent_id, harness, created_at, last_active_at,"
+        " agent, environment, metadata, vault_ids) VALUES (?, ?, 'agent_bench', 'scripted', ?,"
+        " ?, ?, '{\"type\": \"none\"}', '{}', '[]')",
+        [(f"sess_bench{rows}_{i:07d}", project, now + i, now + i, agent) for i in range(rows)])
+    session = f"sess_bench{rows}_0000000"
+    conn.executemany(
+        "INSERT INTO items (id, session_id, turn_id, position, created_at, type, status,"
+        " payload) VALUES (?, ?, 'turn_bench', ?, ?, 'message', 'completed', ?)",
+        [(f"msg_bench{rows}_{i:07d}", session, i + 1, now, json.dumps(
+            {"role": "user", "content": [{"type": "input_text", "text": "x"}], "phase": None}))
+         for i in range(rows)])
+    conn.commit()
+    conn.close()
+    return project, session
+
+
+def get_latency(port: int, path: str, repeats: int = 50) -> float:
+    samples = []
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        for _ in range(repeats):
+            started = time.perf_counter()
+            conn.request("GET", path, headers=bench.HEADERS)
+            response = conn.getresponse()
+            response.read()
+            if response.status != 200:
+                raise bench.BenchError(f"GET {path} answered {response.status}")
+            samples.append(time.perf_counter() - started)
+    finally:
+        conn.close()
+    return bench.percentile(samples, 0.5)
+
+
+def main() -> int:
+    argv, env, label = bench.command()
+    print(f"corebox durable-path benchmark ({label})")
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        with bench.serve(argv, env, work) as (server, _):
+            rate, events = durable_events_per_second(server.port)
+        bare = asyncio.run(bare_group_commit(work / "bare.db", events))
+        print(f"  durable events/s, /stream {DELTAS} x {SESSIONS} sessions: {rate:,.0f} "
+              f"({events} events)")
+        print(f"  bare aiosqlite group commit rows/s (same count): {bare:,.0f}; "
+              f"ratio {rate / bare:.2f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        with bench.serve(argv, env, work) as (server, _):
+            started = time.perf_counter()
+            run_turns(server.port, TURNS_FOR_SIZE)
+            elapsed = time.perf_counter() - started
+        size = sum(p.stat().st_size for p in (work / "data").glob("corebox.db*"))
+        print(f"  database after {TURNS_FOR_SIZE} echo turns: {size / 1024 / 1024:.1f} MiB "
+              f"({elapsed:.0f} s, {TURNS_FOR_SIZE / elapsed:.0f} turns/s over 8 clients)")
+    for rows in LIST_SIZES:
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            with bench.serve(argv, env, work) as (server, _):
+                pass  # creates and migrates the database, then stops
+            _, session = seed_lists(work / "data" / "corebox.db", rows)
+            with bench.serve(argv, env, work) as (server, _):
+                sessions_p50 = get_latency(server.port, "/v1/agents/sessions?limit=20")
+                after = get_latency(server.port,
+                                    f"/v1/agents/sessions?limit=20&after=sess_bench{rows}_"
+                                    f"{rows // 2:07d}")
+                items_p50 = get_latency(server.port,
+                                        f"/v1/agents/sessions/{session}/items?limit=20")
+            print(f"  list p50 at {rows:>7,} rows: sessions {sessions_p50 * 1000:.2f} ms "
+                  f"(mid-list cursor {after * 1000:.2f} ms), items {items_p50 * 1000:.2f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""The Runtime's transport shell and daemon against a scripted Core on loopback ports:
+backoff, bootstrap, the upgrade (credential only in the header), permanent refusals
+(401/403/426, close 4001) and transient ones (reconnect, nothing replayed)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from runtime.daemon import Daemon
+from runtime.harness.registry import HarnessRegistry
+from runtime.harness.scripted import ScriptedHarness
+from runtime.proto.version import VERSION
+from runtime.transport import (
+    PermanentError,
+    TransientError,
+    backoff_delay,
+    bootstrap,
+    open_socket,
+)
+from tests.contract.controlled import Signal
+from tests.contract.scripted_core import ScriptedCore
+
+DEVICE = "transport-device"
+CREDENTIAL = "transport-credential"
+WAIT = 15.0
+
+
+def test_backoff_starts_immediately_doubles_and_caps_with_jitter() -> None:
+    rand = random.Random(7)
+    assert backoff_delay(0) == 0.0
+    for attempt, base in ((1, 1.0), (2, 2.0), (3, 4.0), (6, 30.0), (40, 30.0)):
+        delay = backoff_delay(attempt, rand)
+        assert base * 0.8 <= delay <= base * 1.2, (attempt, delay)
+
+
+def test_bootstrap_and_upgrade_refusals_are_classified() -> None:
+    async def main() -> None:
+        async with ScriptedCore(DEVICE, CREDENTIAL, VERSION, Signal()) as core:
+            gone = core.core_url
+            info = await bootstrap(core.core_url, CREDENTIAL, DEVICE)
+            assert (info.device_id, info.ws_url, info.heartbeat_seconds) == (
+                DEVICE,
+                core.ws_url,
+                3600,
+            )
+            with pytest.raises(PermanentError) as refused:
+                await bootstrap(core.core_url, "wrong", DEVICE)
+            assert refused.value.status == 401
+            with pytest.raises(TransientError):  # 404: not an operator error
+                await bootstrap(core.core_url.replace("/api/v1", "/elsewhere"), CREDENTIAL, DEVICE)
+            with pytest.raises(PermanentError) as refused:
+                await open_socket(core.ws_url, CREDENTIAL, DEVICE, version=f"{VERSION}-dev")
+            assert refused.value.status == 426
+            with pytest.raises(PermanentError) as refused:
+                await open_socket(core.ws_url, "wrong", DEVICE)
+            assert refused.value.status == 401
+            socket = await open_socket(core.ws_url, CREDENTIAL, DEVICE)
+            await socket.close()
+            assert core.all_violations() == [  # exactly the refusals provoked above
+                "bootstrap without the Bearer credential",
+                "bootstrap sent POST /elsewhere/agent-daemon/bootstrap",
+                "upgrade without the Bearer credential",
+            ]
+        with pytest.raises(TransientError):  # nothing listens there any more
+            await bootstrap(gone, CREDENTIAL, DEVICE)
+
+    asyncio.run(main())
+
+
+def _daemon(core: ScriptedCore) -> Daemon:
+    harnesses = HarnessRegistry()
+    harnesses.register(ScriptedHarness())
+    return Daemon(core.core_url, DEVICE, CREDENTIAL, harnesses, "test")
+
+
+def test_close_4001_stops_the_daemon_and_other_closes_reconnect() -> None:
+    async def main() -> None:
+        async with ScriptedCore(DEVICE, CREDENTIAL, VERSION, Signal()) as core:
+            task = asyncio.create_task(_daemon(core).run())
+            first = await core.next_peer()
+            await first.first_heartbeat()
+            await first.close(1011)  # transient: the daemon reconnects at once
+            second = await core.next_peer()
+            beat = await second.first_heartbeat()
+            assert [k.kind for k in beat.supported_agent_kinds] == ["scripted"]
+            await second.expect_silence()  # nothing is replayed on the new connection
+            await second.close(4001)
+            with pytest.raises(PermanentError) as stopped:
+                await asyncio.wait_for(task, WAIT)
+            assert stopped.value.status == 4001
+            assert (core.bootstraps, core.accepted) == (2, 2)
+            assert not core.all_violations()
+
+    asyncio.run(main())
