@@ -140,6 +140,22 @@ class App:
         self._stop.set()
 
     async def run(self) -> None:
+        """Start, serve until SIGINT/SIGTERM or `request_stop()`, then stop in order.
+
+        The signal handlers are installed first, so a signal that arrives during start-up
+        is honoured as an orderly stop once start-up completes."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self._stop.set)
+        try:
+            await self._run()
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.remove_signal_handler(sig)
+
+    async def _run(self) -> None:
         config = self.config
         prepare_data_dir(config.data_dir)
         sock = bind(config.host, config.port)
@@ -324,10 +340,6 @@ class App:
         if self._on_started is not None:
             self._on_started(Started(port, api_key, key_file))
 
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, self._stop.set)
         stop = asyncio.create_task(self._stop.wait())
         watched = {stop, server_task, *([daemon_task] if daemon_task is not None else [])}
         await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
@@ -341,9 +353,6 @@ class App:
         except TimeoutError:
             log.error("shutdown exceeded %.0fs; stopping anyway", SHUTDOWN_BUDGET_SECONDS)
         finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.remove_signal_handler(sig)
             stop.cancel()
 
     async def _shutdown(

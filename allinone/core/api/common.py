@@ -4,6 +4,8 @@ list parameters."""
 from __future__ import annotations
 
 import hashlib
+import sqlite3
+from functools import partial
 from typing import Any, TypeVar
 
 import msgspec
@@ -13,7 +15,7 @@ from starlette.responses import Response
 from allinone.core.api.errors import ApiError, from_validation, invalid, not_found
 from storage import tenancy
 from storage.database import Database
-from storage.pages import CursorNotFound
+from storage.pages import CursorNotFound, keyset
 
 T = TypeVar("T")
 
@@ -115,6 +117,35 @@ def list_params(request: Request, *, strict_limit: bool = False) -> ListParams:
         )
     after = query.get("after") or None
     return ListParams(after=after, limit=limit, order=order)
+
+
+async def keyset_page(
+    db: Database,
+    params: ListParams,
+    *,
+    table: str,
+    where: str,
+    args: tuple[Any, ...],
+    keys: tuple[str, str] = ("created_at", "id"),
+    cursor_message: str | None = None,
+) -> tuple[list[sqlite3.Row], bool]:
+    """One keyset page of `table`; an unknown cursor is a 404, or a 400 with
+    `cursor_message` where the route's contract says so."""
+    try:
+        return await db.read(
+            partial(
+                keyset,
+                table=table,
+                where=where,
+                params=args,
+                after=params.after,
+                limit=params.limit,
+                order=params.order,
+                keys=keys,
+            )
+        )
+    except CursorNotFound as exc:
+        raise cursor_error(exc, cursor_message) from exc
 
 
 def cursor_error(exc: CursorNotFound, message: str | None = None) -> ApiError:

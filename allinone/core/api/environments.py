@@ -20,10 +20,10 @@ from allinone.core import render
 from allinone.core.admission import digest
 from allinone.core.api.common import (
     authenticate,
-    cursor_error,
     decode_body,
     idempotency_key,
     json,
+    keyset_page,
     list_params,
     project_for,
 )
@@ -33,7 +33,6 @@ from allinone.core.ids import Clock, Ids
 from storage import environments as env_rows
 from storage import sessions
 from storage.database import Database, Tx
-from storage.pages import CursorNotFound, keyset
 
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 FILE_PAGE_LIMIT = 100
@@ -130,20 +129,9 @@ class EnvironmentsApi:
         args: tuple[str, ...] = (project,)
         if type_:
             where, args = "project_id = ? AND type = ?", (project, type_)
-        try:
-            rows, more = await self._db.read(
-                lambda r: keyset(
-                    r,
-                    table="environments",
-                    where=where,
-                    params=args,
-                    after=params.after,
-                    limit=params.limit,
-                    order=params.order,
-                )
-            )
-        except CursorNotFound as exc:
-            raise cursor_error(exc) from exc
+        rows, more = await keyset_page(
+            self._db, params, table="environments", where=where, args=args
+        )
         data = []
         for row in rows:
             record = dict(row)
@@ -269,20 +257,14 @@ class EnvironmentsApi:
         if environment_id:
             where += " AND environment_id = ?"
             args = (session["id"], environment_id)
-        try:
-            rows, more = await self._db.read(
-                lambda r: keyset(
-                    r,
-                    table="artifacts",
-                    where=where,
-                    params=args,
-                    after=params.after,
-                    limit=params.limit,
-                    order=params.order,
-                )
-            )
-        except CursorNotFound as exc:
-            raise cursor_error(exc, "after is not a valid artifact ID") from exc
+        rows, more = await keyset_page(
+            self._db,
+            params,
+            table="artifacts",
+            where=where,
+            args=args,
+            cursor_message="after is not a valid artifact ID",
+        )
         return json(render.page([render.artifact(dict(row)) for row in rows], more))
 
     async def _artifact(self, request: Request) -> dict[str, Any]:

@@ -15,10 +15,10 @@ from allinone.core import render
 from allinone.core.admission import Admission
 from allinone.core.api.common import (
     MAX_SESSION_BODY_BYTES,
-    cursor_error,
     decode_body,
     idempotency_key,
     json,
+    keyset_page,
     list_params,
     project_for,
 )
@@ -30,7 +30,6 @@ from allinone.core.ids import Ids
 from allinone.core.recorder import session_view
 from storage import journal, sessions, turns
 from storage.database import Database
-from storage.pages import CursorNotFound, keyset
 from storage.rows import record
 
 
@@ -102,20 +101,13 @@ class SessionsApi:
                     " WHERE json_each.key = ? AND json_each.value = ?)"
                 )
                 args.extend([key[len("metadata[") : -1], value])
-        try:
-            rows, more = await self._db.read(
-                lambda r: keyset(
-                    r,
-                    table="sessions",
-                    where=where,
-                    params=tuple(args),
-                    after=params.after,
-                    limit=params.limit,
-                    order=params.order,
-                )
-            )
-        except CursorNotFound as exc:
-            raise cursor_error(exc) from exc
+        rows, more = await keyset_page(
+            self._db,
+            params,
+            table="sessions",
+            where=where,
+            args=tuple(args),
+        )
         data = []
         for row in rows:
             decoded = record(row, sessions.JSON_COLUMNS) or {}
@@ -160,21 +152,15 @@ class SessionsApi:
         project = await project_for(self._db, request)
         params = list_params(request)
         row = await self._session(project, request.path_params["session_id"])
-        try:
-            rows, more = await self._db.read(
-                lambda r: keyset(
-                    r,
-                    table="items",
-                    where="session_id = ?",
-                    params=(row["id"],),
-                    after=params.after,
-                    limit=params.limit,
-                    order=params.order,
-                    keys=("position", "id"),
-                )
-            )
-        except CursorNotFound as exc:
-            raise cursor_error(exc, "Invalid session item ID in `after`") from exc
+        rows, more = await keyset_page(
+            self._db,
+            params,
+            table="items",
+            where="session_id = ?",
+            args=(row["id"],),
+            keys=("position", "id"),
+            cursor_message="Invalid session item ID in `after`",
+        )
         data = [render.item(record(r, ("payload",)) or {}) for r in rows]
         return json(render.page(data, more))
 
@@ -186,21 +172,15 @@ class SessionsApi:
         turn = await self._db.read(lambda r: turns.get(r, turn_id))
         if turn is None or turn["session_id"] != row["id"]:
             raise not_found()
-        try:
-            rows, more = await self._db.read(
-                lambda r: keyset(
-                    r,
-                    table="items",
-                    where="turn_id = ?",
-                    params=(turn_id,),
-                    after=params.after,
-                    limit=params.limit,
-                    order=params.order,
-                    keys=("position", "id"),
-                )
-            )
-        except CursorNotFound as exc:
-            raise cursor_error(exc, "Invalid session item ID in `after`") from exc
+        rows, more = await keyset_page(
+            self._db,
+            params,
+            table="items",
+            where="turn_id = ?",
+            args=(turn_id,),
+            keys=("position", "id"),
+            cursor_message="Invalid session item ID in `after`",
+        )
         data = [render.item(record(r, ("payload",)) or {}) for r in rows]
         return json(render.page(data, more))
 
@@ -208,20 +188,13 @@ class SessionsApi:
         project = await project_for(self._db, request)
         params = list_params(request, strict_limit=True)
         row = await self._session(project, request.path_params["session_id"])
-        try:
-            rows, more = await self._db.read(
-                lambda r: keyset(
-                    r,
-                    table="turns",
-                    where="session_id = ?",
-                    params=(row["id"],),
-                    after=params.after,
-                    limit=params.limit,
-                    order=params.order,
-                )
-            )
-        except CursorNotFound as exc:
-            raise cursor_error(exc) from exc
+        rows, more = await keyset_page(
+            self._db,
+            params,
+            table="turns",
+            where="session_id = ?",
+            args=(row["id"],),
+        )
         data = [render.turn(record(r, ("usage",)) or {}) for r in rows]
         return json(render.page(data, more))
 
