@@ -1,7 +1,7 @@
 """Run one turn against a local corebox with the official SDK.
 
-    make run                                   # in one terminal (prints the API key once)
-    COREBOX_API_KEY=<key> python examples/quickstart.py
+make run                                   # in one terminal (prints the API key once)
+COREBOX_API_KEY=<key> python examples/quickstart.py
 """
 
 from __future__ import annotations

@@ -290,6 +290,7 @@ class Dispatcher:
         try:
             request.validate()
         except ValidationError as exc:
+            log.warning("execution_start %s refused: %s", frame.id, exc.code)
             await self._reject(frame.id, "execution_start", exc.code, record)
             return
         if record.read_only:
@@ -298,6 +299,7 @@ class Dispatcher:
             )
             return
         if request.handle != record.handle:
+            log.warning("execution_start %s names another handle", frame.id)
             await self._reject(frame.id, "execution_start", PreparationErrorCode.INVALID_START)
             return
         if request.executor_id != record.executor_id:
