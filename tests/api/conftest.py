@@ -1,19 +1,16 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from openai import OpenAI
 
-from tests.conftest import API_KEY, Server
+from tests.api.support import Surface, surface
+from tests.conftest import API_KEY
+
+__all__ = ["surface"]
 
 
 @pytest.fixture
-def client(server: Server) -> Iterator[OpenAI]:
-    with OpenAI(
-        base_url=f"{server.base_url}/v1",
-        api_key=API_KEY,
-        max_retries=0,
-        _strict_response_validation=True,
-    ) as sdk:
-        yield sdk
+def client(surface: Surface) -> OpenAI:
+    """The official SDK (strict validation, no retries) on the default project; every
+    JSON response it receives is checked against `/openapi.json` when the test ends."""
+    return surface.client(API_KEY)
