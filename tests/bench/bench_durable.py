@@ -22,7 +22,7 @@ from pathlib import Path
 import aiosqlite
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench  # noqa: E402  (the shared server helpers beside this script)
+import bench  # the shared server helpers beside this script
 
 SESSIONS = 8
 DELTAS = 2000
@@ -31,9 +31,17 @@ LIST_SIZES = (1_000, 100_000)
 
 
 def stream_session(port: int, text: str, counts: list[int], index: int) -> None:
-    stream = bench.EventStream(port, "POST", "/v1/agents/sessions", {
-        "agent": {"model": "scripted"}, "environment": {"type": "none"}, "input": text,
-        "stream": True})
+    stream = bench.EventStream(
+        port,
+        "POST",
+        "/v1/agents/sessions",
+        {
+            "agent": {"model": "scripted"},
+            "environment": {"type": "none"},
+            "input": text,
+            "stream": True,
+        },
+    )
     deadline = time.monotonic() + 300
     try:
         event_type = ""
@@ -47,8 +55,10 @@ def stream_session(port: int, text: str, counts: list[int], index: int) -> None:
 
 def durable_events_per_second(port: int) -> tuple[float, int]:
     counts = [0] * SESSIONS
-    threads = [threading.Thread(target=stream_session, args=(port, f"/stream {DELTAS}", counts, i))
-               for i in range(SESSIONS)]
+    threads = [
+        threading.Thread(target=stream_session, args=(port, f"/stream {DELTAS}", counts, i))
+        for i in range(SESSIONS)
+    ]
     started = time.perf_counter()
     for thread in threads:
         thread.start()
@@ -73,8 +83,9 @@ async def bare_group_commit(path: Path, rows: int, writers: int = SESSIONS) -> f
                 batch.append(queue.get_nowait())
             await conn.execute("BEGIN IMMEDIATE")
             for session, seq, _ in batch:
-                await conn.execute("INSERT INTO t VALUES (?, ?, ?)",
-                                   (session, seq, '{"delta": "x"}'))
+                await conn.execute(
+                    "INSERT INTO t VALUES (?, ?, ?)", (session, seq, '{"delta": "x"}')
+                )
             await conn.execute("COMMIT")
             for _, _, future in batch:
                 future.set_result(None)
@@ -98,8 +109,12 @@ async def bare_group_commit(path: Path, rows: int, writers: int = SESSIONS) -> f
 def post(port: int, path: str, body: object) -> int:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
-        conn.request("POST", path, body=json.dumps(body).encode(),
-                     headers={**bench.HEADERS, "Content-Type": "application/json"})
+        conn.request(
+            "POST",
+            path,
+            body=json.dumps(body).encode(),
+            headers={**bench.HEADERS, "Content-Type": "application/json"},
+        )
         response = conn.getresponse()
         response.read()
         return response.status
@@ -129,14 +144,29 @@ def seed_lists(db_path: Path, rows: int) -> tuple[str, str]:
         "INSERT INTO sessions (id, project_id, agent_id, harness, created_at, last_active_at,"
         " agent, environment, metadata, vault_ids) VALUES (?, ?, 'agent_bench', 'scripted', ?,"
         " ?, ?, '{\"type\": \"none\"}', '{}', '[]')",
-        [(f"sess_bench{rows}_{i:07d}", project, now + i, now + i, agent) for i in range(rows)])
+        [(f"sess_bench{rows}_{i:07d}", project, now + i, now + i, agent) for i in range(rows)],
+    )
     session = f"sess_bench{rows}_0000000"
     conn.executemany(
         "INSERT INTO items (id, session_id, turn_id, position, created_at, type, status,"
         " payload) VALUES (?, ?, 'turn_bench', ?, ?, 'message', 'completed', ?)",
-        [(f"msg_bench{rows}_{i:07d}", session, i + 1, now, json.dumps(
-            {"role": "user", "content": [{"type": "input_text", "text": "x"}], "phase": None}))
-         for i in range(rows)])
+        [
+            (
+                f"msg_bench{rows}_{i:07d}",
+                session,
+                i + 1,
+                now,
+                json.dumps(
+                    {
+                        "role": "user",
+                        "content": [{"type": "input_text", "text": "x"}],
+                        "phase": None,
+                    }
+                ),
+            )
+            for i in range(rows)
+        ],
+    )
     conn.commit()
     conn.close()
     return project, session
@@ -167,10 +197,14 @@ def main() -> int:
         with bench.serve(argv, env, work) as (server, _):
             rate, events = durable_events_per_second(server.port)
         bare = asyncio.run(bare_group_commit(work / "bare.db", events))
-        print(f"  durable events/s, /stream {DELTAS} x {SESSIONS} sessions: {rate:,.0f} "
-              f"({events} events)")
-        print(f"  bare aiosqlite group commit rows/s (same count): {bare:,.0f}; "
-              f"ratio {rate / bare:.2f}")
+        print(
+            f"  durable events/s, /stream {DELTAS} x {SESSIONS} sessions: {rate:,.0f} "
+            f"({events} events)"
+        )
+        print(
+            f"  bare aiosqlite group commit rows/s (same count): {bare:,.0f}; "
+            f"ratio {rate / bare:.2f}"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         with bench.serve(argv, env, work) as (server, _):
@@ -178,8 +212,10 @@ def main() -> int:
             run_turns(server.port, TURNS_FOR_SIZE)
             elapsed = time.perf_counter() - started
         size = sum(p.stat().st_size for p in (work / "data").glob("corebox.db*"))
-        print(f"  database after {TURNS_FOR_SIZE} echo turns: {size / 1024 / 1024:.1f} MiB "
-              f"({elapsed:.0f} s, {TURNS_FOR_SIZE / elapsed:.0f} turns/s over 8 clients)")
+        print(
+            f"  database after {TURNS_FOR_SIZE} echo turns: {size / 1024 / 1024:.1f} MiB "
+            f"({elapsed:.0f} s, {TURNS_FOR_SIZE / elapsed:.0f} turns/s over 8 clients)"
+        )
     for rows in LIST_SIZES:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
@@ -188,13 +224,17 @@ def main() -> int:
             _, session = seed_lists(work / "data" / "corebox.db", rows)
             with bench.serve(argv, env, work) as (server, _):
                 sessions_p50 = get_latency(server.port, "/v1/agents/sessions?limit=20")
-                after = get_latency(server.port,
-                                    f"/v1/agents/sessions?limit=20&after=sess_bench{rows}_"
-                                    f"{rows // 2:07d}")
-                items_p50 = get_latency(server.port,
-                                        f"/v1/agents/sessions/{session}/items?limit=20")
-            print(f"  list p50 at {rows:>7,} rows: sessions {sessions_p50 * 1000:.2f} ms "
-                  f"(mid-list cursor {after * 1000:.2f} ms), items {items_p50 * 1000:.2f} ms")
+                after = get_latency(
+                    server.port,
+                    f"/v1/agents/sessions?limit=20&after=sess_bench{rows}_{rows // 2:07d}",
+                )
+                items_p50 = get_latency(
+                    server.port, f"/v1/agents/sessions/{session}/items?limit=20"
+                )
+            print(
+                f"  list p50 at {rows:>7,} rows: sessions {sessions_p50 * 1000:.2f} ms "
+                f"(mid-list cursor {after * 1000:.2f} ms), items {items_p50 * 1000:.2f} ms"
+            )
     return 0
 
 

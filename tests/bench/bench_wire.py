@@ -55,36 +55,59 @@ async def protocol_path() -> float:
     counter = iter(range(1, 10**9))
     sock = free_socket()
     port = sock.getsockname()[1]
-    gateway = Gateway(registry, lookup, lambda p: f"{p}_{next(counter)}", 15,
-                      lambda: f"ws://127.0.0.1:{port}/api/v1/agent-daemon/ws")
-    server = uvicorn.Server(uvicorn.Config(Starlette(routes=gateway.routes()), log_config=None,
-                                           access_log=False, lifespan="off", http=H11Protocol,
-                                           ws=WebSocketsSansIOProtocol, ws_ping_interval=None))
+    gateway = Gateway(
+        registry,
+        lookup,
+        lambda p: f"{p}_{next(counter)}",
+        15,
+        lambda: f"ws://127.0.0.1:{port}/api/v1/agent-daemon/ws",
+    )
+    server = uvicorn.Server(
+        uvicorn.Config(
+            Starlette(routes=gateway.routes()),
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            http=H11Protocol,
+            ws=WebSocketsSansIOProtocol,
+            ws_ping_interval=None,
+        )
+    )
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     harnesses = HarnessRegistry()
     harnesses.register(ScriptedHarness())
     daemon = Daemon(f"http://127.0.0.1:{port}/api/v1", "bench", CREDENTIAL, harnesses, "bench")
     running = asyncio.create_task(daemon.run())
-    while registry.select("scripted", ["streaming"]) is None:
-        await asyncio.sleep(0.01)
-    connection = registry.select("scripted", ["streaming"])
-    assert connection is not None
+    while (connection := registry.select("scripted", ["streaming"])) is None:
+        await registry.changed.wait()
     prep = connection.subscribe_preparation("prep")
     config = wire.ExecutionConfiguration(
-        agent_kind="scripted", agent_options=wire.AgentOptions(model="scripted"),
-        execution_controls=wire.ExecutionControls(web_search="disabled", text_verbosity="medium",
-                                                  disable_programmatic_tool_calling=True),
-        observe_messages=True, disable_execution_environment=True)
-    await connection.send("execution_prepare", "prep",
-                          wire.ExecutionPrepare(session_id="s", configuration=config))
+        agent_kind="scripted",
+        agent_options=wire.AgentOptions(model="scripted"),
+        execution_controls=wire.ExecutionControls(
+            web_search="disabled", text_verbosity="medium", disable_programmatic_tool_calling=True
+        ),
+        observe_messages=True,
+        disable_execution_environment=True,
+    )
+    await connection.send(
+        "execution_prepare", "prep", wire.ExecutionPrepare(session_id="s", configuration=config)
+    )
     status = await prep.next(10)
     while status.state != "ready":
         status = await prep.next(10)
     run = connection.subscribe_run("run")
     started = time.perf_counter()
-    await connection.send("execution_start", "prep", wire.ExecutionStart(
-        executor_id=status.executor_id, handle=status.handle, run_id="run",
-        input=[Message(content=[InputText(text=f"/stream {FRAMES}")])]))
+    await connection.send(
+        "execution_start",
+        "prep",
+        wire.ExecutionStart(
+            executor_id=status.executor_id,
+            handle=status.handle,
+            run_id="run",
+            input=[Message(content=[InputText(text=f"/stream {FRAMES}")])],
+        ),
+    )
     deltas = 0
     while True:
         frame = await run.next(60)
