@@ -17,13 +17,20 @@ import pytest
 from tests.conftest import ROOT, free_port, start_server
 
 
-def _serve(args: list[str], env_extra: dict[str, str] | None = None
-           ) -> subprocess.CompletedProcess[str]:
+def _serve(
+    args: list[str], env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("COREBOX_")}
     env["PYTHONPATH"] = str(ROOT)
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "allinone", "serve", *args], env=env,
-                          capture_output=True, text=True, timeout=30, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "allinone", "serve", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
 
 
 def test_busy_port_exits_with_one_clear_line(tmp_path: Path) -> None:
@@ -54,8 +61,7 @@ def test_unwritable_data_dir_exits_with_one_clear_line(tmp_path: Path) -> None:
     assert "not writable" in lines[0] and str(target) in lines[0]
 
 
-def test_first_start_prints_and_saves_a_key_that_is_stored_only_as_a_digest(
-        tmp_path: Path) -> None:
+def test_first_start_prints_and_saves_a_key_that_is_stored_only_as_a_digest(tmp_path: Path) -> None:
     data = tmp_path / "data"
     server = start_server(data, api_key=None)
     try:
