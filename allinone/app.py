@@ -28,6 +28,7 @@ from allinone.core.api.app import build_app
 from allinone.core.api.automations import AutomationsApi
 from allinone.core.api.devices import DevicesApi
 from allinone.core.api.environments import EnvironmentsApi
+from allinone.core.api.harnesses import HarnessesApi
 from allinone.core.api.projects import ProjectsApi
 from allinone.core.api.sessions import SessionsApi
 from allinone.core.api.templates import TemplatesApi
@@ -41,6 +42,8 @@ from allinone.core.gateway.server import Gateway
 from allinone.core.health import Health
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
+from allinone.core.model_providers import DefaultProvider, ModelProviders
+from allinone.core.orchestration.credentials import RunCredentials
 from allinone.core.orchestration.orchestrator import Orchestrator
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Projector
@@ -56,6 +59,7 @@ from allinone.credentials import (
     issue_device_credential,
 )
 from runtime.daemon import Daemon
+from runtime.harness.builtin.adapter import BuiltinHarness
 from runtime.harness.registry import HarnessRegistry
 from runtime.harness.scripted import ScriptedHarness
 from runtime.proto import limits
@@ -224,7 +228,18 @@ class App:
         local_host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
         ws_url = f"ws://{_url_host(local_host)}:{port}/api/v1/agent-daemon/ws"
         environments = Environments(db, registry, ids, clock, remote_url=ws_url)
-        orchestrator = Orchestrator(db, registry, projector, outcomes, ids, clock, environments)
+        sealer = Sealer(vault_key)
+        providers = ModelProviders(sealer, default_provider(config))
+        orchestrator = Orchestrator(
+            db,
+            registry,
+            projector,
+            outcomes,
+            ids,
+            clock,
+            environments,
+            RunCredentials(providers, VaultSecrets(db, sealer)),
+        )
         admission = Admission(
             db,
             recorder,
@@ -234,6 +249,7 @@ class App:
             orchestrator.request_cancel,
             orchestrator.input_admitted,
             environments,
+            providers,
         )
 
         async def device_digest(device_id: str) -> str | None:
@@ -254,7 +270,6 @@ class App:
             },
         )
         comms = Comms(db, ids, clock)
-        sealer = Sealer(vault_key)
         automations = Automations(db, admission, scheduler, sealer, ids, clock)
         app = build_app(
             [
@@ -270,8 +285,9 @@ class App:
                 *AutomationsApi(db, automations, ids, clock).routes(),
                 *VaultsApi(db, VaultSecrets(db, sealer), ids, clock).routes(),
                 *comms.routes(),
+                *HarnessesApi(db, registry).routes(),
                 # Last: /v1/agents/{agent_id} would capture /v1/agents/<word> routes.
-                *AgentsApi(db, ids, clock).routes(),
+                *AgentsApi(db, ids, clock, providers).routes(),
             ]
         )
         server = _Server(
@@ -381,7 +397,20 @@ def runtime_harnesses() -> HarnessRegistry:
     """The harnesses every Runtime this build runs registers, in-process or remote."""
     harnesses = HarnessRegistry()
     harnesses.register(ScriptedHarness())
+    harnesses.register(BuiltinHarness())
     return harnesses
+
+
+def default_provider(config: Config) -> DefaultProvider | None:
+    """The deployment's default model provider (`--model-base-url`), if configured."""
+    if config.model_base_url is None:
+        return None
+    return DefaultProvider(
+        base_url=config.model_base_url,
+        model=config.model or "",
+        protocol=config.model_protocol,
+        api_key=config.model_api_key or "",
+    )
 
 
 class RuntimeStopped(Exception):

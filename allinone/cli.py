@@ -31,6 +31,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--config", help="a corebox.toml file")
     serve.add_argument(
+        "--model-base-url",
+        dest="model_base_url",
+        help="an OpenAI-compatible server for the builtin harness (key: COREBOX_MODEL_API_KEY)",
+    )
+    serve.add_argument("--model", help="the model the --model-base-url server runs")
+    serve.add_argument(
+        "--model-protocol",
+        dest="model_protocol",
+        help="chat_completions (default) or responses",
+    )
+    serve.add_argument(
         "--no-local-runtime",
         dest="no_local_runtime",
         action="store_true",
@@ -40,6 +51,16 @@ def _parser() -> argparse.ArgumentParser:
     comms_commands.add_commands(commands)
     devices.add_commands(commands)
     return parser
+
+
+# Client libraries that log request bodies or URLs below warning: a prompt or an API key
+# must never reach the log, whatever the log level.
+QUIET_LIBRARIES = ("openai", "httpx", "httpx2", "httpcore", "httpcore2", "mcp")
+
+
+def _quiet_libraries() -> None:
+    for name in QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def _announce(started: Started) -> None:
@@ -74,7 +95,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "daemon":
         return _daemon(args)
     if args.command == "serve":
-        flags = {k: getattr(args, k) for k in ("host", "port", "data_dir", "log_level", "config")}
+        flags = {
+            k: getattr(args, k)
+            for k in (
+                "host",
+                "port",
+                "data_dir",
+                "log_level",
+                "config",
+                "model_base_url",
+                "model",
+                "model_protocol",
+            )
+        }
         try:
             config = load(flags, os.environ, Path.cwd())
         except ConfigError as exc:
@@ -83,6 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.basicConfig(
             level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
+        _quiet_libraries()
         try:
             app = App(config, on_started=_announce, local_runtime=not args.no_local_runtime)
             asyncio.run(app.run())
@@ -105,6 +139,7 @@ def _daemon(args: argparse.Namespace) -> int:
         level=str(args.log_level).upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    _quiet_libraries()
     workspaces = Path(args.workspaces) if args.workspaces else None
     print(f"corebox: runtime {target.device_id} connecting to {target.core_url}", flush=True)
     try:

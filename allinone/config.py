@@ -2,6 +2,11 @@
 
 Nothing here reads the environment at import time; `load` is given the environment and
 the flags by the CLI.
+
+The deployment's default model provider (for the `builtin` harness) is `model_base_url`,
+`model` and `model_protocol` (`chat_completions`, the default, or `responses`); its API
+key comes only from `COREBOX_MODEL_API_KEY`, never from a file or a flag, and is kept out
+of the Config's repr.
 """
 
 from __future__ import annotations
@@ -9,12 +14,14 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
-KEYS = ("host", "port", "data_dir", "log_level")
+KEYS = ("host", "port", "data_dir", "log_level", "model_base_url", "model", "model_protocol")
+MODEL_PROTOCOLS = ("chat_completions", "responses")
 
 
 class ConfigError(ValueError):
@@ -29,6 +36,10 @@ class Config:
     log_level: str
     api_key: str | None = None
     config_file: Path | None = None
+    model_base_url: str | None = None
+    model: str | None = None
+    model_protocol: str = "chat_completions"
+    model_api_key: str | None = field(default=None, repr=False)
 
 
 def default_data_dir(environ: Mapping[str, str]) -> Path:
@@ -44,6 +55,9 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> Con
         "port": 8800,
         "data_dir": str(default_data_dir(environ)),
         "log_level": "info",
+        "model_base_url": None,
+        "model": None,
+        "model_protocol": "chat_completions",
     }
     config_path = flags.get("config") or environ.get("COREBOX_CONFIG")
     config_file: Path | None = None
@@ -69,7 +83,31 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> Con
         log_level=_log_level(values["log_level"]),
         api_key=environ.get("COREBOX_API_KEY") or None,
         config_file=config_file,
+        **_model(values, environ),
     )
+
+
+def _model(values: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
+    base_url = values["model_base_url"] or None
+    model = values["model"] or None
+    protocol = str(values["model_protocol"] or "chat_completions")
+    if protocol not in MODEL_PROTOCOLS:
+        raise ConfigError(f"model protocol must be one of {', '.join(MODEL_PROTOCOLS)}")
+    if base_url is None:
+        if model is not None:
+            raise ConfigError("--model needs --model-base-url (the model server's address)")
+        return {}
+    parts = urlsplit(str(base_url))
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError("model base URL must be an http(s) URL, e.g. http://127.0.0.1:11434/v1")
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise ConfigError("model base URL takes no credentials, query or fragment")
+    return {
+        "model_base_url": str(base_url),
+        "model": None if model is None else str(model),
+        "model_protocol": protocol,
+        "model_api_key": environ.get("COREBOX_MODEL_API_KEY") or None,
+    }
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -48,6 +48,7 @@ from runtime.proto.interactions import (
 from runtime.proto.run import PromptCancel
 from runtime.proto.steering import PromptSteer, PromptSteerAck
 from runtime.runs import Run
+from runtime.suspension import Suspensions
 from runtime.workspaces import Binding, WorkspaceError, Workspaces
 
 log = logging.getLogger(__name__)
@@ -67,10 +68,14 @@ class Dispatcher:
         now_ms: Callable[[], int] = _now_ms,
         new_id: Callable[[], str] = lambda: secrets.token_hex(16),
         workspaces: Workspaces | None = None,
+        suspensions: Suspensions | None = None,
     ) -> None:
         self._harnesses = harnesses
         self._workspaces = workspaces or Workspaces(None)
-        self._ops = WorkspaceOperations(self._workspaces, self._binding_of_owner)
+        self._suspensions = suspensions or Suspensions()
+        self._ops = WorkspaceOperations(
+            self._workspaces, self._binding_of_owner, self._suspensions.is_quiesced
+        )
         self._bindings: dict[str, Binding] = {}  # handle or run id -> bound workspace
         self._send = send
         self._now_ms = now_ms
@@ -93,7 +98,10 @@ class Dispatcher:
             "workspace_write": self._workspace_write,
             "workspace_export": self._workspace_export,
             "runtime_prepare": self._runtime_prepare,
+            "environment_quiesce": self._quiesce,
+            "environment_resume": self._resume,
         }
+        self._executor_environments: dict[str, str] = {}  # executor id -> environment id
         self._declarations: dict[str, AgentKindCapabilities] = {}  # executor id -> frozen
         self._closing = asyncio.Lock()
 
@@ -181,6 +189,11 @@ class Dispatcher:
                     frame.id, "execution_prepare", PreparationErrorCode.UNSUPPORTED_CONFIGURATION
                 )
                 return
+            if self._suspensions.is_quiesced(local.id):
+                await self._reject(
+                    frame.id, "execution_prepare", PreparationErrorCode.RESOURCE_UNAVAILABLE
+                )
+                return
             try:
                 binding = self._workspaces.bind(local.id, local.type, local.workspace_directory)
             except WorkspaceError as exc:
@@ -231,6 +244,8 @@ class Dispatcher:
             return
         self._executors[executor_id] = executor
         self._declarations[executor_id] = adapter.declaration
+        if cfg.local_environment is not None:
+            self._executor_environments[executor_id] = cfg.local_environment.id
         record.executor_id = executor_id
         await self._status(frame.id, record.advance(PreparationState.READY))
 
@@ -261,6 +276,12 @@ class Dispatcher:
         await self._status(frame.id, record.advance(PreparationState.READY))
 
     def _binding_of_owner(self, handle: str, run_id: str) -> Binding | None:
+        binding = self._owned_binding(handle, run_id)
+        if binding is None or self._suspensions.is_quiesced(binding.environment_id):
+            return None
+        return binding
+
+    def _owned_binding(self, handle: str, run_id: str) -> Binding | None:
         if handle:
             record = self._admissions.by_handle(handle)
             if record is None or record.state is not PreparationState.READY:
@@ -377,6 +398,7 @@ class Dispatcher:
             await executor.close()
             self._executors.pop(executor_id, None)
             self._declarations.pop(executor_id, None)
+            self._executor_environments.pop(executor_id, None)
 
         self._spawn(closing())
 
@@ -525,6 +547,25 @@ class Dispatcher:
         result = await self._ops.prepare(frame.id, frame.payload)
         if result is not None:
             await self._send("runtime_prepare_result", frame.id, result)
+
+    def _environment_busy(self, environment_id: str) -> bool:
+        return any(b.environment_id == environment_id for b in self._bindings.values()) or (
+            self._ops.busy(environment_id)
+        )
+
+    async def _quiesce(self, frame: Frame) -> None:
+        reply = self._suspensions.quiesce(frame.payload, self._environment_busy)
+        if reply.accepted:
+            for executor_id, environment_id in list(self._executor_environments.items()):
+                if environment_id == reply.environment_id:
+                    for key, idle in list(self._idle.items()):
+                        if idle == executor_id:
+                            del self._idle[key]
+                    self._close_executor(executor_id)
+        await self._send("environment_quiesced", frame.id, reply)
+
+    async def _resume(self, frame: Frame) -> None:
+        await self._send("environment_resumed", frame.id, self._suspensions.resume(frame.payload))
 
     async def close(self) -> bool:
         """The connection is gone: cancel Runs (no frame goes to the lost socket) and close

@@ -52,6 +52,7 @@ class _Transfer:
 @dataclass
 class _Export:
     data: bytes
+    environment_id: str
     offset: int = 0
 
 
@@ -60,13 +61,29 @@ class WorkspaceOperations:
     Environment a preparation handle or Run is bound to."""
 
     def __init__(
-        self, workspaces: Workspaces, binding_of_owner: Callable[[str, str], Binding | None]
+        self,
+        workspaces: Workspaces,
+        binding_of_owner: Callable[[str, str], Binding | None],
+        quiesced: Callable[[str], bool] = lambda _environment: False,
     ) -> None:
+        self._quiesced = quiesced
         self._workspaces = workspaces
         self._owner = binding_of_owner
         self._transfers: dict[str, _Transfer] = {}
         self._exports: dict[str, _Export] = {}
         self._environment: dict[str, dict[str, str]] = {}
+
+    def _bound(self, environment_id: str) -> Binding | None:
+        """The Environment's binding, unless it is unknown or quiesced."""
+        if self._quiesced(environment_id):
+            return None
+        return self._workspaces.get(environment_id)
+
+    def busy(self, environment_id: str) -> bool:
+        """Whether a transfer or an export of the Environment is in flight."""
+        return any(
+            t.binding.environment_id == environment_id for t in self._transfers.values()
+        ) or any(e.environment_id == environment_id for e in self._exports.values())
 
     # Reads.
     def read(self, request: WorkspaceRead) -> WorkspaceReadResult:
@@ -119,7 +136,7 @@ class WorkspaceOperations:
         if request.step == TransferStep.BEGIN:
             if self._transfers:
                 return result(TransferOutcome.REJECTED, code="write_capacity")
-            binding = self._workspaces.get(request.environment_id)
+            binding = self._bound(request.environment_id)
             if binding is None:
                 return result(TransferOutcome.REJECTED, code="resource_unavailable")
             receiver = TransferReceiver(
@@ -188,7 +205,9 @@ class WorkspaceOperations:
                     outcome=ExportOutcome.REJECTED, offset=0, error_code="resource_unavailable"
                 )
             try:
-                self._exports[operation_id] = _Export(export_outputs(binding))
+                self._exports[operation_id] = _Export(
+                    export_outputs(binding), binding.environment_id
+                )
             except OSError:
                 return WorkspaceExportResult(
                     outcome=ExportOutcome.FAILED, offset=0, error_code="export_failed"
@@ -244,7 +263,7 @@ class WorkspaceOperations:
         if request.step == TransferStep.BEGIN:
             if self._transfers:
                 return result(TransferOutcome.REJECTED, code="runtime_preparation_capacity")
-            binding = self._workspaces.get(request.environment_id)
+            binding = self._bound(request.environment_id)
             if binding is None:
                 return result(TransferOutcome.REJECTED, code="resource_unavailable")
             if request.action in ("skill", "plugin"):

@@ -8,6 +8,13 @@ Receipts kept here:
 - steering: `written` when the input reaches the adapter's queue, `accepted` when the
   adapter takes it; an input still unconsumed when the Run ends is refused
   `run_inactive` before `done`.
+
+Optional operations (function calls, permission requests, function results, permission
+decisions, steering) are checked against the declaration frozen at admission before
+anything reaches the adapter or the wire; an undeclared one is Unsupported. How an
+adapter failure becomes the Run's `error` frame is decided in one place (`_describe`):
+a declared operation answering Unsupported is a contract violation, and only a
+NativeFailure carries an engine failure code.
 """
 
 from __future__ import annotations

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import msgspec
 from msgspec import UNSET
 
 from allinone.core import agents as agent_config
-from allinone.core import render
+from allinone.core import features, render
 from allinone.core.api.errors import ApiError, invalid, not_found
 from allinone.core.api.models import (
     CancelInputEvent,
@@ -29,13 +30,15 @@ from allinone.core.api.models import (
 )
 from allinone.core.environments import Environments
 from allinone.core.ids import Clock, Ids
+from allinone.core.model_providers import ModelProviders
 from allinone.core.recorder import Recorder
 from allinone.core.states import TurnStatus, sources_for
 from storage import agents as agent_rows
 from storage import environments as env_rows
+from storage import execution_settings, sessions, turns
 from storage import interactions as interaction_rows
 from storage import items as item_rows
-from storage import sessions, turns
+from storage import vaults as vault_rows
 from storage.database import Database, Tx
 from storage.errors import Conflict
 from storage.rows import dumps
@@ -74,8 +77,10 @@ class Admission:
         on_cancel: Callable[[str], None],
         on_input: Callable[[str], None],
         environments: Environments | None = None,
+        providers: ModelProviders | None = None,
     ) -> None:
         self._environments = environments
+        self._providers = providers or ModelProviders(None)
         self._db = db
         self._recorder = recorder
         self._ids = ids
@@ -111,6 +116,18 @@ class Admission:
             await self._hosted(project_id, environment) if env_type == "openai_hosted" else None
         )
         metadata = agent_config.check_metadata(None if body.metadata is UNSET else body.metadata)
+        vault_ids = [] if body.vault_ids in (UNSET, None) else list(body.vault_ids)
+        if vault_ids:
+            missing = await self._db.read(
+                partial(vault_rows.missing_vaults, project_id=project_id, vault_ids=vault_ids)
+            )
+            if missing:
+                raise ApiError(
+                    404,
+                    "Resource not found.",
+                    code="not_found_error",
+                    param=f"vault_ids[{vault_ids.index(missing[0])}]",
+                )
         request_hash = digest(body)
         now = self._clock.now()
 
@@ -122,14 +139,32 @@ class Admission:
             config = dict(saved["config"])
             agent_id = saved["id"]
             if body.agent is not UNSET:
-                agent_config.apply_fields(config, body.agent)
+                agent_config.apply_fields(config, body.agent, seal_provider=self._providers.stored)
         else:
             if body.agent is UNSET or body.agent.model is UNSET:
                 raise invalid("agent.model is required without agent_id.", "agent.model")
             config = agent_config.defaults()
-            agent_config.apply_fields(config, body.agent)
+            agent_config.apply_fields(config, body.agent, seal_provider=self._providers.stored)
             agent_id = self._ids.new("agent")
-        harness = agent_config.harness_for(config)
+        extension = {} if body.x_corebox is UNSET else dict(body.x_corebox)
+        harness = agent_config.harness_for(
+            config,
+            default_provider=self._providers.has_default,
+            session_provider=extension.get("model_provider") is not None,
+        )
+        frozen = self._providers.freeze(config, extension, harness)
+        provider = frozen.public if frozen is not None else None
+        notes = features.check(
+            harness,
+            features.protocol_of(harness, provider),
+            features.needed(config, environment, messages),
+        )
+        if extension.get("tool_policy") is not None:
+            agent_config.check_extension(
+                {"tool_policy": extension["tool_policy"]}, "x_corebox", None
+            )
+        policy = extension.get("tool_policy") or (config.get("x_corebox") or {}).get("tool_policy")
+        frozen_settings = {"model_provider": provider, "tool_policy": policy}
         session_id = self._ids.new("sess")
 
         async def job(tx: Tx) -> tuple[str, bool]:
@@ -155,10 +190,17 @@ class Admission:
                     "agent": agent_config.session_agent(agent_id, config),
                     "environment": {"type": "none"},
                     "metadata": metadata,
-                    "vault_ids": [] if body.vault_ids in (UNSET, None) else body.vault_ids,
+                    "vault_ids": vault_ids,
                     "idempotency_key": idempotency_key,
                     "request_hash": request_hash,
                 },
+            )
+            await execution_settings.freeze(
+                tx,
+                session_id,
+                frozen_settings,
+                frozen.sealed_key if frozen is not None else None,
+                notes,
             )
             if env_type != "none":
                 await self._bind_environment(
@@ -615,6 +657,14 @@ class Admission:
                 agent["service_tier"] = update.service_tier or "auto"
             if update.tools is not UNSET:
                 agent["tools"] = agent_config.normalize_tools(update.tools, "agent.tools")
+        notes = None
+        if agent is not None:
+            provider = execution_settings.settings_of(session).get("model_provider")
+            notes = features.check(
+                session["harness"],
+                features.protocol_of(session["harness"], provider),
+                features.needed(agent, session["environment"], []),
+            )
         metadata = None
         if body.metadata is not UNSET:
             metadata = agent_config.check_metadata(body.metadata)
@@ -628,6 +678,8 @@ class Admission:
             await sessions.update(
                 tx, session["id"], agent=agent, metadata=metadata, options=options
             )
+            if notes is not None:
+                await execution_settings.set_notes(tx, session["id"], notes)
 
         await self._db.write(job)
 

@@ -1,7 +1,14 @@
-"""Agent configuration: defaults, normalisation and harness resolution."""
+"""Agent configuration: defaults, normalisation and harness resolution.
+
+corebox settings live under `x_corebox`: `harness` (`scripted` or `builtin`),
+`model_provider` (see allinone/core/model_providers.py; its API key is stored sealed,
+through the `seal_provider` callable the caller passes, and never in plain text), and
+`tool_policy` (`{"run_command": "ask" | "allow" | "deny"}`, for workspace commands).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -11,7 +18,10 @@ from allinone.core import tools as tool_lists
 from allinone.core.api.errors import invalid
 from allinone.core.api.models import AgentCreate, AgentUpdate, SessionAgentParam
 
-HARNESSES = ("scripted",)
+HARNESSES = ("scripted", "builtin")
+COMMAND_POLICIES = ("ask", "allow", "deny")
+# (stored model_provider value, param) -> its stored form with the API key sealed.
+SealProvider = Callable[[Any, str], dict[str, Any]]
 MAX_METADATA_KEYS = 16
 DEFAULT_MAX_SUBAGENTS = 6
 
@@ -57,9 +67,15 @@ def normalize_tools(
 
 
 def apply_fields(
-    config: dict[str, Any], body: AgentCreate | AgentUpdate | SessionAgentParam
+    config: dict[str, Any],
+    body: AgentCreate | AgentUpdate | SessionAgentParam,
+    *,
+    seal_provider: SealProvider | None = None,
 ) -> None:
-    """Copy the fields the body sets onto `config` (omitted keeps, null resets)."""
+    """Copy the fields the body sets onto `config` (omitted keeps, null resets).
+
+    An `x_corebox.model_provider` carrying an `api_key` is stored through
+    `seal_provider`; without one, the request is refused rather than storing the key."""
     base = defaults()
     for field in ("model", "instructions", "service_tier"):
         value = getattr(body, field, UNSET)
@@ -88,12 +104,39 @@ def apply_fields(
     if body.tools is not UNSET:
         config["tools"] = normalize_tools(body.tools, session=isinstance(body, SessionAgentParam))
     if body.x_corebox is not UNSET:
-        config["x_corebox"] = dict(body.x_corebox)
+        param = "agent.x_corebox" if isinstance(body, SessionAgentParam) else "x_corebox"
+        config["x_corebox"] = check_extension(dict(body.x_corebox), param, seal_provider)
 
 
-def from_create(body: AgentCreate) -> dict[str, Any]:
+def check_extension(
+    extension: dict[str, Any], param: str, seal_provider: SealProvider | None
+) -> dict[str, Any]:
+    """Validate the corebox settings this module knows and seal a provider's key."""
+    policy = extension.get("tool_policy")
+    if policy is not None:
+        if not isinstance(policy, dict) or set(policy) - {"run_command"}:
+            raise invalid("tool_policy may set only run_command.", f"{param}.tool_policy")
+        if policy.get("run_command", "ask") not in COMMAND_POLICIES:
+            raise invalid(
+                "tool_policy.run_command must be ask, allow or deny.",
+                f"{param}.tool_policy.run_command",
+            )
+    provider = extension.get("model_provider")
+    if provider is not None:
+        where = f"{param}.model_provider"
+        if seal_provider is None:
+            raise invalid(
+                "A model provider cannot be stored here.",
+                where,
+                code="unsupported_or_invalid_configuration",
+            )
+        extension["model_provider"] = seal_provider(provider, where)
+    return extension
+
+
+def from_create(body: AgentCreate, *, seal_provider: SealProvider | None = None) -> dict[str, Any]:
     config = defaults()
-    apply_fields(config, body)
+    apply_fields(config, body, seal_provider=seal_provider)
     if body.name is not UNSET:
         config["name"] = body.name
     if body.metadata is not UNSET:
@@ -101,9 +144,13 @@ def from_create(body: AgentCreate) -> dict[str, Any]:
     return config
 
 
-def harness_for(config: dict[str, Any]) -> str:
-    """The harness a session runs on. `scripted` is the deployment default while no model
-    provider is configured."""
+def harness_for(
+    config: dict[str, Any], *, default_provider: bool = False, session_provider: bool = False
+) -> str:
+    """The harness a session runs on: `x_corebox.harness` when set; `builtin` when the
+    agent or the session names a model provider, or when the deployment has a default
+    provider and the agent's model is not `scripted`; `scripted` otherwise (the embedded
+    default, which needs no model)."""
     extension = config.get("x_corebox") or {}
     harness = extension.get("harness")
     if harness is not None:
@@ -114,6 +161,10 @@ def harness_for(config: dict[str, Any]) -> str:
                 code="unsupported_or_invalid_configuration",
             )
         return str(harness)
+    if extension.get("model_provider") is not None or session_provider:
+        return "builtin"
+    if default_provider and config.get("model") != "scripted":
+        return "builtin"
     return "scripted"
 
 

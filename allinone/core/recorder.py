@@ -11,8 +11,9 @@ from typing import Any
 from allinone.core import render
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
+from allinone.core.model_providers import public_view
 from allinone.core.states import SessionStatus, session_status
-from storage import interactions, journal, sessions, turns
+from storage import execution_settings, interactions, journal, sessions, turns
 from storage.database import Tx
 from storage.rows import Queryable, dumps, loads
 
@@ -83,7 +84,14 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
     view = render.session(
         row, status=status.value, required_actions=actions, usage=usage, error=error
     )
-    view["x_corebox"] = {"required_actions": choices, "harness": row["harness"]}
+    view["x_corebox"] = {
+        "required_actions": choices,
+        "harness": row["harness"],
+        # What the session froze about its model (never a key), and every feature it
+        # uses that works below `supported` in the capability matrix.
+        "model_provider": public_view(execution_settings.settings_of(row).get("model_provider")),
+        "capability_notes": execution_settings.notes_of(row),
+    }
     return view
 
 

@@ -127,7 +127,10 @@ class _ScriptedTurn:
         self._lines: deque[Line] = deque()
 
     async def play(self, text: str) -> None:
+        """Run the directives; usage (the word count unless `/usage` reported it) comes
+        before a `/fail` error, so an `error` is the Run's last frame before `done`."""
         self._queue(text)
+        failure: ScriptedFailure | None = None
         try:
             while True:
                 while self._lines:
@@ -136,11 +139,8 @@ class _ScriptedTurn:
                 self._take_steered()
                 if not self._lines:
                     break
-        except ScriptedFailure as failure:
-            await self._context.emit(
-                "error",
-                wire.Error(error=str(failure), code=failure.code, http_status=failure.http_status),
-            )
+        except ScriptedFailure as failed:
+            failure = failed
         if not self._usage_reported:
             counts = wire.TokenCounts(
                 input_tokens=self._input_words,
@@ -151,6 +151,11 @@ class _ScriptedTurn:
             )
             await self._context.emit(
                 "usage", wire.Usage(tokens=counts, provider="scripted-word-count", model="scripted")
+            )
+        if failure is not None:
+            await self._context.emit(
+                "error",
+                wire.Error(error=str(failure), code=failure.code, http_status=failure.http_status),
             )
 
     def _queue(self, text: str) -> None:

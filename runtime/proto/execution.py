@@ -152,7 +152,9 @@ class FunctionTool(msgspec.Struct, **_STRICT):
 class MCPHTTPServer(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One HTTP MCP server for this Run. `bearer_token` is the credential Core resolved
     from a vault (a secret: never logged); `headers` are the tool's non-secret headers.
-    `allowed_tools` null means every tool the server lists."""
+    `allowed_tools` null means every tool the server lists. `connection_origin` is
+    explicit (Core freezes the default); in corebox both origins connect from the
+    Runtime's host, so the origin does not restrict the environment type."""
 
     connection_origin: Literal["service", "environment"]
     server_label: str
@@ -223,16 +225,6 @@ class ExecutionPrepare(msgspec.Struct, **_STRICT):
                     PreparationErrorCode.INVALID_CONFIGURATION, "MCP server labels must be unique"
                 )
             labels.add(server.server_label)
-            if server.connection_origin == "service" and cfg.local_environment is not None:
-                raise ValidationError(
-                    PreparationErrorCode.UNSUPPORTED_CONFIGURATION,
-                    "an MCP server of origin service needs environment none",
-                )
-            if server.connection_origin == "environment" and cfg.local_environment is None:
-                raise ValidationError(
-                    PreparationErrorCode.UNSUPPORTED_CONFIGURATION,
-                    "an MCP server of origin environment needs a local environment",
-                )
 
 
 class ExecutionStart(msgspec.Struct, **_STRICT):

@@ -121,10 +121,16 @@ _BUILTIN_COMMON = {
         "results are passed back as text",
     ),
     "message_images": (S, "images are sent as image parts"),
-    "workspace_tools": (U, "needs a local environment, which this build does not provide"),
+    "workspace_tools": (
+        S,
+        "read, write and list files and run commands in the bound workspace; commands "
+        "ask first unless the tool policy allows them",
+    ),
     "conversation_memory": (
         D,
-        "kept in the Runtime's memory for the session; lost when the Runtime restarts",
+        "kept in the memory of the session's Executor on the Runtime: lost when the "
+        "Runtime restarts, when the session's configuration changes, or when the Executor "
+        "is evicted after many other sessions ran",
     ),
 }
 

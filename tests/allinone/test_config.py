@@ -43,3 +43,36 @@ def test_bad_values_are_named(tmp_path: Path) -> None:
 def test_api_key_comes_only_from_the_environment(tmp_path: Path) -> None:
     assert load({}, {"COREBOX_API_KEY": "k"}, tmp_path).api_key == "k"
     assert load({}, {}, tmp_path).api_key is None
+
+
+def test_the_default_model_provider_from_file_environment_and_flags(tmp_path: Path) -> None:
+    config = load({}, {}, tmp_path)
+    assert (config.model_base_url, config.model, config.model_api_key) == (None, None, None)
+    (tmp_path / "corebox.toml").write_text(
+        'model_base_url = "http://127.0.0.1:11434/v1"\nmodel = "llama3.2"\n'
+    )
+    environ = {"COREBOX_MODEL_API_KEY": "sk-secret-value", "COREBOX_MODEL_PROTOCOL": "responses"}
+    config = load({}, environ, tmp_path)
+    assert (config.model_base_url, config.model, config.model_protocol) == (
+        "http://127.0.0.1:11434/v1",
+        "llama3.2",
+        "responses",
+    )
+    assert config.model_api_key == "sk-secret-value"
+    assert "sk-secret-value" not in repr(config)
+    config = load({"model": "qwen", "model_base_url": "http://h:8000/v1"}, environ, tmp_path)
+    assert (config.model_base_url, config.model) == ("http://h:8000/v1", "qwen")
+
+
+def test_bad_model_settings_are_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="model-base-url"):
+        load({"model": "llama3.2"}, {}, tmp_path)
+    with pytest.raises(ConfigError, match="http"):
+        load({"model_base_url": "ftp://host/v1"}, {}, tmp_path)
+    with pytest.raises(ConfigError, match="credentials"):
+        load({"model_base_url": "http://user:pw@host/v1"}, {}, tmp_path)
+    with pytest.raises(ConfigError, match="protocol"):
+        load({"model_base_url": "http://host/v1", "model_protocol": "anthropic"}, {}, tmp_path)
+    (tmp_path / "corebox.toml").write_text('model_api_key = "no"\n')
+    with pytest.raises(ConfigError, match="model_api_key"):
+        load({}, {}, tmp_path)

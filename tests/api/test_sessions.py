@@ -6,6 +6,8 @@ import openai
 import pytest
 from openai import OpenAI
 
+from tests.api.support import Surface
+
 
 def _session(client: OpenAI, text: str = "x", **kwargs: object) -> str:
     events = list(
@@ -75,3 +77,21 @@ def test_delete_only_when_idle(client: OpenAI) -> None:
     assert deleted.deleted is True
     with pytest.raises(openai.NotFoundError):
         client.beta.agents.sessions.retrieve(session_id)
+
+
+def test_a_session_cannot_reference_another_projects_vault(surface: Surface) -> None:
+    owner = surface.new_client("vault-owner")
+    other = surface.new_client("vault-other")
+    vault = owner.beta.agents.vaults.create(name="mine")
+    with pytest.raises(openai.NotFoundError) as caught:
+        other.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment={"type": "none"},
+            input="x",
+            vault_ids=[vault.id],
+        )
+    assert caught.value.param == "vault_ids[0]"
+    session = owner.beta.agents.sessions.create(
+        agent={"model": "scripted"}, environment={"type": "none"}, input="x", vault_ids=[vault.id]
+    )
+    assert session.vault_ids == [vault.id]

@@ -60,7 +60,7 @@ class McpTestServer:
         sock.listen(64)
         self.port = sock.getsockname()[1]
         server = uvicorn.Server(
-            uvicorn.Config(self._guarded, log_level="warning", lifespan="on")
+            uvicorn.Config(self._guarded, log_level="warning", lifespan="on", interface="asgi3")
         )
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()

@@ -65,7 +65,7 @@ class Seen:
     path: str
     body: dict[str, Any]
     authorization: str
-    received_at: float  # time.time() when the request body was read
+    received_at: float  # time.perf_counter() in this process when the body was read
 
 
 class ModelServer:
@@ -76,7 +76,7 @@ class ModelServer:
         self.hanging = threading.Event()  # a hang reply reached its hang point
         self.release = threading.Event()  # lets a hanging reply finish
         self.client_left = threading.Event()  # a client closed a stream before its end
-        self.last_byte_at: list[float] = []  # time.time() after each complete reply
+        self.last_byte_at: list[float] = []  # time.perf_counter() after each complete reply
         self._http: ThreadingHTTPServer | None = None
 
     @property
@@ -129,7 +129,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         self.model.record(
-            Seen(self.path, body, self.headers.get("authorization", ""), time.time())
+            Seen(self.path, body, self.headers.get("authorization", ""), time.perf_counter())
         )
         reply = self.model.next_reply()
         if reply is None:
@@ -167,6 +167,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
         self.send_header("connection", "close")
         self.end_headers()
         try:
@@ -175,9 +176,11 @@ class _Handler(BaseHTTPRequestHandler):
                     self.model.hanging.set()
                     self.model.release.wait(HANG_LIMIT_SECONDS)
                     continue
-                self.wfile.write(chunk)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 self.wfile.flush()
-            self.model.last_byte_at.append(time.time())
+            self.wfile.write(b"0\r\n\r\n")  # the body ends here, before the socket closes
+            self.wfile.flush()
+            self.model.last_byte_at.append(time.perf_counter())
         except (BrokenPipeError, ConnectionResetError):
             self.model.client_left.set()
         self.close_connection = True

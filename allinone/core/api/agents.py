@@ -28,6 +28,7 @@ from allinone.core.api.errors import ApiError, not_found
 from allinone.core.api.listing import page
 from allinone.core.api.models import AgentCreate, AgentUpdate
 from allinone.core.ids import Clock, Ids
+from allinone.core.model_providers import ModelProviders
 from storage import agents as agent_rows
 from storage import vaults as vault_rows
 from storage.database import Database, Reader, Tx
@@ -38,10 +39,14 @@ MAX_AGENT_BODY_BYTES = 4 * 1024 * 1024
 
 
 class AgentsApi:
-    def __init__(self, db: Database, ids: Ids, clock: Clock) -> None:
+    def __init__(
+        self, db: Database, ids: Ids, clock: Clock, providers: ModelProviders | None = None
+    ) -> None:
         self._db = db
         self._ids = ids
         self._clock = clock
+        # Seals an `x_corebox.model_provider` API key; without it such a key is refused.
+        self._seal = providers.stored if providers is not None else None
 
     def routes(self) -> list[Route]:
         return [
@@ -55,7 +60,7 @@ class AgentsApi:
     async def create(self, request: Request) -> Response:
         project = await project_for(self._db, request)
         body = await decode_body(request, AgentCreate, MAX_AGENT_BODY_BYTES)
-        config = agent_config.from_create(body)
+        config = agent_config.from_create(body, seal_provider=self._seal)
         agent_config.harness_for(config)
         await self._check_credentials(project, config["tools"])
         agent_id = self._ids.new("agent")
@@ -91,7 +96,7 @@ class AgentsApi:
         body = await decode_body(request, AgentUpdate, MAX_AGENT_BODY_BYTES)
         row = await self._row(project, agent_id)
         config = dict(row["config"])
-        agent_config.apply_fields(config, body)
+        agent_config.apply_fields(config, body, seal_provider=self._seal)
         if body.name is not UNSET:
             config["name"] = body.name
         if body.metadata is not UNSET:

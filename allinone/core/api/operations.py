@@ -334,4 +334,10 @@ OPERATIONS: tuple[Operation, ...] = (
         projects.ApiKey,
         auth="core",
     ),
+    Op(
+        "GET",
+        "/core/v1/harnesses",
+        "List the harnesses connected Runtimes declare, with their capability matrix",
+        auth="core",
+    ),
 )

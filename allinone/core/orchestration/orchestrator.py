@@ -28,6 +28,7 @@ from allinone.core.gateway.subscriptions import (
 )
 from allinone.core.gateway.workspace import WorkspaceUnavailable, wire_uuid
 from allinone.core.ids import Clock, Ids
+from allinone.core.orchestration.credentials import ResolutionFailed, Resolved, RunCredentials
 from allinone.core.orchestration.delivery import Delivery, messages_of, stop
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Fenced, Projector, RunProjection
@@ -63,8 +64,10 @@ class Orchestrator:
         ids: Ids,
         clock: Clock,
         environments: Environments | None = None,
+        credentials: RunCredentials | None = None,
     ) -> None:
         self._environments = environments
+        self._credentials = credentials
         self._db = db
         self._registry = registry
         self._projector = projector
@@ -226,10 +229,15 @@ class Orchestrator:
     async def _prepare(
         self, turn: dict[str, Any], session: dict[str, Any], connection: Connection
     ) -> tuple[str, str, str, PreparationSubscription] | None:
+        try:
+            resolved = await self._credentials.resolve(session) if self._credentials else None
+        except ResolutionFailed as exc:
+            await self._outcomes.fail_queued(turn["id"], "execution_unavailable", str(exc))
+            return None
         prep_id = self._ids.new("prep")
         sub = connection.subscribe_preparation(prep_id)
         payload = wire_exec.ExecutionPrepare(
-            session_id=session["id"], configuration=configuration(session, connection)
+            session_id=session["id"], configuration=configuration(session, connection, resolved)
         )
         try:
             await connection.send("execution_prepare", prep_id, payload)
@@ -499,6 +507,17 @@ def required_capabilities(session: dict[str, Any]) -> list[str]:
     agent = session["agent"]
     if any(tool.get("type") == "function" for tool in agent.get("tools", [])):
         required.append("function_tools")
+    servers = [
+        tool
+        for tool in agent.get("tools", [])
+        if tool.get("type") == "mcp" and (tool.get("transport") or {}).get("type") == "http"
+    ]
+    if servers:
+        required.append("mcp_http_tools")
+    if any(tool.get("required") for tool in servers):
+        required.append("mcp_http_required")
+    if any(tool.get("credential_id") for tool in servers):
+        required.append("mcp_http_bearer_auth")
     text_format = (agent.get("text") or {}).get("format") or {}
     if text_format.get("type") == "json_schema":
         required.extend(["structured_output", "message_items"])
@@ -521,8 +540,11 @@ def local_environment(session: dict[str, Any]) -> wire_exec.LocalEnvironment | N
 
 
 def configuration(
-    session: dict[str, Any], connection: Connection
+    session: dict[str, Any], connection: Connection, resolved: Resolved | None = None
 ) -> wire_exec.ExecutionConfiguration:
+    """The `execution_prepare` configuration; `resolved` carries the secrets and corebox
+    settings resolved for this execution (credentials.py)."""
+    resolved = resolved or Resolved()
     agent = session["agent"]
     text = agent.get("text") or {}
     text_format = text.get("format") or {}
@@ -536,13 +558,17 @@ def configuration(
     return wire_exec.ExecutionConfiguration(
         agent_kind=session["harness"],
         agent_options=wire_exec.AgentOptions(
-            model=agent["model"], system_prompt=agent.get("instructions") or ""
+            model=resolved.model or agent["model"],
+            system_prompt=agent.get("instructions") or "",
+            model_provider=resolved.model_provider,
+            harness_config=resolved.harness_config,
         ),
         execution_controls=wire_exec.ExecutionControls(
             web_search="disabled",
             text_verbosity=text.get("verbosity") or "medium",
             disable_programmatic_tool_calling=True,
             output_format=output_format,
+            reasoning_effort=(agent.get("reasoning") or {}).get("effort"),
         ),
         observe_messages=observe,
         disable_subagents=not (agent.get("multi_agent") or {}).get("enabled", False),
@@ -555,4 +581,5 @@ def configuration(
             for t in agent.get("tools", [])
             if t.get("type") == "function"
         ],
+        mcp_http_servers=resolved.mcp_http_servers,
     )

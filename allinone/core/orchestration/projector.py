@@ -241,20 +241,35 @@ class Projector:
         await self._recorder.emit_item(tx, "agent.session.turn.item.done", item)
 
     async def _tool_call(self, tx: Tx, run: RunProjection, frame: wire.ToolCall) -> None:
+        """Observations with a public item: `command_execution`, and `mcp_tool_call` as
+        an `mcp_call` item. Other kinds (file reads and writes) have none."""
         observation = frame.observation
-        if observation is None or observation.kind != "command_execution":
+        if observation is None:
             return
-        payload = {
-            "command": observation.command,
-            "cwd": observation.cwd,
-            "duration_ms": observation.duration_ms,
-            "exit_code": observation.exit_code,
-            "output": observation.output if isinstance(observation.output, str) else None,
-        }
+        if observation.kind == "command_execution":
+            type_, prefix = "command_execution", "cmd"
+            payload = {
+                "command": observation.command,
+                "cwd": observation.cwd,
+                "duration_ms": observation.duration_ms,
+                "exit_code": observation.exit_code,
+                "output": observation.output if isinstance(observation.output, str) else None,
+            }
+        elif observation.kind == "mcp_tool_call":
+            type_, prefix = "mcp_call", "mcp"
+            payload = {
+                "name": observation.name,
+                "server_label": observation.server,
+                "arguments": observation.arguments,
+                "output": observation.output,
+                "error": observation.error,
+            }
+        else:
+            return
         existing = run.tools.get(frame.id)
         if frame.stage == "before" or existing is None:
             existing = await self._new_item(
-                tx, run, "command_execution", "in_progress", payload, frame.id, "cmd"
+                tx, run, type_, "in_progress", payload, frame.id, prefix
             )
             run.tools[frame.id] = existing
         if frame.stage == "after":

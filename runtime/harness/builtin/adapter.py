@@ -6,7 +6,8 @@ The model comes from `agent_options.model_provider` (protocol `chat_completions`
 `agent_options.model`; Core sends both only for sessions that froze a provider. One
 Executor serves one session: it keeps the conversation across turns and one HTTP client
 for the provider, closed with the Executor. The API key lives only inside that client;
-it is never logged.
+it is never logged. `agent_options.harness_config.tool_policy.run_command` (`ask`, the
+default, `allow` or `deny`) decides whether workspace commands ask for permission.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from runtime.harness.builtin.model import ModelProtocol, Settings
 from runtime.harness.builtin.responses import Responses
 from runtime.harness.builtin.tools import Toolbox
 from runtime.harness.builtin.turn import BuiltinTurn
+from runtime.harness.builtin.workspace_tools import WorkspaceTools
 from runtime.proto.capabilities import AgentKindCapabilities
 from runtime.proto.execution import ExecutionConfiguration
 from runtime.proto.inputs import MessageInput
@@ -43,10 +45,10 @@ DECLARATION = AgentKindCapabilities(
     message_items=True,
     tool_observations=True,
     environment_none=True,
-    local_environment=False,
+    local_environment=True,
     preparation=True,
-    workspace_read_preparation=False,
-    workspace_output_export=False,
+    workspace_read_preparation=True,
+    workspace_output_export=True,
     programmatic_tool_calling_disable=True,
     web_search_control=False,
     execution_controls=True,
@@ -84,10 +86,14 @@ class BuiltinExecutor:
         )
         self._context_window = provider.context_window if provider else 0
         self._conversation = Conversation(system_prompt=options.system_prompt)
+        policy = (options.harness_config or {}).get("tool_policy") or {}
+        self._command_policy = str(policy.get("run_command") or "ask")
 
     async def run(self, run_id: str, messages: MessageInput, context: RunContext) -> None:
         servers = self._configuration.mcp_http_servers or []
         mcp = McpServers(servers) if servers else None
+        root = context.workspace
+        workspace = WorkspaceTools(root, self._command_policy) if root is not None else None
         try:
             if mcp is not None:
                 await mcp.open()
@@ -95,7 +101,7 @@ class BuiltinExecutor:
                 context,
                 self._conversation,
                 self._protocol,
-                Toolbox(self._configuration.function_tools, mcp),
+                Toolbox(self._configuration.function_tools, mcp, workspace),
                 self._settings,
                 self._context_window,
             )

@@ -7,13 +7,18 @@ effort -> `reasoning_effort`; max output tokens -> `max_completion_tokens`. Text
 has no portable chat control and is not sent (the matrix labels it lossy). Reasoning
 text is read from the `reasoning_content` or `reasoning` delta field that several
 OpenAI-compatible servers add. Usage is requested with `stream_options.include_usage`.
+
+The body is built here in wire form and sent as `extra_body`, beside `model` and
+`stream`: the package's transformation of typed parameters costs about 0.2 ms per
+conversation entry (measured: 24 ms for 160 messages), which would grow with every turn
+of a session, and the dicts built here need none of it.
 """
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator
-from typing import Any, cast
+from typing import Any
 
 import openai
 
@@ -136,11 +141,13 @@ class ChatCompletions:
         finish = ""
         usage: Usage | None = None
         try:
+            body = request_options(tools, settings)
+            body["messages"] = messages_for(system_prompt, entries)
             stream = await self._client.chat.completions.create(
                 model=settings.model,
-                messages=cast(Any, messages_for(system_prompt, entries)),
+                messages=[],  # replaced by extra_body["messages"] (see the module docstring)
                 stream=True,
-                **request_options(tools, settings),
+                extra_body=body,
             )
             async with stream:
                 async for chunk in stream:

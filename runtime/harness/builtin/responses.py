@@ -7,12 +7,17 @@ other than medium -> `text.verbosity`; reasoning effort -> `reasoning` with summ
 `auto`; max output tokens -> `max_output_tokens`. Events read: output text deltas,
 finished output items (messages, function calls, reasoning summaries), and the
 terminal `response.completed` / `response.incomplete` / `response.failed` / `error`.
+
+The body is built here in wire form and sent as `extra_body`, beside `model` and
+`stream`: the package's transformation of typed parameters costs about 0.4 ms per input
+item (measured: 66 ms for 160 items), which would grow with every turn of a session, and
+the dicts built here need none of it.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, cast
+from typing import Any
 
 import openai
 
@@ -118,14 +123,14 @@ class Responses:
     ) -> AsyncIterator[Event]:
         called = False
         try:
+            body = request_options(system_prompt, tools, settings)
+            body["input"] = input_for(entries)
             stream = await self._client.responses.create(
-                model=settings.model,
-                input=cast(Any, input_for(entries)),
-                stream=True,
-                **request_options(system_prompt, tools, settings),
+                model=settings.model, stream=True, extra_body=body
             )
             async with stream:
-                async for event in stream:
+                async for typed in stream:
+                    event: Any = typed  # a union of 60 event types, told apart by `type`
                     kind = event.type
                     if kind == "response.output_text.delta":
                         yield TextDelta(event.item_id, event.delta)

@@ -5,8 +5,8 @@
   the result the client sends.
 - HTTP MCP tools run here, each use reported as a `tool_call` observation (`before`,
   then `after`) of kind `mcp_tool_call`.
-- Workspace tools (read, write, list, run a command) need a local environment, which
-  this build's Runtime does not bind yet: they are not offered.
+- Workspace tools (read, write, list, run a command) are offered when the Run is bound
+  to a workspace (workspace_tools.py); a function tool of the same name wins.
 
 `run` never raises for a bad call from the model (unknown tool, arguments that are not a
 JSON object, a failing MCP call): it returns text saying what went wrong, so the model
@@ -22,6 +22,8 @@ from typing import Any
 from runtime.harness.base import RunContext
 from runtime.harness.builtin.mcp_servers import McpServers
 from runtime.harness.builtin.model import ToolRequest, ToolSpec
+from runtime.harness.builtin.workspace_tools import SPECS as WORKSPACE_SPECS
+from runtime.harness.builtin.workspace_tools import WorkspaceTools
 from runtime.proto import run as wire
 from runtime.proto.execution import FunctionTool
 
@@ -29,19 +31,28 @@ OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 
 class Toolbox:
-    def __init__(self, functions: list[FunctionTool], mcp: McpServers | None) -> None:
+    def __init__(
+        self,
+        functions: list[FunctionTool],
+        mcp: McpServers | None = None,
+        workspace: WorkspaceTools | None = None,
+    ) -> None:
         self._functions = {tool.name: tool for tool in functions}
         self._mcp = mcp
+        self._workspace = workspace
+        self._workspace_names = (
+            {spec.name for spec in WORKSPACE_SPECS} - set(self._functions) if workspace else set()
+        )
 
     def specs(self) -> list[ToolSpec]:
         specs = [
             ToolSpec(t.name, t.description, t.parameters or OBJECT_SCHEMA)
             for t in self._functions.values()
         ]
+        specs += [spec for spec in WORKSPACE_SPECS if spec.name in self._workspace_names]
         if self._mcp is not None:
-            specs += [
-                tool.spec for name, tool in self._mcp.tools.items() if name not in self._functions
-            ]
+            taken = set(self._functions) | self._workspace_names
+            specs += [tool.spec for name, tool in self._mcp.tools.items() if name not in taken]
         return specs
 
     async def run(self, request: ToolRequest, context: RunContext) -> str:
@@ -59,6 +70,8 @@ class Toolbox:
             if outcome.success:
                 return outcome.text
             return f"error: {outcome.text or 'the function failed'}"
+        if self._workspace is not None and request.name in self._workspace_names:
+            return await self._workspace.run(request.name, arguments, context)
         if self._mcp is not None and request.name in self._mcp.tools:
             return await self._mcp_call(request.name, arguments, context)
         return f"error: there is no tool named {request.name[:64]!r}"
