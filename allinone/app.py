@@ -227,6 +227,9 @@ class App:
         outcomes = Outcomes(db, recorder, projector, clock)
         local_host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
         ws_url = f"ws://{_url_host(local_host)}:{port}/api/v1/agent-daemon/ws"
+        if config.public_url:
+            # Runtimes elsewhere are told the address they can reach, never a loopback one.
+            ws_url = "ws" + config.public_url.removeprefix("http") + "/api/v1/agent-daemon/ws"
         environments = Environments(db, registry, ids, clock, remote_url=ws_url)
         sealer = Sealer(vault_key)
         providers = ModelProviders(sealer, default_provider(config))

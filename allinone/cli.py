@@ -42,6 +42,11 @@ def _parser() -> argparse.ArgumentParser:
         help="chat_completions (default) or responses",
     )
     serve.add_argument(
+        "--public-url",
+        dest="public_url",
+        help="the address Runtimes elsewhere reach this Core at, e.g. http://core-host:8800",
+    )
+    serve.add_argument(
         "--no-local-runtime",
         dest="no_local_runtime",
         action="store_true",
@@ -106,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "model_base_url",
                 "model",
                 "model_protocol",
+                "public_url",
             )
         }
         try:

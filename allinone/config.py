@@ -20,7 +20,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
-KEYS = ("host", "port", "data_dir", "log_level", "model_base_url", "model", "model_protocol")
+KEYS = (
+    "host",
+    "port",
+    "data_dir",
+    "log_level",
+    "model_base_url",
+    "model",
+    "model_protocol",
+    "public_url",
+)
 MODEL_PROTOCOLS = ("chat_completions", "responses")
 
 
@@ -39,6 +48,7 @@ class Config:
     model_base_url: str | None = None
     model: str | None = None
     model_protocol: str = "chat_completions"
+    public_url: str | None = None
     model_api_key: str | None = field(default=None, repr=False)
 
 
@@ -58,6 +68,7 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> Con
         "model_base_url": None,
         "model": None,
         "model_protocol": "chat_completions",
+        "public_url": None,
     }
     config_path = flags.get("config") or environ.get("COREBOX_CONFIG")
     config_file: Path | None = None
@@ -83,6 +94,7 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> Con
         log_level=_log_level(values["log_level"]),
         api_key=environ.get("COREBOX_API_KEY") or None,
         config_file=config_file,
+        public_url=_public_url(values["public_url"]),
         **_model(values, environ),
     )
 
@@ -108,6 +120,16 @@ def _model(values: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]
         "model_protocol": protocol,
         "model_api_key": environ.get("COREBOX_MODEL_API_KEY") or None,
     }
+
+
+def _public_url(value: Any) -> str | None:
+    """The origin remote Runtimes dial; unset means the listening address."""
+    if not value:
+        return None
+    parts = urlsplit(str(value))
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path.strip("/"):
+        raise ConfigError("public URL must be an http(s) origin, e.g. http://core-host:8800")
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -76,3 +76,14 @@ def test_bad_model_settings_are_named(tmp_path: Path) -> None:
     (tmp_path / "corebox.toml").write_text('model_api_key = "no"\n')
     with pytest.raises(ConfigError, match="model_api_key"):
         load({}, {}, tmp_path)
+
+
+def test_public_url_is_an_origin(tmp_path: Path) -> None:
+    config = load({"public_url": "https://core.example:8800/"}, {}, tmp_path)
+    assert config.public_url == "https://core.example:8800"
+    assert load({}, {"COREBOX_PUBLIC_URL": "http://10.0.0.2:8800"}, tmp_path).public_url == (
+        "http://10.0.0.2:8800"
+    )
+    assert load({}, {}, tmp_path).public_url is None
+    with pytest.raises(ConfigError, match="public URL"):
+        load({"public_url": "ws://core:8800/path"}, {}, tmp_path)
