@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from allinone.core.api.common import cursor_error, decode_body, digest_key, json, list_params
+from allinone.core.api.common import decode_body, digest_key, json, keyset_page, list_params
 from allinone.core.api.core_auth import require_core_key
 from allinone.core.api.errors import ApiError, not_found
 from allinone.core.api.listing import page
@@ -29,7 +29,6 @@ from allinone.core.gateway.registry import Registry
 from allinone.core.ids import Clock, Ids
 from storage import devices
 from storage.database import Database, Tx
-from storage.pages import CursorNotFound, keyset
 
 log = logging.getLogger(__name__)
 CREDENTIAL_PREFIX = "cbd-"
@@ -118,20 +117,7 @@ class DevicesApi:
     async def list_devices(self, request: Request) -> Response:
         await require_core_key(self._db, request)
         params = list_params(request)
-        try:
-            rows, more = await self._db.read(
-                lambda r: keyset(
-                    r,
-                    table="devices",
-                    where="1 = 1",
-                    params=(),
-                    after=params.after,
-                    limit=params.limit,
-                    order=params.order,
-                )
-            )
-        except CursorNotFound as exc:
-            raise cursor_error(exc) from exc
+        rows, more = await keyset_page(self._db, params, table="devices", where="1 = 1", args=())
         return json(page([self._shape(dict(row)) for row in rows], more))
 
     async def retrieve(self, request: Request) -> Response:

@@ -15,14 +15,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core.api import project_models as shapes
-from allinone.core.api.common import cursor_error, decode_body, digest_key, json, list_params
+from allinone.core.api.common import decode_body, digest_key, json, keyset_page, list_params
 from allinone.core.api.core_auth import require_core_key
 from allinone.core.api.errors import ApiError, invalid, not_found
 from allinone.core.api.listing import page
 from allinone.core.ids import Clock, Ids
 from storage import tenancy
 from storage.database import Database, Tx
-from storage.pages import CursorNotFound, keyset
 from storage.rows import record
 
 log = logging.getLogger(__name__)
@@ -78,20 +77,7 @@ class ProjectsApi:
     async def list_projects(self, request: Request) -> Response:
         await self.authorize(request)
         params = list_params(request)
-        try:
-            rows, more = await self._db.read(
-                lambda r: keyset(
-                    r,
-                    table="projects",
-                    where="1 = 1",
-                    params=(),
-                    after=params.after,
-                    limit=params.limit,
-                    order=params.order,
-                )
-            )
-        except CursorNotFound as exc:
-            raise cursor_error(exc) from exc
+        rows, more = await keyset_page(self._db, params, table="projects", where="1 = 1", args=())
         return json(page([shapes.project(dict(row)) for row in rows], more))
 
     async def retrieve_project(self, request: Request) -> Response:
@@ -156,20 +142,9 @@ class ProjectsApi:
         project_id = request.path_params["project_id"]
         params = list_params(request)
         await self._project(project_id)
-        try:
-            rows, more = await self._db.read(
-                lambda r: keyset(
-                    r,
-                    table="api_keys",
-                    where="project_id = ?",
-                    params=(project_id,),
-                    after=params.after,
-                    limit=params.limit,
-                    order=params.order,
-                )
-            )
-        except CursorNotFound as exc:
-            raise cursor_error(exc) from exc
+        rows, more = await keyset_page(
+            self._db, params, table="api_keys", where="project_id = ?", args=(project_id,)
+        )
         keys = [shapes.api_key(r) for r in (record(row) for row in rows) if r is not None]
         return json(page(keys, more))
 
