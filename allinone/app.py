@@ -230,8 +230,8 @@ class App:
         if config.public_url:
             # Runtimes elsewhere are told the address they can reach, never a loopback one.
             ws_url = "ws" + config.public_url.removeprefix("http") + "/api/v1/agent-daemon/ws"
-        environments = Environments(db, registry, ids, clock, remote_url=ws_url)
         sealer = Sealer(vault_key)
+        environments = Environments(db, registry, ids, clock, remote_url=ws_url, sealer=sealer)
         providers = ModelProviders(sealer, default_provider(config))
         orchestrator = Orchestrator(
             db,

@@ -15,7 +15,6 @@ import base64
 import binascii
 import hashlib
 import io
-import json
 import logging
 import tarfile
 from functools import partial
@@ -31,9 +30,11 @@ from allinone.core.gateway.workspace import (
     wire_uuid,
 )
 from allinone.core.ids import Clock, Ids
+from allinone.core.sealing import Sealer
 from storage import environments as env_rows
 from storage import sessions
 from storage.database import Database, Tx
+from storage.rows import dumps
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +72,15 @@ def decode_inline(data: Any, param: str) -> bytes:
 
 class Environments:
     def __init__(
-        self, db: Database, registry: Registry, ids: Ids, clock: Clock, remote_url: str = ""
+        self,
+        db: Database,
+        registry: Registry,
+        ids: Ids,
+        clock: Clock,
+        remote_url: str = "",
+        sealer: Sealer | None = None,
     ) -> None:
+        self._sealer = sealer
         self._remote_url = remote_url
         self._db = db
         self._registry = registry
@@ -172,7 +180,7 @@ class Environments:
                 "type": "openai_hosted",
                 "status": "pending",
                 "config": config,
-                "secrets": secrets,
+                "secrets": self._seal(environment_id, {**secrets, "files": _encoded(files)}),
                 "created_at": now,
                 "idempotency_key": key,
                 "request_hash": request_hash,
@@ -192,12 +200,23 @@ class Environments:
                     "created_at": now,
                 },
             )
-        # Initial file bodies wait in the secrets column until initialization writes them.
-        await tx.execute(
-            "UPDATE environments SET secrets = json_set(secrets, '$.files', json(?)) WHERE id = ?",
-            (_files_json(files), environment_id),
-        )
         return environment_id
+
+    def _seal(self, environment_id: str, secrets: dict[str, Any]) -> dict[str, Any]:
+        """Confidential inputs (env, setup commands, initial file bodies) are sealed at
+        rest; without a sealer they are kept as given."""
+        if self._sealer is None:
+            return secrets
+        sealed = self._sealer.seal_json(secrets, f"environments:{environment_id}")
+        return {"sealed": base64.b64encode(sealed).decode()}
+
+    def _open(self, environment_id: str, stored: dict[str, Any] | None) -> dict[str, Any]:
+        if not stored or "sealed" not in stored or self._sealer is None:
+            return stored or {}
+        opened: dict[str, Any] = self._sealer.open_json(
+            base64.b64decode(stored["sealed"]), f"environments:{environment_id}"
+        )
+        return opened
 
     async def insert_self_hosted(
         self, tx: Tx, project_id: str, body: dict[str, Any], param: str
@@ -255,7 +274,7 @@ class Environments:
         if environment["initialization"] in ("failed", "running"):
             raise WorkspaceUnavailable(environment.get("failure") or "initialization_failed")
         await self._set_initialization(environment_id, "running", "pending")
-        secrets = environment.get("secrets") or {}
+        secrets = self._open(environment_id, environment.get("secrets"))
         files = [
             (entry["path"], base64.b64decode(entry["data"])) for entry in secrets.get("files") or []
         ]
@@ -286,9 +305,11 @@ class Environments:
                 " WHERE environment_id = ? AND state = 'reserved'",
                 (environment_id,),
             )
+            # Initial file bodies are written now; keep only what later steps may need.
+            remaining = {k: v for k, v in secrets.items() if k != "files"}
             await tx.execute(
-                "UPDATE environments SET secrets = json_remove(secrets, '$.files') WHERE id = ?",
-                (environment_id,),
+                "UPDATE environments SET secrets = ? WHERE id = ?",
+                (dumps(self._seal(environment_id, remaining)), environment_id),
             )
 
         await self._db.write(written)
@@ -488,7 +509,5 @@ class Environments:
         return captured
 
 
-def _files_json(files: list[dict[str, Any]]) -> str:
-    return json.dumps(
-        [{"path": f["path"], "data": base64.b64encode(f["data"]).decode()} for f in files]
-    )
+def _encoded(files: list[dict[str, Any]]) -> list[dict[str, str]]:
+    return [{"path": f["path"], "data": base64.b64encode(f["data"]).decode()} for f in files]

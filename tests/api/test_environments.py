@@ -141,3 +141,22 @@ def test_environment_file_listing_pages_with_tokens(client: OpenAI) -> None:
         for f in client.beta.agents.environments.files.list(environment.id, limit=1, order="asc")
     ]
     assert seen == ["/workspace/a.txt", "/workspace/b.txt", "/workspace/c.txt"]
+
+
+def test_environment_secrets_are_sealed_at_rest(client: OpenAI, server: Any) -> None:
+    marker = "env-secret-7f3a9c1e"
+    environment = client.beta.agents.environments.create(
+        environment={
+            "type": "openai_hosted",
+            "env": {"TOKEN": marker},
+            "setup_commands": [{"command": f"echo {marker}-setup > /dev/null"}],
+        }
+    )
+    client.beta.agents.environments.files.list(environment.id)  # initialized by now
+    assert client.beta.agents.environments.retrieve(environment.id).status == "ready"
+    stored = b"".join(
+        path.read_bytes()
+        for path in server.data_dir.iterdir()
+        if path.name.startswith("corebox.db")
+    )
+    assert marker.encode() not in stored
