@@ -12,7 +12,8 @@ from typing import Any
 import msgspec
 
 from runtime.harness.base import ChoiceOutcome, FunctionOutcome
-from runtime.harness.builtin.adapter import BuiltinExecutor, BuiltinHarness
+from runtime.harness.builtin.adapter import BuiltinHarness
+from runtime.harness.builtin.executor import BuiltinExecutor
 from runtime.proto.execution import (
     AgentOptions,
     ExecutionConfiguration,

@@ -1,0 +1,90 @@
+"""The `builtin` Executor: one session's model/tool loop and its provider client.
+
+Importing this module loads the `openai` and `mcp` packages; `adapter` imports it only
+when the first builtin Executor is created, so a server that never runs a builtin
+session does not pay for them.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import openai
+
+from runtime.harness.base import RunContext
+from runtime.harness.builtin.chat import ChatCompletions
+from runtime.harness.builtin.conversation import Conversation
+from runtime.harness.builtin.mcp_servers import McpServers
+from runtime.harness.builtin.model import ModelProtocol, Settings
+from runtime.harness.builtin.responses import Responses
+from runtime.harness.builtin.tools import Toolbox
+from runtime.harness.builtin.turn import BuiltinTurn
+from runtime.harness.builtin.workspace_tools import WorkspaceTools
+from runtime.proto.execution import ExecutionConfiguration, ModelProvider
+from runtime.proto.inputs import MessageInput
+
+log = logging.getLogger(__name__)
+
+
+class BuiltinExecutor:
+    def __init__(
+        self, executor_id: str, configuration: ExecutionConfiguration, protocol: ModelProtocol
+    ) -> None:
+        self.executor_id = executor_id
+        self._configuration = configuration
+        self._protocol = protocol
+        options = configuration.agent_options
+        provider = options.model_provider
+        controls = configuration.execution_controls
+        self._settings = Settings(
+            model=options.model,
+            output_schema=controls.output_format.schema if controls.output_format else None,
+            verbosity=controls.text_verbosity,
+            reasoning_effort=controls.reasoning_effort,
+            max_output_tokens=provider.max_output_tokens if provider else 0,
+        )
+        self._context_window = provider.context_window if provider else 0
+        self._conversation = Conversation(system_prompt=options.system_prompt)
+        policy = (options.harness_config or {}).get("tool_policy") or {}
+        self._command_policy = str(policy.get("run_command") or "ask")
+
+    async def run(self, run_id: str, messages: MessageInput, context: RunContext) -> None:
+        servers = self._configuration.mcp_http_servers or []
+        mcp = McpServers(servers) if servers else None
+        root = context.workspace
+        workspace = WorkspaceTools(root, self._command_policy) if root is not None else None
+        try:
+            if mcp is not None:
+                await mcp.open()
+            turn = BuiltinTurn(
+                context,
+                self._conversation,
+                self._protocol,
+                Toolbox(self._configuration.function_tools, mcp, workspace),
+                self._settings,
+                self._context_window,
+            )
+            await turn.play(messages)
+        finally:
+            if mcp is not None:
+                await mcp.close()
+
+    async def close(self) -> None:
+        await self._protocol.close()
+
+
+def create(
+    executor_id: str,
+    configuration: ExecutionConfiguration,
+    provider: ModelProvider,
+    timeout: float,
+    retries: int,
+) -> BuiltinExecutor:
+    client = openai.AsyncOpenAI(
+        base_url=provider.base_url, api_key=provider.api_key, timeout=timeout, max_retries=retries
+    )
+    protocol: ModelProtocol = (
+        Responses(client) if provider.protocol == "responses" else ChatCompletions(client)
+    )
+    log.info("builtin executor %s speaks %s", executor_id, provider.protocol)
+    return BuiltinExecutor(executor_id, configuration, protocol)
