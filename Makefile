@@ -52,9 +52,8 @@ bench: binary
 	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench.py
 	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_durable.py
 	$(BIN)/python tests/bench/bench_wire.py
-	for extra in tests/bench/bench_comms.py tests/bench/bench_builtin.py; do \
-		if [ -f $$extra ]; then COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python $$extra || exit 1; fi; \
-	done
+	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_comms.py
+	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_builtin.py
 
 clean:
 	rm -rf $(VENV) dist build/work
