@@ -143,11 +143,27 @@ class Daemon:
             self._socket = self._dispatcher = None
             log.info("runtime connection closed")
 
-    async def stop(self) -> None:
-        """Stop reconnecting, settle this connection's work and close the socket."""
+    async def stop(self, cleanup_deadline: float = 5.0) -> bool:
+        """Stop reconnecting, settle this connection's work and close the socket.
+
+        A cleanup that fails is retried serially (0.5 s doubling) until it settles or
+        `cleanup_deadline` passes; what is still unsettled then stays owned, is logged, and
+        the call returns False."""
         self._stopping.set()
+        settled = True
         if self._dispatcher is not None:
-            await self._dispatcher.close()
+            dispatcher = self._dispatcher
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + cleanup_deadline
+            delay = 0.5
+            settled = await dispatcher.close()
+            while not settled and loop.time() + delay < deadline:
+                await self._sleep(delay)
+                delay *= 2
+                settled = await dispatcher.close()
+            if not settled:
+                log.error("runtime cleanup unconfirmed at shutdown; resources stay owned")
         if self._socket is not None:
             with contextlib.suppress(Exception):
                 await self._socket.close()
+        return settled
