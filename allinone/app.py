@@ -90,7 +90,7 @@ class _Server(uvicorn.Server):
 
 def prepare_data_dir(path: Path) -> None:
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)  # a new data dir is private
         probe = path / ".write-probe"
         probe.write_text("ok", encoding="utf-8")
         probe.unlink()

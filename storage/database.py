@@ -206,6 +206,11 @@ class Database:
 
 
 def _migrate(path: Path) -> int:
+    # The database holds prompts and outputs: private to its owner. SQLite gives the -wal
+    # and -shm files the same permissions as the database file.
+    path = Path(path)
+    path.touch(mode=0o600, exist_ok=True)
+    path.chmod(0o600)
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode=WAL")

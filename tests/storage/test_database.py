@@ -136,3 +136,18 @@ def test_an_acknowledged_write_survives_a_killed_process(tmp_path: Path) -> None
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT value FROM meta WHERE key = 'durable'").fetchone() == ("yes",)
     conn.close()
+
+
+def test_the_database_files_are_private(tmp_path: Path) -> None:
+    async def main() -> None:
+        db = await Database.open(tmp_path / "p.db")
+
+        async def job(tx: Tx) -> None:
+            await tx.execute("INSERT INTO meta (key, value) VALUES ('k', 'v')")
+
+        await db.write(job)
+        for name in ("p.db", "p.db-wal"):
+            assert (tmp_path / name).stat().st_mode & 0o077 == 0, name
+        await db.close()
+
+    asyncio.run(main())
