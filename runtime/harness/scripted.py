@@ -1,4 +1,4 @@
-"""`scripted`: a deterministic demo harness with no model (reference/scripted-harness.md).
+"""`scripted`: a deterministic demo harness with no model (its directives are listed in the README).
 
 It reads the turn's user text; lines starting with `/` and a directive word are
 directives, run top to bottom; other lines are plain text, replied verbatim when the turn

@@ -1,5 +1,5 @@
-"""The `scripted` harness through the official SDK: every directive of
-reference/scripted-harness.md that this build can reach, and the capability matrix at
+"""The `scripted` harness through the official SDK: every directive this build can
+reach, and the capability matrix at
 admission (function calls, permissions, choices, steering and cancellation are in
 test_turns.py)."""
 
