@@ -81,11 +81,20 @@ class StartupError(Exception):
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server without its own signal handling: the App owns the signals."""
+    """uvicorn's server without its own signal handling (the App owns the signals), which
+    announces with `listening` when it serves."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.listening = asyncio.Event()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        self.listening.set()
 
 
 def prepare_data_dir(path: Path) -> None:
@@ -308,11 +317,13 @@ class App:
             )
         )
         server_task = asyncio.create_task(server.serve(sockets=[sock]), name="http-server")
-        while not server.started:
+        listening = asyncio.create_task(server.listening.wait())
+        await asyncio.wait({listening, server_task}, return_when=asyncio.FIRST_COMPLETED)
+        if not server.started:
+            listening.cancel()
             if server_task.done():
                 await server_task
-                raise StartupError("the HTTP server stopped during start-up")
-            await asyncio.sleep(0.01)
+            raise StartupError("the HTTP server stopped during start-up")
 
         daemon: Daemon | None = None
         daemon_task: asyncio.Task[None] | None = None
