@@ -23,7 +23,7 @@ from starlette.routing import Route
 from allinone.core import agents as agent_config
 from allinone.core import tools as tool_lists
 from allinone.core.api import agent_resources as shapes
-from allinone.core.api.common import cursor_error, decode_body, json, list_params, project_for
+from allinone.core.api.common import decode_body, json, list_params, project_for, read_page
 from allinone.core.api.errors import ApiError, not_found
 from allinone.core.api.listing import page
 from allinone.core.api.models import AgentCreate, AgentUpdate
@@ -32,7 +32,6 @@ from allinone.core.model_providers import ModelProviders
 from storage import agents as agent_rows
 from storage import vaults as vault_rows
 from storage.database import Database, Reader, Tx
-from storage.pages import CursorNotFound
 
 log = logging.getLogger(__name__)
 MAX_AGENT_BODY_BYTES = 4 * 1024 * 1024
@@ -76,14 +75,12 @@ class AgentsApi:
     async def list_agents(self, request: Request) -> Response:
         project = await project_for(self._db, request)
         params = list_params(request)
-        try:
-            rows, more = await self._db.read(
-                lambda r: agent_rows.page(
-                    r, project, after=params.after, limit=params.limit, order=params.order
-                )
-            )
-        except CursorNotFound as exc:
-            raise cursor_error(exc) from exc
+        rows, more = await read_page(
+            self._db,
+            lambda r: agent_rows.page(
+                r, project, after=params.after, limit=params.limit, order=params.order
+            ),
+        )
         return json(page([shapes.agent(row) for row in rows], more))
 
     async def retrieve(self, request: Request) -> Response:

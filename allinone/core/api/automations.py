@@ -25,11 +25,11 @@ from allinone.core.agents import check_metadata
 from allinone.core.api import automation_models as shapes
 from allinone.core.api.common import (
     MAX_SESSION_BODY_BYTES,
-    cursor_error,
     decode_body,
     json,
     list_params,
     project_for,
+    read_page,
 )
 from allinone.core.api.errors import ApiError, from_validation, invalid, not_found
 from allinone.core.api.listing import page, single
@@ -37,7 +37,6 @@ from allinone.core.automations import Automations, cron_trigger
 from allinone.core.ids import Clock, Ids
 from storage import automations as rows
 from storage.database import Database, Tx
-from storage.pages import CursorNotFound
 
 log = logging.getLogger(__name__)
 BASE = "/v1/agents/automations"
@@ -133,19 +132,17 @@ class AutomationsApi:
         project = await project_for(self._db, request)
         params = list_params(request)
         session_id = single(request, "session_id")
-        try:
-            found, more = await self._db.read(
-                lambda r: rows.page(
-                    r,
-                    project,
-                    session_id=session_id,
-                    after=params.after,
-                    limit=params.limit,
-                    order=params.order,
-                )
-            )
-        except CursorNotFound as exc:
-            raise cursor_error(exc) from exc
+        found, more = await read_page(
+            self._db,
+            lambda r: rows.page(
+                r,
+                project,
+                session_id=session_id,
+                after=params.after,
+                limit=params.limit,
+                order=params.order,
+            ),
+        )
         return json(page([shapes.automation(row) for row in found], more))
 
     async def retrieve(self, request: Request) -> Response:
@@ -248,14 +245,12 @@ class AutomationsApi:
         project = await project_for(self._db, request)
         params = list_params(request)
         row = await self._row(project, request.path_params["automation_id"])
-        try:
-            found, more = await self._db.read(
-                lambda r: rows.invocation_page(
-                    r, row["id"], after=params.after, limit=params.limit, order=params.order
-                )
-            )
-        except CursorNotFound as exc:
-            raise cursor_error(exc) from exc
+        found, more = await read_page(
+            self._db,
+            lambda r: rows.invocation_page(
+                r, row["id"], after=params.after, limit=params.limit, order=params.order
+            ),
+        )
         return json(page([shapes.invocation(item) for item in found], more))
 
     async def retrieve_invocation(self, request: Request) -> Response:

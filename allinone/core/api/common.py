@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, TypeVar
 
@@ -14,7 +15,7 @@ from starlette.responses import Response
 
 from allinone.core.api.errors import ApiError, from_validation, invalid, not_found
 from storage import tenancy
-from storage.database import Database
+from storage.database import Database, Reader
 from storage.pages import CursorNotFound, keyset
 
 T = TypeVar("T")
@@ -131,19 +132,31 @@ async def keyset_page(
 ) -> tuple[list[sqlite3.Row], bool]:
     """One keyset page of `table`; an unknown cursor is a 404, or a 400 with
     `cursor_message` where the route's contract says so."""
+    return await read_page(
+        db,
+        partial(
+            keyset,
+            table=table,
+            where=where,
+            params=args,
+            after=params.after,
+            limit=params.limit,
+            order=params.order,
+            keys=keys,
+        ),
+        cursor_message,
+    )
+
+
+async def read_page(
+    db: Database,
+    reader: Callable[[Reader], Awaitable[T]],
+    cursor_message: str | None = None,
+) -> T:
+    """Run a page read; an `after` cursor that names no row of the list becomes the
+    route's error (404, or a 400 with `cursor_message`)."""
     try:
-        return await db.read(
-            partial(
-                keyset,
-                table=table,
-                where=where,
-                params=args,
-                after=params.after,
-                limit=params.limit,
-                order=params.order,
-                keys=keys,
-            )
-        )
+        return await db.read(reader)
     except CursorNotFound as exc:
         raise cursor_error(exc, cursor_message) from exc
 

@@ -18,11 +18,11 @@ from allinone.core import environment_templates as config
 from allinone.core.api import template_models as shapes
 from allinone.core.api.common import (
     MAX_SESSION_BODY_BYTES,
-    cursor_error,
     decode_body,
     json,
     list_params,
     project_for,
+    read_page,
 )
 from allinone.core.api.errors import not_found
 from allinone.core.api.listing import page
@@ -30,7 +30,6 @@ from allinone.core.ids import Clock, Ids
 from allinone.core.sealing import Sealer
 from storage import templates as rows
 from storage.database import Database, Tx
-from storage.pages import CursorNotFound
 
 log = logging.getLogger(__name__)
 BASE = "/v1/agents/environments/templates"
@@ -87,14 +86,12 @@ class TemplatesApi:
     async def list_templates(self, request: Request) -> Response:
         project = await project_for(self._db, request)
         params = list_params(request)
-        try:
-            found, more = await self._db.read(
-                lambda r: rows.page(
-                    r, project, after=params.after, limit=params.limit, order=params.order
-                )
-            )
-        except CursorNotFound as exc:
-            raise cursor_error(exc) from exc
+        found, more = await read_page(
+            self._db,
+            lambda r: rows.page(
+                r, project, after=params.after, limit=params.limit, order=params.order
+            ),
+        )
         return json(page([shapes.template(row) for row in found], more))
 
     async def retrieve(self, request: Request) -> Response:

@@ -16,12 +16,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core import traces
-from allinone.core.api.common import cursor_error, json, list_params, project_for
+from allinone.core.api.common import json, keyset_page, list_params, project_for
 from allinone.core.api.errors import invalid, not_found
 from allinone.core.api.listing import page
 from storage import sessions
 from storage.database import Database
-from storage.pages import CursorNotFound, keyset
 from storage.rows import record
 
 BASE = "/v1/agents/sessions/{session_id}"
@@ -83,20 +82,9 @@ class TracesApi:
     async def list_traces(self, request: Request) -> Response:
         params = list_params(request, strict_limit=True)
         session_id = await self._session(request)
-        try:
-            rows, more = await self._db.read(
-                lambda r: keyset(
-                    r,
-                    table="turns",
-                    where="session_id = ?",
-                    params=(session_id,),
-                    after=params.after,
-                    limit=params.limit,
-                    order=params.order,
-                )
-            )
-        except CursorNotFound as exc:
-            raise cursor_error(exc) from exc
+        rows, more = await keyset_page(
+            self._db, params, table="turns", where="session_id = ?", args=(session_id,)
+        )
         data = []
         for row in rows:
             turn = record(row, ("usage",)) or {}

@@ -19,14 +19,13 @@ from starlette.routing import Route
 from allinone.core import credential_auth
 from allinone.core.agents import check_metadata
 from allinone.core.api import vault_models as shapes
-from allinone.core.api.common import cursor_error, decode_body, json, list_params, project_for
+from allinone.core.api.common import decode_body, json, list_params, project_for, read_page
 from allinone.core.api.errors import not_found
 from allinone.core.api.listing import metadata_filter, page, status_filter
 from allinone.core.ids import Clock, Ids
 from allinone.core.vault_secrets import VaultSecrets
 from storage import vaults as rows
 from storage.database import Database, Tx
-from storage.pages import CursorNotFound
 
 log = logging.getLogger(__name__)
 STATUSES = ("active", "archived")
@@ -95,20 +94,18 @@ class VaultsApi:
         params = list_params(request)
         metadata = metadata_filter(request)
         statuses = status_filter(request, STATUSES)
-        try:
-            found, more = await self._db.read(
-                lambda r: rows.vault_page(
-                    r,
-                    project,
-                    metadata=metadata,
-                    statuses=statuses,
-                    after=params.after,
-                    limit=params.limit,
-                    order=params.order,
-                )
-            )
-        except CursorNotFound as exc:
-            raise cursor_error(exc) from exc
+        found, more = await read_page(
+            self._db,
+            lambda r: rows.vault_page(
+                r,
+                project,
+                metadata=metadata,
+                statuses=statuses,
+                after=params.after,
+                limit=params.limit,
+                order=params.order,
+            ),
+        )
         return json(page([shapes.vault(row) for row in found], more))
 
     async def retrieve_vault(self, request: Request) -> Response:
@@ -184,21 +181,19 @@ class VaultsApi:
         metadata = metadata_filter(request)
         statuses = status_filter(request, STATUSES)
         await self._vault(project, vault_id)
-        try:
-            found, more = await self._db.read(
-                lambda r: rows.credential_page(
-                    r,
-                    project,
-                    vault_id,
-                    metadata=metadata,
-                    statuses=statuses,
-                    after=params.after,
-                    limit=params.limit,
-                    order=params.order,
-                )
-            )
-        except CursorNotFound as exc:
-            raise cursor_error(exc) from exc
+        found, more = await read_page(
+            self._db,
+            lambda r: rows.credential_page(
+                r,
+                project,
+                vault_id,
+                metadata=metadata,
+                statuses=statuses,
+                after=params.after,
+                limit=params.limit,
+                order=params.order,
+            ),
+        )
         return json(page([shapes.credential(row) for row in found], more))
 
     async def retrieve_credential(self, request: Request) -> Response:
