@@ -13,13 +13,12 @@ import asyncio
 import contextlib
 import hashlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal
 
 import msgspec
 
 from allinone.core.gateway.connection import Connection, SendFailed
-from allinone.core.gateway.subscriptions import ObservationError
 from runtime.proto import limits
 from runtime.proto.codec import Frame
 from runtime.proto.execution import (
@@ -117,6 +116,23 @@ class WorkspaceClient:
                 )
             connection.unsubscribe_preparation(prep_id)
 
+    @contextlib.contextmanager
+    def _operation(
+        self, connection: Connection, operation_id: str, unconfirmed: str
+    ) -> Iterator[asyncio.Queue[Frame]]:
+        """Register for an operation's replies; anything but a WorkspaceUnavailable the
+        body raises (a lost send, a closed connection, a reply that proves nothing)
+        leaves the outcome unknown under `unconfirmed`."""
+        queue = connection.expect_results(operation_id)
+        try:
+            yield queue
+        except WorkspaceUnavailable:
+            raise
+        except Exception as exc:
+            raise WorkspaceUnavailable(unconfirmed, unknown=True) from exc
+        finally:
+            connection.forget_results(operation_id)
+
     async def _exchange(
         self,
         connection: Connection,
@@ -152,20 +168,11 @@ class WorkspaceClient:
             operation="directory",
             max_entries=limits.MAX_DIRECTORY_ENTRIES,
         )
-        queue = connection.expect_results(operation_id)
-        try:
+        with self._operation(connection, operation_id, "read_unconfirmed") as queue:
             result = await self._exchange(
                 connection, operation_id, "workspace_read", request, queue
             )
             result.check(request)
-        except (SendFailed, ObservationError) as exc:
-            raise WorkspaceUnavailable("read_unconfirmed", unknown=True) from exc
-        except WorkspaceUnavailable:
-            raise
-        except Exception as exc:
-            raise WorkspaceUnavailable("read_unconfirmed", unknown=True) from exc
-        finally:
-            connection.forget_results(operation_id)
         if result.outcome != ReadOutcome.COMPLETED or result.directory is None:
             raise WorkspaceUnavailable(result.error_code or "read_failed")
         listing: DirectoryListing = result.directory
@@ -181,7 +188,6 @@ class WorkspaceClient:
         data: bytes,
     ) -> None:
         """Transfer `data` to `path` (workspace-relative); raise unless `completed`."""
-        queue = connection.expect_results(mutation_id)
         digest = hashlib.sha256(data).hexdigest()
 
         async def step(payload: WorkspaceWrite, expected: TransferOutcome, offset: int) -> None:
@@ -192,7 +198,7 @@ class WorkspaceClient:
                 raise WorkspaceUnavailable(result.reason or result.error_code or "rejected")
             result.check(expected, offset, len(data))
 
-        try:
+        with self._operation(connection, mutation_id, "write_unconfirmed") as queue:
             await step(
                 WorkspaceWrite(
                     step=TransferStep.BEGIN,
@@ -213,20 +219,13 @@ class WorkspaceClient:
                     offset + len(chunk),
                 )
             await step(WorkspaceWrite(step=TransferStep.COMMIT), TransferOutcome.COMPLETED, 0)
-        except WorkspaceUnavailable:
-            raise
-        except Exception as exc:
-            raise WorkspaceUnavailable("write_unconfirmed", unknown=True) from exc
-        finally:
-            connection.forget_results(mutation_id)
 
     async def export_outputs(
         self, connection: Connection, handle: str, environment: dict[str, Any]
     ) -> bytes:
         operation_id = self._new_id("op")
-        queue = connection.expect_results(operation_id)
         received = bytearray()
-        try:
+        with self._operation(connection, operation_id, "export_unconfirmed") as queue:
             result = await self._exchange(
                 connection,
                 operation_id,
@@ -250,12 +249,6 @@ class WorkspaceClient:
                     WorkspaceExport(step=ExportStep.NEXT, offset=len(received)),
                     queue,
                 )
-        except WorkspaceUnavailable:
-            raise
-        except Exception as exc:
-            raise WorkspaceUnavailable("export_unconfirmed", unknown=True) from exc
-        finally:
-            connection.forget_results(operation_id)
 
     async def initialize(
         self,
@@ -316,7 +309,6 @@ class WorkspaceClient:
         data: bytes = b"",
     ) -> None:
         transfer_id = str(uuid.uuid4())
-        queue = connection.expect_results(transfer_id)
         timeout = SETUP_TIMEOUT_SECONDS if initialization else TRANSFER_TIMEOUT_SECONDS
 
         async def step(payload: RuntimePrepare) -> Any:
@@ -330,7 +322,7 @@ class WorkspaceClient:
                 raise WorkspaceUnavailable(result.error_code, unknown=True)
             return result
 
-        try:
+        with self._operation(connection, transfer_id, "runtime_preparation_unconfirmed") as queue:
             await step(
                 RuntimePrepare(
                     step=TransferStep.BEGIN,
@@ -347,9 +339,3 @@ class WorkspaceClient:
                 chunk = data[offset : offset + limits.MAX_CHUNK_BYTES]
                 await step(RuntimePrepare(step=TransferStep.CHUNK, offset=offset, data=chunk))
             await step(RuntimePrepare(step=TransferStep.COMMIT))
-        except WorkspaceUnavailable:
-            raise
-        except Exception as exc:
-            raise WorkspaceUnavailable("runtime_preparation_unconfirmed", unknown=True) from exc
-        finally:
-            connection.forget_results(transfer_id)
