@@ -42,9 +42,30 @@ async def latest(q: Queryable, session_id: str) -> dict[str, Any] | None:
     return record(row, ("usage",))
 
 
-async def usages(q: Queryable, session_id: str) -> list[dict[str, Any]]:
-    rows = await q.fetchall("SELECT status, usage FROM turns WHERE session_id = ?", (session_id,))
-    return [r for r in (record(row, ("usage",)) for row in rows) if r is not None]
+async def usage_total(q: Queryable, session_id: str) -> dict[str, Any] | None:
+    """The sum of the session's turn usages, computed in one query; None (unknown, never
+    zero) while any turn is active or ended unmeasured, or when there is no turn."""
+    row = await q.fetchone(
+        "SELECT COUNT(*) AS turns,"
+        " COALESCE(SUM(status IN ('queued', 'in_progress', 'waiting') OR usage IS NULL), 0)"
+        " AS unknown,"
+        " SUM(json_extract(usage, '$.input_tokens')) AS input,"
+        " SUM(json_extract(usage, '$.input_tokens_details.cached_tokens')) AS cached,"
+        " SUM(json_extract(usage, '$.output_tokens')) AS output,"
+        " SUM(json_extract(usage, '$.output_tokens_details.reasoning_tokens')) AS reasoning,"
+        " SUM(json_extract(usage, '$.total_tokens')) AS total"
+        " FROM turns WHERE session_id = ?",
+        (session_id,),
+    )
+    if row is None or not row["turns"] or row["unknown"]:
+        return None
+    return {
+        "input_tokens": row["input"],
+        "input_tokens_details": {"cached_tokens": row["cached"]},
+        "output_tokens": row["output"],
+        "output_tokens_details": {"reasoning_tokens": row["reasoning"]},
+        "total_tokens": row["total"],
+    }
 
 
 async def queued(q: Queryable, limit: int = 100) -> list[dict[str, Any]]:

@@ -74,10 +74,7 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
     if latest is not None and latest["status"] == "waiting":
         actions, choices = await required_actions(q, row["id"], latest["id"])
     status = session_status(latest["status"] if latest else None, len(actions) + len(choices))
-    usage = None
-    all_turns = await turns.usages(q, row["id"])
-    if all_turns and all(t["status"] in ("completed", "failed", "cancelled") for t in all_turns):
-        usage = render.sum_usage([t["usage"] for t in all_turns])
+    usage = await turns.usage_total(q, row["id"])
     error = None
     if status is SessionStatus.FAILED and latest is not None:
         error = latest.get("error_message") or "The execution could not complete."

@@ -123,29 +123,6 @@ def token_usage(counts: TokenCounts) -> dict[str, Any]:
     }
 
 
-def sum_usage(usages: list[dict[str, Any] | None]) -> dict[str, Any] | None:
-    """Add turn usages; unknown if any is unknown (null never becomes zero)."""
-    if not usages or any(u is None for u in usages):
-        return None
-    total: dict[str, Any] = {
-        "input_tokens": 0,
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": 0,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": 0,
-    }
-    for u in usages:
-        assert u is not None
-        total["input_tokens"] += u["input_tokens"]
-        total["input_tokens_details"]["cached_tokens"] += u["input_tokens_details"]["cached_tokens"]
-        total["output_tokens"] += u["output_tokens"]
-        total["output_tokens_details"]["reasoning_tokens"] += u["output_tokens_details"][
-            "reasoning_tokens"
-        ]
-        total["total_tokens"] += u["total_tokens"]
-    return total
-
-
 def page(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
     return {
         "object": "list",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import subprocess
 import sys
@@ -151,3 +152,54 @@ def test_the_database_files_are_private(tmp_path: Path) -> None:
         await db.close()
 
     asyncio.run(main())
+
+
+def test_session_usage_is_a_sum_only_when_every_turn_ended_measured(tmp_path: Path) -> None:
+    usage = {
+        "input_tokens": 2,
+        "input_tokens_details": {"cached_tokens": 1},
+        "output_tokens": 3,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 5,
+    }
+
+    async def main() -> list[object]:
+        db = await Database.open(tmp_path / "u.db")
+
+        async def setup(tx: Tx) -> None:
+            await tx.execute("INSERT INTO projects (id, name, created_at) VALUES ('p', 'p', 0)")
+            await tx.execute(
+                "INSERT INTO sessions (id, project_id, agent_id, harness, created_at,"
+                " last_active_at, agent, environment, metadata, vault_ids)"
+                " VALUES ('s', 'p', 'a', 'scripted', 0, 0, '{}', '{}', '{}', '[]')"
+            )
+
+        await db.write(setup)
+        seen: list[object] = [await db.read(lambda r: turns.usage_total(r, "s"))]
+
+        async def turn(tx: Tx, turn_id: str, measured: bool) -> None:
+            await turns.insert(tx, turn_id, "s", "a", 1)
+            if measured:
+                await tx.execute(
+                    "UPDATE turns SET usage = json(?) WHERE id = ?", (json.dumps(usage), turn_id)
+                )
+            seen.append(await turns.usage_total(tx, "s"))  # active: unknown
+            await turns.transition(
+                tx, turn_id, ("queued",), "completed", fields={"completed_at": 2}
+            )
+
+        for turn_id, measured in (("t1", True), ("t2", True), ("t3", False)):
+            await db.write(lambda tx, t=turn_id, m=measured: turn(tx, t, m))
+            seen.append(await db.read(lambda r: turns.usage_total(r, "s")))
+        await db.close()
+        return seen
+
+    seen = run(main())
+    doubled = {
+        "input_tokens": 4,
+        "input_tokens_details": {"cached_tokens": 2},
+        "output_tokens": 6,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 10,
+    }
+    assert seen == [None, None, usage, None, doubled, None, None]
