@@ -47,6 +47,7 @@ from allinone.core.orchestration.credentials import RunCredentials
 from allinone.core.orchestration.orchestrator import Orchestrator
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Projector
+from allinone.core.orchestration.timers import Timers
 from allinone.core.recorder import Recorder
 from allinone.core.sealing import Sealer
 from allinone.core.vault_secrets import VaultSecrets
@@ -132,6 +133,7 @@ class Started:
     port: int
     api_key: str | None
     key_file: Path | None
+    registry: Registry | None = None  # the device registry, for contract tests
 
 
 class App:
@@ -141,10 +143,13 @@ class App:
         *,
         on_started: Callable[[Started], None] | None = None,
         local_runtime: bool = True,
+        timers: Timers | None = None,
     ) -> None:
         """`local_runtime=False` serves Core without the in-process Runtime: turns wait
-        (and /readyz reports the runtime check missing) until a remote daemon connects."""
+        (and /readyz reports the runtime check missing) until a remote daemon connects.
+        `timers` bounds Core's waits on a Runtime (production defaults when omitted)."""
         self.config = config
+        self._timers = timers or Timers()
         self._on_started = on_started
         self._local_runtime = local_runtime
         self._stop = asyncio.Event()
@@ -251,6 +256,7 @@ class App:
             clock,
             environments,
             RunCredentials(providers, VaultSecrets(db, sealer)),
+            self._timers,
         )
         admission = Admission(
             db,
@@ -352,7 +358,7 @@ class App:
         scheduler.add_job(
             outcomes.expire_leases,
             "interval",
-            seconds=30,
+            seconds=self._timers.lease_sweep,
             args=[orchestrator.owns],
             id="lease-expiry",
             coalesce=True,
@@ -368,7 +374,7 @@ class App:
         )
         log.info("corebox %s serving on http://%s:%d/v1", __version__, config.host, port)
         if self._on_started is not None:
-            self._on_started(Started(port, api_key, key_file))
+            self._on_started(Started(port, api_key, key_file, registry))
 
         stop = asyncio.create_task(self._stop.wait())
         watched = {stop, server_task, *([daemon_task] if daemon_task is not None else [])}
