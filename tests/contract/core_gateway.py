@@ -40,7 +40,46 @@ class _Server(uvicorn.Server):
         yield
 
 
-class GatewayHost:
+class RegistryView:
+    """What a Core side reads of Core's device registry: the device's open connection and
+    the registry's change events."""
+
+    registry: Registry
+    device_id: str
+
+    def connection(self) -> Connection | None:
+        """The device's open connection, if it has one."""
+        return next(
+            (c for c in self.registry if c.device_id == self.device_id and not c.closed.is_set()),
+            None,
+        )
+
+    async def until(self, condition: Callable[[], bool], timeout: float = WAIT_SECONDS) -> bool:
+        """Wait on the registry's change events until `condition()` holds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            event = self.registry.changed
+            if condition():
+                return True
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), remaining)
+
+
+async def register_device(db: Database, device_id: str, credential: str) -> None:
+    """Store the device's credential as its SHA-256 digest, as `devices create` does."""
+    digest = hashlib.sha256(credential.encode()).hexdigest()
+
+    async def device(tx: Tx) -> None:
+        await tenancy.upsert_device(tx, device_id, "contract runtime", digest, 1)
+
+    await db.write(device)
+
+
+class GatewayHost(RegistryView):
     def __init__(self, data_dir: Path, device_id: str, credential: str) -> None:
         self._data_dir = data_dir
         self.device_id = device_id
@@ -62,12 +101,7 @@ class GatewayHost:
     async def __aenter__(self) -> GatewayHost:
         self._data_dir.mkdir(parents=True, exist_ok=True)
         db = self._db = await Database.open(self._data_dir / "core.db")
-        digest = hashlib.sha256(self._credential.encode()).hexdigest()
-
-        async def device(tx: Tx) -> None:
-            await tenancy.upsert_device(tx, self.device_id, "contract runtime", digest, 1)
-
-        await db.write(device)
+        await register_device(db, self.device_id, self._credential)
 
         async def device_digest(device_id: str) -> str | None:
             return await db.read(lambda r: tenancy.device_digest(r, device_id))
@@ -99,24 +133,3 @@ class GatewayHost:
             await asyncio.wait_for(self._task, WAIT_SECONDS * 2)
         if self._db is not None:
             await self._db.close()
-
-    def connection(self) -> Connection | None:
-        """The device's open connection, if it has one."""
-        return next(
-            (c for c in self.registry if c.device_id == self.device_id and not c.closed.is_set()),
-            None,
-        )
-
-    async def until(self, condition: Callable[[], bool], timeout: float = WAIT_SECONDS) -> bool:
-        """Wait on the registry's change events until `condition()` holds."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            event = self.registry.changed
-            if condition():
-                return True
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return False
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), remaining)

@@ -25,6 +25,18 @@ Steps (`do`):
     expect      what each side owns at this point (`core`, `runtime`)
     include     the steps of a named prefix from `fixture.json`
 
+A scenario with a `turn` (Core side only; the Runtime side ignores it) runs the real
+Core: its Core frames are not sent by the test but by Core's orchestrator, for a turn the
+test admits through the public API. `execution_prepare` follows the admission of a new
+session with `turn.input`, `execution_start` follows `ready`, `prompt_cancel` follows the
+client's cancel event and `prompt_steer` the client's message while the turn runs. The
+literal ids of those frames (the preparation's envelope id, `session_id`, `run_id`,
+`delivery_id`, `input_id`) and the fixture's agent kind stand for the values Core
+generates, bound at first sight. After the last step the turn's public outcome must be
+`turn.status` with `x_corebox.error_code` `turn.error_code` and the session's items
+`turn.items` (`"role: text"`, oldest first); `turn.timers` shortens Core's timers for
+the scenario (field names of Core's `Timers`), so that its real timers fire in a test.
+
 Placeholders are strings `"$name"` standing for values the Runtime generates (executor
 id, admission handle, expiry). The side that runs the real Runtime binds each one to the
 first non-empty value the Runtime sends and requires later frames to repeat it; Core
@@ -166,6 +178,16 @@ Step = (
 )
 
 
+class CoreTurn(msgspec.Struct, **_STRICT):
+    """The public outcome of the turn the real Core runs for a scenario (Core side)."""
+
+    status: Literal["completed", "failed", "cancelled"]
+    error_code: str | None = None  # the turn's x_corebox.error_code
+    items: list[str] | None = None  # "role: text" per message item, oldest first
+    input: str = "hello"
+    timers: dict[str, float] = msgspec.field(default_factory=dict)
+
+
 class Adapter(msgspec.Struct, **_STRICT):
     """How the controlled adapter behaves natively: `setup` fails, is held until a
     `complete_setup` step, or succeeds; `close` fails until an `allow_close` step."""
@@ -181,6 +203,7 @@ class _ScenarioFile(msgspec.Struct, **_STRICT):
     connected: bool = True
     adapter: Adapter = msgspec.field(default_factory=Adapter)
     workspace: dict[str, str] = msgspec.field(default_factory=dict)
+    turn: CoreTurn | None = None
 
 
 class Fixture(msgspec.Struct, **_STRICT):
@@ -200,6 +223,7 @@ class Scenario(msgspec.Struct, frozen=True):
     connected: bool
     adapter: Adapter
     workspace: dict[str, str]  # files the fixture Environment's workspace starts with
+    turn: CoreTurn | None = None  # the public outcome when the real Core runs the turn
 
 
 # Loading.
@@ -242,6 +266,7 @@ def load(name: str) -> Scenario:
         connected=parsed.connected,
         adapter=parsed.adapter,
         workspace=dict(parsed.workspace),
+        turn=parsed.turn,
     )
 
 
@@ -391,6 +416,7 @@ __all__ = [
     "Clock",
     "CoreExpect",
     "CoreFrame",
+    "CoreTurn",
     "Dial",
     "Disconnect",
     "Expect",

@@ -1,0 +1,224 @@
+"""The Core side of a shared wire scenario that runs a turn: the real Core (`App` with
+admission, orchestrator, gateway and projector on a SQLite file) and a scripted Runtime
+peer over a real loopback WebSocket.
+
+The test never sends a Core frame itself. It admits a turn through the public API (the
+official SDK creates a session with the turn's input), cancels it or steers it through
+the public API when the scenario's next Core frame is `prompt_cancel` or `prompt_steer`,
+and requires each frame Core's orchestrator then sends to be the scenario's, with the
+ids Core generates bound to the scenario's literals at first sight. The Runtime frames
+go back with those ids. After the last step the turn's public outcome (status,
+`x_corebox.error_code`, the session's items) must be the scenario's. It never imports
+the Runtime's implementation (only `runtime.proto`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+from openai import AsyncOpenAI
+
+from allinone.core.orchestration.timers import Timers
+from runtime.proto.scenarios import (
+    CoreExpect,
+    CoreFrame,
+    CoreTurn,
+    Mismatch,
+    RuntimeFrame,
+    is_placeholder,
+    wire_text,
+)
+from tests.conftest import API_KEY
+from tests.contract.core_app import CoreApp
+from tests.contract.core_gateway import WAIT_SECONDS
+from tests.contract.core_side import CoreSide
+
+# The harness a public agent with a plain model selects: the fixture's agent kind
+# stands for it, since Core only runs the harnesses it knows.
+CORE_HARNESS = "scripted"
+# Payload fields whose scenario literals stand for values Core generates.
+ALIASED = frozenset({"session_id", "run_id", "delivery_id", "input_id", "agent_kind"})
+SDK_TIMEOUT_SECONDS = 20.0
+TERMINAL_TURN_EVENTS = frozenset(
+    {"agent.session.turn.completed", "agent.session.turn.failed", "agent.session.turn.cancelled"}
+)
+
+
+class Aliases:
+    """Scenario literals bound to the values the real Core generated for them."""
+
+    def __init__(self, preset: Mapping[str, str]) -> None:
+        self.values: dict[str, str] = dict(preset)
+
+    def learn(self, expected: CoreFrame, actual: Mapping[str, Any]) -> None:
+        """Bind each literal id of `expected` to the value at the same place in `actual`."""
+        self._bind(expected.id, actual.get("id"))
+        self._walk(expected.payload, actual.get("payload") or {})
+
+    def _walk(self, expected: Any, actual: Any) -> None:
+        if isinstance(expected, dict) and isinstance(actual, dict):
+            for key, value in expected.items():
+                if key in ALIASED and not is_placeholder(value):
+                    self._bind(value, actual.get(key))
+                elif key in actual:
+                    self._walk(value, actual[key])
+        elif isinstance(expected, list) and isinstance(actual, list):
+            for want, got in zip(expected, actual, strict=False):
+                self._walk(want, got)
+
+    def _bind(self, literal: Any, actual: Any) -> None:
+        if not isinstance(literal, str) or not literal or literal in self.values:
+            return
+        if not isinstance(actual, str) or not actual:
+            return  # the mismatch is reported by matching
+        if actual in self.values.values():
+            raise Mismatch(f"{actual!r} already stands for another literal than {literal!r}")
+        self.values[literal] = actual
+
+    def _map(self, value: Any, table: Mapping[str, str], key: str = "") -> Any:
+        if isinstance(value, dict):
+            return {k: self._map(v, table, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._map(v, table, key) for v in value]
+        if key in ALIASED and isinstance(value, str):
+            return table.get(value, value)
+        return value
+
+    def to_scenario(self, frame: Mapping[str, Any]) -> dict[str, Any]:
+        """A frame Core sent, with Core's generated values replaced by their literals."""
+        reverse = {actual: literal for literal, actual in self.values.items()}
+        return {
+            "type": frame.get("type", ""),
+            "id": reverse.get(frame.get("id", ""), frame.get("id", "")),
+            "payload": self._map(frame.get("payload") or {}, reverse),
+        }
+
+    def to_core(self, text: str) -> str:
+        """A Runtime frame's text with the scenario's literals replaced by Core's values."""
+        envelope = json.loads(text)
+        if "id" in envelope:
+            envelope["id"] = self.values.get(envelope["id"], envelope["id"])
+        if "payload" in envelope:
+            envelope["payload"] = self._map(envelope["payload"], self.values)
+        return json.dumps(envelope)
+
+
+def message(text: str) -> dict[str, Any]:
+    return {
+        "type": "agent.session.input.message",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": text}]}],
+    }
+
+
+def item_line(item: Any) -> str:
+    """A public item as `role: text` (a message) or its type (anything else)."""
+    if item.type != "message":
+        return str(item.type)
+    text = "".join(getattr(part, "text", "") for part in item.content)
+    return f"{item.role}: {text}"
+
+
+class CoreTurnSide(CoreSide):
+    """Plays the scripted Runtime's part of a turn scenario against the real Core."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.kind = CORE_HARNESS
+        turn = self.scenario.turn
+        assert turn is not None
+        self.turn: CoreTurn = turn
+        self.timers = Timers(**self.turn.timers)
+        self.aliases = Aliases({self.fixture.agent_kind: CORE_HARNESS})
+        self.events: asyncio.Task[list[Any]] | None = None
+
+    def core(self) -> CoreApp:
+        return CoreApp(
+            self.tmp_path / "core", self.fixture.device_id, self.fixture.credential, self.timers
+        )
+
+    def client(self) -> AsyncOpenAI:
+        return AsyncOpenAI(
+            base_url=f"{self.host.base_url}/v1",
+            api_key=API_KEY,
+            max_retries=0,
+            timeout=SDK_TIMEOUT_SECONDS,
+            _strict_response_validation=True,
+        )
+
+    async def admit(self) -> list[Any]:
+        """Create the session with the turn's input; its events until the turn ends."""
+        seen: list[Any] = []
+        async with self.client() as client:
+            stream = await client.beta.agents.sessions.create(
+                agent={"model": "fixture-model"},
+                environment={"type": "none"},
+                input=self.turn.input,
+                stream=True,
+            )
+            async with stream:
+                async for event in stream:
+                    seen.append(event)
+                    if event.type in TERMINAL_TURN_EVENTS:
+                        break
+        return seen
+
+    async def public_event(self, event: dict[str, Any]) -> None:
+        async with self.client() as client:
+            await client.beta.agents.sessions.events.create(
+                self.aliases.values["session"],
+                events=[event],  # type: ignore[list-item]
+            )
+
+    async def core_sends(self, step: CoreFrame) -> None:
+        if step.raw:
+            return  # Core's gateway only sends typed envelopes
+        peer = self.peer
+        assert peer is not None
+        if step.type == "execution_prepare" and self.events is None:
+            self.events = asyncio.create_task(self.admit(), name="admitted-turn")
+        elif step.type == "prompt_cancel":
+            await self.public_event({"type": "agent.session.input.cancel"})
+        elif step.type == "prompt_steer":
+            text = step.payload["input"][0]["content"][0]["text"]
+            await self.public_event(message(text))
+        elif step.type != "execution_start":
+            raise AssertionError(f"no public action makes Core send {step.type}")
+        frame = await peer.next_frame()
+        self.aliases.learn(step, frame)
+        self.bindings.match_frame(step, self.aliases.to_scenario(frame))
+
+    async def runtime_sends(self, step: RuntimeFrame) -> None:
+        peer = self.peer
+        assert peer is not None
+        text = wire_text(step, self.bindings)
+        await peer.send(text if step.raw else self.aliases.to_core(text))
+        await self.barrier()
+
+    async def expect(self, want: CoreExpect) -> None:
+        # Run routes and steering receipts belong to the orchestrator here: the turn's
+        # public outcome after the last step stands for them.
+        await super().expect(msgspec.structs.replace(want, runs_closed=None, steer_stage=None))
+
+    async def finish(self) -> None:
+        assert self.events is not None, "the scenario admitted no turn"
+        budget = WAIT_SECONDS + sum(self.turn.timers.values())
+        try:
+            events = await asyncio.wait_for(self.events, budget)
+        except TimeoutError:
+            raise AssertionError(f"the turn did not end within {budget:.1f}s") from None
+        session_id = self.aliases.values["session"]
+        async with self.client() as client:
+            turns = (await client.beta.agents.sessions.turns.list(session_id)).data
+            items = (await client.beta.agents.sessions.items.list(session_id, order="asc")).data
+        [turn] = turns
+        assert turn.id == self.aliases.values.get("run", turn.id), (turn.id, self.aliases.values)
+        x_corebox = getattr(turn, "x_corebox", None) or {}
+        outcome = (turn.status, x_corebox.get("error_code"))
+        assert outcome == (self.turn.status, self.turn.error_code), (outcome, events[-1].type)
+        assert events[-1].type == f"agent.session.turn.{self.turn.status}", events[-1].type
+        if self.turn.items is not None:
+            assert [item_line(i) for i in items] == self.turn.items, items
