@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 from allinone.app import DATABASE_FILE, App, Started
 from allinone.config import Config
@@ -52,7 +53,8 @@ class CoreApp(RegistryView):
             config, on_started=started.set_result, local_runtime=False, timers=self._timers
         )
         self._task = asyncio.create_task(self._app.run(), name="core")
-        await asyncio.wait({started, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        waiters: set[asyncio.Future[Any]] = {started, self._task}
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         if not started.done():
             await self._task  # raises why Core did not start
             raise AssertionError("Core stopped during start-up")

@@ -5,8 +5,11 @@ peer over a real loopback WebSocket.
 The test never sends a Core frame itself. It admits a turn through the public API (the
 official SDK creates a session with the turn's input), cancels it or steers it through
 the public API when the scenario's next Core frame is `prompt_cancel` or `prompt_steer`,
-and requires each frame Core's orchestrator then sends to be the scenario's, with the
-ids Core generates bound to the scenario's literals at first sight. The Runtime frames
+answers a permission request or a user choice through the public API, and requires each
+frame Core's orchestrator then sends to be the scenario's, with the ids Core generates
+bound to the scenario's literals at first sight. A `replay` frame (one a correct Core
+never sends itself) goes out through Core's own connection while the orchestrator runs
+the turn, so the Runtime's answer to it reaches the real orchestrator. The Runtime frames
 go back with those ids. After the last step the turn's public outcome (status,
 `x_corebox.error_code`, the session's items) must be the scenario's. It never imports
 the Runtime's implementation (only `runtime.proto`).
@@ -23,6 +26,7 @@ import msgspec
 from openai import AsyncOpenAI
 
 from allinone.core.orchestration.timers import Timers
+from runtime.proto.codec import CORE_TO_RUNTIME
 from runtime.proto.scenarios import (
     CoreExpect,
     CoreFrame,
@@ -134,6 +138,8 @@ class CoreTurnSide(CoreSide):
         self.timers = Timers(**self.turn.timers)
         self.aliases = Aliases({self.fixture.agent_kind: CORE_HARNESS})
         self.events: asyncio.Task[list[Any]] | None = None
+        self.seen: list[Any] = []  # the admitted session's events so far
+        self.seen_changed = asyncio.Event()
 
     def core(self) -> CoreApp:
         return CoreApp(
@@ -151,7 +157,7 @@ class CoreTurnSide(CoreSide):
 
     async def admit(self) -> list[Any]:
         """Create the session with the turn's input; its events until the turn ends."""
-        seen: list[Any] = []
+        seen = self.seen
         async with self.client() as client:
             stream = await client.beta.agents.sessions.create(
                 agent={"model": "fixture-model"},
@@ -162,6 +168,7 @@ class CoreTurnSide(CoreSide):
             async with stream:
                 async for event in stream:
                     seen.append(event)
+                    self.seen_changed.set()
                     if event.type in TERMINAL_TURN_EVENTS:
                         break
         return seen
@@ -173,18 +180,66 @@ class CoreTurnSide(CoreSide):
                 events=[event],  # type: ignore[list-item]
             )
 
+    async def required_action(self) -> Any:
+        """The admitted session's pending action, once Core announced one."""
+        while True:
+            self.seen_changed.clear()
+            for event in reversed(self.seen):
+                if event.type == "agent.session.requires_action":
+                    return event.session
+            try:
+                await asyncio.wait_for(self.seen_changed.wait(), WAIT_SECONDS)
+            except TimeoutError:
+                raise AssertionError("Core announced no required action") from None
+
+    async def decide(self, step: CoreFrame) -> None:
+        """Answer the pending permission request or user choice through the public API."""
+        session = await self.required_action()
+        if step.type == "permission_decision":
+            [action] = session.required_actions
+            decision = "approve" if step.payload["approved"] else "deny"
+            await self.public_event(
+                {
+                    "type": "agent.session.input.mcp_approval_request_result",
+                    "request_id": action.request_id,
+                    "response": {"type": "mcp_tool_call", "decision": decision},
+                }
+            )
+            return
+        [prompt] = session.x_corebox["required_actions"]
+        await self.public_event(
+            {
+                "type": "x_corebox.input.user_choice",
+                "ask_id": prompt["ask_id"],
+                "question_answers": step.payload.get("question_answers", []),
+                "cancelled": step.payload.get("cancelled", False),
+            }
+        )
+
+    async def replay(self, step: CoreFrame) -> None:
+        """Send a frame the orchestrator never sends itself through Core's connection."""
+        connection = self.connection
+        assert connection is not None
+        envelope = json.loads(self.aliases.to_core(wire_text(step, self.bindings)))
+        payload = msgspec.convert(envelope["payload"], CORE_TO_RUNTIME[step.type])
+        await connection.send(step.type, envelope.get("id", ""), payload)
+
     async def core_sends(self, step: CoreFrame) -> None:
         if step.raw:
             return  # Core's gateway only sends typed envelopes
         peer = self.peer
         assert peer is not None
-        if step.type == "execution_prepare" and self.events is None:
+        if step.replay:
+            await self.replay(step)
+        elif step.type == "execution_prepare" and self.events is None:
             self.events = asyncio.create_task(self.admit(), name="admitted-turn")
         elif step.type == "prompt_cancel":
             await self.public_event({"type": "agent.session.input.cancel"})
         elif step.type == "prompt_steer":
             text = step.payload["input"][0]["content"][0]["text"]
             await self.public_event(message(text))
+        elif step.type in ("permission_decision", "prompt_for_user_choice_decision"):
+            await self.decide(step)
         elif step.type != "execution_start":
             raise AssertionError(f"no public action makes Core send {step.type}")
         frame = await peer.next_frame()

@@ -9,7 +9,9 @@ module only parses and matches (sans-I/O: no socket, no clock, no await).
 Steps (`do`):
 
     core        a frame Core sends: `type`, `id`, `payload`, or a `raw` text frame that
-                only a scripted Core can send (Core's real gateway never emits one)
+                only a scripted Core can send (Core's real gateway never emits one);
+                `replay: true` marks a frame a correct Core never sends on its own (a
+                repeat, a conflicting or invalid decision), see `turn` below
     runtime     a frame the Runtime sends; `core_delivers: false` when Core must hand it
                 to no subscriber (a duplicate or stale revision); `raw` or `injected`
                 frames are faults only a scripted Runtime sends
@@ -36,6 +38,8 @@ generates, bound at first sight. After the last step the turn's public outcome m
 `turn.status` with `x_corebox.error_code` `turn.error_code` and the session's items
 `turn.items` (`"role: text"`, oldest first); `turn.timers` shortens Core's timers for
 the scenario (field names of Core's `Timers`), so that its real timers fire in a test.
+A `replay` frame is sent through the real Core's own connection while its orchestrator
+runs the turn, so that the Runtime's answer reaches the real orchestrator.
 
 Placeholders are strings `"$name"` standing for values the Runtime generates (executor
 id, admission handle, expiry). The side that runs the real Runtime binds each one to the
@@ -77,6 +81,7 @@ class CoreFrame(msgspec.Struct, tag="core", tag_field="do", **_STRICT):
     id: str = ""
     payload: dict[str, Any] = msgspec.field(default_factory=dict)
     raw: str = ""
+    replay: bool = False
 
     @property
     def injected(self) -> bool:
