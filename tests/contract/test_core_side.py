@@ -23,6 +23,7 @@ from tests.contract.core_turns import CoreTurnSide
 NOT_IMPLEMENTED: dict[str, str] = {
     "cancel_unconfirmed": "Core starts the cancellation timer only after done",
     "lease_expired": "the lease sweep skips turns this process still observes",
+    "cancel_receipt_without_done": "Core waits for done after an applied cancellation receipt",
 }
 
 
