@@ -119,11 +119,16 @@ def message(text: str) -> dict[str, Any]:
 
 
 def item_line(item: Any) -> str:
-    """A public item as `role: text` (a message) or its type (anything else)."""
-    if item.type != "message":
-        return str(item.type)
-    text = "".join(getattr(part, "text", "") for part in item.content)
-    return f"{item.role}: {text}"
+    """A public item as `role: text` (a message), `function_call: name arguments`,
+    `function_call_output: output`, or its type (anything else)."""
+    if item.type == "message":
+        text = "".join(getattr(part, "text", "") for part in item.content)
+        return f"{item.role}: {text}"
+    if item.type == "function_call":
+        return f"function_call: {item.name} {item.arguments}"
+    if item.type == "function_call_output":
+        return f"function_call_output: {item.output}"
+    return str(item.type)
 
 
 class CoreTurnSide(CoreSide):
@@ -160,7 +165,7 @@ class CoreTurnSide(CoreSide):
         seen = self.seen
         async with self.client() as client:
             stream = await client.beta.agents.sessions.create(
-                agent={"model": "fixture-model"},
+                agent={"model": "fixture-model", **self.turn.agent},  # type: ignore[typeddict-item]
                 environment={"type": "none"},
                 input=self.turn.input,
                 stream=True,
@@ -216,6 +221,20 @@ class CoreTurnSide(CoreSide):
             }
         )
 
+    async def answer_call(self, step: CoreFrame) -> None:
+        """Submit the pending function call's output through the public API."""
+        await self.required_action()
+        text = "".join(part["text"] for part in step.payload["content"])
+        await self.public_event(
+            {
+                "type": "agent.session.input.tool_result",
+                "turn_id": self.aliases.values["run"],
+                "call_id": step.payload["call_id"],
+                "success": step.payload["success"],
+                "output": text,
+            }
+        )
+
     async def replay(self, step: CoreFrame) -> None:
         """Send a frame the orchestrator never sends itself through Core's connection."""
         connection = self.connection
@@ -240,11 +259,25 @@ class CoreTurnSide(CoreSide):
             await self.public_event(message(text))
         elif step.type in ("permission_decision", "prompt_for_user_choice_decision"):
             await self.decide(step)
+        elif step.type == "function_result":
+            await self.answer_call(step)
         elif step.type != "execution_start":
             raise AssertionError(f"no public action makes Core send {step.type}")
-        frame = await peer.next_frame()
+        try:
+            frame = await peer.next_frame()
+        except AssertionError:
+            self.admission_failure()
+            raise
         self.aliases.learn(step, frame)
         self.bindings.match_frame(step, self.aliases.to_scenario(frame))
+
+    def admission_failure(self) -> None:
+        """Raise why the admitted session's stream ended early, if it did."""
+        events = self.events
+        if events is not None and events.done() and not events.cancelled():
+            failure = events.exception()
+            if failure is not None:
+                raise AssertionError(f"the public API refused the turn: {failure!r}") from failure
 
     async def runtime_sends(self, step: RuntimeFrame) -> None:
         peer = self.peer

@@ -30,14 +30,18 @@ Steps (`do`):
 A scenario with a `turn` (Core side only; the Runtime side ignores it) runs the real
 Core: its Core frames are not sent by the test but by Core's orchestrator, for a turn the
 test admits through the public API. `execution_prepare` follows the admission of a new
-session with `turn.input`, `execution_start` follows `ready`, `prompt_cancel` follows the
-client's cancel event and `prompt_steer` the client's message while the turn runs. The
+session with `turn.input` (its agent: model `fixture-model` and the fields of
+`turn.agent`), `execution_start` follows `ready`, `prompt_cancel` follows the client's
+cancel event, `prompt_steer` the client's message while the turn runs, and a decision or
+`function_result` the client's answer to the pending action. The
 literal ids of those frames (the preparation's envelope id, `session_id`, `run_id`,
 `delivery_id`, `input_id`) and the fixture's agent kind stand for the values Core
 generates, bound at first sight. After the last step the turn's public outcome must be
 `turn.status` with `x_corebox.error_code` `turn.error_code` and the session's items
-`turn.items` (`"role: text"`, oldest first); `turn.timers` shortens Core's timers for
-the scenario (field names of Core's `Timers`), so that its real timers fire in a test.
+`turn.items` (oldest first: `"role: text"` for a message, `"function_call: name
+arguments"`, `"function_call_output: output"`, otherwise the item's type);
+`turn.timers` shortens Core's timers for the scenario (field names of Core's `Timers`),
+so that its real timers fire in a test.
 A `replay` frame is sent through the real Core's own connection while its orchestrator
 runs the turn, so that the Runtime's answer reaches the real orchestrator.
 
@@ -188,8 +192,9 @@ class CoreTurn(msgspec.Struct, **_STRICT):
 
     status: Literal["completed", "failed", "cancelled"]
     error_code: str | None = None  # the turn's x_corebox.error_code
-    items: list[str] | None = None  # "role: text" per message item, oldest first
+    items: list[str] | None = None  # one line per public item, oldest first
     input: str = "hello"
+    agent: dict[str, Any] = msgspec.field(default_factory=dict)  # public agent fields
     timers: dict[str, float] = msgspec.field(default_factory=dict)
 
 
