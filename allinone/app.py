@@ -47,7 +47,7 @@ from allinone.core.orchestration.credentials import RunCredentials
 from allinone.core.orchestration.orchestrator import Orchestrator
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Projector
-from allinone.core.orchestration.timers import Timers
+from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.recorder import Recorder
 from allinone.core.sealing import Sealer
 from allinone.core.vault_secrets import VaultSecrets
@@ -143,13 +143,13 @@ class App:
         *,
         on_started: Callable[[Started], None] | None = None,
         local_runtime: bool = True,
-        timers: Timers | None = None,
+        timers: Timers = PRODUCTION,
     ) -> None:
         """`local_runtime=False` serves Core without the in-process Runtime: turns wait
         (and /readyz reports the runtime check missing) until a remote daemon connects.
-        `timers` bounds Core's waits on a Runtime (production defaults when omitted)."""
+        `timers` are the seed's protocol timers; only tests pass shorter ones."""
+        self._timers = timers
         self.config = config
-        self._timers = timers or Timers()
         self._on_started = on_started
         self._local_runtime = local_runtime
         self._stop = asyncio.Event()
@@ -256,7 +256,7 @@ class App:
             clock,
             environments,
             RunCredentials(providers, VaultSecrets(db, sealer)),
-            self._timers,
+            timers=self._timers,
         )
         admission = Admission(
             db,
@@ -358,7 +358,7 @@ class App:
         scheduler.add_job(
             outcomes.expire_leases,
             "interval",
-            seconds=self._timers.lease_sweep,
+            seconds=30,
             args=[orchestrator.owns],
             id="lease-expiry",
             coalesce=True,

@@ -213,6 +213,8 @@ class CoreSide:
     async def runtime_sends(self, step: RuntimeFrame) -> None:
         peer = self.peer
         assert peer is not None
+        if step.withheld:
+            return  # a Runtime that stops answering: Core never receives it
         expected = self.bindings.substitute(step.payload)
         if step.type == "interaction_decision_ack" and not step.injected:
             waiter = self.acks[expected["delivery_id"]]

@@ -282,6 +282,8 @@ class CoreTurnSide(CoreSide):
     async def runtime_sends(self, step: RuntimeFrame) -> None:
         peer = self.peer
         assert peer is not None
+        if step.withheld:
+            return  # a Runtime that stops answering: Core never receives it
         text = wire_text(step, self.bindings)
         await peer.send(text if step.raw else self.aliases.to_core(text))
         await self.barrier()

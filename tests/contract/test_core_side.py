@@ -22,8 +22,9 @@ from tests.contract.core_turns import CoreTurnSide
 # Scenario name -> reason, only for Core behaviour that does not exist yet.
 NOT_IMPLEMENTED: dict[str, str] = {
     "cancel_unconfirmed": "Core starts the cancellation timer only after done",
-    "lease_expired": "the lease sweep skips turns this process still observes",
+    "lease_expired": "the lease sweep skips turns this process still owns",
     "cancel_receipt_without_done": "Core waits for done after an applied cancellation receipt",
+    "cancel_receipt_carries_outcome": "Core waits for done after a receipt carrying the outcome",
 }
 
 

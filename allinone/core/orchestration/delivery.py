@@ -18,8 +18,8 @@ from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.subscriptions import ObservationError
 from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.projector import Projector, RunProjection
-from allinone.core.orchestration.timers import Timers
 from allinone.core.recorder import Recorder
+from runtime.proto import limits
 from runtime.proto.functions import FunctionResult
 from runtime.proto.inputs import InputContent, InputImage, InputText, Message
 from runtime.proto.interactions import (
@@ -58,9 +58,7 @@ class Delivery:
         recorder: Recorder,
         ids: Ids,
         clock: Clock,
-        timers: Timers | None = None,
     ) -> None:
-        self._timers = timers or Timers()
         self._db = db
         self._connection = connection
         self._run = run
@@ -105,7 +103,9 @@ class Delivery:
                     input_id=input_id, input=messages_of(row["payload"]), durable_receipt=True
                 ),
             )
-            stage = await self._receipt(receipts, input_id, self._timers.written_confirmation)
+            stage = await self._receipt(
+                receipts, input_id, limits.WRITTEN_CONFIRMATION_TIMEOUT_SECONDS
+            )
             if stage is ReceiptStage.WRITTEN:
                 await self._set_input(row["seq"], "written")
                 stage = await self._receipt(receipts, input_id, None)
@@ -144,7 +144,7 @@ class Delivery:
         waiter = self._connection.expect_ack(delivery_id)
         try:
             await self._connection.send(type_, envelope_id, payload)
-            return await asyncio.wait_for(waiter, self._timers.interaction_ack)
+            return await asyncio.wait_for(waiter, limits.CANCELLATION_CONFIRMATION_TIMEOUT_SECONDS)
         except (SendFailed, TimeoutError, ObservationError):
             return None
         finally:

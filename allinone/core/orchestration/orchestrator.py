@@ -32,9 +32,10 @@ from allinone.core.orchestration.credentials import ResolutionFailed, Resolved, 
 from allinone.core.orchestration.delivery import Delivery, messages_of, stop
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Fenced, Projector, RunProjection
-from allinone.core.orchestration.timers import Timers
+from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.states import TurnStatus
 from runtime.proto import execution as wire_exec
+from runtime.proto import limits
 from runtime.proto import run as wire_run
 from runtime.proto.capabilities import ALWAYS_REQUIRED
 from runtime.proto.codec import Frame
@@ -47,7 +48,11 @@ from storage.database import Database, Tx
 
 log = logging.getLogger(__name__)
 
+PREPARATION_TIMEOUT_SECONDS = 60.0
+START_TIMEOUT_SECONDS = 30.0
 RETRY_SECONDS = 1.0
+LEASE_SECONDS = 60
+LEASE_RENEW_SECONDS = 20
 
 
 class Orchestrator:
@@ -61,9 +66,9 @@ class Orchestrator:
         clock: Clock,
         environments: Environments | None = None,
         credentials: RunCredentials | None = None,
-        timers: Timers | None = None,
+        timers: Timers = PRODUCTION,
     ) -> None:
-        self._timers = timers or Timers()
+        self._timers = timers
         self._environments = environments
         self._credentials = credentials
         self._db = db
@@ -192,7 +197,6 @@ class Orchestrator:
                     self._outcomes.recorder,
                     self._ids,
                     self._clock,
-                    self._timers,
                 )
                 self._deliveries[turn_id] = delivery
                 delivering = asyncio.create_task(delivery.run(), name=f"delivery-{turn_id}")
@@ -245,7 +249,7 @@ class Orchestrator:
             return None  # never reached the peer: the turn stays queued
         while True:
             try:
-                status = await sub.next(self._timers.preparation)
+                status = await sub.next(self._timers.preparation_seconds)
             except TimeoutError:
                 status = None
             if status is None:
@@ -297,7 +301,7 @@ class Orchestrator:
                     "device_id": connection.device_id,
                     "started_at": now,
                     "phase": "running",
-                    "lease_expires_at": now + self._timers.lease,
+                    "lease_expires_at": now + self._timers.lease_seconds,
                     "config_digest": session["request_hash"],
                 },
             )
@@ -342,7 +346,7 @@ class Orchestrator:
         try:
             await connection.send("execution_start", prep_id, payload)
             while True:
-                status = await sub.next(self._timers.start)
+                status = await sub.next(self._timers.start_seconds)
                 if status is None:
                     raise SendFailed(sub.error.reason if sub.error else "closed")
                 if status.state is PreparationState.STARTED:
@@ -419,7 +423,7 @@ class Orchestrator:
                 )
                 return
             batch: list[Frame] = [frame, *sub.drain_nowait()]
-            renew = self._clock.now() - renewed >= self._timers.lease_renew
+            renew = self._clock.now() - renewed >= LEASE_RENEW_SECONDS
             if renew:
                 renewed = self._clock.now()
             try:
@@ -439,7 +443,7 @@ class Orchestrator:
         if renew:
             await tx.execute(
                 "UPDATE turns SET lease_expires_at = ? WHERE id = ?",
-                (self._clock.now() + self._timers.lease, run.turn_id),
+                (self._clock.now() + self._timers.lease_seconds, run.turn_id),
             )
         for frame in batch:
             if frame.type == "done":
@@ -471,7 +475,9 @@ class Orchestrator:
         unconfirmed = False
         if receipt is not None:
             try:
-                ack = await asyncio.wait_for(receipt, self._timers.cancel_confirmation)
+                ack = await asyncio.wait_for(
+                    receipt, limits.CANCELLATION_CONFIRMATION_TIMEOUT_SECONDS
+                )
                 ack.check(ack.delivery_id, CANCEL_ACK_CODES)
                 cancelled = ack.applied
             except (TimeoutError, ObservationError, Exception):

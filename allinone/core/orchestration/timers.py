@@ -1,7 +1,8 @@
-"""The timers that bound how long Core waits on a Runtime before an outcome becomes a
-finite, visible unknown (seed 000). Production uses the defaults; the composition root
-passes one `Timers` to the orchestrator, and tests pass shorter ones to exercise the
-same code paths without waiting out the real durations.
+"""Core's protocol timers for a turn (seed 000), in one place.
+
+Production uses the defaults, which are the seed's values; the composition root passes
+them to the orchestrator and the lease sweep. Tests may build shorter ones to observe a
+timer firing, never production.
 """
 
 from __future__ import annotations
@@ -10,35 +11,27 @@ from dataclasses import dataclass
 
 from runtime.proto import limits
 
-PREPARATION_TIMEOUT_SECONDS = 60.0
-START_TIMEOUT_SECONDS = 30.0
-LEASE_SECONDS = 60
-LEASE_RENEW_SECONDS = 20
-LEASE_SWEEP_SECONDS = 30.0
-
 
 @dataclass(frozen=True)
 class Timers:
-    """How long Core waits for each Runtime answer (seconds).
+    # No final preparation status in time: the turn fails `delivery_unknown`.
+    preparation_seconds: float = 60.0
+    # `execution_start` sent, no `started` in time: the turn fails `delivery_unknown`.
+    start_seconds: float = 30.0
+    # From the moment a cancellation is sent: no confirmation in time is
+    # `cancel_unconfirmed`.
+    cancel_unconfirmed_seconds: float = limits.CANCELLATION_CONFIRMATION_TIMEOUT_SECONDS
+    # A claimed turn's lease; its owner renews it while it observes the run.
+    lease_seconds: int = 60
+    lease_renew_seconds: float = 20.0
+    # How often the lease sweep looks for turns whose owner stopped renewing.
+    lease_sweep_seconds: float = 30.0
+    # How often the queue is looked at when nothing woke it.
+    retry_seconds: float = 1.0
 
-    `preparation`: a preparation's next status before the turn fails `delivery_unknown`.
-    `start`: the `started` status after `execution_start`.
-    `lease`: a claimed turn's lease (whole seconds: leases are stored in seconds);
-    `lease_renew`: how often observation renews it; `lease_sweep`: how often lapsed
-    leases are failed `lease_expired`.
-    `cancel_confirmation`: the cancellation receipt before `cancel_unconfirmed`.
-    `written_confirmation`: a steering input's first receipt before it is unknown.
-    `interaction_ack`: a function result's or decision's receipt before it is unknown.
-    """
-
-    preparation: float = PREPARATION_TIMEOUT_SECONDS
-    start: float = START_TIMEOUT_SECONDS
-    lease: int = LEASE_SECONDS
-    lease_renew: float = LEASE_RENEW_SECONDS
-    lease_sweep: float = LEASE_SWEEP_SECONDS
-    cancel_confirmation: float = limits.CANCELLATION_CONFIRMATION_TIMEOUT_SECONDS
-    written_confirmation: float = limits.WRITTEN_CONFIRMATION_TIMEOUT_SECONDS
-    interaction_ack: float = limits.INTERACTION_ACK_TIMEOUT_SECONDS
+    def __post_init__(self) -> None:
+        if self.lease_renew_seconds >= self.lease_seconds:
+            raise ValueError("the lease must be renewed before it expires")
 
 
-__all__ = ["Timers"]
+PRODUCTION = Timers()

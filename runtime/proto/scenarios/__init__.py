@@ -14,7 +14,9 @@ Steps (`do`):
                 repeat, a conflicting or invalid decision), see `turn` below
     runtime     a frame the Runtime sends; `core_delivers: false` when Core must hand it
                 to no subscriber (a duplicate or stale revision); `raw` or `injected`
-                frames are faults only a scripted Runtime sends
+                frames are faults only a scripted Runtime sends; a `withheld` frame is
+                one the real Runtime sends and a scripted Runtime keeps back (Core never
+                receives it: a Runtime that stops answering)
     native      the controlled Harness adapter acts natively (Runtime side only)
     settle      native cancellation may finish (Runtime side only)
     clock       the Runtime's clock moves `advance_ms` forward (Runtime side only)
@@ -99,6 +101,7 @@ class RuntimeFrame(msgspec.Struct, tag="runtime", tag_field="do", **_STRICT):
     raw: str = ""
     injected: bool = False
     core_delivers: bool = True
+    withheld: bool = False
 
 
 NativeAction = Literal[
