@@ -145,6 +145,7 @@ class CoreTurnSide(CoreSide):
         self.events: asyncio.Task[list[Any]] | None = None
         self.seen: list[Any] = []  # the admitted session's events so far
         self.seen_changed = asyncio.Event()
+        self.answered = 0  # required actions answered through the public API so far
 
     def core(self) -> CoreApp:
         return CoreApp(
@@ -186,12 +187,13 @@ class CoreTurnSide(CoreSide):
             )
 
     async def required_action(self) -> Any:
-        """The admitted session's pending action, once Core announced one."""
+        """The session as Core announced its next unanswered required action."""
         while True:
             self.seen_changed.clear()
-            for event in reversed(self.seen):
-                if event.type == "agent.session.requires_action":
-                    return event.session
+            announced = [e for e in self.seen if e.type == "agent.session.requires_action"]
+            if len(announced) > self.answered:
+                self.answered += 1
+                return announced[self.answered - 1].session
             try:
                 await asyncio.wait_for(self.seen_changed.wait(), WAIT_SECONDS)
             except TimeoutError:
