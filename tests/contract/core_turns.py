@@ -28,11 +28,13 @@ from openai import AsyncOpenAI
 from allinone.core.orchestration.timers import Timers
 from runtime.proto.codec import CORE_TO_RUNTIME
 from runtime.proto.scenarios import (
+    Client,
     CoreExpect,
     CoreFrame,
     CoreTurn,
     Mismatch,
     RuntimeFrame,
+    Step,
     is_placeholder,
     wire_text,
 )
@@ -186,6 +188,12 @@ class CoreTurnSide(CoreSide):
                 events=[event],  # type: ignore[list-item]
             )
 
+    async def step(self, step: Step) -> None:
+        if isinstance(step, Client):
+            await self.public_event({"type": "agent.session.input.cancel"})
+            return
+        await super().step(step)
+
     async def required_action(self) -> Any:
         """The session as Core announced its next unanswered required action."""
         while True:
@@ -263,14 +271,15 @@ class CoreTurnSide(CoreSide):
             await self.decide(step)
         elif step.type == "function_result":
             await self.answer_call(step)
-        elif step.type != "execution_start":
+        elif step.type not in ("execution_start", "execution_release"):
             raise AssertionError(f"no public action makes Core send {step.type}")
         try:
             frame = await peer.next_frame()
         except AssertionError:
             self.admission_failure()
             raise
-        self.aliases.learn(step, frame)
+        if not step.replay:  # a replay's literals are the test's own, not Core's
+            self.aliases.learn(step, frame)
         self.bindings.match_frame(step, self.aliases.to_scenario(frame))
 
     def admission_failure(self) -> None:

@@ -28,22 +28,25 @@ Steps (`do`):
                 wire version); Core answers HTTP `status` with `error` before dispatch
     expect      what each side owns at this point (`core`, `runtime`)
     include     the steps of a named prefix from `fixture.json`
+    client      the API client acts on the scenario's turn (`action: cancel`); only the
+                Core side that runs a `turn` acts on it, no frame crosses by itself
 
 A scenario with a `turn` (Core side only; the Runtime side ignores it) runs the real
 Core: its Core frames are not sent by the test but by Core's orchestrator, for a turn the
 test admits through the public API. `execution_prepare` follows the admission of a new
 session with `turn.input` (its agent: model `fixture-model` and the fields of
-`turn.agent`), `execution_start` follows `ready`, `prompt_cancel` follows the client's
-cancel event, `prompt_steer` the client's message while the turn runs, and a decision or
-`function_result` the client's answer to the pending action. The
-literal ids of those frames (the preparation's envelope id, `session_id`, `run_id`,
-`delivery_id`, `input_id`) and the fixture's agent kind stand for the values Core
-generates, bound at first sight. After the last step the turn's public outcome must be
-`turn.status` with `x_corebox.error_code` `turn.error_code` and the session's items
-`turn.items` (oldest first: `"role: text"` for a message, `"function_call: name
-arguments"`, `"function_call_output: output"`, otherwise the item's type);
-`turn.timers` shortens Core's timers for the scenario (field names of Core's `Timers`),
-so that its real timers fire in a test.
+`turn.agent`), `execution_start` follows `ready` (`execution_release` instead when the
+client cancelled the turn before it), `prompt_cancel` follows the client's cancel event,
+`prompt_steer` the client's message while the turn runs, and a decision or
+`function_result` the client's answer to the pending action. The literal ids of those
+frames (the preparation's envelope id, `session_id`, `run_id`, `delivery_id`,
+`input_id`) and the fixture's agent kind stand for the values Core generates, bound at
+first sight. After the last step the turn's public outcome must be `turn.status` with
+`x_corebox.error_code` `turn.error_code` and the session's items `turn.items` (oldest
+first: `"role: text"` for a message, `"function_call: name arguments"`,
+`"function_call_output: output"`, otherwise the item's type); `turn.timers` shortens
+Core's timers for the scenario (field names of Core's `Timers`), so that its real timers
+fire in a test.
 A `replay` frame is sent through the real Core's own connection while its orchestrator
 runs the turn, so that the Runtime's answer reaches the real orchestrator.
 
@@ -175,6 +178,10 @@ class Include(msgspec.Struct, tag="include", tag_field="do", **_STRICT):
     prefix: str
 
 
+class Client(msgspec.Struct, tag="client", tag_field="do", **_STRICT):
+    action: Literal["cancel"]
+
+
 Step = (
     CoreFrame
     | RuntimeFrame
@@ -187,6 +194,7 @@ Step = (
     | Dial
     | Expect
     | Include
+    | Client
 )
 
 
@@ -426,6 +434,7 @@ __all__ = [
     "SILENCE_WINDOW_SECONDS",
     "Adapter",
     "Bindings",
+    "Client",
     "Clock",
     "CoreExpect",
     "CoreFrame",
