@@ -323,3 +323,5 @@ class CoreTurnSide(CoreSide):
         assert events[-1].type == f"agent.session.turn.{self.turn.status}", events[-1].type
         if self.turn.items is not None:
             assert [item_line(i) for i in items] == self.turn.items, items
+        if self.peer is not None and not self.peer.closed.is_set():
+            await self.peer.expect_silence()  # Core sent no frame the scenario does not list
