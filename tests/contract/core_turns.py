@@ -262,7 +262,7 @@ class CoreTurnSide(CoreSide):
             await self.replay(step)
         elif step.type == "execution_prepare" and self.events is None:
             self.events = asyncio.create_task(self.admit(), name="admitted-turn")
-        elif step.type == "prompt_cancel":
+        elif step.type == "prompt_cancel" and step.payload.get("delivery_id"):
             await self.public_event({"type": "agent.session.input.cancel"})
         elif step.type == "prompt_steer":
             text = step.payload["input"][0]["content"][0]["text"]
@@ -271,7 +271,7 @@ class CoreTurnSide(CoreSide):
             await self.decide(step)
         elif step.type == "function_result":
             await self.answer_call(step)
-        elif step.type not in ("execution_start", "execution_release"):
+        elif step.type not in ("execution_start", "execution_release", "prompt_cancel"):
             raise AssertionError(f"no public action makes Core send {step.type}")
         try:
             frame = await peer.next_frame()

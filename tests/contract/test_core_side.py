@@ -25,6 +25,8 @@ NOT_IMPLEMENTED: dict[str, str] = {
     "lease_expired": "the lease sweep skips turns this process still owns",
     "cancel_receipt_without_done": "Core waits for done after an applied cancellation receipt",
     "cancel_receipt_carries_outcome": "Core waits for done after a receipt carrying the outcome",
+    "function_call_duplicate_call_id": "a repeated call id is a swallowed integrity error",
+    "function_result_receipt_contradicts_itself": "an applied receipt with a code counts",
 }
 
 

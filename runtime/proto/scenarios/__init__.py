@@ -36,7 +36,8 @@ Core: its Core frames are not sent by the test but by Core's orchestrator, for a
 test admits through the public API. `execution_prepare` follows the admission of a new
 session with `turn.input` (its agent: model `fixture-model` and the fields of
 `turn.agent`), `execution_start` follows `ready` (`execution_release` instead when the
-client cancelled the turn before it), `prompt_cancel` follows the client's cancel event,
+client cancelled the turn before it), `prompt_cancel` with a `delivery_id` follows the
+client's cancel event (without one it is Core's own, after a broken contract),
 `prompt_steer` the client's message while the turn runs, and a decision or
 `function_result` the client's answer to the pending action. The literal ids of those
 frames (the preparation's envelope id, `session_id`, `run_id`, `delivery_id`,
