@@ -77,6 +77,7 @@ class CoreSide:
         self.scenario = scenario
         self.fixture = fixture()
         self.kind = self.fixture.agent_kind  # the agent kind the scripted Runtime declares
+        self.kinds: list[Any] | None = None  # a later declaration replacing the fixture's
         self.bindings = Bindings(self.fixture.synthetic)
         self.tmp_path = tmp_path
         self.peer: RuntimePeer | None = None
@@ -119,6 +120,7 @@ class CoreSide:
 
     # Connection.
     def heartbeat(self) -> str:
+        """The scripted Runtime's next heartbeat, declaring what it declared last."""
         self.heartbeat_ts += 1
         kind = {
             "kind": self.kind,
@@ -126,11 +128,12 @@ class CoreSide:
             "capabilities": self.fixture.capabilities,
             "version": "1",
         }
+        kinds = [kind] if self.kinds is None else self.kinds
         payload = {
             "ts": self.heartbeat_ts,
             "active_requests": 0,
             "home_removal": False,
-            "supported_agent_kinds": [kind],
+            "supported_agent_kinds": kinds,
         }
         return json.dumps({"type": "heartbeat", "payload": payload})
 

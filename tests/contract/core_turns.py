@@ -295,6 +295,13 @@ class CoreTurnSide(CoreSide):
         assert peer is not None
         if step.withheld:
             return  # a Runtime that stops answering: Core never receives it
+        if step.type == "heartbeat":  # a new declaration, kept by later heartbeats
+            self.kinds = [
+                {**kind, "kind": self.aliases.values.get(kind["kind"], kind["kind"])}
+                for kind in step.payload["supported_agent_kinds"]
+            ]
+            await self.barrier()
+            return
         text = wire_text(step, self.bindings)
         await peer.send(text if step.raw else self.aliases.to_core(text))
         await self.barrier()

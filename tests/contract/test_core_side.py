@@ -27,6 +27,7 @@ NOT_IMPLEMENTED: dict[str, str] = {
     "cancel_receipt_carries_outcome": "Core waits for done after a receipt carrying the outcome",
     "function_call_duplicate_call_id": "a repeated call id is a swallowed integrity error",
     "function_result_receipt_contradicts_itself": "an applied receipt with a code counts",
+    "capability_withdrawn_while_preparing": "Core starts without a final check of the declaration",
 }
 
 
