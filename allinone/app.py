@@ -40,6 +40,7 @@ from allinone.core.environments import Environments
 from allinone.core.gateway.registry import Registry
 from allinone.core.gateway.server import Gateway
 from allinone.core.health import Health
+from allinone.core.host_grants import HostGrants
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
 from allinone.core.model_providers import DefaultProvider, ModelProviders
@@ -58,6 +59,7 @@ from allinone.credentials import (
     ensure_vault_key,
     issue_device_credential,
 )
+from runtime.confinement import Sandbox, probe
 from runtime.daemon import Daemon
 from runtime.harness.builtin.adapter import BuiltinHarness
 from runtime.harness.registry import HarnessRegistry
@@ -240,7 +242,14 @@ class App:
             # Runtimes elsewhere are told the address they can reach, never a loopback one.
             ws_url = "ws" + config.public_url.removeprefix("http") + "/api/v1/agent-daemon/ws"
         sealer = Sealer(vault_key)
-        environments = Environments(db, registry, ids, clock, remote_url=ws_url, sealer=sealer)
+        confinement = probe()
+        grants = HostGrants(
+            db, clock, config.workspace_roots, config.data_dir, confinement.describe()
+        )
+        await grants.load()
+        environments = Environments(
+            db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants
+        )
         providers = ModelProviders(sealer, default_provider(config))
         orchestrator = Orchestrator(
             db,
@@ -280,6 +289,7 @@ class App:
                 "port": port,
                 "source": str(config.config_file) if config.config_file else "defaults",
             },
+            confinement=confinement.describe(),
         )
         comms = Comms(db, ids, clock)
         automations = Automations(db, admission, scheduler, sealer, ids, clock)
@@ -287,7 +297,7 @@ class App:
             [
                 *health.routes(),
                 *gateway.routes(),
-                *ProjectsApi(db, ids, clock).routes(),
+                *ProjectsApi(db, ids, clock, grants).routes(),
                 *DevicesApi(db, ids, clock, registry, LOCAL_DEVICE_ID).routes(),
                 *TemplatesApi(db, sealer, ids, clock).routes(),
                 # After templates: /environments/{id} would capture /environments/templates.
@@ -335,7 +345,13 @@ class App:
                 credential,
                 runtime_harnesses(),
                 __version__,
-                workspaces=Workspaces(config.data_dir / WORKSPACES_DIR),
+                workspaces=Workspaces(
+                    config.data_dir / WORKSPACES_DIR,
+                    grants.all_roots,
+                    denied=(config.data_dir,),
+                    # Core allows a project's commands unconfined only when it is trusted.
+                    sandbox=Sandbox(confinement, (config.data_dir,), unconfined_allowed=True),
+                ),
             )
             daemon_task = asyncio.create_task(daemon.run(), name="runtime-daemon")
         await orchestrator.start()
@@ -432,18 +448,33 @@ class RuntimeStopped(Exception):
 
 
 async def run_daemon(
-    core_url: str, device_id: str, credential: str, workspaces: Path | None = None
+    core_url: str,
+    device_id: str,
+    credential: str,
+    workspaces: Path | None = None,
+    *,
+    allowed_roots: tuple[Path, ...] = (),
+    allow_unconfined: bool = False,
 ) -> None:
     """`corebox daemon`: the same Runtime as `corebox serve` runs in-process, connected to
-    a Core elsewhere, until SIGINT/SIGTERM. Raises RuntimeStopped on a permanent refusal
-    (401, 403, 426 or close 4001); never reconnects after one."""
+    a Core elsewhere, until SIGINT/SIGTERM. It serves `self_hosted` workspaces only under
+    `allowed_roots` and runs commands confined (unconfined only if `allow_unconfined`).
+    Raises RuntimeStopped on a permanent refusal (401, 403, 426 or close 4001); never
+    reconnects after one."""
+    confinement = probe()
+    log.info("runtime commands confinement: %s", confinement.kind)
+    denied = () if workspaces is None else (workspaces,)
     daemon = Daemon(
         core_url,
         device_id,
         credential,
         runtime_harnesses(),
         __version__,
-        workspaces=Workspaces(workspaces),
+        workspaces=Workspaces(
+            workspaces,
+            allowed_roots,
+            sandbox=Sandbox(confinement, denied, unconfined_allowed=allow_unconfined),
+        ),
     )
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

@@ -359,6 +359,7 @@ class Dispatcher:
             self._declarations[record.executor_id],
             self._send,
             workspace=workspace.root if workspace else None,
+            sandbox=self._workspaces.sandbox,
         )
         if workspace is not None:
             self._bindings[request.run_id] = workspace

@@ -13,7 +13,9 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from runtime.confinement import ConfinementError
 from runtime.proto import limits
 from runtime.proto.errors import ValidationError
 from runtime.proto.exports import ExportOutcome, ExportStep, WorkspaceExport, WorkspaceExportResult
@@ -23,19 +25,20 @@ from runtime.proto.transfers import TransferKind, TransferOutcome, TransferStep
 from runtime.proto.workspace import ReadOutcome, WorkspaceRead, WorkspaceReadResult
 from runtime.proto.writes import WorkspaceWrite, WorkspaceWriteResult
 from runtime.workspaces import (
+    WORKSPACE_PREFIX,
     Binding,
     WorkspaceError,
     Workspaces,
     export_outputs,
     list_directory,
     read_bytes,
+    resolve,
     write_new_file,
 )
 
 log = logging.getLogger(__name__)
 
 SETUP_TIMEOUT_SECONDS = 600.0
-WORKSPACE_PREFIX = "/workspace/"
 
 
 @dataclass
@@ -373,26 +376,42 @@ class WorkspaceOperations:
             ]
         else:
             argv = ["/bin/sh", "-c", command]
-        directory = (
-            binding.root / cwd.removeprefix("/workspace").lstrip("/") if cwd else (binding.root)
+        try:
+            directory = resolve(binding, cwd) if cwd else binding.root
+        except WorkspaceError:
+            return 126
+        if not directory.is_dir():
+            return 126
+        try:
+            with self._workspaces.sandbox.command(argv, binding.root, process_env) as (
+                confined,
+                confined_env,
+            ):
+                return await _wait(confined, directory, confined_env)
+        except ConfinementError as exc:
+            log.warning("setup command refused: %s", exc)
+            return 126
+
+
+async def _wait(argv: list[str], directory: Path, env: dict[str, str]) -> int:
+    """Run a setup command to its end (killed at the time limit); its exit code."""
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=directory,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
         )
-        try:
-            process = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=directory,
-                env=process_env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.DEVNULL,
-            )
-        except OSError:
-            return 127
-        try:
-            return await asyncio.wait_for(process.wait(), SETUP_TIMEOUT_SECONDS)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-            return 124
+    except OSError:
+        return 127
+    try:
+        return await asyncio.wait_for(process.wait(), SETUP_TIMEOUT_SECONDS)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        return 124
 
 
 def _python() -> str:

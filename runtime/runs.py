@@ -28,6 +28,7 @@ from pathlib import Path
 
 import msgspec
 
+from runtime.confinement import NONE, Confinement, Sandbox
 from runtime.harness.base import (
     ChoiceOutcome,
     ContractViolation,
@@ -98,8 +99,10 @@ class Run:
         declaration: AgentKindCapabilities,
         send: Send,
         workspace: Path | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.workspace = workspace
+        self.sandbox = sandbox or Sandbox(Confinement(NONE))
         self.run_id = run_id
         self.executor = executor
         self.declaration = declaration

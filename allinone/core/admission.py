@@ -89,6 +89,17 @@ class Admission:
         self._on_cancel = on_cancel
         self._on_input = on_input
 
+    def _host(self, project_id: str) -> dict[str, Any]:
+        """The confinement in force for the session's commands; where commands cannot be
+        confined and the project is not trusted, the session's commands are denied."""
+        if self._environments is None:
+            return {}
+        grants = self._environments.grants
+        host: dict[str, Any] = {"confinement": grants.confinement}
+        if not grants.commands_allowed(project_id):
+            host["tool_policy"] = {"run_command": "deny"}
+        return host
+
     async def create_session(
         self, project_id: str, body: SessionCreate, idempotency_key: str | None
     ) -> tuple[str, bool]:
@@ -164,7 +175,11 @@ class Admission:
                 {"tool_policy": extension["tool_policy"]}, "x_corebox", None
             )
         policy = extension.get("tool_policy") or (config.get("x_corebox") or {}).get("tool_policy")
-        frozen_settings = {"model_provider": provider, "tool_policy": policy}
+        frozen_settings = {
+            "model_provider": provider,
+            "tool_policy": policy,
+            **self._host(project_id),
+        }
         session_id = self._ids.new("sess")
 
         async def job(tx: Tx) -> tuple[str, bool]:

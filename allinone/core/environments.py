@@ -29,6 +29,7 @@ from allinone.core.gateway.workspace import (
     WorkspaceUnavailable,
     wire_uuid,
 )
+from allinone.core.host_grants import HostGrants
 from allinone.core.ids import Clock, Ids
 from allinone.core.sealing import Sealer
 from storage import environments as env_rows
@@ -79,7 +80,10 @@ class Environments:
         clock: Clock,
         remote_url: str = "",
         sealer: Sealer | None = None,
+        *,
+        grants: HostGrants,
     ) -> None:
+        self.grants = grants
         self._sealer = sealer
         self._remote_url = remote_url
         self._db = db
@@ -157,6 +161,16 @@ class Environments:
             "env": dict(body.get("env") or {}),
             "setup_commands": list(body.get("setup_commands") or []),
         }
+        runs_commands = bool(secrets["setup_commands"]) or any(
+            packages.get(kind) for kind in ("npm", "python")
+        )
+        if runs_commands and not self.grants.commands_allowed(project_id):
+            raise invalid(
+                "Commands cannot be confined on this host and the server's owner has not"
+                " trusted this project to run them (corebox projects trust).",
+                f"{param}.setup_commands",
+                code="unsupported_or_invalid_configuration",
+            )
         return config, secrets, files
 
     async def insert_hosted(
@@ -226,6 +240,7 @@ class Environments:
             raise invalid(
                 "workspace_directory must be an absolute path.", f"{param}.workspace_directory"
             )
+        self.grants.check_directory(project_id, directory, f"{param}.workspace_directory")
         environment_id = self._ids.new("env")
         config = {
             "capability_directories": list(body.get("capability_directories") or []),

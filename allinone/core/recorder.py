@@ -88,6 +88,8 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
         # uses that works below `supported` in the capability matrix.
         "model_provider": public_view(execution_settings.settings_of(row).get("model_provider")),
         "capability_notes": execution_settings.notes_of(row),
+        # How the session's commands are confined on the host running them.
+        "confinement": execution_settings.settings_of(row).get("confinement"),
     }
     return view
 
