@@ -7,6 +7,7 @@ outside what the owner granted is reached, and never the data directory."""
 from __future__ import annotations
 
 import base64
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -284,3 +285,24 @@ def test_confinement_is_reported_on_readyz_and_the_session(
     status, grants = surface.core("GET", f"/core/v1/projects/{surface.project()[0]}/host_grants")
     assert status == 200 and grants["workspace_roots"] == [] and grants["trusted"] is False
     assert grants["commands_allowed"] is True
+
+
+def test_setup_commands_run_confined_to_their_workspace(surface: Surface, tmp_path: Path) -> None:
+    client = surface.new_client("setup")
+    key = surface.server.data_dir / "secrets" / "core.key"
+    outside = tmp_path / "planted.txt"
+    marker = f"made-{uuid.uuid4().hex}.txt"
+    command = (
+        f"cat {key} > stolen.txt 2>/dev/null; echo x > {outside} 2>/dev/null;"
+        f" ls {surface.server.data_dir} > listing.txt 2>/dev/null; echo ok > {marker}"
+    )
+    environment = client.beta.agents.environments.create(
+        environment={"type": "openai_hosted", "setup_commands": [{"command": command}]}  # type: ignore[typeddict-item]
+    )
+    client.beta.agents.environments.files.list(environment.id)  # initialized by now
+    assert client.beta.agents.environments.retrieve(environment.id).status == "ready"
+    made = list((surface.server.data_dir / "workspaces").glob(f"*/{marker}"))
+    assert len(made) == 1 and made[0].read_text() == "ok\n"
+    assert (made[0].parent / "stolen.txt").read_text() == ""
+    assert (made[0].parent / "listing.txt").read_text() == ""
+    assert not outside.exists()
