@@ -95,21 +95,28 @@ class HostGrants:
         granted = {Path(path) for paths in self._roots.values() for path in paths}
         return (*self._configured, *sorted(granted))
 
-    def check_directory(self, project_id: str, directory: str, param: str) -> None:
-        """Raise a 400 unless `directory` (resolved) lies under one of the project's roots
-        and neither inside nor around the data directory."""
+    def refusal(self, project_id: str, directory: str) -> str | None:
+        """Why `directory` (resolved) is not a workspace the project may use, or None when
+        it lies under one of the project's roots and neither inside nor around the data
+        directory."""
         path = Path(directory)
         if not path.is_absolute() or ".." in path.parts:
-            raise invalid("workspace_directory must be an absolute path without '..'.", param)
+            return "workspace_directory must be an absolute path without '..'."
         resolved = real(path)
         if within(resolved, self._data_dir) or within(self._data_dir, resolved):
-            raise invalid("workspace_directory may not include corebox's data directory.", param)
+            return "workspace_directory may not include corebox's data directory."
         if not any(within(resolved, Path(root)) for root in self.roots_of(project_id)):
-            raise invalid(
+            return (
                 "workspace_directory is outside the directories this project may use; the"
-                " server's owner grants them (corebox projects grant-root).",
-                param,
+                " server's owner grants them (corebox projects grant-root)."
             )
+        return None
+
+    def check_directory(self, project_id: str, directory: str, param: str) -> None:
+        """Raise a 400 unless the project may use `directory` (see `refusal`)."""
+        reason = self.refusal(project_id, directory)
+        if reason is not None:
+            raise invalid(reason, param)
 
     def check_grantable(self, directory: str) -> Path:
         """The resolved root to grant, refused when it is relative or touches the data

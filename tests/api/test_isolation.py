@@ -306,3 +306,35 @@ def test_setup_commands_run_confined_to_their_workspace(surface: Surface, tmp_pa
     assert (made[0].parent / "stolen.txt").read_text() == ""
     assert (made[0].parent / "listing.txt").read_text() == ""
     assert not outside.exists()
+
+
+def test_a_revoked_root_stops_the_next_turn(surface: Surface, tmp_path: Path) -> None:
+    project_id, key = surface.project("revoked")
+    client = surface.client(key)
+    grants = f"/core/v1/projects/{project_id}/host_grants/workspace_roots"
+    surface.core("POST", grants, {"path": str(tmp_path)})
+    session_id, _ = scripted(client, "/write a.txt one\n/say ok", self_hosted(tmp_path))
+    assert turn_of(client, session_id).status == "completed"
+    surface.core("POST", grants + "/revoke", {"path": str(tmp_path)})
+    with client.beta.agents.sessions.events.stream(session_id) as live:
+        client.beta.agents.sessions.events.create(
+            session_id,
+            events=[
+                {
+                    "type": "agent.session.input.message",
+                    "input": [
+                        {
+                            "role": "user",
+                            "content": [{"type": "input_text", "text": "/write b.txt two"}],
+                        }
+                    ],
+                }
+            ],
+        )
+        for event in live:
+            if event.type in ("agent.session.turn.failed", "agent.session.turn.completed"):
+                break
+    latest = client.beta.agents.sessions.turns.list(session_id).data[0]
+    assert latest.status == "failed"
+    assert latest.error is not None and "outside the directories" in latest.error.message
+    assert not (tmp_path / "b.txt").exists()

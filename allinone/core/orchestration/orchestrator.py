@@ -215,6 +215,13 @@ class Orchestrator:
         environment_id = session.get("environment_id")
         if not environment_id or self._environments is None:
             return True
+        directory = (session.get("environment") or {}).get("workspace_directory")
+        if directory:
+            # Grants can be revoked after the environment was made: check at every turn.
+            reason = self._environments.grants.refusal(session["project_id"], directory)
+            if reason is not None:
+                await self._outcomes.fail_queued(turn["id"], "sandbox_error", reason)
+                return False
         try:
             await self._environments.ensure_initialized(environment_id, connection)
         except WorkspaceUnavailable as exc:
