@@ -50,6 +50,9 @@ _EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 _ABI1_RIGHTS = (1 << 13) - 1
 _REFER, _TRUNCATE, _IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
 _READ_ONLY = _EXECUTE | _READ_FILE | _READ_DIR
+# ABI 6: no signals to, and no abstract UNIX sockets of, processes outside the sandbox
+# (the Runtime itself, other commands).
+_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 _FILE_RIGHTS = _EXECUTE | _WRITE_FILE | _READ_FILE | _TRUNCATE | _IOCTL_DEV
 
 SYSTEM_DIRECTORIES = (
@@ -227,7 +230,11 @@ def _syscall(number: int, *args: object) -> int:
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -253,8 +260,13 @@ def restrict_self(rules: Rules) -> None:
     if abi <= 0:
         raise ConfinementError("Landlock is unavailable")
     handled = handled_rights(abi)
-    attr = _RulesetAttr(handled)
-    ruleset = _syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0)
+    if abi >= 6:
+        attr = _RulesetAttr(handled, 0, _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL)
+        size = ctypes.sizeof(_RulesetAttr)
+    else:
+        attr = _RulesetAttr(handled, 0, 0)
+        size = ctypes.sizeof(ctypes.c_uint64)  # kernels before ABI 4 know only this field
+    ruleset = _syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), size, 0)
     try:
         for directory in rules.writable:
             _add_rule(ruleset, directory, handled)

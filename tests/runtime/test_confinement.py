@@ -84,6 +84,18 @@ def test_a_confined_command_reaches_nothing_else(places: tuple[Path, Path, Path]
     assert not (workspace / "copy.txt").exists()
 
 
+@landlock
+def test_a_confined_command_cannot_signal_the_runtime(places: tuple[Path, Path, Path]) -> None:
+    if landlock_abi() < 6:
+        pytest.skip("signal scoping needs Landlock ABI 6")
+    _, workspace, _ = places
+    sandbox = Sandbox(Confinement(LANDLOCK, landlock_abi()))
+    done = run(sandbox, workspace, f"kill -0 {os.getpid()}")
+    assert done.returncode != 0
+    done = run(sandbox, workspace, "sleep 5 & kill -0 $! && kill $!")
+    assert done.returncode == 0, done.stderr
+
+
 def test_unconfined_commands_are_refused_unless_allowed(places: tuple[Path, Path, Path]) -> None:
     _, workspace, _ = places
     with (
