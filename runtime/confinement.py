@@ -212,11 +212,20 @@ def launcher() -> list[str]:
 
 
 def _bubblewrap(rules: Rules, workspace: Path, argv: Sequence[str]) -> list[str]:
-    command = ["bwrap", "--die-with-parent", "--unshare-pid", "--dev", "/dev", "--proc", "/proc"]
+    """A new mount namespace holding only the rules' directories (system ones read-only),
+    a private /dev and /proc, and the system directories that are symlinks (`/bin` ->
+    `usr/bin` on merged-/usr systems) as the same symlinks."""
+    command = [
+        "bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
+        "--dev", "/dev", "--proc", "/proc",
+    ]  # fmt: skip
     for directory in rules.readable:
         command += ["--ro-bind", directory, directory]
     for directory in rules.writable:
         command += ["--bind", directory, directory]
+    for name in SYSTEM_DIRECTORIES:
+        if os.path.islink(name) and os.path.realpath(name) in rules.readable:
+            command += ["--symlink", os.readlink(name), name]
     return [*command, "--chdir", str(workspace), "--", *argv]
 
 

@@ -5,6 +5,7 @@ the actual launcher (Landlock through system calls) on the kernel the tests run 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -94,6 +95,22 @@ def test_a_confined_command_cannot_signal_the_runtime(places: tuple[Path, Path, 
     assert done.returncode != 0
     done = run(sandbox, workspace, "sleep 5 & kill -0 $! && kill $!")
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_bubblewrap_confines_where_it_runs(places: tuple[Path, Path, Path]) -> None:
+    data, workspace, outside = places
+    sandbox = Sandbox(Confinement(BUBBLEWRAP), (data,))
+    usable = run(sandbox, workspace, "true")
+    if usable.returncode != 0:
+        pytest.skip(f"bubblewrap cannot create namespaces here: {usable.stderr.strip()}")
+    done = run(sandbox, workspace, "echo hi > out.txt && python3 -c 'print(6 * 7)' && ls /usr")
+    assert done.returncode == 0 and done.stdout.startswith("42\n"), done.stderr
+    assert (workspace / "out.txt").read_text() == "hi\n"
+    for command in (f"cat {data}/secrets/core.key", f"echo x > {outside}/planted.txt"):
+        done = run(sandbox, workspace, command)
+        assert done.returncode != 0 and "the-core-key" not in done.stdout, command
+    assert not (outside / "planted.txt").exists()
 
 
 def test_unconfined_commands_are_refused_unless_allowed(places: tuple[Path, Path, Path]) -> None:
