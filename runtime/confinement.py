@@ -69,6 +69,20 @@ SYSTEM_DIRECTORIES = (
 DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 
 
+# The Runtime's own environment variables a command inherits: nothing else of it (its
+# keys and settings) ever reaches a command.
+INHERITED_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME")
+
+
+def inherited(environ: Mapping[str, str]) -> dict[str, str]:
+    """The part of the Runtime's environment a command may see (locale and PATH)."""
+    return {
+        name: value
+        for name, value in environ.items()
+        if name in INHERITED_VARIABLES or name.startswith("LC_")
+    }
+
+
 class ConfinementError(Exception):
     """The confinement cannot be applied; the command must not run."""
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runtime.confinement import ConfinementError
+from runtime.confinement import ConfinementError, inherited
 from runtime.proto import limits
 from runtime.proto.errors import ValidationError
 from runtime.proto.exports import ExportOutcome, ExportStep, WorkspaceExport, WorkspaceExportResult
@@ -353,7 +353,7 @@ class WorkspaceOperations:
         env: dict[str, str],
     ) -> int:
         """Run an install or a setup command inside the workspace; return its exit code."""
-        process_env = {**os.environ, **env}
+        process_env = {**inherited(os.environ), **env}
         if action == "python":
             argv = [
                 _python(),

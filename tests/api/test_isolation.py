@@ -16,6 +16,7 @@ import pytest
 from openai import OpenAI
 
 from tests.api.support import Surface, http
+from tests.conftest import API_KEY
 from tests.support.model_server import MODEL, ModelServer, Reply
 
 MODEL_KEY = "sk-hostile-model-0123456789"
@@ -252,17 +253,21 @@ def test_a_builtin_agent_reads_and_runs_nothing_outside_its_workspace(
             Reply.call("run_command", {"command": f"echo x > {data_dir}/planted.txt"}),
             Reply.call("run_command", {"command": f"echo x > {tmp_path}/outside.txt"}),
             Reply.call("run_command", {"command": "echo hi > out.txt && ls /usr >/dev/null"}),
+            Reply.call("run_command", {"command": "env"}),
             Reply.say("Done."),
         )
         session_id, _ = builtin_session(client, model, workspace, "find the core key")
         told = [r.body["messages"][-1]["content"] for r in model.requests[1:]]
     assert client.beta.agents.sessions.turns.list(session_id).data[0].status == "completed"
-    assert len(told) == 9
+    assert len(told) == 10
     assert all(secret not in str(request.body) for request in model.requests)
     assert all(reply.startswith("error:") for reply in told[:5]), told[:5]
     assert told[5].startswith("exit code 1") and "Permission denied" in told[5]
     assert not told[6].startswith("exit code 0") and not told[7].startswith("exit code 0")
     assert told[8] == "exit code 0\n"
+    # The server's environment (its keys and settings) never reaches a command.
+    assert told[9].startswith("exit code 0") and "PATH=" in told[9]
+    assert "COREBOX_" not in told[9] and API_KEY not in told[9]
     assert (workspace / "out.txt").read_text() == "hi\n"
     assert not (data_dir / "planted.txt").exists()
     assert not (tmp_path / "outside.txt").exists()

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runtime.confinement import ConfinementError, Sandbox
+from runtime.confinement import ConfinementError, Sandbox, inherited
 from runtime.harness.base import RunContext
 from runtime.harness.builtin.model import ToolSpec
 from runtime.proto import run as wire
@@ -160,16 +160,7 @@ class WorkspaceTools:
             "tool_call", wire.ToolCall(id=call_id, name="shell", stage="before", observation=before)
         )
         started = time.monotonic()
-        try:
-            with self._sandbox.command(
-                ["/bin/sh", "-c", command], self._binding.root, os.environ
-            ) as (
-                argv,
-                env,
-            ):
-                code, output = await self._execute(argv, env)
-        except ConfinementError as exc:
-            code, output = 126, f"[refused: {exc}]"
+        code, output = await self._confined(command)
         after = wire.ToolObservation(
             kind="command_execution",
             status="completed" if code == 0 else "failed",
@@ -183,6 +174,18 @@ class WorkspaceTools:
             "tool_call", wire.ToolCall(id=call_id, name="shell", stage="after", observation=after)
         )
         return f"exit code {code}\n{output}"
+
+    async def _confined(self, command: str) -> tuple[int, str]:
+        """Run `command` through the sandbox; exit code 126 when it refuses to run it."""
+        argv = ["/bin/sh", "-c", command]
+        try:
+            with self._sandbox.command(argv, self._binding.root, inherited(os.environ)) as (
+                confined,
+                env,
+            ):
+                return await self._execute(confined, env)
+        except ConfinementError as exc:
+            return 126, f"[refused: {exc}]"
 
     async def _execute(self, argv: list[str], env: dict[str, str]) -> tuple[int, str]:
         process = await asyncio.create_subprocess_exec(
