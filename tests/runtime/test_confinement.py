@@ -75,6 +75,7 @@ def test_a_confined_command_reaches_nothing_else(places: tuple[Path, Path, Path]
         f"echo x > {outside}/planted.txt",
         f"echo x > {data}/planted.txt",
         f"ln -s {key} link && cat link",
+        f"ln {key} hard && cat hard",
         f"cp {key} copy.txt",
         f"python3 -c 'open(\"{key}\").read()'",
     ):
