@@ -304,7 +304,7 @@ class App:
                 *EnvironmentsApi(db, environments, ids, clock).routes(),
                 *SessionsApi(db, admission, hub, ids).routes(),
                 *TracesApi(db).routes(),
-                *AutomationsApi(db, automations, ids, clock).routes(),
+                *AutomationsApi(db, automations, ids, clock, grants).routes(),
                 *VaultsApi(db, VaultSecrets(db, sealer), ids, clock).routes(),
                 *comms.routes(),
                 *HarnessesApi(db, registry).routes(),

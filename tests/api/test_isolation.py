@@ -343,3 +343,27 @@ def test_a_revoked_root_stops_the_next_turn(surface: Surface, tmp_path: Path) ->
     assert latest.status == "failed"
     assert latest.error is not None and "outside the directories" in latest.error.message
     assert not (tmp_path / "b.txt").exists()
+
+
+def test_an_automation_targets_no_directory_the_project_was_not_granted(
+    surface: Surface, tmp_path: Path
+) -> None:
+    client = surface.new_client("automations")
+    message = [{"role": "user", "content": [{"type": "input_text", "text": "/write x.txt y"}]}]
+    for directory in (surface.server.data_dir, tmp_path):
+        target = {
+            "type": "new_session",
+            "agent": {"model": "scripted"},
+            "environment": self_hosted(directory),
+            "input": message,
+        }
+        with pytest.raises(openai.BadRequestError) as caught:
+            client.beta.agents.automations.create(
+                type="periodic",
+                name="x",
+                expression="0 * * * *",
+                timezone="UTC",
+                target=target,  # type: ignore[arg-type]
+            )
+        assert caught.value.param == "target.environment.workspace_directory"
+    assert client.beta.agents.automations.list().data == []
