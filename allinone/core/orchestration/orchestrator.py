@@ -32,9 +32,9 @@ from allinone.core.orchestration.credentials import ResolutionFailed, Resolved, 
 from allinone.core.orchestration.delivery import Delivery, messages_of, stop
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Fenced, Projector, RunProjection
+from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.states import TurnStatus
 from runtime.proto import execution as wire_exec
-from runtime.proto import limits
 from runtime.proto import run as wire_run
 from runtime.proto.capabilities import ALWAYS_REQUIRED
 from runtime.proto.codec import Frame
@@ -47,11 +47,12 @@ from storage.database import Database, Tx
 
 log = logging.getLogger(__name__)
 
-PREPARATION_TIMEOUT_SECONDS = 60.0
-START_TIMEOUT_SECONDS = 30.0
-RETRY_SECONDS = 1.0
-LEASE_SECONDS = 60
-LEASE_RENEW_SECONDS = 20
+
+class _Woken:
+    """What a wait for the next frame returns when something else happened first."""
+
+
+_WOKEN = _Woken()
 
 
 class Orchestrator:
@@ -65,7 +66,9 @@ class Orchestrator:
         clock: Clock,
         environments: Environments | None = None,
         credentials: RunCredentials | None = None,
+        timers: Timers = PRODUCTION,
     ) -> None:
+        self._timers = timers
         self._environments = environments
         self._credentials = credentials
         self._db = db
@@ -99,6 +102,12 @@ class Orchestrator:
     def owns(self, turn_id: str) -> bool:
         return turn_id in self._inflight
 
+    def abandon(self, turn_id: str) -> None:
+        """The turn's lease lapsed and it was failed: stop observing it here."""
+        task = self._inflight.get(turn_id)
+        if task is not None:
+            task.cancel()
+
     # Lifecycle.
     async def start(self) -> None:
         await self._outcomes.recover_interrupted()
@@ -126,7 +135,9 @@ class Orchestrator:
             wake = asyncio.create_task(self._wake.wait())
             registry = asyncio.create_task(changed.wait())
             await asyncio.wait(
-                {wake, registry}, timeout=RETRY_SECONDS, return_when=asyncio.FIRST_COMPLETED
+                {wake, registry},
+                timeout=self._timers.retry_seconds,
+                return_when=asyncio.FIRST_COMPLETED,
             )
             wake.cancel()
             registry.cancel()
@@ -246,7 +257,7 @@ class Orchestrator:
             return None  # never reached the peer: the turn stays queued
         while True:
             try:
-                status = await sub.next(PREPARATION_TIMEOUT_SECONDS)
+                status = await sub.next(self._timers.preparation_seconds)
             except TimeoutError:
                 status = None
             if status is None:
@@ -298,7 +309,7 @@ class Orchestrator:
                     "device_id": connection.device_id,
                     "started_at": now,
                     "phase": "running",
-                    "lease_expires_at": now + LEASE_SECONDS,
+                    "lease_expires_at": now + self._timers.lease_seconds,
                     "config_digest": session["request_hash"],
                 },
             )
@@ -343,7 +354,7 @@ class Orchestrator:
         try:
             await connection.send("execution_start", prep_id, payload)
             while True:
-                status = await sub.next(START_TIMEOUT_SECONDS)
+                status = await sub.next(self._timers.start_seconds)
                 if status is None:
                     raise SendFailed(sub.error.reason if sub.error else "closed")
                 if status.state is PreparationState.STARTED:
@@ -389,27 +400,47 @@ class Orchestrator:
         cancel: asyncio.Event,
         connection: Connection,
     ) -> None:
+        """Project the run's frames until `done` and settle the turn. The lease is renewed
+        while the run is observed, frames or not. Once a cancellation is sent, its
+        confirmation (a `done` and an applied receipt, or a receipt carrying the stopped
+        turn's outcome) must arrive within the `cancel_unconfirmed` timer."""
+        receipts: list[asyncio.Future[InteractionDecisionAck]] = []
+        try:
+            await self._observe_until_settled(run, sub, cancel, connection, receipts)
+        finally:
+            connection.forget_ack(f"cancel:{run.turn_id}")
+            for receipt in receipts:
+                if not receipt.done():
+                    receipt.cancel()
+                elif not receipt.cancelled():
+                    receipt.exception()  # retrieved: a late or failed receipt is expected
+
+    async def _observe_until_settled(
+        self,
+        run: RunProjection,
+        sub: RunSubscription,
+        cancel: asyncio.Event,
+        connection: Connection,
+        receipts: list[asyncio.Future[InteractionDecisionAck]],
+    ) -> None:
+        loop = asyncio.get_running_loop()
         receipt: asyncio.Future[InteractionDecisionAck] | None = None
+        deadline: float | None = None
         done: wire_run.Done | None = None
         renewed = self._clock.now()
         while done is None:
             if cancel.is_set() and receipt is None:
                 receipt = await self._send_cancel(connection, run)
-            next_frame = asyncio.create_task(sub.next())
-            waiters: set[asyncio.Future[Any]] = {next_frame}
-            cancel_wait = None
-            if receipt is None:
-                cancel_wait = asyncio.create_task(cancel.wait())
-                waiters.add(cancel_wait)
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-            if cancel_wait is not None:
-                cancel_wait.cancel()
-            if not next_frame.done():
-                next_frame.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await next_frame
-                continue
-            frame = next_frame.result()
+                receipts.append(receipt)
+                deadline = loop.time() + self._timers.cancel_unconfirmed_seconds
+            if receipt is not None and (done := receipt_outcome(receipt, run)) is not None:
+                break
+            timeout = self._timers.lease_renew_seconds
+            if deadline is not None:
+                timeout = min(timeout, deadline - loop.time())
+                if timeout <= 0:
+                    break
+            frame = await self._next(sub, None if receipt else cancel, receipt, timeout)
             if frame is None:
                 reason = sub.error.reason if sub.error else "closed"
                 await self._outcomes.fail_running(
@@ -419,10 +450,12 @@ class Orchestrator:
                     f"Observation of the execution stopped ({reason}); its effects are unknown.",
                 )
                 return
-            batch: list[Frame] = [frame, *sub.drain_nowait()]
-            renew = self._clock.now() - renewed >= LEASE_RENEW_SECONDS
+            batch: list[Frame] = [] if isinstance(frame, _Woken) else [frame, *sub.drain_nowait()]
+            renew = self._clock.now() - renewed >= self._timers.lease_renew_seconds
             if renew:
                 renewed = self._clock.now()
+            if not batch and not renew:
+                continue
             try:
                 done = await self._db.write(
                     partial(self._project, run=run, batch=batch, renew=renew)
@@ -430,8 +463,46 @@ class Orchestrator:
             except Fenced:
                 log.warning("turn %s was fenced; its frames are ignored", run.turn_id)
                 return
+        if done is None:
+            await self._outcomes.fail_running(
+                run.turn_id,
+                run,
+                "cancel_unconfirmed",
+                "The cancellation was not confirmed in time; the turn's effects are unknown.",
+            )
+            return
         captured = await self._capture(run, connection)
-        await self._settle(run, done, receipt, captured)
+        await self._settle(run, done, receipt, deadline, captured)
+
+    async def _next(
+        self,
+        sub: RunSubscription,
+        cancel: asyncio.Event | None,
+        receipt: asyncio.Future[InteractionDecisionAck] | None,
+        timeout: float,
+    ) -> Frame | _Woken | None:
+        """The next frame, None when observation ended, or `_WOKEN` when a cancellation
+        was requested, the receipt arrived or `timeout` passed first."""
+        next_frame = asyncio.create_task(sub.next())
+        waiters: set[asyncio.Future[Any]] = {next_frame}
+        cancel_wait = asyncio.create_task(cancel.wait()) if cancel is not None else None
+        if cancel_wait is not None:
+            waiters.add(cancel_wait)
+        if receipt is not None and not receipt.done():
+            waiters.add(receipt)
+        try:
+            await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if cancel_wait is not None:
+                cancel_wait.cancel()
+            if not next_frame.done():
+                next_frame.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await next_frame
+        if next_frame.cancelled():
+            return _WOKEN
+        frame: Frame | None = next_frame.result()
+        return frame
 
     async def _project(
         self, tx: Tx, run: RunProjection, batch: list[Frame], renew: bool
@@ -440,7 +511,7 @@ class Orchestrator:
         if renew:
             await tx.execute(
                 "UPDATE turns SET lease_expires_at = ? WHERE id = ?",
-                (self._clock.now() + LEASE_SECONDS, run.turn_id),
+                (self._clock.now() + self._timers.lease_seconds, run.turn_id),
             )
         for frame in batch:
             if frame.type == "done":
@@ -465,16 +536,19 @@ class Orchestrator:
         run: RunProjection,
         done: wire_run.Done,
         receipt: asyncio.Future[InteractionDecisionAck] | None,
+        deadline: float | None,
         captured: bool = True,
     ) -> None:
-        """Settle from `done`; after a cancellation the receipt decides the outcome."""
+        """Settle from `done`; after a cancellation the receipt decides the outcome, and
+        it must arrive before the deadline set when the cancellation was sent."""
         cancelled = False
         unconfirmed = False
         if receipt is not None:
+            remaining = 0.0
+            if deadline is not None:
+                remaining = max(0.0, deadline - asyncio.get_running_loop().time())
             try:
-                ack = await asyncio.wait_for(
-                    receipt, limits.CANCELLATION_CONFIRMATION_TIMEOUT_SECONDS
-                )
+                ack = await asyncio.wait_for(asyncio.shield(receipt), remaining)
                 ack.check(ack.delivery_id, CANCEL_ACK_CODES)
                 cancelled = ack.applied
             except (TimeoutError, ObservationError, Exception):
@@ -492,6 +566,19 @@ class Orchestrator:
             )
         except Fenced:
             log.warning("turn %s was fenced at settlement", run.turn_id)
+
+
+def receipt_outcome(
+    receipt: asyncio.Future[InteractionDecisionAck], run: RunProjection
+) -> wire_run.Done | None:
+    """The stopped turn's outcome when an applied cancellation receipt carries it (the
+    Runtime sends one when no `done` was emitted); None otherwise."""
+    if not receipt.done() or receipt.cancelled() or receipt.exception() is not None:
+        return None
+    ack = receipt.result()
+    if ack.delivery_id != f"cancel:{run.turn_id}" or not ack.applied or ack.error_code:
+        return None
+    return ack.outcome
 
 
 def required_capabilities(session: dict[str, Any]) -> list[str]:

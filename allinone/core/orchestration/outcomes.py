@@ -164,9 +164,11 @@ class Outcomes:
 
         await self._db.write(job)
 
-    async def expire_leases(self, owned: Callable[[str], bool]) -> int:
-        """Fail running turns whose lease lapsed with no live owner in this process; their
-        effects are unknown and nothing is replayed."""
+    async def expire_leases(self, abandon: Callable[[str], None]) -> int:
+        """Fail running turns whose lease lapsed: their owner stopped renewing it (a live
+        owner renews while it observes), so their effects are unknown and nothing is
+        replayed. `abandon(turn_id)` is called after each commit so an owner in this
+        process stops observing the turn."""
         now = self._clock.now()
         rows = await self._db.read(
             lambda r: r.fetchall(
@@ -177,14 +179,12 @@ class Outcomes:
         )
         expired = 0
         for row in rows:
-            if owned(row["id"]):
-                continue
 
             async def job(
                 tx: Tx, turn_id: str = row["id"], session_id: str = row["session_id"]
-            ) -> None:
+            ) -> bool:
                 await interactions.withdraw_open(tx, turn_id)
-                await self._end(
+                return await self._end(
                     tx,
                     turn_id,
                     session_id,
@@ -198,8 +198,10 @@ class Outcomes:
                     },
                 )
 
-            await self._db.write(job)
-            expired += 1
+            if await self._db.write(job):
+                log.warning("turn %s: lease expired; failed as lease_expired", row["id"])
+                abandon(row["id"])
+                expired += 1
         return expired
 
     async def recover_interrupted(self) -> int:
