@@ -237,7 +237,7 @@ class App:
         registry = Registry()
         recorder = Recorder(hub, ids, clock)
         projector = Projector(recorder, ids, clock)
-        outcomes = Outcomes(db, recorder, projector, clock)
+        outcomes = Outcomes(db, recorder, projector, clock, ids)
         local_host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
         ws_url = f"ws://{_url_host(local_host)}:{port}/api/v1/agent-daemon/ws"
         if config.public_url:

@@ -68,6 +68,16 @@ class Delivery:
         self._clock = clock
         self.wake = asyncio.Event()
         self.wake.set()  # deliver anything admitted before the run started
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self.run(), name=f"delivery-{self._run.turn_id}")
+
+    async def stop(self) -> None:
+        """Stop delivering (idempotent). A message whose delivery was under way stays in
+        the state last committed; nothing is sent after this returns."""
+        if self._task is not None:
+            await stop(self._task)
 
     async def run(self) -> None:
         while not self._connection.closed.is_set():

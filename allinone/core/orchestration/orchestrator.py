@@ -29,7 +29,7 @@ from allinone.core.gateway.subscriptions import (
 from allinone.core.gateway.workspace import WorkspaceUnavailable, wire_uuid
 from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.credentials import ResolutionFailed, Resolved, RunCredentials
-from allinone.core.orchestration.delivery import Delivery, messages_of, stop
+from allinone.core.orchestration.delivery import Delivery, messages_of
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Fenced, Projector, RunProjection
 from allinone.core.orchestration.timers import PRODUCTION, Timers
@@ -207,11 +207,11 @@ class Orchestrator:
                     self._clock,
                 )
                 self._deliveries[turn_id] = delivery
-                delivering = asyncio.create_task(delivery.run(), name=f"delivery-{turn_id}")
+                delivery.start()
                 try:
                     await self._observe(run, run_sub, cancel, connection)
                 finally:
-                    await stop(delivering)
+                    await delivery.stop()
             finally:
                 connection.unsubscribe_run(turn_id)
         except asyncio.CancelledError:
@@ -443,6 +443,7 @@ class Orchestrator:
             frame = await self._next(sub, None if receipt else cancel, receipt, timeout)
             if frame is None:
                 reason = sub.error.reason if sub.error else "closed"
+                await self._quiesce(run)
                 await self._outcomes.fail_running(
                     run.turn_id,
                     run,
@@ -464,6 +465,7 @@ class Orchestrator:
                 log.warning("turn %s was fenced; its frames are ignored", run.turn_id)
                 return
         if done is None:
+            await self._quiesce(run)
             await self._outcomes.fail_running(
                 run.turn_id,
                 run,
@@ -471,8 +473,16 @@ class Orchestrator:
                 "The cancellation was not confirmed in time; the turn's effects are unknown.",
             )
             return
+        await self._quiesce(run)
         captured = await self._capture(run, connection)
         await self._settle(run, done, receipt, deadline, captured)
+
+    async def _quiesce(self, run: RunProjection) -> None:
+        """Stop delivering input before the turn ends: its ending decides what becomes of
+        input that was not delivered."""
+        delivery = self._deliveries.get(run.turn_id)
+        if delivery is not None:
+            await delivery.stop()
 
     async def _next(
         self,

@@ -14,7 +14,7 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -99,6 +99,7 @@ class ScriptedPeer:
         self.ws = ws
         self.run_id = ""
         self.prep_id = ""
+        self.started_with: list[dict[str, Any]] = []  # the last execution_start's input
 
     async def receive(self, type_: str) -> dict[str, Any]:
         """The next frame from Core, which must be of `type_`."""
@@ -120,6 +121,7 @@ class ScriptedPeer:
         await self.status({"revision": 2, "state": "ready"} | status)
         start = await self.receive("execution_start")
         self.run_id = start["payload"]["run_id"]
+        self.started_with = start["payload"]["input"]
         status["run_id"] = self.run_id
         await self.status({"revision": 3, "state": "starting"} | status)
         await self.status({"revision": 4, "state": "started"} | status)
@@ -280,3 +282,20 @@ def until_settled(client: OpenAI, session_id: str, act: Callable[[], object]) ->
             if ended and event.type in ("agent.session.idle", "agent.session.failed"):
                 return seen
     raise AssertionError(f"stream ended before the turn settled: {[e.type for e in seen]}")
+
+
+async def settled_after(
+    client: OpenAI, session_id: str, then: Callable[[], Awaitable[object]]
+) -> list[Any]:
+    """Open the session's live stream, run `then()` in the loop once it is open, and
+    return the events until a turn settled."""
+    loop = asyncio.get_running_loop()
+    opened = asyncio.Event()
+    reading = asyncio.create_task(
+        in_thread(
+            lambda: until_settled(client, session_id, lambda: loop.call_soon_threadsafe(opened.set))
+        )
+    )
+    await asyncio.wait_for(opened.wait(), WAIT)
+    await then()
+    return await asyncio.wait_for(reading, WAIT)
