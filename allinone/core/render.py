@@ -181,6 +181,8 @@ def environment_info(row: dict[str, Any], files: list[dict[str, Any]]) -> dict[s
         "files": [environment_file(f) for f in files],
         "plugins": [],
         "skills": [],
+        # corebox extension: why set-up failed (the session's error says the same).
+        "x_corebox": {"failure": row.get("failure")},
     }
 
 

@@ -110,6 +110,8 @@ class Orchestrator:
 
     # Lifecycle.
     async def start(self) -> None:
+        if self._environments is not None:
+            await self._environments.recover_interrupted()
         await self._outcomes.recover_interrupted()
         self._task = asyncio.create_task(self._loop(), name="orchestrator")
 
