@@ -19,6 +19,7 @@ from typing import Any, Literal
 import msgspec
 
 from allinone.core.gateway.connection import Connection, SendFailed
+from allinone.core.gateway.subscriptions import PreparationSubscription
 from runtime.proto import limits
 from runtime.proto.codec import Frame
 from runtime.proto.execution import (
@@ -71,6 +72,24 @@ def binding(environment: dict[str, Any]) -> LocalEnvironment:
     )
 
 
+async def _final_status(sub: PreparationSubscription, timeout: float) -> Any:
+    """Follow a preparation's statuses past `preparing` to the first that decides it
+    (`ready`, or an ending); None when the connection closed. The whole wait is bounded
+    by `timeout` (TimeoutError)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            raise TimeoutError("preparation")
+        status = await sub.next(remaining)
+        preparing = isinstance(status, PreparationStatus) and (
+            status.state is PreparationState.PREPARING
+        )
+        if not preparing:
+            return status
+
+
 class WorkspaceClient:
     def __init__(self, new_id: Any) -> None:
         self._new_id = new_id
@@ -99,7 +118,7 @@ class WorkspaceClient:
                 prep_id,
                 ExecutionPrepare(session_id=session_id, configuration=config),
             )
-            status = await sub.next(OPERATION_TIMEOUT_SECONDS)
+            status = await _final_status(sub, OPERATION_TIMEOUT_SECONDS)
         except (SendFailed, TimeoutError) as exc:
             connection.unsubscribe_preparation(prep_id)
             raise WorkspaceUnavailable("preparation_unconfirmed", unknown=True) from exc

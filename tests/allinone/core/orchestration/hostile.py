@@ -127,6 +127,21 @@ class ScriptedPeer:
         await self.status({"revision": 4, "state": "started"} | status)
         return self.run_id
 
+    async def read_only_ready(self) -> dict[str, Any]:
+        """Answer a read-only `execution_prepare` with `preparing` then `ready`; return
+        the request."""
+        prepare = await self.receive("execution_prepare")
+        assert prepare["payload"]["configuration"]["workspace_read_only"] is True
+        self.prep_id = prepare["id"]
+        status = {"handle": "ro-" + self.prep_id, "expires_at": _later()}
+        await self.status({"revision": 1, "state": "preparing"} | status)
+        await self.status({"revision": 2, "state": "ready", "executor_id": "reader"} | status)
+        return prepare
+
+    async def released(self) -> None:
+        release = await self.receive("execution_release")
+        assert release["id"] == self.prep_id, release
+
     async def status(self, payload: dict[str, Any]) -> None:
         await self.send("preparation_status", self.prep_id, payload)
 
