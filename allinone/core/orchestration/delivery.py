@@ -20,6 +20,7 @@ from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.projector import Projector, RunProjection
 from allinone.core.recorder import Recorder
 from runtime.proto import limits
+from runtime.proto.errors import ValidationError
 from runtime.proto.functions import FunctionResult
 from runtime.proto.inputs import InputContent, InputImage, InputText, Message
 from runtime.proto.interactions import (
@@ -151,11 +152,16 @@ class Delivery:
     async def _await_ack(
         self, delivery_id: str, type_: str, envelope_id: str, payload: Any
     ) -> InteractionDecisionAck | None:
+        """The delivery's receipt, or None when its outcome is unknown: no receipt in
+        time, a lost send, or a receipt that contradicts itself (applied with an error
+        code, or refused without a finite one) and so proves nothing."""
         waiter = self._connection.expect_ack(delivery_id)
         try:
             await self._connection.send(type_, envelope_id, payload)
-            return await asyncio.wait_for(waiter, limits.CANCELLATION_CONFIRMATION_TIMEOUT_SECONDS)
-        except (SendFailed, TimeoutError, ObservationError):
+            ack = await asyncio.wait_for(waiter, limits.CANCELLATION_CONFIRMATION_TIMEOUT_SECONDS)
+            ack.check(delivery_id)
+            return ack
+        except (SendFailed, TimeoutError, ObservationError, ValidationError):
             return None
         finally:
             self._connection.forget_ack(delivery_id)

@@ -31,7 +31,12 @@ from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.credentials import ResolutionFailed, Resolved, RunCredentials
 from allinone.core.orchestration.delivery import Delivery, messages_of
 from allinone.core.orchestration.outcomes import Outcomes
-from allinone.core.orchestration.projector import Fenced, Projector, RunProjection
+from allinone.core.orchestration.projector import (
+    ContractViolation,
+    Fenced,
+    Projector,
+    RunProjection,
+)
 from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.states import TurnStatus
 from runtime.proto import execution as wire_exec
@@ -460,12 +465,16 @@ class Orchestrator:
             if not batch and not renew:
                 continue
             try:
-                done = await self._db.write(
+                projected = await self._db.write(
                     partial(self._project, run=run, batch=batch, renew=renew)
                 )
             except Fenced:
                 log.warning("turn %s was fenced; its frames are ignored", run.turn_id)
                 return
+            if isinstance(projected, ContractViolation):
+                await self._violated(run, connection, projected, receipt is None)
+                return
+            done = projected
         if done is None:
             await self._quiesce(run)
             await self._outcomes.fail_running(
@@ -478,6 +487,30 @@ class Orchestrator:
         await self._quiesce(run)
         captured = await self._capture(run, connection)
         await self._settle(run, done, receipt, deadline, captured)
+
+    async def _violated(
+        self,
+        run: RunProjection,
+        connection: Connection,
+        violation: ContractViolation,
+        cancel: bool,
+    ) -> None:
+        """The Runtime broke the contract: stop the Run there (best effort) and fail the
+        turn now, its effects unknown."""
+        log.warning("turn %s: contract violation: %s", run.turn_id, violation.reason)
+        await self._quiesce(run)
+        if cancel:
+            with contextlib.suppress(SendFailed):
+                await connection.send(
+                    "prompt_cancel", run.turn_id, wire_run.PromptCancel(delivery_id="")
+                )
+        await self._outcomes.fail_running(
+            run.turn_id,
+            run,
+            "contract_violation",
+            f"The Runtime broke the protocol contract ({violation.reason}); "
+            "the turn's effects are unknown.",
+        )
 
     async def _quiesce(self, run: RunProjection) -> None:
         """Stop delivering input before the turn ends: its ending decides what becomes of
@@ -518,7 +551,9 @@ class Orchestrator:
 
     async def _project(
         self, tx: Tx, run: RunProjection, batch: list[Frame], renew: bool
-    ) -> wire_run.Done | None:
+    ) -> wire_run.Done | ContractViolation | None:
+        """Apply the batch in order up to `done`, or up to a frame that breaks the
+        contract (returned; what came before it is kept)."""
         await self._projector.check_fence(tx, run)
         if renew:
             await tx.execute(
@@ -529,7 +564,10 @@ class Orchestrator:
             if frame.type == "done":
                 payload: wire_run.Done = frame.payload
                 return payload
-            await self._projector.apply(tx, run, frame)
+            try:
+                await self._projector.apply(tx, run, frame)
+            except ContractViolation as violation:
+                return violation
         return None
 
     async def _capture(self, run: RunProjection, connection: Connection) -> bool:
