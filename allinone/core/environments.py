@@ -428,8 +428,11 @@ class Environments:
             if exc.unknown:
                 raise ApiError(
                     503,
-                    "The file write's outcome is unknown; it will not be retried.",
+                    f"The file write's outcome is unknown ({exc.code}); it was not recorded "
+                    "as written and will not be retried. Further writes to this environment "
+                    "are refused until it is settled.",
                     code="file_transfer_unavailable",
+                    headers={"x-should-retry": "false"},
                 ) from exc
             raise invalid(
                 "The file could not be written: a file or directory already exists "

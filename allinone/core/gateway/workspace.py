@@ -90,6 +90,15 @@ async def _final_status(sub: PreparationSubscription, timeout: float) -> Any:
             return status
 
 
+def _settle_transfer(outcome: TransferOutcome, code: str) -> None:
+    """After a checked receipt: a terminal one ends the transfer. `rejected` and
+    `failed` mean it did not happen; `unknown` means nobody knows."""
+    if outcome == TransferOutcome.UNKNOWN:
+        raise WorkspaceUnavailable(code or "unconfirmed", unknown=True)
+    if outcome in (TransferOutcome.REJECTED, TransferOutcome.FAILED):
+        raise WorkspaceUnavailable(code or "rejected")
+
+
 class WorkspaceClient:
     def __init__(self, new_id: Any) -> None:
         self._new_id = new_id
@@ -213,9 +222,10 @@ class WorkspaceClient:
             result = await self._exchange(
                 connection, mutation_id, "workspace_write", payload, queue, TRANSFER_TIMEOUT_SECONDS
             )
-            if result.outcome == TransferOutcome.REJECTED:
-                raise WorkspaceUnavailable(result.reason or result.error_code or "rejected")
+            # A receipt that is not the expected one nor a finite terminal proves nothing:
+            # check raises and the write's outcome stays unknown (`write_unconfirmed`).
             result.check(expected, offset, len(data))
+            _settle_transfer(result.outcome, result.reason or result.error_code)
 
         with self._operation(connection, mutation_id, "write_unconfirmed") as queue:
             await step(
@@ -330,15 +340,13 @@ class WorkspaceClient:
         transfer_id = str(uuid.uuid4())
         timeout = SETUP_TIMEOUT_SECONDS if initialization else TRANSFER_TIMEOUT_SECONDS
 
-        async def step(payload: RuntimePrepare) -> Any:
+        async def step(payload: RuntimePrepare, expected: TransferOutcome, offset: int) -> Any:
             result = await self._exchange(
                 connection, transfer_id, "runtime_prepare", payload, queue, timeout
             )
-            if result.outcome in (TransferOutcome.REJECTED, TransferOutcome.FAILED):
-                detail = f" (exit {result.exit_code})" if result.exit_code else ""
-                raise WorkspaceUnavailable(f"{result.error_code}{detail}")
-            if result.outcome == TransferOutcome.UNKNOWN:
-                raise WorkspaceUnavailable(result.error_code, unknown=True)
+            result.check(expected, offset, len(data))  # else unknown, as for writes
+            detail = f" (exit {result.exit_code})" if result.exit_code else ""
+            _settle_transfer(result.outcome, f"{result.error_code}{detail}")
             return result
 
         with self._operation(connection, transfer_id, "runtime_preparation_unconfirmed") as queue:
@@ -352,9 +360,15 @@ class WorkspaceClient:
                     initialization=initialization,
                     size_bytes=len(data),
                     sha256=hashlib.sha256(data).hexdigest() if file else "",
-                )
+                ),
+                TransferOutcome.READY,
+                0,
             )
             for offset in range(0, len(data), limits.MAX_CHUNK_BYTES):
                 chunk = data[offset : offset + limits.MAX_CHUNK_BYTES]
-                await step(RuntimePrepare(step=TransferStep.CHUNK, offset=offset, data=chunk))
-            await step(RuntimePrepare(step=TransferStep.COMMIT))
+                await step(
+                    RuntimePrepare(step=TransferStep.CHUNK, offset=offset, data=chunk),
+                    TransferOutcome.RECEIVED,
+                    offset + len(chunk),
+                )
+            await step(RuntimePrepare(step=TransferStep.COMMIT), TransferOutcome.COMPLETED, 0)

@@ -91,3 +91,81 @@ def _check_failed(client: OpenAI, events: list[Any]) -> None:
     environment = client.beta.agents.environments.retrieve(session.environment.id)  # type: ignore[union-attr]
     assert environment.status == "failed"
     assert "runtime_preparation_rejected" in environment.x_corebox["failure"]  # type: ignore[attr-defined]
+
+
+async def _write_answered(core: RealCore, commit: dict[str, Any]) -> tuple[Any, Any, str]:
+    """Write a file; the peer answers begin and chunk as a Runtime must and the commit
+    (or the begin, for a rejection) with `commit`. Returns (the API error, the
+    environment afterwards, its id)."""
+    peer = await core.runtime()
+    with core.client() as client:
+        environment = await in_thread(
+            lambda: client.beta.agents.environments.create(environment={"type": "openai_hosted"})
+        )
+        await peer.read_only_ready()
+        await peer.released()
+
+        def write() -> Exception:
+            try:
+                client.beta.agents.environments.files.create(
+                    environment.id, type="inline", path="/workspace/a.txt", data="aGk="
+                )
+            except Exception as exc:
+                return exc
+            raise AssertionError("the write was reported as a success")
+
+        writing = asyncio.create_task(in_thread(write))
+        await peer.read_only_ready()
+        begin = await peer.receive("workspace_write")
+        if commit["outcome"] == "rejected":
+            await peer.send("workspace_write_result", begin["id"], commit)
+        else:
+            await peer.send("workspace_write_result", begin["id"], {"outcome": "ready"})
+            chunk = await peer.receive("workspace_write")
+            await peer.send(
+                "workspace_write_result", chunk["id"], {"outcome": "received", "offset": 2}
+            )
+            final = await peer.receive("workspace_write")
+            assert final["payload"]["step"] == "commit"
+            await peer.send("workspace_write_result", final["id"], commit)
+        await peer.released()
+        error = await asyncio.wait_for(writing, 20)
+        after = await in_thread(lambda: client.beta.agents.environments.retrieve(environment.id))
+        return error, after, environment.id
+
+
+def _unknown_and_blocking(core: RealCore, error: Any, after: Any, environment_id: str) -> None:
+    assert error.status_code == 503, error
+    assert "unknown" in error.message
+    assert after.files == []  # not recorded as written
+    with core.client() as client:
+        try:
+            client.beta.agents.environments.files.create(
+                environment_id, type="inline", path="/workspace/b.txt", data="aGk="
+            )
+        except Exception as exc:
+            assert getattr(exc, "status_code", None) == 409, exc
+        else:
+            raise AssertionError("a write after an unknown one was accepted")
+
+
+def test_a_write_whose_commit_is_unconfirmed_is_reported_unknown(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with RealCore(tmp_path) as core:
+            error, after, environment_id = await _write_answered(
+                core, {"outcome": "unknown", "error_code": "write_unconfirmed"}
+            )
+            await in_thread(lambda: _unknown_and_blocking(core, error, after, environment_id))
+
+    asyncio.run(main())
+
+
+def test_a_rejection_with_a_code_outside_the_finite_set_is_unknown(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with RealCore(tmp_path) as core:
+            error, after, environment_id = await _write_answered(
+                core, {"outcome": "rejected", "error_code": "disk_on_fire"}
+            )
+            await in_thread(lambda: _unknown_and_blocking(core, error, after, environment_id))
+
+    asyncio.run(main())
