@@ -41,7 +41,7 @@ from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.states import TurnStatus
 from runtime.proto import execution as wire_exec
 from runtime.proto import run as wire_run
-from runtime.proto.capabilities import ALWAYS_REQUIRED
+from runtime.proto.capabilities import ALWAYS_REQUIRED, missing_capabilities
 from runtime.proto.codec import Frame
 from runtime.proto.errors import PreparationErrorCode
 from runtime.proto.execution import PreparationState
@@ -185,6 +185,12 @@ class Orchestrator:
             if prepared is None:
                 return
             executor_id, handle, prep_id, prep_sub = prepared
+            if not still_declared(connection, session):
+                # Final check before claiming (seed 000): the Runtime withdrew the kind
+                # or a capability while preparing. Release; the turn stays queued.
+                log.info("turn %s: declaration withdrawn during preparation", turn_id)
+                await self._release(connection, prep_id, handle)
+                return
             claim = await self._claim(turn_id, session, connection)
             if claim is None:
                 await self._release(connection, prep_id, handle)
@@ -629,6 +635,14 @@ def receipt_outcome(
     if ack.delivery_id != f"cancel:{run.turn_id}" or not ack.applied or ack.error_code:
         return None
     return ack.outcome
+
+
+def still_declared(connection: Connection, session: dict[str, Any]) -> bool:
+    """Whether the connection's latest declaration still covers the session's needs."""
+    declared = connection.available_kind(session["harness"])
+    if connection.closed.is_set() or declared is None:
+        return False
+    return not missing_capabilities(declared.capabilities, required_capabilities(session))
 
 
 def required_capabilities(session: dict[str, Any]) -> list[str]:

@@ -100,6 +100,7 @@ class ScriptedPeer:
         self.run_id = ""
         self.prep_id = ""
         self.started_with: list[dict[str, Any]] = []  # the last execution_start's input
+        self._ts = 0
 
     async def receive(self, type_: str) -> dict[str, Any]:
         """The next frame from Core, which must be of `type_`."""
@@ -126,6 +127,24 @@ class ScriptedPeer:
         await self.status({"revision": 3, "state": "starting"} | status)
         await self.status({"revision": 4, "state": "started"} | status)
         return self.run_id
+
+    async def declare(self, capabilities: dict[str, bool], available: bool = True) -> None:
+        """Send a heartbeat declaring the scripted harness with `capabilities`."""
+        self._ts += 1
+        kind = {
+            "kind": HARNESS,
+            "available": available,
+            "capabilities": capabilities,
+            "version": "1",
+        }
+        heartbeat = {
+            "ts": self._ts,
+            "active_requests": 0,
+            "home_removal": False,
+            "supported_agent_kinds": [kind],
+            "daemon_version": "scripted-peer",
+        }
+        await self.ws.send(json.dumps({"type": "heartbeat", "payload": heartbeat}))
 
     async def read_only_ready(self) -> dict[str, Any]:
         """Answer a read-only `execution_prepare` with `preparing` then `ready`; return
@@ -249,21 +268,9 @@ class RealCore:
             max_size=None,
         )
         self._sockets.append(ws)
-        kind = {
-            "kind": HARNESS,
-            "available": True,
-            "capabilities": capabilities or CAPABILITIES,
-            "version": "1",
-        }
-        heartbeat = {
-            "ts": 1,
-            "active_requests": 0,
-            "home_removal": False,
-            "supported_agent_kinds": [kind],
-            "daemon_version": "scripted-peer",
-        }
-        await ws.send(json.dumps({"type": "heartbeat", "payload": heartbeat}))
-        return ScriptedPeer(ws)
+        peer = ScriptedPeer(ws)
+        await peer.declare(capabilities or CAPABILITIES)
+        return peer
 
 
 async def in_thread(call: Callable[[], T]) -> T:
