@@ -47,6 +47,7 @@ from runtime.proto.errors import PreparationErrorCode
 from runtime.proto.execution import PreparationState
 from runtime.proto.inputs import Message
 from runtime.proto.interactions import CANCEL_ACK_CODES, InteractionDecisionAck
+from storage import environments as env_rows
 from storage import interactions, sessions, tenancy, turns
 from storage.database import Database, Tx
 
@@ -160,12 +161,28 @@ class Orchestrator:
                 continue
             connection = self._registry.select(session["harness"], required_capabilities(session))
             if connection is None:
-                continue  # stays queued until a device declares what it needs
+                # Stays queued until a device declares what it needs, unless it can never
+                # run because its environment failed to prepare.
+                await self._fail_if_environment_failed(turn["id"], session)
+                continue
             task = asyncio.create_task(
                 self._execute(turn, session, connection), name=f"turn-{turn['id']}"
             )
             self._inflight[turn["id"]] = task
             task.add_done_callback(partial(self._finished, str(turn["id"])))
+
+    async def _fail_if_environment_failed(self, turn_id: str, session: dict[str, Any]) -> None:
+        environment_id = session.get("environment_id")
+        if not environment_id:
+            return
+        environment = await self._db.read(partial(env_rows.get_any, environment_id=environment_id))
+        if environment is not None and environment["status"] == "failed":
+            await self._outcomes.fail_queued(
+                turn_id,
+                "sandbox_error",
+                "The environment could not be initialized "
+                f"({environment.get('failure') or 'initialization_failed'}).",
+            )
 
     def _finished(self, turn_id: str, _task: asyncio.Task[None]) -> None:
         self._inflight.pop(turn_id, None)
@@ -191,11 +208,13 @@ class Orchestrator:
                 log.info("turn %s: declaration withdrawn during preparation", turn_id)
                 await self._release(connection, prep_id, handle)
                 return
+            # Registered before the claim commits, so a cancellation admitted right after
+            # it is never missed.
+            cancel = self._cancels.setdefault(turn_id, asyncio.Event())
             claim = await self._claim(turn_id, session, connection)
             if claim is None:
                 await self._release(connection, prep_id, handle)
                 return
-            cancel = self._cancels.setdefault(turn_id, asyncio.Event())
             run = RunProjection(session["id"], turn_id, claim)
             run_sub = connection.subscribe_run(turn_id)
             try:
@@ -491,8 +510,21 @@ class Orchestrator:
             )
             return
         await self._quiesce(run)
-        captured = await self._capture(run, connection)
-        await self._settle(run, done, receipt, deadline, captured)
+        # Capture and settlement are bounded by their own timers; the lease is kept
+        # while they run.
+        keeper = asyncio.create_task(self._keep_lease(run), name=f"lease-{run.turn_id}")
+        try:
+            captured = await self._capture(run, connection)
+            await self._settle(run, done, receipt, deadline, captured)
+        finally:
+            keeper.cancel()
+            await asyncio.wait({keeper})  # re-raises only this task's own cancellation
+
+    async def _keep_lease(self, run: RunProjection) -> None:
+        with contextlib.suppress(Fenced):
+            while True:
+                await asyncio.sleep(self._timers.lease_renew_seconds)
+                await self._db.write(partial(self._project, run=run, batch=[], renew=True))
 
     async def _violated(
         self,

@@ -169,3 +169,49 @@ def test_a_rejection_with_a_code_outside_the_finite_set_is_unknown(tmp_path: Pat
             await in_thread(lambda: _unknown_and_blocking(core, error, after, environment_id))
 
     asyncio.run(main())
+
+
+def test_a_session_behind_a_failed_environment_fails_with_no_runtime_connected(
+    tmp_path: Path,
+) -> None:
+    async def main() -> None:
+        async with RealCore(tmp_path) as core:
+            peer = await core.runtime()
+            with core.client() as client:
+                environment = await in_thread(
+                    lambda: client.beta.agents.environments.create(
+                        environment={
+                            "type": "openai_hosted",
+                            "setup_commands": [{"command": "true"}],
+                        }
+                    )
+                )
+                await peer.read_only_ready()
+                begin = await peer.receive("runtime_prepare")
+                await peer.send(
+                    "runtime_prepare_result",
+                    begin["id"],
+                    {"outcome": "failed", "error_code": "runtime_preparation_failed"},
+                )
+                await peer.released()
+                await peer.ws.close()
+                events = await in_thread(
+                    lambda: list(
+                        client.beta.agents.sessions.create(
+                            agent={"model": "scripted"},
+                            environment={
+                                "type": "openai_hosted",
+                                "environment_id": environment.id,
+                            },  # type: ignore[typeddict-unknown-key]
+                            input="never runs",
+                            stream=True,
+                        )
+                    )
+                )
+                assert [e.type for e in events][-2:] == [
+                    "agent.session.turn.failed",
+                    "agent.session.failed",
+                ]
+                assert "runtime_preparation_failed" in events[-1].session.error
+
+    asyncio.run(main())
