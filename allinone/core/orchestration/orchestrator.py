@@ -580,8 +580,7 @@ class Orchestrator:
                 cancel_wait.cancel()
             if not next_frame.done():
                 next_frame.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await next_frame
+                await asyncio.wait({next_frame})  # re-raises only this task's cancellation
         if next_frame.cancelled():
             return _WOKEN
         frame: Frame | None = next_frame.result()
