@@ -18,8 +18,8 @@ from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.subscriptions import ObservationError
 from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.projector import Projector, RunProjection
+from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.recorder import Recorder
-from runtime.proto import limits
 from runtime.proto.errors import ValidationError
 from runtime.proto.functions import FunctionResult
 from runtime.proto.inputs import InputContent, InputImage, InputText, Message
@@ -59,7 +59,9 @@ class Delivery:
         recorder: Recorder,
         ids: Ids,
         clock: Clock,
+        timers: Timers = PRODUCTION,
     ) -> None:
+        self._timers = timers
         self._db = db
         self._connection = connection
         self._run = run
@@ -114,9 +116,7 @@ class Delivery:
                     input_id=input_id, input=messages_of(row["payload"]), durable_receipt=True
                 ),
             )
-            stage = await self._receipt(
-                receipts, input_id, limits.WRITTEN_CONFIRMATION_TIMEOUT_SECONDS
-            )
+            stage = await self._receipt(receipts, input_id, self._timers.steer_written_seconds)
             if stage is ReceiptStage.WRITTEN:
                 await self._set_input(row["seq"], "written")
                 stage = await self._receipt(receipts, input_id, None)
@@ -158,7 +158,7 @@ class Delivery:
         waiter = self._connection.expect_ack(delivery_id)
         try:
             await self._connection.send(type_, envelope_id, payload)
-            ack = await asyncio.wait_for(waiter, limits.CANCELLATION_CONFIRMATION_TIMEOUT_SECONDS)
+            ack = await asyncio.wait_for(waiter, self._timers.receipt_seconds)
             ack.check(delivery_id)
             return ack
         except (SendFailed, TimeoutError, ObservationError, ValidationError):

@@ -237,6 +237,7 @@ class Orchestrator:
                     self._outcomes.recorder,
                     self._ids,
                     self._clock,
+                    self._timers,
                 )
                 self._deliveries[turn_id] = delivery
                 delivery.start()

@@ -21,6 +21,10 @@ class Timers:
     # From the moment a cancellation is sent: no confirmation in time is
     # `cancel_unconfirmed`.
     cancel_unconfirmed_seconds: float = limits.CANCELLATION_CONFIRMATION_TIMEOUT_SECONDS
+    # A steering message sent, no `written` receipt in time: its outcome is unknown.
+    steer_written_seconds: float = limits.WRITTEN_CONFIRMATION_TIMEOUT_SECONDS
+    # A function result or decision sent, no receipt in time: its outcome is unknown.
+    receipt_seconds: float = limits.CANCELLATION_CONFIRMATION_TIMEOUT_SECONDS
     # A claimed turn's lease; its owner renews it while it observes the run.
     lease_seconds: int = 60
     lease_renew_seconds: float = 20.0
