@@ -501,8 +501,20 @@ class Orchestrator:
                 await self._violated(run, connection, projected, receipt is None)
                 return
             done = projected
+        await self._conclude(run, connection, done, receipt, deadline)
+
+    async def _conclude(
+        self,
+        run: RunProjection,
+        connection: Connection,
+        done: wire_run.Done | None,
+        receipt: asyncio.Future[InteractionDecisionAck] | None,
+        deadline: float | None,
+    ) -> None:
+        """End an observed turn: without `done` (a cancellation never confirmed) it fails
+        `cancel_unconfirmed`; with it, outputs are captured and the turn settles."""
+        await self._quiesce(run)
         if done is None:
-            await self._quiesce(run)
             await self._outcomes.fail_running(
                 run.turn_id,
                 run,
@@ -510,7 +522,6 @@ class Orchestrator:
                 "The cancellation was not confirmed in time; the turn's effects are unknown.",
             )
             return
-        await self._quiesce(run)
         # Capture and settlement are bounded by their own timers; the lease is kept
         # while they run.
         keeper = asyncio.create_task(self._keep_lease(run), name=f"lease-{run.turn_id}")
