@@ -105,9 +105,6 @@ class Orchestrator:
         if delivery is not None:
             delivery.wake.set()
 
-    def owns(self, turn_id: str) -> bool:
-        return turn_id in self._inflight
-
     def abandon(self, turn_id: str) -> None:
         """The turn's lease lapsed and it was failed: stop observing it here."""
         task = self._inflight.get(turn_id)
