@@ -48,6 +48,7 @@ from allinone.core.orchestration.credentials import RunCredentials
 from allinone.core.orchestration.orchestrator import Orchestrator
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Projector
+from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.recorder import Recorder
 from allinone.core.sealing import Sealer
 from allinone.core.vault_secrets import VaultSecrets
@@ -143,9 +144,12 @@ class App:
         *,
         on_started: Callable[[Started], None] | None = None,
         local_runtime: bool = True,
+        timers: Timers = PRODUCTION,
     ) -> None:
         """`local_runtime=False` serves Core without the in-process Runtime: turns wait
-        (and /readyz reports the runtime check missing) until a remote daemon connects."""
+        (and /readyz reports the runtime check missing) until a remote daemon connects.
+        `timers` are the seed's protocol timers; only tests pass shorter ones."""
+        self._timers = timers
         self.config = config
         self._on_started = on_started
         self._local_runtime = local_runtime
@@ -235,7 +239,7 @@ class App:
         registry = Registry()
         recorder = Recorder(hub, ids, clock)
         projector = Projector(recorder, ids, clock)
-        outcomes = Outcomes(db, recorder, projector, clock)
+        outcomes = Outcomes(db, recorder, projector, clock, ids)
         local_host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
         ws_url = f"ws://{_url_host(local_host)}:{port}/api/v1/agent-daemon/ws"
         if config.public_url:
@@ -260,6 +264,7 @@ class App:
             clock,
             environments,
             RunCredentials(providers, VaultSecrets(db, sealer)),
+            timers=self._timers,
         )
         admission = Admission(
             db,
@@ -368,8 +373,8 @@ class App:
         scheduler.add_job(
             outcomes.expire_leases,
             "interval",
-            seconds=30,
-            args=[orchestrator.owns],
+            seconds=self._timers.lease_sweep_seconds,
+            args=[orchestrator.abandon],
             id="lease-expiry",
             coalesce=True,
             max_instances=1,

@@ -422,7 +422,9 @@ class Admission:
                 return
             # One active turn per session: the message joins it. A queued turn takes it as
             # part of its initial input; a running turn is steered with it.
+            # Its items are named on the input so an unknown delivery can be marked on them.
             queued = active["status"] == TurnStatus.QUEUED
+            item_ids = await self._user_items(tx, session_id, active["id"], messages)
             await self._record_input(
                 tx,
                 session_id,
@@ -431,10 +433,9 @@ class Admission:
                 position,
                 batch_hash,
                 "message",
-                {"input": messages},
+                {"input": messages, "item_ids": item_ids},
                 "admitted" if queued else "pending",
             )
-            await self._user_items(tx, session_id, active["id"], messages)
             if not queued:
                 inputs.append(active["id"])
         elif isinstance(event, CancelInputEvent):
@@ -472,8 +473,9 @@ class Admission:
 
     async def _user_items(
         self, tx: Tx, session_id: str, turn_id: str, messages: list[dict[str, Any]]
-    ) -> None:
+    ) -> list[str]:
         now = self._clock.now()
+        ids: list[str] = []
         for message in messages:
             item = {
                 "id": self._ids.new("msg"),
@@ -487,6 +489,8 @@ class Admission:
             }
             await item_rows.insert(tx, item)
             await self._recorder.emit_item(tx, "agent.session.turn.item.added", item)
+            ids.append(str(item["id"]))
+        return ids
 
     async def _cancel(
         self,

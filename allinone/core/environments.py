@@ -21,7 +21,7 @@ from functools import partial
 from typing import Any
 
 from allinone.core.api.errors import ApiError, invalid, not_found
-from allinone.core.gateway.connection import Connection
+from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.registry import Registry
 from allinone.core.gateway.workspace import (
     WORKSPACE_CAPABILITIES,
@@ -43,6 +43,9 @@ INLINE_LIMIT = 5 * 1024 * 1024
 WORKSPACE = "/workspace"
 RESERVED = ("/workspace/.codex", "/workspace/.managed-agents")
 DEFAULT_HARNESS = "scripted"
+INTERRUPTED = (
+    "initialization interrupted: the server stopped during set-up; its effects are unknown"
+)
 
 
 def check_path(path: Any, param: str) -> str:
@@ -312,6 +315,11 @@ class Environments:
                 environment_id, "failed", "failed", f"initialization failed: {exc.code}"
             )
             raise
+        except SendFailed as exc:
+            await self._set_initialization(
+                environment_id, "failed", "failed", f"initialization failed: {exc}"
+            )
+            raise WorkspaceUnavailable(str(exc)) from exc
         await self._set_initialization(environment_id, "complete", "ready")
 
         async def written(tx: Tx) -> None:
@@ -328,6 +336,19 @@ class Environments:
             )
 
         await self._db.write(written)
+
+    async def recover_interrupted(self) -> int:
+        """At start, before any turn runs: an initialization that was running when the
+        server stopped ends `failed`; its effects are unknown and it is never replayed.
+        Turns queued behind it then fail with that reason."""
+
+        async def job(tx: Tx) -> int:
+            return await env_rows.fail_running_initializations(tx, INTERRUPTED)
+
+        count = await self._db.write(job)
+        if count:
+            log.warning("%d interrupted environment initialization(s) marked failed", count)
+        return count
 
     async def _set_initialization(
         self, environment_id: str, initialization: str, status: str, failure: str | None = None
@@ -422,8 +443,11 @@ class Environments:
             if exc.unknown:
                 raise ApiError(
                     503,
-                    "The file write's outcome is unknown; it will not be retried.",
+                    f"The file write's outcome is unknown ({exc.code}); it was not recorded "
+                    "as written and will not be retried. Further writes to this environment "
+                    "are refused until it is settled.",
                     code="file_transfer_unavailable",
+                    headers={"x-should-retry": "false"},
                 ) from exc
             raise invalid(
                 "The file could not be written: a file or directory already exists "
