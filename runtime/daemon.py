@@ -21,7 +21,7 @@ from websockets.exceptions import ConnectionClosed
 from runtime.dispatcher import Dispatcher
 from runtime.harness.registry import HarnessRegistry
 from runtime.proto import codec, limits
-from runtime.proto.errors import ProtocolError
+from runtime.proto.errors import DecodeError, ProtocolError
 from runtime.proto.heartbeat import Heartbeat
 from runtime.transport import (
     PermanentError,
@@ -125,6 +125,10 @@ class Daemon:
             async for message in socket:
                 try:
                     frame = codec.decode_from_core(message)
+                except DecodeError as exc:
+                    log.warning("frame from core skipped: %s at %s", exc.code, exc.field or "$")
+                    await dispatcher.refuse(exc)
+                    continue
                 except ProtocolError as exc:
                     log.warning("frame from core skipped: %s", exc.code)
                     continue

@@ -28,6 +28,7 @@ from runtime.proto.codec import Frame
 from runtime.proto.errors import (
     CancelErrorCode,
     DecisionErrorCode,
+    DecodeError,
     PreparationErrorCode,
     ValidationError,
 )
@@ -37,6 +38,7 @@ from runtime.proto.execution import (
     ExecutionStart,
     PreparationState,
     PreparationStatus,
+    undecodable_admission_reply,
 )
 from runtime.proto.functions import FunctionResult
 from runtime.proto.identities import validate_frame_id
@@ -133,6 +135,24 @@ class Dispatcher:
         task = asyncio.create_task(guarded())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def refuse(self, error: DecodeError) -> None:
+        """Answer a request whose envelope identifies it but whose payload did not decode.
+
+        An admission request gets its `rejected` status (never silence, which would leave
+        Core waiting); anything else, or an id that breaks its kind's rule, is skipped."""
+        try:
+            status = undecodable_admission_reply(error.frame_type, error.frame_id, error.field)
+        except ValidationError:
+            return
+        log.warning(
+            "%s %s refused: %s at %s",
+            error.frame_type,
+            error.frame_id,
+            status.error_code,
+            error.field,
+        )
+        self._spawn(self._status(error.frame_id, status))
 
     async def _status(self, request_id: str, status: PreparationStatus) -> None:
         try:
