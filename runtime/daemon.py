@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 
 import msgspec
@@ -24,6 +25,7 @@ from runtime.proto import codec, limits
 from runtime.proto.errors import DecodeError, ProtocolError
 from runtime.proto.heartbeat import Heartbeat
 from runtime.transport import (
+    Backoff,
     PermanentError,
     TransientError,
     backoff_delay,
@@ -34,6 +36,11 @@ from runtime.workspaces import Workspaces
 
 log = logging.getLogger(__name__)
 PERMANENT_CLOSE_CODE = 4001
+# The close reason Core gives a connection superseded by a newer one of the same device.
+REPLACED_CLOSE_REASON = "connection_replaced"
+# A connection that stayed up this long (twice the backoff cap, so two daemons replacing
+# each other never qualify) starts the reconnect schedule over.
+HEALTHY_CONNECTION_SECONDS = 2 * limits.BACKOFF_MAX_SECONDS
 
 
 class Daemon:
@@ -47,7 +54,14 @@ class Daemon:
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         workspaces: Workspaces | None = None,
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        backoff: Backoff | None = None,
+        healthy_seconds: float = HEALTHY_CONNECTION_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self._backoff = backoff or Backoff()
+        self._healthy_seconds = healthy_seconds
+        self._clock = clock
+        self.delays: deque[float] = deque(maxlen=64)  # the latest reconnect delays, in order
         self._sleep = sleep
         self._now_ms = now_ms
         self._workspaces = workspaces or Workspaces(None)
@@ -63,24 +77,48 @@ class Daemon:
         self.connections = 0
 
     async def run(self) -> None:
-        """Connect and serve until `stop()`; reconnect after transient failures."""
-        attempt = 0
+        """Connect and serve until `stop()`.
+
+        The first attempt is immediate. After any failed attempt and after any accepted
+        connection closes (whoever closed it), the next attempt waits the backoff. The
+        schedule starts over only after a connection stayed up `healthy_seconds` and was
+        not replaced by another holder of the same credential, so a Core that closes at
+        once, or two daemons sharing a credential, reconnect a few times a minute."""
         while not self._stopping.is_set():
             try:
                 info = await bootstrap(self._core_url, self._credential, self._device_id)
                 socket = await open_socket(info.ws_url, self._credential, info.device_id)
             except TransientError as exc:
-                attempt += 1
-                delay = backoff_delay(attempt)
-                log.warning("runtime connection failed (%s); retrying in %.1fs", exc, delay)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), delay)
+                await self._wait_backoff(f"connection failed ({exc})")
                 continue
             except PermanentError:
                 log.error("runtime connection permanently refused; not reconnecting")
                 raise
-            attempt = 0
-            await self._serve(socket, info.heartbeat_seconds)
+            if self._stopping.is_set():  # stopped while dialing: serve nothing
+                with contextlib.suppress(Exception):
+                    await socket.close()
+                return
+            opened = self._clock()
+            reason = await self._serve(socket, info.heartbeat_seconds)
+            if self._stopping.is_set():
+                return
+            if reason == REPLACED_CLOSE_REASON:
+                log.warning(
+                    "runtime device %s was replaced by another connection holding the same "
+                    "credential",
+                    self._device_id,
+                )
+            elif self._clock() - opened >= self._healthy_seconds:
+                self._backoff.reset()
+            await self._wait_backoff(f"connection closed ({reason or 'no reason'})")
+
+    async def _wait_backoff(self, what: str) -> None:
+        """Wait the next backoff delay; `stop()` ends the wait early."""
+        delay = self._backoff.next_delay()
+        log.warning("runtime %s; reconnecting in %.1fs", what, delay)
+        self.delays.append(delay)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), delay)
 
     async def _cleanup(self, dispatcher: Dispatcher) -> None:
         """Settle a lost connection's work before reconnecting. A cleanup failure keeps
@@ -93,7 +131,8 @@ class Daemon:
                 return
             await self._sleep(backoff_delay(failures))
 
-    async def _serve(self, socket: ClientConnection, heartbeat_seconds: int) -> None:
+    async def _serve(self, socket: ClientConnection, heartbeat_seconds: int) -> str:
+        """Serve one accepted connection until it closes; return Core's close reason."""
         lock = asyncio.Lock()
 
         async def send(type_: str, id_: str, payload: msgspec.Struct | None) -> None:
@@ -137,6 +176,7 @@ class Daemon:
             if exc.rcvd is not None and exc.rcvd.code == PERMANENT_CLOSE_CODE:
                 raise PermanentError("runtime retired by core", 4001) from exc
         finally:
+            received = socket.protocol.close_rcvd
             self.connected.clear()
             beats.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -146,6 +186,7 @@ class Daemon:
             await self._cleanup(dispatcher)
             self._socket = self._dispatcher = None
             log.info("runtime connection closed")
+        return "" if received is None else received.reason
 
     async def stop(self, cleanup_deadline: float = 5.0) -> bool:
         """Stop reconnecting, settle this connection's work and close the socket.
