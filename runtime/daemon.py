@@ -24,6 +24,7 @@ from runtime.harness.registry import HarnessRegistry
 from runtime.proto import codec, limits
 from runtime.proto.errors import DecodeError, ProtocolError
 from runtime.proto.heartbeat import Heartbeat
+from runtime.timers import Timers
 from runtime.transport import (
     Backoff,
     PermanentError,
@@ -57,7 +58,9 @@ class Daemon:
         backoff: Backoff | None = None,
         healthy_seconds: float = HEALTHY_CONNECTION_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        timers: Timers | None = None,
     ) -> None:
+        self._timers = timers or Timers()
         self._backoff = backoff or Backoff()
         self._healthy_seconds = healthy_seconds
         self._clock = clock
@@ -141,7 +144,11 @@ class Daemon:
                 await asyncio.wait_for(socket.send(data), limits.WRITE_DEADLINE_SECONDS)
 
         dispatcher = Dispatcher(
-            self._harnesses, send, now_ms=self._now_ms, workspaces=self._workspaces
+            self._harnesses,
+            send,
+            now_ms=self._now_ms,
+            workspaces=self._workspaces,
+            timers=self._timers,
         )
         self._socket, self._dispatcher = socket, dispatcher
         self.connections += 1

@@ -51,6 +51,7 @@ from runtime.proto.run import PromptCancel
 from runtime.proto.steering import PromptSteer, PromptSteerAck
 from runtime.runs import Run
 from runtime.suspension import Suspensions
+from runtime.timers import Timers
 from runtime.workspaces import Binding, WorkspaceError, Workspaces
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,10 @@ class Dispatcher:
         new_id: Callable[[], str] = lambda: secrets.token_hex(16),
         workspaces: Workspaces | None = None,
         suspensions: Suspensions | None = None,
+        timers: Timers | None = None,
     ) -> None:
+        self._timers = timers or Timers()
+        self._expiries: dict[str, asyncio.TimerHandle] = {}  # transfer id -> expiry
         self._harnesses = harnesses
         self._workspaces = workspaces or Workspaces(None)
         self._suspensions = suspensions or Suspensions()
@@ -555,8 +559,28 @@ class Dispatcher:
 
     async def _workspace_write(self, frame: Frame) -> None:
         result = self._ops.write(frame.id, frame.payload)
+        self._arm_expiry(frame.id)
         if result is not None:
             await self._send("workspace_write_result", frame.id, result)
+
+    def _arm_expiry(self, transfer_id: str) -> None:
+        """(Re)arm the open transfer's body wait; a step that ended it disarms it."""
+        previous = self._expiries.pop(transfer_id, None)
+        if previous is not None:
+            previous.cancel()
+        steps = self._ops.transfer_steps(transfer_id)
+        if steps is None:
+            return
+
+        def fire() -> None:
+            self._expiries.pop(transfer_id, None)
+            expired = self._ops.expire(transfer_id, steps)
+            if expired is not None:
+                self._spawn(self._send(expired[0], transfer_id, expired[1]))
+
+        self._expiries[transfer_id] = asyncio.get_running_loop().call_later(
+            self._timers.transfer_body_wait, fire
+        )
 
     async def _workspace_export(self, frame: Frame) -> None:
         await self._send(
@@ -565,6 +589,7 @@ class Dispatcher:
 
     async def _runtime_prepare(self, frame: Frame) -> None:
         result = await self._ops.prepare(frame.id, frame.payload)
+        self._arm_expiry(frame.id)
         if result is not None:
             await self._send("runtime_prepare_result", frame.id, result)
 
@@ -595,6 +620,9 @@ class Dispatcher:
         close failed stays owned (and unusable) and the call may be retried; calls are
         serialized, so a retry never closes an Executor twice at once."""
         async with self._closing:
+            for expiry in self._expiries.values():
+                expiry.cancel()
+            self._expiries.clear()
             settled = True
             for run in list(self._runs.values()):
                 run.done_sent = True  # the socket is lost: nothing more is sent for it

@@ -47,6 +47,7 @@ class _Transfer:
     action: str = ""
     body: bytearray = field(default_factory=bytearray)
     request: RuntimePrepare | None = None
+    steps: int = 0  # accepted steps so far: an expiry armed at an older count is stale
 
 
 @dataclass
@@ -72,6 +73,7 @@ class WorkspaceOperations:
         self._transfers: dict[str, _Transfer] = {}
         self._exports: dict[str, _Export] = {}
         self._environment: dict[str, dict[str, str]] = {}
+        self._applying: dict[str, str] = {}  # transfer id -> Environment, while applied
 
     def _bound(self, environment_id: str) -> Binding | None:
         """The Environment's binding, unless it is unknown or quiesced."""
@@ -80,10 +82,44 @@ class WorkspaceOperations:
         return self._workspaces.get(environment_id)
 
     def busy(self, environment_id: str) -> bool:
-        """Whether a transfer or an export of the Environment is in flight."""
-        return any(
+        """Whether a transfer (received or being applied) or an export of the
+        Environment is in flight."""
+        return self.writing(environment_id) or any(
+            e.environment_id == environment_id for e in self._exports.values()
+        )
+
+    def writing(self, environment_id: str) -> bool:
+        """Whether a write or initialization transfer of the Environment is open or
+        being applied: execution is excluded meanwhile (seed 000)."""
+        return environment_id in self._applying.values() or any(
             t.binding.environment_id == environment_id for t in self._transfers.values()
-        ) or any(e.environment_id == environment_id for e in self._exports.values())
+        )
+
+    # Transfer expiry: the shell arms a timer after each accepted step.
+    def transfer_steps(self, transfer_id: str) -> int | None:
+        """The open transfer's accepted step count, or None when it is not open."""
+        transfer = self._transfers.get(transfer_id)
+        return None if transfer is None else transfer.steps
+
+    def expire(
+        self, transfer_id: str, steps: int
+    ) -> tuple[str, WorkspaceWriteResult | RuntimePrepareResult] | None:
+        """End a transfer whose next step never came (still at `steps` accepted steps):
+        nothing is applied, the slot is free, and the returned `(type, result)` is its
+        finite `rejected` reply. None when the transfer moved on or already ended."""
+        transfer = self._transfers.get(transfer_id)
+        if transfer is None or transfer.steps != steps:
+            return None
+        del self._transfers[transfer_id]
+        transfer.receiver.reject()
+        log.warning("transfer %s expired waiting for its next step", transfer_id)
+        if transfer.kind is TransferKind.WORKSPACE_WRITE:
+            reply: WorkspaceWriteResult | RuntimePrepareResult = WorkspaceWriteResult(
+                outcome=TransferOutcome.REJECTED, error_code="invalid_request"
+            )
+            return "workspace_write_result", reply
+        reply = RuntimePrepareResult(outcome=TransferOutcome.REJECTED, error_code="invalid_request")
+        return "runtime_prepare_result", reply
 
     # Reads.
     def read(self, request: WorkspaceRead) -> WorkspaceReadResult:
@@ -172,6 +208,7 @@ class WorkspaceOperations:
                 self._transfers.pop(transfer_id, None)
                 return result(TransferOutcome.REJECTED, code="invalid_request")
             transfer.body.extend(data)
+            transfer.steps += 1
             return result(TransferOutcome.RECEIVED, offset=receiver.staged())
         self._transfers.pop(transfer_id, None)
         try:
@@ -295,13 +332,18 @@ class WorkspaceOperations:
                 self._transfers.pop(transfer_id, None)
                 return result(TransferOutcome.REJECTED, code="invalid_request")
             transfer.body.extend(request.data)
+            transfer.steps += 1
             return result(TransferOutcome.RECEIVED, offset=transfer.receiver.staged())
         self._transfers.pop(transfer_id, None)
         try:
             transfer.receiver.commit()
         except ValidationError:
             return result(TransferOutcome.REJECTED, code="invalid_request")
-        return await self._apply(transfer, result)
+        self._applying[transfer_id] = transfer.binding.environment_id
+        try:
+            return await self._apply(transfer, result)
+        finally:
+            del self._applying[transfer_id]
 
     async def _apply(
         self, transfer: _Transfer, result: Callable[..., RuntimePrepareResult]
