@@ -366,6 +366,14 @@ class Dispatcher:
                 frame.id, "execution_start", PreparationErrorCode.RUN_CONFLICT, record
             )
             return
+        local = record.configuration.local_environment
+        if local is not None and self._ops.writing(local.id):
+            # Execution is excluded while a write is received or applied (seed 000); the
+            # handle stays ready, so Core may start it once the write settled.
+            await self._reject(
+                frame.id, "execution_start", PreparationErrorCode.RESOURCE_UNAVAILABLE, record
+            )
+            return
         executor = self._executors.get(record.executor_id)
         if executor is None:
             await self._status(
