@@ -74,6 +74,7 @@ class Daemon:
         self._harnesses = harnesses
         self._build_version = build_version
         self._stopping = asyncio.Event()
+        self._closing: asyncio.Task[None] | None = None
         self._socket: ClientConnection | None = None
         self._dispatcher: Dispatcher | None = None
         self.connected = asyncio.Event()
@@ -149,6 +150,7 @@ class Daemon:
             now_ms=self._now_ms,
             workspaces=self._workspaces,
             timers=self._timers,
+            on_shutdown=lambda reason: self._shutdown_requested(socket, reason),
         )
         self._socket, self._dispatcher = socket, dispatcher
         self.connections += 1
@@ -194,6 +196,17 @@ class Daemon:
             self._socket = self._dispatcher = None
             log.info("runtime connection closed")
         return "" if received is None else received.reason
+
+    def _shutdown_requested(self, socket: ClientConnection, reason: str) -> None:
+        """Core sent `device_shutdown`: stop reconnecting and close this connection; the
+        serve loop then settles Runs and closes Executors, and `run` returns."""
+        log.warning(
+            "core asked runtime device %s to shut down (%s); not reconnecting",
+            self._device_id,
+            reason or "no reason",
+        )
+        self._stopping.set()
+        self._closing = asyncio.create_task(socket.close(), name="runtime-shutdown-close")
 
     async def stop(self, cleanup_deadline: float = 5.0) -> bool:
         """Stop reconnecting, settle this connection's work and close the socket.

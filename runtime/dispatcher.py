@@ -25,6 +25,7 @@ from runtime.operations import WorkspaceOperations
 from runtime.proto import limits
 from runtime.proto.capabilities import AgentKindCapabilities
 from runtime.proto.codec import Frame
+from runtime.proto.device import DeviceShutdown
 from runtime.proto.errors import (
     CancelErrorCode,
     DecisionErrorCode,
@@ -73,8 +74,11 @@ class Dispatcher:
         workspaces: Workspaces | None = None,
         suspensions: Suspensions | None = None,
         timers: Timers | None = None,
+        on_shutdown: Callable[[str], None] = lambda _reason: None,
     ) -> None:
         self._timers = timers or Timers()
+        self._on_shutdown = on_shutdown
+        self.shutting_down = False
         self._expiries: dict[str, asyncio.TimerHandle] = {}  # transfer id -> expiry
         self._harnesses = harnesses
         self._workspaces = workspaces or Workspaces(None)
@@ -106,6 +110,7 @@ class Dispatcher:
             "runtime_prepare": self._runtime_prepare,
             "environment_quiesce": self._quiesce,
             "environment_resume": self._resume,
+            "device_shutdown": self._device_shutdown,
         }
         self._executor_environments: dict[str, str] = {}  # executor id -> environment id
         self._declarations: dict[str, AgentKindCapabilities] = {}  # executor id -> frozen
@@ -182,8 +187,20 @@ class Dispatcher:
             ),
         )
 
+    async def _device_shutdown(self, frame: Frame) -> None:
+        """Core asks this Runtime to stop: admit nothing new, then let the transport
+        close the connection, which settles Runs and closes Executors (`close`)."""
+        request: DeviceShutdown = frame.payload
+        self.shutting_down = True
+        self._on_shutdown(request.reason)
+
     async def _prepare(self, frame: Frame) -> None:
         request: ExecutionPrepare = frame.payload
+        if self.shutting_down:
+            await self._reject(
+                frame.id, "execution_prepare", PreparationErrorCode.RESOURCE_UNAVAILABLE
+            )
+            return
         existing = self._admissions.get(frame.id)
         if existing is not None:
             if existing.prepare_fingerprint == fingerprint(request):
@@ -319,6 +336,11 @@ class Dispatcher:
     async def _start(self, frame: Frame) -> None:
         request: ExecutionStart = frame.payload
         record = self._admissions.get(frame.id)
+        if self.shutting_down:
+            await self._reject(
+                frame.id, "execution_start", PreparationErrorCode.RESOURCE_UNAVAILABLE, record
+            )
+            return
         if record is None:
             await self._reject(
                 frame.id, "execution_start", PreparationErrorCode.UNKNOWN_PREPARATION
