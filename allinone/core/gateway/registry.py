@@ -1,5 +1,6 @@
 """Connected devices. A new connection for a device replaces the old one: the old
-connection's runs and routes are closed and nothing is inherited."""
+connection's runs and routes are closed and nothing is inherited. A device Core asked
+to shut down (`device_shutdown`) is never selected again on that connection."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from allinone.core.gateway.connection import (
     CONNECTION_REPLACED,
     DEVICE_REVOKED,
     Connection,
+    SendFailed,
 )
 from runtime.proto.capabilities import missing_capabilities
+from runtime.proto.device import DeviceShutdown
 
 
 class Registry:
@@ -41,6 +44,23 @@ class Registry:
         connection.close(DEVICE_REVOKED, CLOSE_RETIRED)
         return True
 
+    async def shut_down(self, device_id: str, reason: str) -> bool:
+        """Ask the device's Runtime to stop (`device_shutdown`, seed 000). From now on
+        nothing new is claimed to its connection; the Runtime then settles its work and
+        closes the connection, and what was in flight ends as a lost connection does
+        (its outcome unknown, nothing fabricated). Returns whether a connection was
+        open to ask."""
+        connection = self._connections.get(device_id)
+        if connection is None or connection.closed.is_set():
+            return False
+        connection.shutting_down = True
+        self._changed()
+        try:
+            await connection.send("device_shutdown", "", DeviceShutdown(reason=reason))
+        except SendFailed:
+            return False
+        return True
+
     def declared(self) -> None:
         """A connection's capability snapshot changed."""
         self._changed()
@@ -51,7 +71,7 @@ class Registry:
     def select(self, kind: str, required: list[str]) -> Connection | None:
         """A connected device that declared `kind` available with every required capability."""
         for connection in self:
-            if connection.closed.is_set():
+            if connection.closed.is_set() or connection.shutting_down:
                 continue
             declared = connection.available_kind(kind)
             if declared is None:
