@@ -21,7 +21,7 @@ import msgspec
 from runtime.admission import AdmissionRecord, AdmissionTable, fingerprint
 from runtime.harness.base import Executor
 from runtime.harness.registry import HarnessRegistry
-from runtime.operations import WorkspaceOperations
+from runtime.operations import Offload, WorkspaceOperations
 from runtime.proto import limits
 from runtime.proto.capabilities import AgentKindCapabilities
 from runtime.proto.codec import Frame
@@ -75,16 +75,22 @@ class Dispatcher:
         suspensions: Suspensions | None = None,
         timers: Timers | None = None,
         on_shutdown: Callable[[str], None] = lambda _reason: None,
+        offload: Offload = asyncio.to_thread,
     ) -> None:
         self._timers = timers or Timers()
         self._on_shutdown = on_shutdown
         self.shutting_down = False
         self._expiries: dict[str, asyncio.TimerHandle] = {}  # transfer id -> expiry
+        self._idle_expiries: dict[str, asyncio.TimerHandle] = {}  # executor id -> expiry
         self._harnesses = harnesses
         self._workspaces = workspaces or Workspaces(None)
         self._suspensions = suspensions or Suspensions()
         self._ops = WorkspaceOperations(
-            self._workspaces, self._binding_of_owner, self._suspensions.is_quiesced
+            self._workspaces,
+            self._binding_of_owner,
+            self._suspensions.is_quiesced,
+            timers=self._timers,
+            offload=offload,
         )
         self._bindings: dict[str, Binding] = {}  # handle or run id -> bound workspace
         self._send = send
@@ -248,6 +254,12 @@ class Dispatcher:
                 frame.id, "execution_prepare", PreparationErrorCode.PREPARATION_CAPACITY
             )
             return
+        reusable = self._idle.get((request.session_id, fingerprint(cfg))) in self._executors
+        if not reusable and not await self._executor_room():
+            await self._reject(
+                frame.id, "execution_prepare", PreparationErrorCode.EXECUTOR_CAPACITY
+            )
+            return
         record = AdmissionRecord(
             request_id=frame.id,
             handle=self._new_id(),
@@ -281,7 +293,7 @@ class Dispatcher:
         if record.state is not PreparationState.PREPARING:
             # Released while preparing: the Executor is kept idle, not leaked.
             self._executors[executor_id] = executor
-            self._idle[key] = executor_id
+            self._went_idle(key, executor_id)
             return
         self._executors[executor_id] = executor
         self._declarations[executor_id] = adapter.declaration
@@ -437,10 +449,54 @@ class Dispatcher:
             previous = self._idle.get(key)
             if previous is not None and previous != record.executor_id:
                 self._close_executor(previous)
-            self._idle[key] = record.executor_id
+            self._went_idle(key, record.executor_id)
             if len(self._idle) > limits.MAX_IDLE_EXECUTORS:
                 oldest = next(iter(self._idle))
                 self._close_executor(self._idle.pop(oldest))
+
+    def _went_idle(self, key: tuple[str, str], executor_id: str) -> None:
+        """Keep the Executor for reuse by its Session; close it once it stayed idle for
+        the Executor idle timer (reuse in between makes it busy, and the next idle
+        period re-arms the timer)."""
+        self._idle[key] = executor_id
+        previous = self._idle_expiries.pop(executor_id, None)
+        if previous is not None:
+            previous.cancel()
+
+        def fire() -> None:
+            self._idle_expiries.pop(executor_id, None)
+            if self._idle.get(key) == executor_id:
+                del self._idle[key]
+                log.info("executor %s idle past its timer; closing", executor_id)
+                self._close_executor(executor_id)
+
+        self._idle_expiries[executor_id] = asyncio.get_running_loop().call_later(
+            self._timers.executor_idle, fire
+        )
+
+    async def _executor_room(self) -> bool:
+        """Whether one more Executor fits under MAX_EXECUTORS, closing the oldest idle
+        ones to make room. Executors being prepared, running, idle, or whose close
+        failed all count: an Executor leaves the count only once its close succeeded."""
+        while len(self._executors) + self._admissions.active_preparations() >= limits.MAX_EXECUTORS:
+            if not self._idle:
+                return False
+            executor_id = self._idle.pop(next(iter(self._idle)))
+            executor = self._executors.get(executor_id)
+            if executor is None:
+                continue
+            try:
+                await executor.close()
+            except Exception:
+                log.warning("executor %s cleanup unconfirmed; it stays owned", executor_id)
+                return False
+            self._forget_executor(executor_id)
+        return True
+
+    def _forget_executor(self, executor_id: str) -> None:
+        self._executors.pop(executor_id, None)
+        self._declarations.pop(executor_id, None)
+        self._executor_environments.pop(executor_id, None)
 
     def _close_executor(self, executor_id: str) -> None:
         """Close an idle Executor; it stays owned (never reused) until the close succeeds."""
@@ -450,9 +506,7 @@ class Dispatcher:
 
         async def closing() -> None:
             await executor.close()
-            self._executors.pop(executor_id, None)
-            self._declarations.pop(executor_id, None)
-            self._executor_environments.pop(executor_id, None)
+            self._forget_executor(executor_id)
 
         self._spawn(closing())
 
@@ -585,7 +639,7 @@ class Dispatcher:
         await self._ack(frame.id, owner.decision(frame.id, decision))
 
     async def _workspace_read(self, frame: Frame) -> None:
-        await self._send("workspace_read_result", frame.id, self._ops.read(frame.payload))
+        await self._send("workspace_read_result", frame.id, await self._ops.read(frame.payload))
 
     async def _workspace_write(self, frame: Frame) -> None:
         result = self._ops.write(frame.id, frame.payload)
@@ -613,9 +667,18 @@ class Dispatcher:
         )
 
     async def _workspace_export(self, frame: Frame) -> None:
-        await self._send(
-            "workspace_export_result", frame.id, self._ops.export(frame.id, frame.payload)
-        )
+        was_open = self._ops.export_open(frame.id)
+        result = self._ops.export(frame.id, frame.payload)
+        if not was_open and self._ops.export_open(frame.id):
+            # The deadline runs from the begin and is never extended by later pulls.
+            self._expiries[frame.id] = asyncio.get_running_loop().call_later(
+                self._timers.export_deadline, self._expire_export, frame.id
+            )
+        await self._send("workspace_export_result", frame.id, result)
+
+    def _expire_export(self, operation_id: str) -> None:
+        self._expiries.pop(operation_id, None)
+        self._ops.expire_export(operation_id)
 
     async def _runtime_prepare(self, frame: Frame) -> None:
         result = await self._ops.prepare(frame.id, frame.payload)
@@ -650,9 +713,10 @@ class Dispatcher:
         close failed stays owned (and unusable) and the call may be retried; calls are
         serialized, so a retry never closes an Executor twice at once."""
         async with self._closing:
-            for expiry in self._expiries.values():
+            for expiry in (*self._expiries.values(), *self._idle_expiries.values()):
                 expiry.cancel()
             self._expiries.clear()
+            self._idle_expiries.clear()
             settled = True
             for run in list(self._runs.values()):
                 run.done_sent = True  # the socket is lost: nothing more is sent for it

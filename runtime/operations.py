@@ -11,8 +11,9 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from runtime.proto import limits
 from runtime.proto.errors import ValidationError
@@ -22,6 +23,7 @@ from runtime.proto.transfer_lifecycle import TransferReceiver
 from runtime.proto.transfers import TransferKind, TransferOutcome, TransferStep
 from runtime.proto.workspace import ReadOutcome, WorkspaceRead, WorkspaceReadResult
 from runtime.proto.writes import WorkspaceWrite, WorkspaceWriteResult
+from runtime.timers import Timers
 from runtime.workspaces import (
     Binding,
     WorkspaceError,
@@ -33,6 +35,9 @@ from runtime.workspaces import (
 )
 
 log = logging.getLogger(__name__)
+
+# Runs blocking filesystem work off the event loop (a thread by default).
+Offload = Callable[[Callable[[], Any]], Awaitable[Any]]
 
 SETUP_TIMEOUT_SECONDS = 600.0
 WORKSPACE_PREFIX = "/workspace/"
@@ -66,7 +71,12 @@ class WorkspaceOperations:
         workspaces: Workspaces,
         binding_of_owner: Callable[[str, str], Binding | None],
         quiesced: Callable[[str], bool] = lambda _environment: False,
+        timers: Timers | None = None,
+        offload: Offload = asyncio.to_thread,
     ) -> None:
+        self._timers = timers or Timers()
+        self._offload = offload
+        self._reads = 0  # reads admitted and not yet ended natively
         self._quiesced = quiesced
         self._workspaces = workspaces
         self._owner = binding_of_owner
@@ -121,32 +131,36 @@ class WorkspaceOperations:
         reply = RuntimePrepareResult(outcome=TransferOutcome.REJECTED, error_code="invalid_request")
         return "runtime_prepare_result", reply
 
-    # Reads.
-    def read(self, request: WorkspaceRead) -> WorkspaceReadResult:
-        def rejected(code: str) -> WorkspaceReadResult:
-            return WorkspaceReadResult(outcome=ReadOutcome.REJECTED, error_code=code)
-
+    # Reads: at most MAX_CONCURRENT_READS per connection, each bounded by the read timer.
+    async def read(self, request: WorkspaceRead) -> WorkspaceReadResult:
+        """Read once the request is admitted. A read still running when the timer ends is
+        answered `unknown`/`read_unconfirmed` (never data) and keeps counting against the
+        capacity until the native read itself ends."""
         try:
             request.validate()
         except ValidationError:
-            return rejected("invalid_request")
+            return _read_rejected("invalid_request")
         binding = self._owner(request.handle, request.run_id)
         if binding is None or binding.environment_id != request.environment_id:
-            return rejected("resource_unavailable")
+            return _read_rejected("resource_unavailable")
+        if self._reads >= limits.MAX_CONCURRENT_READS:
+            return _read_rejected("read_capacity")
+        self._reads += 1
+        work = asyncio.ensure_future(self._offload(lambda: _read_now(binding, request)))
+        work.add_done_callback(self._read_ended)
         try:
-            if request.is_directory:
-                listing = list_directory(binding, request.path, request.max_entries)
-                return WorkspaceReadResult(
-                    outcome=ReadOutcome.COMPLETED, directory=listing, close_acknowledged=True
-                )
-            data, truncated = read_bytes(binding, request.path, request.max_bytes)
-        except WorkspaceError as exc:
-            return rejected(exc.code)
-        except OSError:
-            return rejected("permission_denied")
-        return WorkspaceReadResult(
-            outcome=ReadOutcome.COMPLETED, data=data, truncated=truncated, close_acknowledged=True
-        )
+            result: WorkspaceReadResult = await asyncio.wait_for(
+                asyncio.shield(work), self._timers.workspace_read
+            )
+        except TimeoutError:
+            log.warning("workspace read outlived its timer; its outcome is unknown")
+            return WorkspaceReadResult(outcome=ReadOutcome.UNKNOWN, error_code="read_unconfirmed")
+        return result
+
+    def _read_ended(self, work: asyncio.Future[Any]) -> None:
+        self._reads -= 1
+        if not work.cancelled() and work.exception() is not None:
+            log.warning("workspace read failed: %s", type(work.exception()).__name__)
 
     # Writes.
     def write(self, mutation_id: str, request: WorkspaceWrite) -> WorkspaceWriteResult | None:
@@ -170,7 +184,7 @@ class WorkspaceOperations:
                 self._transfers.pop(mutation_id).receiver.reject()
             return result(TransferOutcome.REJECTED, code="invalid_request")
         if request.step == TransferStep.BEGIN:
-            if self._transfers:
+            if len(self._transfers) >= limits.TRANSFERS_PER_CONNECTION:
                 return result(TransferOutcome.REJECTED, code="write_capacity")
             binding = self._bound(request.environment_id)
             if binding is None:
@@ -263,6 +277,15 @@ class WorkspaceOperations:
             )
         return self._next_chunk(operation_id, request.offset)
 
+    def export_open(self, operation_id: str) -> bool:
+        return operation_id in self._exports
+
+    def expire_export(self, operation_id: str) -> None:
+        """The export outlived its deadline: its state is dropped (the Environment is
+        no longer busy with it) and a later pull is refused."""
+        if self._exports.pop(operation_id, None) is not None:
+            log.warning("export %s expired before it completed", operation_id)
+
     def _next_chunk(self, operation_id: str, offset: int) -> WorkspaceExportResult:
         state = self._exports[operation_id]
         chunk = state.data[offset : offset + limits.MAX_CHUNK_BYTES]
@@ -298,7 +321,7 @@ class WorkspaceOperations:
                 self._transfers.pop(transfer_id).receiver.reject()
             return result(TransferOutcome.REJECTED, code="invalid_request")
         if request.step == TransferStep.BEGIN:
-            if self._transfers:
+            if len(self._transfers) >= limits.TRANSFERS_PER_CONNECTION:
                 return result(TransferOutcome.REJECTED, code="runtime_preparation_capacity")
             binding = self._bound(request.environment_id)
             if binding is None:
@@ -435,6 +458,28 @@ class WorkspaceOperations:
             process.kill()
             await process.wait()
             return 124
+
+
+def _read_rejected(code: str) -> WorkspaceReadResult:
+    return WorkspaceReadResult(outcome=ReadOutcome.REJECTED, error_code=code)
+
+
+def _read_now(binding: Binding, request: WorkspaceRead) -> WorkspaceReadResult:
+    """The blocking part of a read, run off the event loop."""
+    try:
+        if request.is_directory:
+            listing = list_directory(binding, request.path, request.max_entries)
+            return WorkspaceReadResult(
+                outcome=ReadOutcome.COMPLETED, directory=listing, close_acknowledged=True
+            )
+        data, truncated = read_bytes(binding, request.path, request.max_bytes)
+    except WorkspaceError as exc:
+        return _read_rejected(exc.code)
+    except OSError:
+        return _read_rejected("permission_denied")
+    return WorkspaceReadResult(
+        outcome=ReadOutcome.COMPLETED, data=data, truncated=truncated, close_acknowledged=True
+    )
 
 
 def _python() -> str:

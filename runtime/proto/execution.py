@@ -218,6 +218,14 @@ class ExecutionPrepare(msgspec.Struct, **_STRICT):
             )
         if cfg.agent_options.model_provider is not None:
             cfg.agent_options.model_provider.validate()
+        harness_config = cfg.agent_options.harness_config
+        if (
+            harness_config is not None
+            and len(msgspec.json.encode(harness_config)) > limits.MAX_HARNESS_CONFIG_BYTES
+        ):
+            raise ValidationError(
+                PreparationErrorCode.INVALID_CONFIGURATION, "harness_config is too large"
+            )
         labels: set[str] = set()
         for server in cfg.mcp_http_servers or []:
             server.validate()
