@@ -5,6 +5,7 @@ to shut down (`device_shutdown`) is never selected again on that connection."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 
 from allinone.core.gateway.connection import (
@@ -17,6 +18,8 @@ from allinone.core.gateway.connection import (
 from runtime.proto.capabilities import missing_capabilities
 from runtime.proto.device import DeviceShutdown
 
+log = logging.getLogger(__name__)
+
 
 class Registry:
     def __init__(self) -> None:
@@ -25,7 +28,12 @@ class Registry:
 
     def register(self, connection: Connection) -> None:
         previous = self._connections.get(connection.device_id)
-        if previous is not None:
+        if previous is not None and not previous.closed.is_set():
+            # Two daemons holding the same credential replace each other: say so once
+            # per replacement; the old one is closed with reason `connection_replaced`.
+            log.warning(
+                "runtime device %s: a new connection replaced the open one", connection.device_id
+            )
             previous.close(CONNECTION_REPLACED)
         self._connections[connection.device_id] = connection
         self._changed()

@@ -70,7 +70,9 @@ def test_an_invalid_heartbeat_names_its_field_in_the_log_only(
     assert "yes" not in caplog.text
 
 
-def test_a_replaced_connection_is_closed_with_the_reason(tmp_path: Path) -> None:
+def test_a_replaced_connection_is_closed_with_the_reason(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     async def main() -> None:
         async with GatewayHost(tmp_path, DEVICE, CREDENTIAL) as host:
             runtime = ScriptedRuntime(host.base_url, DEVICE, CREDENTIAL)
@@ -84,4 +86,6 @@ def test_a_replaced_connection_is_closed_with_the_reason(tmp_path: Path) -> None
             assert (received.code, received.reason) == (1000, "connection_replaced")
             await new.close()
 
-    asyncio.run(main())
+    with caplog.at_level(logging.WARNING, logger="allinone.core.gateway.registry"):
+        asyncio.run(main())
+    assert "replaced the open one" in caplog.text
