@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from runtime.admission import AdmissionRecord, AdmissionTable, fingerprint
-from runtime.harness.base import Executor
+from runtime.harness.base import Executor, HarnessAdapter
 from runtime.harness.registry import HarnessRegistry
 from runtime.operations import Offload, WorkspaceOperations
 from runtime.proto import limits
@@ -58,6 +58,16 @@ from runtime.workspaces import Binding, WorkspaceError, Workspaces
 log = logging.getLogger(__name__)
 
 Send = Callable[[str, str, msgspec.Struct | None], Awaitable[None]]
+
+
+class Refused(Exception):
+    """A request the Runtime does not accept; one place per handler turns it into the
+    `rejected` reply. `echo` is False when the reply must not name the admission."""
+
+    def __init__(self, code: str, echo: bool = True) -> None:
+        super().__init__(code)
+        self.code = code
+        self.echo = echo
 
 
 def _now_ms() -> int:
@@ -202,11 +212,6 @@ class Dispatcher:
 
     async def _prepare(self, frame: Frame) -> None:
         request: ExecutionPrepare = frame.payload
-        if self.shutting_down:
-            await self._reject(
-                frame.id, "execution_prepare", PreparationErrorCode.RESOURCE_UNAVAILABLE
-            )
-            return
         existing = self._admissions.get(frame.id)
         if existing is not None:
             if existing.prepare_fingerprint == fingerprint(request):
@@ -217,90 +222,94 @@ class Dispatcher:
                 )
             return
         try:
-            request.validate()
-        except ValidationError as exc:
+            adapter, binding = self._check_prepare(request)
+            if request.configuration.workspace_read_only:
+                await self._prepare_read_only(frame, request, binding)
+                return
+            record = await self._admit(frame.id, request)
+        except Refused as exc:
             await self._reject(frame.id, "execution_prepare", exc.code)
             return
+        await self._prepare_executor(frame.id, record, adapter)
+
+    def _check_prepare(self, request: ExecutionPrepare) -> tuple[HarnessAdapter, Binding | None]:
+        """The preparation's adapter and Environment binding; raises Refused."""
+        if self.shutting_down:
+            raise Refused(PreparationErrorCode.RESOURCE_UNAVAILABLE)
+        try:
+            request.validate()
+        except ValidationError as exc:
+            raise Refused(exc.code) from exc
         cfg = request.configuration
         adapter = self._harnesses.get(cfg.agent_kind)
         if adapter is None or not adapter.available():
-            await self._reject(
-                frame.id, "execution_prepare", PreparationErrorCode.UNSUPPORTED_PREPARATION
-            )
-            return
-        binding = None
-        if cfg.local_environment is not None:
-            local = cfg.local_environment
-            if not adapter.declaration.local_environment:
-                await self._reject(
-                    frame.id, "execution_prepare", PreparationErrorCode.UNSUPPORTED_CONFIGURATION
-                )
-                return
-            if self._suspensions.is_quiesced(local.id):
-                await self._reject(
-                    frame.id, "execution_prepare", PreparationErrorCode.RESOURCE_UNAVAILABLE
-                )
-                return
-            try:
-                binding = self._workspaces.bind(local.id, local.type, local.workspace_directory)
-            except WorkspaceError as exc:
-                await self._reject(frame.id, "execution_prepare", exc.code)
-                return
-        if cfg.workspace_read_only:
-            await self._prepare_read_only(frame, request, binding)
-            return
+            raise Refused(PreparationErrorCode.UNSUPPORTED_PREPARATION)
+        local = cfg.local_environment
+        if local is None:
+            return adapter, None
+        if not adapter.declaration.local_environment:
+            raise Refused(PreparationErrorCode.UNSUPPORTED_CONFIGURATION)
+        if self._suspensions.is_quiesced(local.id):
+            raise Refused(PreparationErrorCode.RESOURCE_UNAVAILABLE)
+        try:
+            binding = self._workspaces.bind(local.id, local.type, local.workspace_directory)
+        except WorkspaceError as exc:
+            raise Refused(exc.code) from exc
+        return adapter, binding
+
+    async def _admit(self, request_id: str, request: ExecutionPrepare) -> AdmissionRecord:
+        """Reserve admission within the preparation and Executor capacities; raises
+        Refused when there is no room."""
+        cfg = request.configuration
         if self._admissions.active_preparations() >= limits.MAX_ACTIVE_PREPARATIONS:
-            await self._reject(
-                frame.id, "execution_prepare", PreparationErrorCode.PREPARATION_CAPACITY
-            )
-            return
+            raise Refused(PreparationErrorCode.PREPARATION_CAPACITY)
         reusable = self._idle.get((request.session_id, fingerprint(cfg))) in self._executors
         if not reusable and not await self._executor_room():
-            await self._reject(
-                frame.id, "execution_prepare", PreparationErrorCode.EXECUTOR_CAPACITY
-            )
-            return
+            raise Refused(PreparationErrorCode.EXECUTOR_CAPACITY)
         record = AdmissionRecord(
-            request_id=frame.id,
+            request_id=request_id,
             handle=self._new_id(),
             session_id=request.session_id,
             configuration=cfg,
             prepare_fingerprint=fingerprint(request),
         )
         if not self._admissions.add(record, self._now_ms()):
-            await self._reject(
-                frame.id, "execution_prepare", PreparationErrorCode.PREPARATION_CAPACITY
-            )
-            return
-        key = (request.session_id, fingerprint(cfg))
-        idle = self._idle.pop(key, None)
+            raise Refused(PreparationErrorCode.PREPARATION_CAPACITY)
         record.expires_at_ms = self._now_ms() + limits.ADMISSION_EXPIRY_SECONDS * 1000
+        return record
+
+    async def _prepare_executor(
+        self, request_id: str, record: AdmissionRecord, adapter: HarnessAdapter
+    ) -> None:
+        """Reuse the Session's idle Executor (`ready` at once) or prepare a new one."""
+        cfg = record.configuration
+        key = (record.session_id, fingerprint(cfg))
+        idle = self._idle.pop(key, None)
         if idle is not None and idle in self._executors:
             record.executor_id, record.reused = idle, True
-            await self._status(frame.id, record.advance(PreparationState.READY))
+            await self._status(request_id, record.advance(PreparationState.READY))
             return
-        await self._status(frame.id, record.advance(PreparationState.PREPARING))
+        await self._status(request_id, record.advance(PreparationState.PREPARING))
         executor_id = self._new_id()
         try:
             executor = await adapter.create_executor(executor_id, cfg)
         except Exception:
             log.exception("native preparation failed")
             await self._status(
-                frame.id,
+                request_id,
                 record.advance(PreparationState.FAILED, PreparationErrorCode.PREPARATION_FAILED),
             )
             return
+        self._executors[executor_id] = executor
         if record.state is not PreparationState.PREPARING:
             # Released while preparing: the Executor is kept idle, not leaked.
-            self._executors[executor_id] = executor
             self._went_idle(key, executor_id)
             return
-        self._executors[executor_id] = executor
         self._declarations[executor_id] = adapter.declaration
         if cfg.local_environment is not None:
             self._executor_environments[executor_id] = cfg.local_environment.id
         record.executor_id = executor_id
-        await self._status(frame.id, record.advance(PreparationState.READY))
+        await self._status(request_id, record.advance(PreparationState.READY))
 
     async def _prepare_read_only(
         self, frame: Frame, request: ExecutionPrepare, binding: Binding | None
@@ -348,17 +357,10 @@ class Dispatcher:
     async def _start(self, frame: Frame) -> None:
         request: ExecutionStart = frame.payload
         record = self._admissions.get(frame.id)
-        if self.shutting_down:
-            await self._reject(
-                frame.id, "execution_start", PreparationErrorCode.RESOURCE_UNAVAILABLE, record
-            )
-            return
-        if record is None:
-            await self._reject(
-                frame.id, "execution_start", PreparationErrorCode.UNKNOWN_PREPARATION
-            )
-            return
-        if record.state in (PreparationState.STARTING, PreparationState.STARTED):
+        if record is not None and record.state in (
+            PreparationState.STARTING,
+            PreparationState.STARTED,
+        ):
             if record.start_fingerprint == fingerprint(request):
                 await self._status(frame.id, record.status())
             else:
@@ -367,46 +369,19 @@ class Dispatcher:
                 )
             return
         try:
-            request.validate()
-        except ValidationError as exc:
-            log.warning("execution_start %s refused: %s", frame.id, exc.code)
-            await self._reject(frame.id, "execution_start", exc.code, record)
-            return
-        if record.read_only:
-            await self._reject(
-                frame.id, "execution_start", PreparationErrorCode.READ_ONLY_PREPARATION, record
-            )
-            return
-        if request.handle != record.handle:
-            log.warning("execution_start %s names another handle", frame.id)
-            await self._reject(frame.id, "execution_start", PreparationErrorCode.INVALID_START)
-            return
-        if request.executor_id != record.executor_id:
-            await self._reject(
-                frame.id, "execution_start", PreparationErrorCode.UNKNOWN_EXECUTOR, record
-            )
-            return
-        if record.state is not PreparationState.READY:
-            await self._reject(
-                frame.id, "execution_start", PreparationErrorCode.PREPARATION_NOT_READY, record
-            )
+            record = self._check_start(frame.id, request, record)
+        except Refused as exc:
+            echoed = record if exc.echo else None
+            await self._reject(frame.id, "execution_start", exc.code, echoed)
             return
         if record.expired(self._now_ms()):
             await self._status(frame.id, record.advance(PreparationState.EXPIRED))
             self._return_idle(record)
             return
-        if request.run_id in self._runs:
-            await self._reject(
-                frame.id, "execution_start", PreparationErrorCode.RUN_CONFLICT, record
-            )
-            return
-        local = record.configuration.local_environment
-        if local is not None and self._ops.writing(local.id):
-            # Execution is excluded while a write is received or applied (seed 000); the
-            # handle stays ready, so Core may start it once the write settled.
-            await self._reject(
-                frame.id, "execution_start", PreparationErrorCode.RESOURCE_UNAVAILABLE, record
-            )
+        try:
+            self._check_runnable(request, record)
+        except Refused as exc:
+            await self._reject(frame.id, "execution_start", exc.code, record)
             return
         executor = self._executors.get(record.executor_id)
         if executor is None:
@@ -415,9 +390,50 @@ class Dispatcher:
                 record.advance(PreparationState.FAILED, PreparationErrorCode.EXECUTOR_UNAVAILABLE),
             )
             return
+        await self._launch(frame.id, request, record, executor)
+
+    def _check_start(
+        self, request_id: str, request: ExecutionStart, record: AdmissionRecord | None
+    ) -> AdmissionRecord:
+        """The ready admission this start names; raises Refused (with `echo` False when
+        the rejection must not name the handle)."""
+        if self.shutting_down:
+            raise Refused(PreparationErrorCode.RESOURCE_UNAVAILABLE)
+        if record is None:
+            raise Refused(PreparationErrorCode.UNKNOWN_PREPARATION)
+        try:
+            request.validate()
+        except ValidationError as exc:
+            log.warning("execution_start %s refused: %s", request_id, exc.code)
+            raise Refused(exc.code) from exc
+        if record.read_only:
+            raise Refused(PreparationErrorCode.READ_ONLY_PREPARATION)
+        if request.handle != record.handle:
+            log.warning("execution_start %s names another handle", request_id)
+            raise Refused(PreparationErrorCode.INVALID_START, echo=False)
+        if request.executor_id != record.executor_id:
+            raise Refused(PreparationErrorCode.UNKNOWN_EXECUTOR)
+        if record.state is not PreparationState.READY:
+            raise Refused(PreparationErrorCode.PREPARATION_NOT_READY)
+        return record
+
+    def _check_runnable(self, request: ExecutionStart, record: AdmissionRecord) -> None:
+        """Raises Refused when the Run cannot start now."""
+        if request.run_id in self._runs:
+            raise Refused(PreparationErrorCode.RUN_CONFLICT)
+        local = record.configuration.local_environment
+        if local is not None and self._ops.writing(local.id):
+            # Execution is excluded while a write is received or applied (seed 000); the
+            # handle stays ready, so Core may start it once the write settled.
+            raise Refused(PreparationErrorCode.RESOURCE_UNAVAILABLE)
+
+    async def _launch(
+        self, request_id: str, request: ExecutionStart, record: AdmissionRecord, executor: Executor
+    ) -> None:
+        """Transfer the admission to the Run (`starting`, `started`) and start it."""
         record.run_id = request.run_id
         record.start_fingerprint = fingerprint(request)
-        await self._status(frame.id, record.advance(PreparationState.STARTING))
+        await self._status(request_id, record.advance(PreparationState.STARTING))
         workspace = self._workspace_of(record)
         run = Run(
             request.run_id,
@@ -429,7 +445,7 @@ class Dispatcher:
         if workspace is not None:
             self._bindings[request.run_id] = workspace
         self._runs[request.run_id] = run
-        await self._status(frame.id, record.advance(PreparationState.STARTED))
+        await self._status(request_id, record.advance(PreparationState.STARTED))
         run.start(request.input)
         assert run.task is not None
         run.task.add_done_callback(lambda _t: self._run_finished(record, run))
