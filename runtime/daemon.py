@@ -19,7 +19,7 @@ import msgspec
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from runtime.dispatcher import Dispatcher
+from runtime.dispatcher import Dispatcher, Send
 from runtime.harness.registry import HarnessRegistry
 from runtime.proto import codec, limits
 from runtime.proto.errors import DecodeError, ProtocolError
@@ -39,8 +39,10 @@ log = logging.getLogger(__name__)
 PERMANENT_CLOSE_CODE = 4001
 # The close reason Core gives a connection superseded by a newer one of the same device.
 REPLACED_CLOSE_REASON = "connection_replaced"
-# A connection that stayed up this long (twice the backoff cap, so two daemons replacing
-# each other never qualify) starts the reconnect schedule over.
+# A connection that stayed up this long starts the reconnect schedule over: Core kept it
+# open past its own read deadline (60 s without a frame), so it accepted the heartbeats,
+# and it is longer than any backoff delay, so two daemons replacing each other never
+# qualify.
 HEALTHY_CONNECTION_SECONDS = 2 * limits.BACKOFF_MAX_SECONDS
 
 
@@ -155,32 +157,11 @@ class Daemon:
         self._socket, self._dispatcher = socket, dispatcher
         self.connections += 1
 
-        async def heartbeat() -> None:
-            while True:
-                beat = Heartbeat(
-                    ts=int(time.time()),
-                    active_requests=dispatcher.active_requests,
-                    home_removal=False,
-                    supported_agent_kinds=self._harnesses.supported_kinds(),
-                    daemon_version=self._build_version,
-                )
-                await send("heartbeat", "", beat)
-                self.connected.set()
-                await asyncio.sleep(heartbeat_seconds)
-
-        beats = asyncio.create_task(heartbeat(), name="runtime-heartbeat")
+        beats = asyncio.create_task(
+            self._heartbeats(send, dispatcher, heartbeat_seconds), name="runtime-heartbeat"
+        )
         try:
-            async for message in socket:
-                try:
-                    frame = codec.decode_from_core(message)
-                except DecodeError as exc:
-                    log.warning("frame from core skipped: %s at %s", exc.code, exc.field or "$")
-                    await dispatcher.refuse(exc)
-                    continue
-                except ProtocolError as exc:
-                    log.warning("frame from core skipped: %s", exc.code)
-                    continue
-                await dispatcher.handle(frame)
+            await self._receive(socket, dispatcher)
         except ConnectionClosed as exc:
             if exc.rcvd is not None and exc.rcvd.code == PERMANENT_CLOSE_CODE:
                 raise PermanentError("runtime retired by core", 4001) from exc
@@ -196,6 +177,36 @@ class Daemon:
             self._socket = self._dispatcher = None
             log.info("runtime connection closed")
         return "" if received is None else received.reason
+
+    async def _heartbeats(self, send: Send, dispatcher: Dispatcher, seconds: int) -> None:
+        """A heartbeat at once, then every `seconds`, until cancelled."""
+        while True:
+            beat = Heartbeat(
+                ts=int(time.time()),
+                active_requests=dispatcher.active_requests,
+                home_removal=False,
+                supported_agent_kinds=self._harnesses.supported_kinds(),
+                daemon_version=self._build_version,
+            )
+            await send("heartbeat", "", beat)
+            self.connected.set()
+            await asyncio.sleep(seconds)
+
+    @staticmethod
+    async def _receive(socket: ClientConnection, dispatcher: Dispatcher) -> None:
+        """Hand each frame to the dispatcher until the socket closes; an undecodable one
+        is skipped, or refused when its envelope identifies an admission request."""
+        async for message in socket:
+            try:
+                frame = codec.decode_from_core(message)
+            except DecodeError as exc:
+                log.warning("frame from core skipped: %s at %s", exc.code, exc.field or "$")
+                await dispatcher.refuse(exc)
+                continue
+            except ProtocolError as exc:
+                log.warning("frame from core skipped: %s", exc.code)
+                continue
+            await dispatcher.handle(frame)
 
     def _shutdown_requested(self, socket: ClientConnection, reason: str) -> None:
         """Core sent `device_shutdown`: stop reconnecting and close this connection; the
