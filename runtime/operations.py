@@ -155,6 +155,8 @@ class WorkspaceOperations:
         except TimeoutError:
             log.warning("workspace read outlived its timer; its outcome is unknown")
             return WorkspaceReadResult(outcome=ReadOutcome.UNKNOWN, error_code="read_unconfirmed")
+        except Exception:  # an unexpected failure is an unknown outcome, never silence
+            return WorkspaceReadResult(outcome=ReadOutcome.UNKNOWN, error_code="read_unconfirmed")
         return result
 
     def _read_ended(self, work: asyncio.Future[Any]) -> None:
