@@ -4,6 +4,8 @@ API of a running server with the Core key read from `<data-dir>/secrets/core.key
     corebox projects create NAME          corebox keys create PROJECT_ID [--name NAME]
     corebox projects list                 corebox keys list PROJECT_ID
     corebox projects archive PROJECT_ID   corebox keys revoke PROJECT_ID KEY_ID
+    corebox projects grant-root PROJECT_ID PATH     corebox projects grants PROJECT_ID
+    corebox projects revoke-root PROJECT_ID PATH    corebox projects trust PROJECT_ID [--no]
 
 Every command takes `--data-dir` and `--config` (resolved like `corebox serve`, which
 also gives the server's address) and `--url` to name the server explicitly; `--json`
@@ -49,6 +51,24 @@ def add_commands(commands: Any) -> None:
         "archive", parents=[common], help="archive a project and revoke its keys"
     )
     archive.add_argument("project_id")
+    for action, text in (
+        ("grant-root", "let the project bind self_hosted workspaces under PATH"),
+        ("revoke-root", "withdraw a granted workspace root"),
+    ):
+        change = actions.add_parser(action, parents=[common], help=text)
+        change.add_argument("project_id")
+        change.add_argument("path")
+    grants = actions.add_parser(
+        "grants", parents=[common], help="show what the project may touch on the host"
+    )
+    grants.add_argument("project_id")
+    trust = actions.add_parser(
+        "trust",
+        parents=[common],
+        help="let the project run commands where they cannot be confined (--no: stop)",
+    )
+    trust.add_argument("project_id")
+    trust.add_argument("--no", dest="untrust", action="store_true", help="stop trusting it")
 
     keys = commands.add_parser("keys", help="manage project API keys (needs a running server)")
     actions = keys.add_subparsers(dest="action", required=True)
@@ -127,12 +147,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     client = client_for(args)
     result: Any
     if args.command == "projects":
-        if args.action == "create":
-            result = client.call("POST", "/projects", {"name": args.name})
-        elif args.action == "list":
-            result = client.all_pages("/projects")
-        else:
-            result = client.call("POST", f"/projects/{args.project_id}/archive")
+        result = _projects(client, args)
     else:
         base = f"/projects/{args.project_id}/api_keys"
         if args.action == "create":
@@ -152,7 +167,31 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         print("This key is shown once; store it now.", file=out)
 
 
+def _projects(client: CoreClient, args: argparse.Namespace) -> Any:
+    if args.action == "create":
+        return client.call("POST", "/projects", {"name": args.name})
+    if args.action == "list":
+        return client.all_pages("/projects")
+    if args.action == "archive":
+        return client.call("POST", f"/projects/{args.project_id}/archive")
+    grants = f"/projects/{args.project_id}/host_grants"
+    if args.action == "grants":
+        return client.call("GET", grants)
+    if args.action == "trust":
+        return client.call("POST", f"{grants}/trust", {"trusted": not args.untrust})
+    path = os.path.abspath(os.path.expanduser(args.path))
+    suffix = "/revoke" if args.action == "revoke-root" else ""
+    return client.call("POST", f"{grants}/workspace_roots{suffix}", {"path": path})
+
+
 def _line(item: dict[str, Any]) -> str:
+    if item.get("object") == "project.host_grants":
+        roots = ", ".join(item["workspace_roots"]) or "(none)"
+        commands = "allowed" if item["commands_allowed"] else "refused"
+        return (
+            f"{item['project_id']}\troots: {roots}\ttrusted: {item['trusted']}"
+            f"\tcommands: {commands} (confinement: {item['confinement']['kind']})"
+        )
     if item.get("object") == "project":
         return f"{item['id']}\t{item['status']}\t{item['name']}"
     name = item.get("name") or ""

@@ -40,6 +40,7 @@ from allinone.core.environments import Environments
 from allinone.core.gateway.registry import Registry
 from allinone.core.gateway.server import Gateway
 from allinone.core.health import Health
+from allinone.core.host_grants import HostGrants
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
 from allinone.core.model_providers import DefaultProvider, ModelProviders
@@ -59,6 +60,7 @@ from allinone.credentials import (
     ensure_vault_key,
     issue_device_credential,
 )
+from runtime.confinement import Sandbox, probe
 from runtime.daemon import Daemon
 from runtime.harness.builtin.adapter import BuiltinHarness
 from runtime.harness.registry import HarnessRegistry
@@ -238,14 +240,21 @@ class App:
         registry = Registry()
         recorder = Recorder(hub, ids, clock)
         projector = Projector(recorder, ids, clock)
-        outcomes = Outcomes(db, recorder, projector, clock)
+        outcomes = Outcomes(db, recorder, projector, clock, ids)
         local_host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
         ws_url = f"ws://{_url_host(local_host)}:{port}/api/v1/agent-daemon/ws"
         if config.public_url:
             # Runtimes elsewhere are told the address they can reach, never a loopback one.
             ws_url = "ws" + config.public_url.removeprefix("http") + "/api/v1/agent-daemon/ws"
         sealer = Sealer(vault_key)
-        environments = Environments(db, registry, ids, clock, remote_url=ws_url, sealer=sealer)
+        confinement = probe()
+        grants = HostGrants(
+            db, clock, config.workspace_roots, config.data_dir, confinement.describe()
+        )
+        await grants.load()
+        environments = Environments(
+            db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants
+        )
         providers = ModelProviders(sealer, default_provider(config))
         orchestrator = Orchestrator(
             db,
@@ -286,6 +295,7 @@ class App:
                 "port": port,
                 "source": str(config.config_file) if config.config_file else "defaults",
             },
+            confinement=confinement.describe(),
         )
         comms = Comms(db, ids, clock)
         automations = Automations(db, admission, scheduler, sealer, ids, clock)
@@ -293,14 +303,14 @@ class App:
             [
                 *health.routes(),
                 *gateway.routes(),
-                *ProjectsApi(db, ids, clock).routes(),
+                *ProjectsApi(db, ids, clock, grants).routes(),
                 *DevicesApi(db, ids, clock, registry, LOCAL_DEVICE_ID).routes(),
                 *TemplatesApi(db, sealer, ids, clock).routes(),
                 # After templates: /environments/{id} would capture /environments/templates.
                 *EnvironmentsApi(db, environments, ids, clock).routes(),
                 *SessionsApi(db, admission, hub, ids).routes(),
                 *TracesApi(db).routes(),
-                *AutomationsApi(db, automations, ids, clock).routes(),
+                *AutomationsApi(db, automations, ids, clock, grants).routes(),
                 *VaultsApi(db, VaultSecrets(db, sealer), ids, clock).routes(),
                 *comms.routes(),
                 *HarnessesApi(db, registry).routes(),
@@ -341,7 +351,13 @@ class App:
                 credential,
                 runtime_harnesses(),
                 __version__,
-                workspaces=Workspaces(config.data_dir / WORKSPACES_DIR),
+                workspaces=Workspaces(
+                    config.data_dir / WORKSPACES_DIR,
+                    grants.all_roots,
+                    denied=(config.data_dir,),
+                    # Core allows a project's commands unconfined only when it is trusted.
+                    sandbox=Sandbox(confinement, (config.data_dir,), unconfined_allowed=True),
+                ),
             )
             daemon_task = asyncio.create_task(daemon.run(), name="runtime-daemon")
         await orchestrator.start()
@@ -358,8 +374,8 @@ class App:
         scheduler.add_job(
             outcomes.expire_leases,
             "interval",
-            seconds=30,
-            args=[orchestrator.owns],
+            seconds=self._timers.lease_sweep_seconds,
+            args=[orchestrator.abandon],
             id="lease-expiry",
             coalesce=True,
             max_instances=1,
@@ -438,18 +454,33 @@ class RuntimeStopped(Exception):
 
 
 async def run_daemon(
-    core_url: str, device_id: str, credential: str, workspaces: Path | None = None
+    core_url: str,
+    device_id: str,
+    credential: str,
+    workspaces: Path | None = None,
+    *,
+    allowed_roots: tuple[Path, ...] = (),
+    allow_unconfined: bool = False,
 ) -> None:
     """`corebox daemon`: the same Runtime as `corebox serve` runs in-process, connected to
-    a Core elsewhere, until SIGINT/SIGTERM. Raises RuntimeStopped on a permanent refusal
-    (401, 403, 426 or close 4001); never reconnects after one."""
+    a Core elsewhere, until SIGINT/SIGTERM. It serves `self_hosted` workspaces only under
+    `allowed_roots` and runs commands confined (unconfined only if `allow_unconfined`).
+    Raises RuntimeStopped on a permanent refusal (401, 403, 426 or close 4001); never
+    reconnects after one."""
+    confinement = probe()
+    log.info("runtime commands confinement: %s", confinement.kind)
+    denied = () if workspaces is None else (workspaces,)
     daemon = Daemon(
         core_url,
         device_id,
         credential,
         runtime_harnesses(),
         __version__,
-        workspaces=Workspaces(workspaces),
+        workspaces=Workspaces(
+            workspaces,
+            allowed_roots,
+            sandbox=Sandbox(confinement, denied, unconfined_allowed=allow_unconfined),
+        ),
     )
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

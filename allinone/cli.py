@@ -47,6 +47,13 @@ def _parser() -> argparse.ArgumentParser:
         help="the address Runtimes elsewhere reach this Core at, e.g. http://core-host:8800",
     )
     serve.add_argument(
+        "--workspace-root",
+        dest="workspace_roots",
+        action="append",
+        help="a directory under which the default project may bind self_hosted workspaces"
+        " (repeatable; default: the home directory)",
+    )
+    serve.add_argument(
         "--no-local-runtime",
         dest="no_local_runtime",
         action="store_true",
@@ -112,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "model",
                 "model_protocol",
                 "public_url",
+                "workspace_roots",
             )
         }
         try:
@@ -147,9 +155,22 @@ def _daemon(args: argparse.Namespace) -> int:
     )
     _quiet_libraries()
     workspaces = Path(args.workspaces) if args.workspaces else None
+    roots = tuple(Path(root) for root in args.allowed_roots or [str(Path.home())])
+    if not all(root.is_absolute() for root in roots):
+        print("corebox: error: --allowed-root needs absolute paths", file=sys.stderr)
+        return 2
     print(f"corebox: runtime {target.device_id} connecting to {target.core_url}", flush=True)
     try:
-        asyncio.run(run_daemon(target.core_url, target.device_id, target.credential, workspaces))
+        asyncio.run(
+            run_daemon(
+                target.core_url,
+                target.device_id,
+                target.credential,
+                workspaces,
+                allowed_roots=roots,
+                allow_unconfined=args.allow_unconfined,
+            )
+        )
     except RuntimeStopped as exc:
         print(f"corebox: error: the Runtime stopped: {exc}", file=sys.stderr)
         return 1

@@ -7,6 +7,11 @@ The deployment's default model provider (for the `builtin` harness) is `model_ba
 `model` and `model_protocol` (`chat_completions`, the default, or `responses`); its API
 key comes only from `COREBOX_MODEL_API_KEY`, never from a file or a flag, and is kept out
 of the Config's repr.
+
+`workspace_roots` are the host directories under which the default project may bind
+`self_hosted` workspaces (a list in `corebox.toml`, `os.pathsep`-separated in
+`COREBOX_WORKSPACE_ROOTS`, `--workspace-root` repeated); the default is the home
+directory. Other projects use only the roots the owner grants them.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ class Config:
     model_protocol: str = "chat_completions"
     public_url: str | None = None
     model_api_key: str | None = field(default=None, repr=False)
+    workspace_roots: tuple[Path, ...] = ()
 
 
 def default_data_dir(environ: Mapping[str, str]) -> Path:
@@ -87,7 +93,9 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> Con
     for key in KEYS:
         if flags.get(key) is not None:
             values[key] = flags[key]
+    roots = _workspace_roots(config_file, flags, environ)
     return Config(
+        workspace_roots=roots,
         host=str(values["host"]),
         port=_port(values["port"]),
         data_dir=Path(os.path.expanduser(str(values["data_dir"]))),
@@ -122,6 +130,31 @@ def _model(values: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]
     }
 
 
+def _workspace_roots(
+    config_file: Path | None, flags: Mapping[str, Any], environ: Mapping[str, str]
+) -> tuple[Path, ...]:
+    """The configured roots, by the usual precedence; each must be an absolute path."""
+    raw: Any = [environ.get("HOME", str(Path.home()))]
+    if config_file is not None:
+        raw = _read_toml_roots(config_file, raw)
+    if environ.get("COREBOX_WORKSPACE_ROOTS"):
+        raw = [p for p in environ["COREBOX_WORKSPACE_ROOTS"].split(os.pathsep) if p]
+    if flags.get("workspace_roots"):
+        raw = list(flags["workspace_roots"])
+    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+        raise ConfigError("workspace_roots must be a list of directories")
+    roots = tuple(Path(os.path.expanduser(item)) for item in raw)
+    for root in roots:
+        if not root.is_absolute():
+            raise ConfigError(f"workspace root {root} must be an absolute path")
+    return roots
+
+
+def _read_toml_roots(path: Path, default: Any) -> Any:
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return data.get("serve", data).get("workspace_roots", default)
+
+
 def _public_url(value: Any) -> str | None:
     """The origin remote Runtimes dial; unset means the listening address."""
     if not value:
@@ -138,7 +171,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from exc
     section = data.get("serve", data)
-    unknown = sorted(set(section) - set(KEYS) - {"serve"})
+    unknown = sorted(set(section) - set(KEYS) - {"serve", "workspace_roots"})
     if unknown:
         raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}")
     return {key: section[key] for key in KEYS if key in section}

@@ -5,12 +5,16 @@ with the Core key, like `corebox projects`) and the arguments of `corebox daemon
     corebox devices list
     corebox devices revoke DEVICE_ID
     corebox daemon --core URL --credential-file FILE [--device-id ID] [--workspaces DIR]
+                   [--allowed-root DIR ...] [--allow-unconfined-commands]
 
 A device credential is shown once (or written once to `--credential-file`, mode 0600,
 as JSON holding `device_id`, `credential` and `core_url`); Core keeps only its digest.
 `corebox daemon` reads that file, or a file holding only the credential (then
 `--device-id` is required). Revoking a device closes its live connection (4001) and its
-daemon stops.
+daemon stops. The daemon binds `self_hosted` workspaces only under its `--allowed-root`
+directories (default: the home directory), never in or around its `--workspaces`
+directory, and runs commands confined (Landlock, else bubblewrap); where nothing
+confines them it refuses commands unless `--allow-unconfined-commands` is given.
 """
 
 from __future__ import annotations
@@ -67,6 +71,19 @@ def add_commands(commands: Any) -> None:
     daemon.add_argument("--device-id", dest="device_id", help="the device id, if not in the file")
     daemon.add_argument(
         "--workspaces", help="a directory for the workspaces of hosted Environments"
+    )
+    daemon.add_argument(
+        "--allowed-root",
+        dest="allowed_roots",
+        action="append",
+        help="a directory under which self_hosted workspaces may lie (repeatable;"
+        " default: the home directory)",
+    )
+    daemon.add_argument(
+        "--allow-unconfined-commands",
+        dest="allow_unconfined",
+        action="store_true",
+        help="run commands even where neither Landlock nor bubblewrap can confine them",
     )
     daemon.add_argument(
         "--log-level", dest="log_level", default="info", help="critical, error, warning, info"

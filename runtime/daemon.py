@@ -12,18 +12,21 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 
 import msgspec
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from runtime.dispatcher import Dispatcher
+from runtime.dispatcher import Dispatcher, Send
 from runtime.harness.registry import HarnessRegistry
 from runtime.proto import codec, limits
-from runtime.proto.errors import ProtocolError
+from runtime.proto.errors import DecodeError, ProtocolError
 from runtime.proto.heartbeat import Heartbeat
+from runtime.timers import Timers
 from runtime.transport import (
+    Backoff,
     PermanentError,
     TransientError,
     backoff_delay,
@@ -34,6 +37,13 @@ from runtime.workspaces import Workspaces
 
 log = logging.getLogger(__name__)
 PERMANENT_CLOSE_CODE = 4001
+# The close reason Core gives a connection superseded by a newer one of the same device.
+REPLACED_CLOSE_REASON = "connection_replaced"
+# A connection that stayed up this long starts the reconnect schedule over: Core kept it
+# open past its own read deadline (60 s without a frame), so it accepted the heartbeats,
+# and it is longer than any backoff delay, so two daemons replacing each other never
+# qualify.
+HEALTHY_CONNECTION_SECONDS = 2 * limits.BACKOFF_MAX_SECONDS
 
 
 class Daemon:
@@ -47,7 +57,16 @@ class Daemon:
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         workspaces: Workspaces | None = None,
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        backoff: Backoff | None = None,
+        healthy_seconds: float = HEALTHY_CONNECTION_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+        timers: Timers | None = None,
     ) -> None:
+        self._timers = timers or Timers()
+        self._backoff = backoff or Backoff()
+        self._healthy_seconds = healthy_seconds
+        self._clock = clock
+        self.delays: deque[float] = deque(maxlen=64)  # the latest reconnect delays, in order
         self._sleep = sleep
         self._now_ms = now_ms
         self._workspaces = workspaces or Workspaces(None)
@@ -57,30 +76,55 @@ class Daemon:
         self._harnesses = harnesses
         self._build_version = build_version
         self._stopping = asyncio.Event()
+        self._closing: asyncio.Task[None] | None = None
         self._socket: ClientConnection | None = None
         self._dispatcher: Dispatcher | None = None
         self.connected = asyncio.Event()
         self.connections = 0
 
     async def run(self) -> None:
-        """Connect and serve until `stop()`; reconnect after transient failures."""
-        attempt = 0
+        """Connect and serve until `stop()`.
+
+        The first attempt is immediate. After any failed attempt and after any accepted
+        connection closes (whoever closed it), the next attempt waits the backoff. The
+        schedule starts over only after a connection stayed up `healthy_seconds` and was
+        not replaced by another holder of the same credential, so a Core that closes at
+        once, or two daemons sharing a credential, reconnect a few times a minute."""
         while not self._stopping.is_set():
             try:
                 info = await bootstrap(self._core_url, self._credential, self._device_id)
                 socket = await open_socket(info.ws_url, self._credential, info.device_id)
             except TransientError as exc:
-                attempt += 1
-                delay = backoff_delay(attempt)
-                log.warning("runtime connection failed (%s); retrying in %.1fs", exc, delay)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), delay)
+                await self._wait_backoff(f"connection failed ({exc})")
                 continue
             except PermanentError:
                 log.error("runtime connection permanently refused; not reconnecting")
                 raise
-            attempt = 0
-            await self._serve(socket, info.heartbeat_seconds)
+            if self._stopping.is_set():  # stopped while dialing: serve nothing
+                with contextlib.suppress(Exception):
+                    await socket.close()
+                return
+            opened = self._clock()
+            reason = await self._serve(socket, info.heartbeat_seconds)
+            if self._stopping.is_set():
+                return
+            if reason == REPLACED_CLOSE_REASON:
+                log.warning(
+                    "runtime device %s was replaced by another connection holding the same "
+                    "credential",
+                    self._device_id,
+                )
+            elif self._clock() - opened >= self._healthy_seconds:
+                self._backoff.reset()
+            await self._wait_backoff(f"connection closed ({reason or 'no reason'})")
+
+    async def _wait_backoff(self, what: str) -> None:
+        """Wait the next backoff delay; `stop()` ends the wait early."""
+        delay = self._backoff.next_delay()
+        log.warning("runtime %s; reconnecting in %.1fs", what, delay)
+        self.delays.append(delay)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), delay)
 
     async def _cleanup(self, dispatcher: Dispatcher) -> None:
         """Settle a lost connection's work before reconnecting. A cleanup failure keeps
@@ -93,7 +137,8 @@ class Daemon:
                 return
             await self._sleep(backoff_delay(failures))
 
-    async def _serve(self, socket: ClientConnection, heartbeat_seconds: int) -> None:
+    async def _serve(self, socket: ClientConnection, heartbeat_seconds: int) -> str:
+        """Serve one accepted connection until it closes; return Core's close reason."""
         lock = asyncio.Lock()
 
         async def send(type_: str, id_: str, payload: msgspec.Struct | None) -> None:
@@ -102,37 +147,26 @@ class Daemon:
                 await asyncio.wait_for(socket.send(data), limits.WRITE_DEADLINE_SECONDS)
 
         dispatcher = Dispatcher(
-            self._harnesses, send, now_ms=self._now_ms, workspaces=self._workspaces
+            self._harnesses,
+            send,
+            now_ms=self._now_ms,
+            workspaces=self._workspaces,
+            timers=self._timers,
+            on_shutdown=lambda reason: self._shutdown_requested(socket, reason),
         )
         self._socket, self._dispatcher = socket, dispatcher
         self.connections += 1
 
-        async def heartbeat() -> None:
-            while True:
-                beat = Heartbeat(
-                    ts=int(time.time()),
-                    active_requests=dispatcher.active_requests,
-                    home_removal=False,
-                    supported_agent_kinds=self._harnesses.supported_kinds(),
-                    daemon_version=self._build_version,
-                )
-                await send("heartbeat", "", beat)
-                self.connected.set()
-                await asyncio.sleep(heartbeat_seconds)
-
-        beats = asyncio.create_task(heartbeat(), name="runtime-heartbeat")
+        beats = asyncio.create_task(
+            self._heartbeats(send, dispatcher, heartbeat_seconds), name="runtime-heartbeat"
+        )
         try:
-            async for message in socket:
-                try:
-                    frame = codec.decode_from_core(message)
-                except ProtocolError as exc:
-                    log.warning("frame from core skipped: %s", exc.code)
-                    continue
-                await dispatcher.handle(frame)
+            await self._receive(socket, dispatcher)
         except ConnectionClosed as exc:
             if exc.rcvd is not None and exc.rcvd.code == PERMANENT_CLOSE_CODE:
                 raise PermanentError("runtime retired by core", 4001) from exc
         finally:
+            received = socket.protocol.close_rcvd
             self.connected.clear()
             beats.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -142,6 +176,48 @@ class Daemon:
             await self._cleanup(dispatcher)
             self._socket = self._dispatcher = None
             log.info("runtime connection closed")
+        return "" if received is None else received.reason
+
+    async def _heartbeats(self, send: Send, dispatcher: Dispatcher, seconds: int) -> None:
+        """A heartbeat at once, then every `seconds`, until cancelled."""
+        while True:
+            beat = Heartbeat(
+                ts=int(time.time()),
+                active_requests=dispatcher.active_requests,
+                home_removal=False,
+                supported_agent_kinds=self._harnesses.supported_kinds(),
+                daemon_version=self._build_version,
+            )
+            await send("heartbeat", "", beat)
+            self.connected.set()
+            await asyncio.sleep(seconds)
+
+    @staticmethod
+    async def _receive(socket: ClientConnection, dispatcher: Dispatcher) -> None:
+        """Hand each frame to the dispatcher until the socket closes; an undecodable one
+        is skipped, or refused when its envelope identifies an admission request."""
+        async for message in socket:
+            try:
+                frame = codec.decode_from_core(message)
+            except DecodeError as exc:
+                log.warning("frame from core skipped: %s at %s", exc.code, exc.field or "$")
+                await dispatcher.refuse(exc)
+                continue
+            except ProtocolError as exc:
+                log.warning("frame from core skipped: %s", exc.code)
+                continue
+            await dispatcher.handle(frame)
+
+    def _shutdown_requested(self, socket: ClientConnection, reason: str) -> None:
+        """Core sent `device_shutdown`: stop reconnecting and close this connection; the
+        serve loop then settles Runs and closes Executors, and `run` returns."""
+        log.warning(
+            "core asked runtime device %s to shut down (%s); not reconnecting",
+            self._device_id,
+            reason or "no reason",
+        )
+        self._stopping.set()
+        self._closing = asyncio.create_task(socket.close(), name="runtime-shutdown-close")
 
     async def stop(self, cleanup_deadline: float = 5.0) -> bool:
         """Stop reconnecting, settle this connection's work and close the socket.

@@ -19,15 +19,17 @@ from typing import Any
 import msgspec
 
 from runtime.admission import AdmissionRecord, AdmissionTable, fingerprint
-from runtime.harness.base import Executor
+from runtime.harness.base import Executor, HarnessAdapter
 from runtime.harness.registry import HarnessRegistry
-from runtime.operations import WorkspaceOperations
+from runtime.operations import Offload, WorkspaceOperations
 from runtime.proto import limits
 from runtime.proto.capabilities import AgentKindCapabilities
 from runtime.proto.codec import Frame
+from runtime.proto.device import DeviceShutdown
 from runtime.proto.errors import (
     CancelErrorCode,
     DecisionErrorCode,
+    DecodeError,
     PreparationErrorCode,
     ValidationError,
 )
@@ -37,6 +39,7 @@ from runtime.proto.execution import (
     ExecutionStart,
     PreparationState,
     PreparationStatus,
+    undecodable_admission_reply,
 )
 from runtime.proto.functions import FunctionResult
 from runtime.proto.identities import validate_frame_id
@@ -49,11 +52,22 @@ from runtime.proto.run import PromptCancel
 from runtime.proto.steering import PromptSteer, PromptSteerAck
 from runtime.runs import Run
 from runtime.suspension import Suspensions
+from runtime.timers import Timers
 from runtime.workspaces import Binding, WorkspaceError, Workspaces
 
 log = logging.getLogger(__name__)
 
 Send = Callable[[str, str, msgspec.Struct | None], Awaitable[None]]
+
+
+class Refused(Exception):
+    """A request the Runtime does not accept; one place per handler turns it into the
+    `rejected` reply. `echo` is False when the reply must not name the admission."""
+
+    def __init__(self, code: str, echo: bool = True) -> None:
+        super().__init__(code)
+        self.code = code
+        self.echo = echo
 
 
 def _now_ms() -> int:
@@ -69,12 +83,24 @@ class Dispatcher:
         new_id: Callable[[], str] = lambda: secrets.token_hex(16),
         workspaces: Workspaces | None = None,
         suspensions: Suspensions | None = None,
+        timers: Timers | None = None,
+        on_shutdown: Callable[[str], None] = lambda _reason: None,
+        offload: Offload = asyncio.to_thread,
     ) -> None:
+        self._timers = timers or Timers()
+        self._on_shutdown = on_shutdown
+        self.shutting_down = False
+        self._expiries: dict[str, asyncio.TimerHandle] = {}  # transfer id -> expiry
+        self._idle_expiries: dict[str, asyncio.TimerHandle] = {}  # executor id -> expiry
         self._harnesses = harnesses
         self._workspaces = workspaces or Workspaces(None)
         self._suspensions = suspensions or Suspensions()
         self._ops = WorkspaceOperations(
-            self._workspaces, self._binding_of_owner, self._suspensions.is_quiesced
+            self._workspaces,
+            self._binding_of_owner,
+            self._suspensions.is_quiesced,
+            timers=self._timers,
+            offload=offload,
         )
         self._bindings: dict[str, Binding] = {}  # handle or run id -> bound workspace
         self._send = send
@@ -100,6 +126,7 @@ class Dispatcher:
             "runtime_prepare": self._runtime_prepare,
             "environment_quiesce": self._quiesce,
             "environment_resume": self._resume,
+            "device_shutdown": self._device_shutdown,
         }
         self._executor_environments: dict[str, str] = {}  # executor id -> environment id
         self._declarations: dict[str, AgentKindCapabilities] = {}  # executor id -> frozen
@@ -134,6 +161,24 @@ class Dispatcher:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def refuse(self, error: DecodeError) -> None:
+        """Answer a request whose envelope identifies it but whose payload did not decode.
+
+        An admission request gets its `rejected` status (never silence, which would leave
+        Core waiting); anything else, or an id that breaks its kind's rule, is skipped."""
+        try:
+            status = undecodable_admission_reply(error.frame_type, error.frame_id, error.field)
+        except ValidationError:
+            return
+        log.warning(
+            "%s %s refused: %s at %s",
+            error.frame_type,
+            error.frame_id,
+            status.error_code,
+            error.field,
+        )
+        self._spawn(self._status(error.frame_id, status))
+
     async def _status(self, request_id: str, status: PreparationStatus) -> None:
         try:
             await asyncio.wait_for(
@@ -158,6 +203,13 @@ class Dispatcher:
             ),
         )
 
+    async def _device_shutdown(self, frame: Frame) -> None:
+        """Core asks this Runtime to stop: admit nothing new, then let the transport
+        close the connection, which settles Runs and closes Executors (`close`)."""
+        request: DeviceShutdown = frame.payload
+        self.shutting_down = True
+        self._on_shutdown(request.reason)
+
     async def _prepare(self, frame: Frame) -> None:
         request: ExecutionPrepare = frame.payload
         existing = self._admissions.get(frame.id)
@@ -170,84 +222,94 @@ class Dispatcher:
                 )
             return
         try:
-            request.validate()
-        except ValidationError as exc:
+            adapter, binding = self._check_prepare(request)
+            if request.configuration.workspace_read_only:
+                await self._prepare_read_only(frame, request, binding)
+                return
+            record = await self._admit(frame.id, request)
+        except Refused as exc:
             await self._reject(frame.id, "execution_prepare", exc.code)
             return
+        await self._prepare_executor(frame.id, record, adapter)
+
+    def _check_prepare(self, request: ExecutionPrepare) -> tuple[HarnessAdapter, Binding | None]:
+        """The preparation's adapter and Environment binding; raises Refused."""
+        if self.shutting_down:
+            raise Refused(PreparationErrorCode.RESOURCE_UNAVAILABLE)
+        try:
+            request.validate()
+        except ValidationError as exc:
+            raise Refused(exc.code) from exc
         cfg = request.configuration
         adapter = self._harnesses.get(cfg.agent_kind)
         if adapter is None or not adapter.available():
-            await self._reject(
-                frame.id, "execution_prepare", PreparationErrorCode.UNSUPPORTED_PREPARATION
-            )
-            return
-        binding = None
-        if cfg.local_environment is not None:
-            local = cfg.local_environment
-            if not adapter.declaration.local_environment:
-                await self._reject(
-                    frame.id, "execution_prepare", PreparationErrorCode.UNSUPPORTED_CONFIGURATION
-                )
-                return
-            if self._suspensions.is_quiesced(local.id):
-                await self._reject(
-                    frame.id, "execution_prepare", PreparationErrorCode.RESOURCE_UNAVAILABLE
-                )
-                return
-            try:
-                binding = self._workspaces.bind(local.id, local.type, local.workspace_directory)
-            except WorkspaceError as exc:
-                await self._reject(frame.id, "execution_prepare", exc.code)
-                return
-        if cfg.workspace_read_only:
-            await self._prepare_read_only(frame, request, binding)
-            return
+            raise Refused(PreparationErrorCode.UNSUPPORTED_PREPARATION)
+        local = cfg.local_environment
+        if local is None:
+            return adapter, None
+        if not adapter.declaration.local_environment:
+            raise Refused(PreparationErrorCode.UNSUPPORTED_CONFIGURATION)
+        if self._suspensions.is_quiesced(local.id):
+            raise Refused(PreparationErrorCode.RESOURCE_UNAVAILABLE)
+        try:
+            binding = self._workspaces.bind(local.id, local.type, local.workspace_directory)
+        except WorkspaceError as exc:
+            raise Refused(exc.code) from exc
+        return adapter, binding
+
+    async def _admit(self, request_id: str, request: ExecutionPrepare) -> AdmissionRecord:
+        """Reserve admission within the preparation and Executor capacities; raises
+        Refused when there is no room."""
+        cfg = request.configuration
         if self._admissions.active_preparations() >= limits.MAX_ACTIVE_PREPARATIONS:
-            await self._reject(
-                frame.id, "execution_prepare", PreparationErrorCode.PREPARATION_CAPACITY
-            )
-            return
+            raise Refused(PreparationErrorCode.PREPARATION_CAPACITY)
+        reusable = self._idle.get((request.session_id, fingerprint(cfg))) in self._executors
+        if not reusable and not await self._executor_room():
+            raise Refused(PreparationErrorCode.EXECUTOR_CAPACITY)
         record = AdmissionRecord(
-            request_id=frame.id,
+            request_id=request_id,
             handle=self._new_id(),
             session_id=request.session_id,
             configuration=cfg,
             prepare_fingerprint=fingerprint(request),
         )
         if not self._admissions.add(record, self._now_ms()):
-            await self._reject(
-                frame.id, "execution_prepare", PreparationErrorCode.PREPARATION_CAPACITY
-            )
-            return
-        key = (request.session_id, fingerprint(cfg))
-        idle = self._idle.pop(key, None)
+            raise Refused(PreparationErrorCode.PREPARATION_CAPACITY)
         record.expires_at_ms = self._now_ms() + limits.ADMISSION_EXPIRY_SECONDS * 1000
+        return record
+
+    async def _prepare_executor(
+        self, request_id: str, record: AdmissionRecord, adapter: HarnessAdapter
+    ) -> None:
+        """Reuse the Session's idle Executor (`ready` at once) or prepare a new one."""
+        cfg = record.configuration
+        key = (record.session_id, fingerprint(cfg))
+        idle = self._idle.pop(key, None)
         if idle is not None and idle in self._executors:
             record.executor_id, record.reused = idle, True
-            await self._status(frame.id, record.advance(PreparationState.READY))
+            await self._status(request_id, record.advance(PreparationState.READY))
             return
-        await self._status(frame.id, record.advance(PreparationState.PREPARING))
+        await self._status(request_id, record.advance(PreparationState.PREPARING))
         executor_id = self._new_id()
         try:
             executor = await adapter.create_executor(executor_id, cfg)
         except Exception:
             log.exception("native preparation failed")
             await self._status(
-                frame.id,
+                request_id,
                 record.advance(PreparationState.FAILED, PreparationErrorCode.PREPARATION_FAILED),
             )
             return
+        self._executors[executor_id] = executor
         if record.state is not PreparationState.PREPARING:
             # Released while preparing: the Executor is kept idle, not leaked.
-            self._executors[executor_id] = executor
-            self._idle[key] = executor_id
+            self._went_idle(key, executor_id)
             return
-        self._executors[executor_id] = executor
         self._declarations[executor_id] = adapter.declaration
         if cfg.local_environment is not None:
             self._executor_environments[executor_id] = cfg.local_environment.id
         record.executor_id = executor_id
-        await self._status(frame.id, record.advance(PreparationState.READY))
+        await self._status(request_id, record.advance(PreparationState.READY))
 
     async def _prepare_read_only(
         self, frame: Frame, request: ExecutionPrepare, binding: Binding | None
@@ -295,12 +357,10 @@ class Dispatcher:
     async def _start(self, frame: Frame) -> None:
         request: ExecutionStart = frame.payload
         record = self._admissions.get(frame.id)
-        if record is None:
-            await self._reject(
-                frame.id, "execution_start", PreparationErrorCode.UNKNOWN_PREPARATION
-            )
-            return
-        if record.state in (PreparationState.STARTING, PreparationState.STARTED):
+        if record is not None and record.state in (
+            PreparationState.STARTING,
+            PreparationState.STARTED,
+        ):
             if record.start_fingerprint == fingerprint(request):
                 await self._status(frame.id, record.status())
             else:
@@ -309,38 +369,19 @@ class Dispatcher:
                 )
             return
         try:
-            request.validate()
-        except ValidationError as exc:
-            log.warning("execution_start %s refused: %s", frame.id, exc.code)
-            await self._reject(frame.id, "execution_start", exc.code, record)
-            return
-        if record.read_only:
-            await self._reject(
-                frame.id, "execution_start", PreparationErrorCode.READ_ONLY_PREPARATION, record
-            )
-            return
-        if request.handle != record.handle:
-            log.warning("execution_start %s names another handle", frame.id)
-            await self._reject(frame.id, "execution_start", PreparationErrorCode.INVALID_START)
-            return
-        if request.executor_id != record.executor_id:
-            await self._reject(
-                frame.id, "execution_start", PreparationErrorCode.UNKNOWN_EXECUTOR, record
-            )
-            return
-        if record.state is not PreparationState.READY:
-            await self._reject(
-                frame.id, "execution_start", PreparationErrorCode.PREPARATION_NOT_READY, record
-            )
+            record = self._check_start(frame.id, request, record)
+        except Refused as exc:
+            echoed = record if exc.echo else None
+            await self._reject(frame.id, "execution_start", exc.code, echoed)
             return
         if record.expired(self._now_ms()):
             await self._status(frame.id, record.advance(PreparationState.EXPIRED))
             self._return_idle(record)
             return
-        if request.run_id in self._runs:
-            await self._reject(
-                frame.id, "execution_start", PreparationErrorCode.RUN_CONFLICT, record
-            )
+        try:
+            self._check_runnable(request, record)
+        except Refused as exc:
+            await self._reject(frame.id, "execution_start", exc.code, record)
             return
         executor = self._executors.get(record.executor_id)
         if executor is None:
@@ -349,9 +390,50 @@ class Dispatcher:
                 record.advance(PreparationState.FAILED, PreparationErrorCode.EXECUTOR_UNAVAILABLE),
             )
             return
+        await self._launch(frame.id, request, record, executor)
+
+    def _check_start(
+        self, request_id: str, request: ExecutionStart, record: AdmissionRecord | None
+    ) -> AdmissionRecord:
+        """The ready admission this start names; raises Refused (with `echo` False when
+        the rejection must not name the handle)."""
+        if self.shutting_down:
+            raise Refused(PreparationErrorCode.RESOURCE_UNAVAILABLE)
+        if record is None:
+            raise Refused(PreparationErrorCode.UNKNOWN_PREPARATION)
+        try:
+            request.validate()
+        except ValidationError as exc:
+            log.warning("execution_start %s refused: %s", request_id, exc.code)
+            raise Refused(exc.code) from exc
+        if record.read_only:
+            raise Refused(PreparationErrorCode.READ_ONLY_PREPARATION)
+        if request.handle != record.handle:
+            log.warning("execution_start %s names another handle", request_id)
+            raise Refused(PreparationErrorCode.INVALID_START, echo=False)
+        if request.executor_id != record.executor_id:
+            raise Refused(PreparationErrorCode.UNKNOWN_EXECUTOR)
+        if record.state is not PreparationState.READY:
+            raise Refused(PreparationErrorCode.PREPARATION_NOT_READY)
+        return record
+
+    def _check_runnable(self, request: ExecutionStart, record: AdmissionRecord) -> None:
+        """Raises Refused when the Run cannot start now."""
+        if request.run_id in self._runs:
+            raise Refused(PreparationErrorCode.RUN_CONFLICT)
+        local = record.configuration.local_environment
+        if local is not None and self._ops.writing(local.id):
+            # Execution is excluded while a write is received or applied (seed 000); the
+            # handle stays ready, so Core may start it once the write settled.
+            raise Refused(PreparationErrorCode.RESOURCE_UNAVAILABLE)
+
+    async def _launch(
+        self, request_id: str, request: ExecutionStart, record: AdmissionRecord, executor: Executor
+    ) -> None:
+        """Transfer the admission to the Run (`starting`, `started`) and start it."""
         record.run_id = request.run_id
         record.start_fingerprint = fingerprint(request)
-        await self._status(frame.id, record.advance(PreparationState.STARTING))
+        await self._status(request_id, record.advance(PreparationState.STARTING))
         workspace = self._workspace_of(record)
         run = Run(
             request.run_id,
@@ -359,11 +441,12 @@ class Dispatcher:
             self._declarations[record.executor_id],
             self._send,
             workspace=workspace.root if workspace else None,
+            sandbox=self._workspaces.sandbox,
         )
         if workspace is not None:
             self._bindings[request.run_id] = workspace
         self._runs[request.run_id] = run
-        await self._status(frame.id, record.advance(PreparationState.STARTED))
+        await self._status(request_id, record.advance(PreparationState.STARTED))
         run.start(request.input)
         assert run.task is not None
         run.task.add_done_callback(lambda _t: self._run_finished(record, run))
@@ -383,10 +466,54 @@ class Dispatcher:
             previous = self._idle.get(key)
             if previous is not None and previous != record.executor_id:
                 self._close_executor(previous)
-            self._idle[key] = record.executor_id
+            self._went_idle(key, record.executor_id)
             if len(self._idle) > limits.MAX_IDLE_EXECUTORS:
                 oldest = next(iter(self._idle))
                 self._close_executor(self._idle.pop(oldest))
+
+    def _went_idle(self, key: tuple[str, str], executor_id: str) -> None:
+        """Keep the Executor for reuse by its Session; close it once it stayed idle for
+        the Executor idle timer (reuse in between makes it busy, and the next idle
+        period re-arms the timer)."""
+        self._idle[key] = executor_id
+        previous = self._idle_expiries.pop(executor_id, None)
+        if previous is not None:
+            previous.cancel()
+
+        def fire() -> None:
+            self._idle_expiries.pop(executor_id, None)
+            if self._idle.get(key) == executor_id:
+                del self._idle[key]
+                log.info("executor %s idle past its timer; closing", executor_id)
+                self._close_executor(executor_id)
+
+        self._idle_expiries[executor_id] = asyncio.get_running_loop().call_later(
+            self._timers.executor_idle, fire
+        )
+
+    async def _executor_room(self) -> bool:
+        """Whether one more Executor fits under MAX_EXECUTORS, closing the oldest idle
+        ones to make room. Executors being prepared, running, idle, or whose close
+        failed all count: an Executor leaves the count only once its close succeeded."""
+        while len(self._executors) + self._admissions.active_preparations() >= limits.MAX_EXECUTORS:
+            if not self._idle:
+                return False
+            executor_id = self._idle.pop(next(iter(self._idle)))
+            executor = self._executors.get(executor_id)
+            if executor is None:
+                continue
+            try:
+                await executor.close()
+            except Exception:
+                log.warning("executor %s cleanup unconfirmed; it stays owned", executor_id)
+                return False
+            self._forget_executor(executor_id)
+        return True
+
+    def _forget_executor(self, executor_id: str) -> None:
+        self._executors.pop(executor_id, None)
+        self._declarations.pop(executor_id, None)
+        self._executor_environments.pop(executor_id, None)
 
     def _close_executor(self, executor_id: str) -> None:
         """Close an idle Executor; it stays owned (never reused) until the close succeeds."""
@@ -396,9 +523,7 @@ class Dispatcher:
 
         async def closing() -> None:
             await executor.close()
-            self._executors.pop(executor_id, None)
-            self._declarations.pop(executor_id, None)
-            self._executor_environments.pop(executor_id, None)
+            self._forget_executor(executor_id)
 
         self._spawn(closing())
 
@@ -531,20 +656,50 @@ class Dispatcher:
         await self._ack(frame.id, owner.decision(frame.id, decision))
 
     async def _workspace_read(self, frame: Frame) -> None:
-        await self._send("workspace_read_result", frame.id, self._ops.read(frame.payload))
+        await self._send("workspace_read_result", frame.id, await self._ops.read(frame.payload))
 
     async def _workspace_write(self, frame: Frame) -> None:
         result = self._ops.write(frame.id, frame.payload)
+        self._arm_expiry(frame.id)
         if result is not None:
             await self._send("workspace_write_result", frame.id, result)
 
-    async def _workspace_export(self, frame: Frame) -> None:
-        await self._send(
-            "workspace_export_result", frame.id, self._ops.export(frame.id, frame.payload)
+    def _arm_expiry(self, transfer_id: str) -> None:
+        """(Re)arm the open transfer's body wait; a step that ended it disarms it."""
+        previous = self._expiries.pop(transfer_id, None)
+        if previous is not None:
+            previous.cancel()
+        steps = self._ops.transfer_steps(transfer_id)
+        if steps is None:
+            return
+
+        def fire() -> None:
+            self._expiries.pop(transfer_id, None)
+            expired = self._ops.expire(transfer_id, steps)
+            if expired is not None:
+                self._spawn(self._send(expired[0], transfer_id, expired[1]))
+
+        self._expiries[transfer_id] = asyncio.get_running_loop().call_later(
+            self._timers.transfer_body_wait, fire
         )
+
+    async def _workspace_export(self, frame: Frame) -> None:
+        was_open = self._ops.export_open(frame.id)
+        result = self._ops.export(frame.id, frame.payload)
+        if not was_open and self._ops.export_open(frame.id):
+            # The deadline runs from the begin and is never extended by later pulls.
+            self._expiries[frame.id] = asyncio.get_running_loop().call_later(
+                self._timers.export_deadline, self._expire_export, frame.id
+            )
+        await self._send("workspace_export_result", frame.id, result)
+
+    def _expire_export(self, operation_id: str) -> None:
+        self._expiries.pop(operation_id, None)
+        self._ops.expire_export(operation_id)
 
     async def _runtime_prepare(self, frame: Frame) -> None:
         result = await self._ops.prepare(frame.id, frame.payload)
+        self._arm_expiry(frame.id)
         if result is not None:
             await self._send("runtime_prepare_result", frame.id, result)
 
@@ -575,6 +730,10 @@ class Dispatcher:
         close failed stays owned (and unusable) and the call may be retried; calls are
         serialized, so a retry never closes an Executor twice at once."""
         async with self._closing:
+            for expiry in (*self._expiries.values(), *self._idle_expiries.values()):
+                expiry.cancel()
+            self._expiries.clear()
+            self._idle_expiries.clear()
             settled = True
             for run in list(self._runs.values()):
                 run.done_sent = True  # the socket is lost: nothing more is sent for it

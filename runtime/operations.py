@@ -11,9 +11,12 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+from runtime.confinement import ConfinementError, inherited
 from runtime.proto import limits
 from runtime.proto.errors import ValidationError
 from runtime.proto.exports import ExportOutcome, ExportStep, WorkspaceExport, WorkspaceExportResult
@@ -22,20 +25,25 @@ from runtime.proto.transfer_lifecycle import TransferReceiver
 from runtime.proto.transfers import TransferKind, TransferOutcome, TransferStep
 from runtime.proto.workspace import ReadOutcome, WorkspaceRead, WorkspaceReadResult
 from runtime.proto.writes import WorkspaceWrite, WorkspaceWriteResult
+from runtime.timers import Timers
 from runtime.workspaces import (
+    WORKSPACE_PREFIX,
     Binding,
     WorkspaceError,
     Workspaces,
     export_outputs,
     list_directory,
     read_bytes,
+    resolve,
     write_new_file,
 )
 
 log = logging.getLogger(__name__)
 
+# Runs blocking filesystem work off the event loop (a thread by default).
+Offload = Callable[[Callable[[], Any]], Awaitable[Any]]
+
 SETUP_TIMEOUT_SECONDS = 600.0
-WORKSPACE_PREFIX = "/workspace/"
 
 
 @dataclass
@@ -47,6 +55,7 @@ class _Transfer:
     action: str = ""
     body: bytearray = field(default_factory=bytearray)
     request: RuntimePrepare | None = None
+    steps: int = 0  # accepted steps so far: an expiry armed at an older count is stale
 
 
 @dataclass
@@ -65,13 +74,19 @@ class WorkspaceOperations:
         workspaces: Workspaces,
         binding_of_owner: Callable[[str, str], Binding | None],
         quiesced: Callable[[str], bool] = lambda _environment: False,
+        timers: Timers | None = None,
+        offload: Offload = asyncio.to_thread,
     ) -> None:
+        self._timers = timers or Timers()
+        self._offload = offload
+        self._reads = 0  # reads admitted and not yet ended natively
         self._quiesced = quiesced
         self._workspaces = workspaces
         self._owner = binding_of_owner
         self._transfers: dict[str, _Transfer] = {}
         self._exports: dict[str, _Export] = {}
         self._environment: dict[str, dict[str, str]] = {}
+        self._applying: dict[str, str] = {}  # transfer id -> Environment, while applied
 
     def _bound(self, environment_id: str) -> Binding | None:
         """The Environment's binding, unless it is unknown or quiesced."""
@@ -80,37 +95,77 @@ class WorkspaceOperations:
         return self._workspaces.get(environment_id)
 
     def busy(self, environment_id: str) -> bool:
-        """Whether a transfer or an export of the Environment is in flight."""
-        return any(
+        """Whether a transfer (received or being applied) or an export of the
+        Environment is in flight."""
+        return self.writing(environment_id) or any(
+            e.environment_id == environment_id for e in self._exports.values()
+        )
+
+    def writing(self, environment_id: str) -> bool:
+        """Whether a write or initialization transfer of the Environment is open or
+        being applied: execution is excluded meanwhile (seed 000)."""
+        return environment_id in self._applying.values() or any(
             t.binding.environment_id == environment_id for t in self._transfers.values()
-        ) or any(e.environment_id == environment_id for e in self._exports.values())
+        )
 
-    # Reads.
-    def read(self, request: WorkspaceRead) -> WorkspaceReadResult:
-        def rejected(code: str) -> WorkspaceReadResult:
-            return WorkspaceReadResult(outcome=ReadOutcome.REJECTED, error_code=code)
+    # Transfer expiry: the shell arms a timer after each accepted step.
+    def transfer_steps(self, transfer_id: str) -> int | None:
+        """The open transfer's accepted step count, or None when it is not open."""
+        transfer = self._transfers.get(transfer_id)
+        return None if transfer is None else transfer.steps
 
+    def expire(
+        self, transfer_id: str, steps: int
+    ) -> tuple[str, WorkspaceWriteResult | RuntimePrepareResult] | None:
+        """End a transfer whose next step never came (still at `steps` accepted steps):
+        nothing is applied, the slot is free, and the returned `(type, result)` is its
+        finite `rejected` reply. None when the transfer moved on or already ended."""
+        transfer = self._transfers.get(transfer_id)
+        if transfer is None or transfer.steps != steps:
+            return None
+        del self._transfers[transfer_id]
+        transfer.receiver.reject()
+        log.warning("transfer %s expired waiting for its next step", transfer_id)
+        if transfer.kind is TransferKind.WORKSPACE_WRITE:
+            reply: WorkspaceWriteResult | RuntimePrepareResult = WorkspaceWriteResult(
+                outcome=TransferOutcome.REJECTED, error_code="invalid_request"
+            )
+            return "workspace_write_result", reply
+        reply = RuntimePrepareResult(outcome=TransferOutcome.REJECTED, error_code="invalid_request")
+        return "runtime_prepare_result", reply
+
+    # Reads: at most MAX_CONCURRENT_READS per connection, each bounded by the read timer.
+    async def read(self, request: WorkspaceRead) -> WorkspaceReadResult:
+        """Read once the request is admitted. A read still running when the timer ends is
+        answered `unknown`/`read_unconfirmed` (never data) and keeps counting against the
+        capacity until the native read itself ends."""
         try:
             request.validate()
         except ValidationError:
-            return rejected("invalid_request")
+            return _read_rejected("invalid_request")
         binding = self._owner(request.handle, request.run_id)
         if binding is None or binding.environment_id != request.environment_id:
-            return rejected("resource_unavailable")
+            return _read_rejected("resource_unavailable")
+        if self._reads >= limits.MAX_CONCURRENT_READS:
+            return _read_rejected("read_capacity")
+        self._reads += 1
+        work = asyncio.ensure_future(self._offload(lambda: _read_now(binding, request)))
+        work.add_done_callback(self._read_ended)
         try:
-            if request.is_directory:
-                listing = list_directory(binding, request.path, request.max_entries)
-                return WorkspaceReadResult(
-                    outcome=ReadOutcome.COMPLETED, directory=listing, close_acknowledged=True
-                )
-            data, truncated = read_bytes(binding, request.path, request.max_bytes)
-        except WorkspaceError as exc:
-            return rejected(exc.code)
-        except OSError:
-            return rejected("permission_denied")
-        return WorkspaceReadResult(
-            outcome=ReadOutcome.COMPLETED, data=data, truncated=truncated, close_acknowledged=True
-        )
+            result: WorkspaceReadResult = await asyncio.wait_for(
+                asyncio.shield(work), self._timers.workspace_read
+            )
+        except TimeoutError:
+            log.warning("workspace read outlived its timer; its outcome is unknown")
+            return WorkspaceReadResult(outcome=ReadOutcome.UNKNOWN, error_code="read_unconfirmed")
+        except Exception:  # an unexpected failure is an unknown outcome, never silence
+            return WorkspaceReadResult(outcome=ReadOutcome.UNKNOWN, error_code="read_unconfirmed")
+        return result
+
+    def _read_ended(self, work: asyncio.Future[Any]) -> None:
+        self._reads -= 1
+        if not work.cancelled() and work.exception() is not None:
+            log.warning("workspace read failed: %s", type(work.exception()).__name__)
 
     # Writes.
     def write(self, mutation_id: str, request: WorkspaceWrite) -> WorkspaceWriteResult | None:
@@ -134,7 +189,7 @@ class WorkspaceOperations:
                 self._transfers.pop(mutation_id).receiver.reject()
             return result(TransferOutcome.REJECTED, code="invalid_request")
         if request.step == TransferStep.BEGIN:
-            if self._transfers:
+            if len(self._transfers) >= limits.TRANSFERS_PER_CONNECTION:
                 return result(TransferOutcome.REJECTED, code="write_capacity")
             binding = self._bound(request.environment_id)
             if binding is None:
@@ -172,6 +227,7 @@ class WorkspaceOperations:
                 self._transfers.pop(transfer_id, None)
                 return result(TransferOutcome.REJECTED, code="invalid_request")
             transfer.body.extend(data)
+            transfer.steps += 1
             return result(TransferOutcome.RECEIVED, offset=receiver.staged())
         self._transfers.pop(transfer_id, None)
         try:
@@ -226,6 +282,15 @@ class WorkspaceOperations:
             )
         return self._next_chunk(operation_id, request.offset)
 
+    def export_open(self, operation_id: str) -> bool:
+        return operation_id in self._exports
+
+    def expire_export(self, operation_id: str) -> None:
+        """The export outlived its deadline: its state is dropped (the Environment is
+        no longer busy with it) and a later pull is refused."""
+        if self._exports.pop(operation_id, None) is not None:
+            log.warning("export %s expired before it completed", operation_id)
+
     def _next_chunk(self, operation_id: str, offset: int) -> WorkspaceExportResult:
         state = self._exports[operation_id]
         chunk = state.data[offset : offset + limits.MAX_CHUNK_BYTES]
@@ -261,7 +326,7 @@ class WorkspaceOperations:
                 self._transfers.pop(transfer_id).receiver.reject()
             return result(TransferOutcome.REJECTED, code="invalid_request")
         if request.step == TransferStep.BEGIN:
-            if self._transfers:
+            if len(self._transfers) >= limits.TRANSFERS_PER_CONNECTION:
                 return result(TransferOutcome.REJECTED, code="runtime_preparation_capacity")
             binding = self._bound(request.environment_id)
             if binding is None:
@@ -295,13 +360,18 @@ class WorkspaceOperations:
                 self._transfers.pop(transfer_id, None)
                 return result(TransferOutcome.REJECTED, code="invalid_request")
             transfer.body.extend(request.data)
+            transfer.steps += 1
             return result(TransferOutcome.RECEIVED, offset=transfer.receiver.staged())
         self._transfers.pop(transfer_id, None)
         try:
             transfer.receiver.commit()
         except ValidationError:
             return result(TransferOutcome.REJECTED, code="invalid_request")
-        return await self._apply(transfer, result)
+        self._applying[transfer_id] = transfer.binding.environment_id
+        try:
+            return await self._apply(transfer, result)
+        finally:
+            del self._applying[transfer_id]
 
     async def _apply(
         self, transfer: _Transfer, result: Callable[..., RuntimePrepareResult]
@@ -350,7 +420,7 @@ class WorkspaceOperations:
         env: dict[str, str],
     ) -> int:
         """Run an install or a setup command inside the workspace; return its exit code."""
-        process_env = {**os.environ, **env}
+        process_env = {**inherited(os.environ), **env}
         if action == "python":
             argv = [
                 _python(),
@@ -373,26 +443,64 @@ class WorkspaceOperations:
             ]
         else:
             argv = ["/bin/sh", "-c", command]
-        directory = (
-            binding.root / cwd.removeprefix("/workspace").lstrip("/") if cwd else (binding.root)
+        try:
+            directory = resolve(binding, cwd) if cwd else binding.root
+        except WorkspaceError:
+            return 126
+        if not directory.is_dir():
+            return 126
+        try:
+            with self._workspaces.sandbox.command(argv, binding.root, process_env) as (
+                confined,
+                confined_env,
+            ):
+                return await _wait(confined, directory, confined_env)
+        except ConfinementError as exc:
+            log.warning("setup command refused: %s", exc)
+            return 126
+
+
+async def _wait(argv: list[str], directory: Path, env: dict[str, str]) -> int:
+    """Run a setup command to its end (killed at the time limit); its exit code."""
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=directory,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
         )
-        try:
-            process = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=directory,
-                env=process_env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.DEVNULL,
+    except OSError:
+        return 127
+    try:
+        return await asyncio.wait_for(process.wait(), SETUP_TIMEOUT_SECONDS)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        return 124
+
+
+def _read_rejected(code: str) -> WorkspaceReadResult:
+    return WorkspaceReadResult(outcome=ReadOutcome.REJECTED, error_code=code)
+
+
+def _read_now(binding: Binding, request: WorkspaceRead) -> WorkspaceReadResult:
+    """The blocking part of a read, run off the event loop."""
+    try:
+        if request.is_directory:
+            listing = list_directory(binding, request.path, request.max_entries)
+            return WorkspaceReadResult(
+                outcome=ReadOutcome.COMPLETED, directory=listing, close_acknowledged=True
             )
-        except OSError:
-            return 127
-        try:
-            return await asyncio.wait_for(process.wait(), SETUP_TIMEOUT_SECONDS)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-            return 124
+        data, truncated = read_bytes(binding, request.path, request.max_bytes)
+    except WorkspaceError as exc:
+        return _read_rejected(exc.code)
+    except OSError:
+        return _read_rejected("permission_denied")
+    return WorkspaceReadResult(
+        outcome=ReadOutcome.COMPLETED, data=data, truncated=truncated, close_acknowledged=True
+    )
 
 
 def _python() -> str:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import msgspec
 
+from runtime.confinement import NONE, Confinement, Sandbox
 from runtime.harness.base import (
     ChoiceOutcome,
     ContractViolation,
@@ -98,8 +99,10 @@ class Run:
         declaration: AgentKindCapabilities,
         send: Send,
         workspace: Path | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.workspace = workspace
+        self.sandbox = sandbox or Sandbox(Confinement(NONE))
         self.run_id = run_id
         self.executor = executor
         self.declaration = declaration
@@ -201,7 +204,7 @@ class Run:
         pending = self._calls.pop(result.call_id, None)
         if pending is None or pending.future.done():
             return refuse(DecisionErrorCode.NOT_PENDING)
-        self._applied[result.call_id] = fingerprint
+        self._remember_applied(result.call_id, fingerprint)
         outcome = FunctionOutcome(result.success, list(result.content))
 
         def apply() -> None:
@@ -209,6 +212,14 @@ class Run:
                 pending.future.set_result(outcome)
 
         return refuse("")[0], apply
+
+    def _remember_applied(self, key: str, fingerprint: str) -> None:
+        """Keep what was applied so a replay is answered the same; the oldest entries
+        leave first past APPLIED_DECISION_CACHE_ENTRIES (a replay of one of those is
+        then `not_pending`, never applied twice)."""
+        while len(self._applied) >= limits.APPLIED_DECISION_CACHE_ENTRIES:
+            del self._applied[next(iter(self._applied))]
+        self._applied[key] = fingerprint
 
     def decision(
         self, interaction_id: str, decision: PermissionDecision | PromptForUserChoiceDecision
@@ -239,7 +250,7 @@ class Run:
             value = ChoiceOutcome({} if decision.cancelled else answers, decision.cancelled)
         del self._interactions[interaction_id]
         pending.future.set_result(value)
-        self._applied[interaction_id] = fingerprint
+        self._remember_applied(interaction_id, fingerprint)
         return ack()
 
     async def steer(self, request: PromptSteer) -> None:

@@ -4,7 +4,9 @@ A quiesce succeeds only when nothing of the Environment is in flight (no Run, re
 preparation, transfer or export); then its idle Executors are closed and, until the
 matching resume, every new preparation or workspace operation for it is refused with
 `resource_unavailable`. Other Environments keep running. Resuming an Environment that was
-never quiesced is a no-op; resuming with another suspension id is `not_suspended`.
+never quiesced is a no-op; resuming with another suspension id is `not_suspended`. At
+most MAX_OUTSTANDING_SUSPENSIONS Environments are quiesced at once; a further quiesce is
+`resource_busy`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from runtime.proto.errors import SuspensionErrorCode, ValidationError
+from runtime.proto.limits import MAX_OUTSTANDING_SUSPENSIONS
 from runtime.proto.suspension import (
     EnvironmentQuiesce,
     EnvironmentQuiesced,
@@ -45,7 +48,7 @@ class Suspensions:
         current = self._quiesced.get(request.environment_id)
         if current is not None:
             return reply("" if current == request.suspend_id else SuspensionErrorCode.RESOURCE_BUSY)
-        if busy(request.environment_id):
+        if busy(request.environment_id) or len(self._quiesced) >= MAX_OUTSTANDING_SUSPENSIONS:
             return reply(SuspensionErrorCode.RESOURCE_BUSY)
         self._quiesced[request.environment_id] = request.suspend_id
         return reply()

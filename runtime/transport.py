@@ -61,6 +61,35 @@ def backoff_delay(attempt: int, rand: random.Random | None = None) -> float:
     return float(base * (1 + jitter))
 
 
+class Backoff:
+    """The reconnect schedule: `initial` doubling to `cap`, each delay +-`jitter`.
+
+    `next_delay()` returns the delay before the next attempt and advances the schedule;
+    `reset()` starts it over, which the daemon does only after a connection stayed up and
+    useful. Production uses the defaults (1 s doubling to 30 s, +-20 %); tests inject a
+    shorter schedule or a seeded `rand`."""
+
+    def __init__(
+        self,
+        initial: float = limits.BACKOFF_INITIAL_SECONDS,
+        cap: float = limits.BACKOFF_MAX_SECONDS,
+        rand: random.Random | None = None,
+    ) -> None:
+        self.initial = initial
+        self.cap = cap
+        self._rand = rand
+        self.attempt = 0
+
+    def next_delay(self) -> float:
+        self.attempt += 1
+        base = min(self.initial * limits.BACKOFF_FACTOR ** (self.attempt - 1), self.cap)
+        jitter = (self._rand or random).uniform(-limits.BACKOFF_JITTER, limits.BACKOFF_JITTER)
+        return float(base * (1 + jitter))
+
+    def reset(self) -> None:
+        self.attempt = 0
+
+
 def _post_bootstrap(core_url: str, credential: str, device_id: str) -> BootstrapInfo:
     request = urllib.request.Request(
         f"{core_url.rstrip('/')}/agent-daemon/bootstrap",

@@ -2,10 +2,14 @@
 
 A binding maps an Environment's canonical UUID to a directory: `openai_hosted`
 workspaces live under the Runtime's own `workspaces_root`; a `self_hosted` binding names
-the user's directory, which must be absolute and exist, and be under one of the
-Runtime's allowed roots when it has any. Every path from Core is workspace-relative and
-is resolved without following a symlink out of the workspace; nothing here overwrites an
-existing file.
+the user's directory, which must be absolute, exist, and (after resolving symlinks) lie
+under one of the Runtime's allowed roots, never inside or around a denied path (the data
+directory) nor inside the managed workspaces of other Environments.
+
+Every path from Core, a harness or a tool is workspace-relative: an absolute path or a
+`..` component is refused, and no symlink inside the workspace is followed for a read,
+write, listing, export or capture. Nothing here overwrites an existing file unless the
+caller asks to replace a regular file.
 
     WorkspaceError(code)        an operation refused with a finite wire code
 """
@@ -16,13 +20,16 @@ import io
 import os
 import stat
 import tarfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from runtime.confinement import Confinement, Sandbox
 from runtime.proto import limits
 from runtime.proto.workspace import DirectoryEntry, DirectoryListing, EntryKind
 
 OUTPUTS = "outputs"
+WORKSPACE_PREFIX = "/workspace/"
 
 
 class WorkspaceError(Exception):
@@ -39,72 +46,126 @@ class Binding:
     root: Path
 
 
-class Workspaces:
-    """The bindings a Runtime serves. Bindings outlive connections: the directories
-    are the user's or the Runtime's, not a connection's."""
+def real(path: str | Path) -> Path:
+    """`path` with every symlink resolved (missing components kept as written)."""
+    return Path(os.path.realpath(path))
 
-    def __init__(self, workspaces_root: Path | None, allowed_roots: tuple[Path, ...] = ()) -> None:
+
+def within(path: Path, root: Path) -> bool:
+    """Whether the already-resolved `path` is `root` or lies below it."""
+    return path == root or root in path.parents
+
+
+class Workspaces:
+    """The bindings a Runtime serves and the host paths it may serve them from.
+    Bindings outlive connections: the directories are the user's or the Runtime's, not a
+    connection's. `allowed_roots` (a sequence, or a callable asked at every binding) bound
+    `self_hosted` directories (none: no `self_hosted` binding is served); `denied` paths
+    are never part of any workspace; `sandbox` confines the commands run in them."""
+
+    def __init__(
+        self,
+        workspaces_root: Path | None,
+        allowed_roots: Sequence[Path] | Callable[[], Sequence[Path]] = (),
+        denied: Sequence[Path] = (),
+        sandbox: Sandbox | None = None,
+    ) -> None:
         self._root = workspaces_root
-        self._allowed = allowed_roots
+        self._allowed = allowed_roots if callable(allowed_roots) else tuple(allowed_roots)
+        self._denied = tuple(real(path) for path in denied)
+        self.sandbox = sandbox or Sandbox(Confinement("none"), self._denied)
         self._bindings: dict[str, Binding] = {}
 
     def bind(self, environment_id: str, type_: str, directory: str) -> Binding:
         existing = self._bindings.get(environment_id)
         if type_ == "openai_hosted":
-            if self._root is None:
-                raise WorkspaceError("unsupported_configuration", "no managed workspaces here")
-            if directory:
-                raise WorkspaceError("invalid_configuration", "a managed workspace names no path")
-            root = self._root / environment_id
-            root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            root = self._managed(environment_id, directory)
         else:
-            path = Path(directory)
-            if not directory or not path.is_absolute() or ".." in path.parts:
-                raise WorkspaceError("invalid_configuration", "workspace must be absolute")
-            if not path.is_dir():
-                raise WorkspaceError("resource_unavailable", "workspace directory is missing")
-            if self._allowed and not any(_within(path, allowed) for allowed in self._allowed):
-                raise WorkspaceError("session_binding_conflict", "workspace is not served here")
-            root = path
-        binding = Binding(environment_id, type_, root.resolve())
+            root = self._self_hosted(directory)
+        binding = Binding(environment_id, type_, root)
         if existing is not None and existing != binding:
             raise WorkspaceError("session_binding_conflict", "environment is bound elsewhere")
         self._bindings[environment_id] = binding
         return binding
 
+    def _managed(self, environment_id: str, directory: str) -> Path:
+        if self._root is None:
+            raise WorkspaceError("unsupported_configuration", "no managed workspaces here")
+        if directory:
+            raise WorkspaceError("invalid_configuration", "a managed workspace names no path")
+        if not environment_id or "/" in environment_id or environment_id.startswith("."):
+            raise WorkspaceError("invalid_configuration", "not an environment id")
+        root = self._root / environment_id
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return real(root)
+
+    def _self_hosted(self, directory: str) -> Path:
+        path = Path(directory)
+        if not directory or not path.is_absolute() or ".." in path.parts:
+            raise WorkspaceError("invalid_configuration", "workspace must be absolute")
+        root = real(path)
+        allowed = self._allowed() if callable(self._allowed) else self._allowed
+        if not any(within(root, real(entry)) for entry in allowed):
+            raise WorkspaceError("invalid_configuration", "workspace is outside the allowed roots")
+        if any(within(root, denied) or within(denied, root) for denied in self._denied):
+            raise WorkspaceError("invalid_configuration", "workspace overlaps a denied path")
+        if self._root is not None and (
+            within(root, real(self._root)) or within(real(self._root), root)
+        ):
+            raise WorkspaceError("invalid_configuration", "workspace overlaps managed workspaces")
+        if not root.is_dir():
+            raise WorkspaceError("resource_unavailable", "workspace directory is missing")
+        return root
+
     def get(self, environment_id: str) -> Binding | None:
         return self._bindings.get(environment_id)
 
 
-def _within(path: Path, root: Path) -> bool:
-    try:
-        path.resolve().relative_to(root.resolve())
-    except ValueError:
-        return False
-    return True
+def parts_of(relative: str) -> list[str]:
+    """The components of a workspace-relative path; `/workspace/` may lead it. Refuses
+    any other absolute path and any `..` component."""
+    if relative.startswith(WORKSPACE_PREFIX) or relative == WORKSPACE_PREFIX.rstrip("/"):
+        relative = relative.removeprefix(WORKSPACE_PREFIX.rstrip("/"))
+    elif relative.startswith("/"):
+        raise WorkspaceError("permission_denied", "absolute paths are refused")
+    parts = [part for part in relative.split("/") if part and part != "."]
+    if ".." in parts or any("\0" in part for part in parts):
+        raise WorkspaceError("permission_denied", "path leaves the workspace")
+    return parts
 
 
 def resolve(binding: Binding, relative: str) -> Path:
-    """Resolve a workspace-relative path; refuse anything that leaves the workspace."""
-    parts = [part for part in relative.split("/") if part]
-    if not parts:
-        return binding.root
-    target = binding.root.joinpath(*parts)
-    parent = target.parent.resolve()
-    if not _within(parent, binding.root):
-        raise WorkspaceError("permission_denied", "path leaves the workspace")
-    return parent / target.name
+    """Resolve a workspace-relative path without following any symlink: every existing
+    directory on the way must be a real directory; the last component may be missing
+    but is never a symlink when it exists."""
+    target = binding.root
+    for part in parts_of(relative):
+        target = target / part
+        try:
+            info = target.lstat()
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            raise WorkspaceError("permission_denied", "symlinks are not followed")
+    return target
+
+
+def _open_regular(path: Path) -> int:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError as exc:
+        raise WorkspaceError("not_found", "no such file") from exc
+    except OSError as exc:
+        raise WorkspaceError("permission_denied", "not readable") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise WorkspaceError("not_found", "not a regular file")
+    return fd
 
 
 def read_bytes(binding: Binding, relative: str, max_bytes: int) -> tuple[bytes, bool]:
-    path = resolve(binding, relative)
-    try:
-        info = path.lstat()
-    except FileNotFoundError as exc:
-        raise WorkspaceError("not_found", "no such file") from exc
-    if not stat.S_ISREG(info.st_mode):
-        raise WorkspaceError("not_found", "not a regular file")
-    with path.open("rb") as handle:
+    fd = _open_regular(resolve(binding, relative))
+    with os.fdopen(fd, "rb") as handle:
         data = handle.read(max_bytes + 1)
     return data[:max_bytes], len(data) > max_bytes
 
@@ -153,20 +214,10 @@ def list_directory(binding: Binding, relative: str, max_entries: int) -> Directo
 
 def write_new_file(binding: Binding, relative: str, data: bytes) -> None:
     """Create `relative` with `data` (parents created); refuse to replace anything."""
-    path = resolve(binding, relative)
-    if path.is_dir():
-        raise WorkspaceError("write_rejected", "a directory is there", "destination_directory")
+    path = _destination(binding, relative)
     if path.exists() or path.is_symlink():
         raise WorkspaceError("write_rejected", "the destination exists", "unsafe_destination")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError) as exc:
-        raise WorkspaceError("write_rejected", "a parent is a file", "unsafe_destination") from exc
-    temporary = path.with_name(f".{path.name}.corebox-partial")
-    with temporary.open("wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
+    temporary = _staged(path, data)
     try:
         os.link(temporary, path)  # fails if something appeared at the destination meanwhile
     except FileExistsError as exc:
@@ -177,8 +228,59 @@ def write_new_file(binding: Binding, relative: str, data: bytes) -> None:
         temporary.unlink(missing_ok=True)
 
 
+def replace_file(binding: Binding, relative: str, data: bytes) -> None:
+    """Write `relative` with `data`, replacing a regular file there (never a symlink or a
+    directory, which stay as they are)."""
+    path = _destination(binding, relative)
+    temporary = _staged(path, data)
+    try:
+        os.replace(temporary, path)  # replaces the link itself if one appeared meanwhile
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _destination(binding: Binding, relative: str) -> Path:
+    path = resolve(binding, relative)
+    if path == binding.root:
+        raise WorkspaceError("write_rejected", "a directory is there", "destination_directory")
+    if path.is_symlink():
+        raise WorkspaceError("write_rejected", "a symlink is there", "unsafe_destination")
+    if path.is_dir():
+        raise WorkspaceError("write_rejected", "a directory is there", "destination_directory")
+    try:
+        _make_parents(binding, path.parent)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise WorkspaceError("write_rejected", "a parent is a file", "unsafe_destination") from exc
+    return path
+
+
+def _make_parents(binding: Binding, directory: Path) -> None:
+    """Create the missing directories from the workspace root down, one at a time, so a
+    symlink that appears on the way is never followed."""
+    current = binding.root
+    for part in directory.relative_to(binding.root).parts:
+        current = current / part
+        try:
+            current.mkdir()
+        except FileExistsError:
+            if current.is_symlink() or not current.is_dir():
+                raise
+            continue
+
+
+def _staged(path: Path, data: bytes) -> Path:
+    temporary = path.with_name(f".{path.name}.corebox-partial")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return temporary
+
+
 def export_outputs(binding: Binding) -> bytes:
-    """A tar archive of the regular files under `outputs/` (symlinks and others skipped)."""
+    """A tar archive of the regular files under `outputs/`: symlinks (files or
+    directories) and other kinds are skipped, never followed."""
     buffer = io.BytesIO()
     outputs = binding.root / OUTPUTS
     with tarfile.open(fileobj=buffer, mode="w") as archive:
@@ -187,7 +289,16 @@ def export_outputs(binding: Binding) -> bytes:
                 dirnames.sort()
                 for name in sorted(filenames):
                     path = Path(directory) / name
-                    if not stat.S_ISREG(path.lstat().st_mode):
-                        continue
-                    archive.add(path, arcname=str(path.relative_to(binding.root)), recursive=False)
+                    try:
+                        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                    except OSError:
+                        continue  # a symlink, or gone
+                    with os.fdopen(fd, "rb") as handle:
+                        info = os.fstat(handle.fileno())
+                        if not stat.S_ISREG(info.st_mode):
+                            continue
+                        entry = archive.gettarinfo(
+                            arcname=str(path.relative_to(binding.root)), fileobj=handle
+                        )
+                        archive.addfile(entry, handle)
     return buffer.getvalue()

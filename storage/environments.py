@@ -59,6 +59,15 @@ async def set_initialization(
     )
 
 
+async def fail_running_initializations(tx: Tx, failure: str) -> int:
+    """Every initialization still `running` ends `failed` with `failure`; returns how many."""
+    return await tx.execute(
+        "UPDATE environments SET initialization = 'failed', status = 'failed', failure = ?"
+        " WHERE initialization = 'running'",
+        (failure,),
+    )
+
+
 async def reserve_file(tx: Tx, row: dict[str, Any]) -> None:
     await tx.execute(
         "INSERT INTO environment_files (id, environment_id, path, type, file_id, size_bytes,"

@@ -171,11 +171,20 @@ async def set_input_state(tx: Tx, seq: int, state: str) -> None:
     await tx.execute("UPDATE turn_inputs SET state = ? WHERE seq = ?", (state, seq))
 
 
-async def unapplied_inputs(q: Queryable, turn_id: str) -> int:
-    """Messages admitted to the turn that the harness never confirmed consuming."""
-    row = await q.fetchone(
-        "SELECT COUNT(*) AS n FROM turn_inputs WHERE turn_id = ? AND kind = 'message'"
-        " AND state NOT IN ('initial', 'applied')",
+async def unsettled_steering(q: Queryable, turn_id: str) -> list[dict[str, Any]]:
+    """Steering messages of the turn the harness never confirmed consuming, in order."""
+    rows = await q.fetchall(
+        "SELECT * FROM turn_inputs WHERE turn_id = ? AND kind = 'message'"
+        " AND state NOT IN ('initial', 'applied', 'admitted') ORDER BY seq",
         (turn_id,),
     )
-    return 0 if row is None else int(row["n"])
+    return [r for r in (record(row, ("payload",)) for row in rows) if r is not None]
+
+
+async def move_inputs(tx: Tx, seqs: list[int], turn_id: str) -> None:
+    """Give never-delivered messages to a new queued turn as its initial input."""
+    for seq in seqs:
+        await tx.execute(
+            "UPDATE turn_inputs SET turn_id = ?, state = 'admitted' WHERE seq = ?",
+            (turn_id, seq),
+        )

@@ -62,3 +62,8 @@ async def count_outputs(q: Queryable, turn_id: str) -> int:
         (turn_id,),
     )
     return 0 if row is None else int(row["n"])
+
+
+async def get(q: Queryable, item_id: str) -> dict[str, Any] | None:
+    row = await q.fetchone("SELECT * FROM items WHERE id = ?", (item_id,))
+    return record(row, ("payload",))

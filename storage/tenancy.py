@@ -127,3 +127,30 @@ async def set_meta(tx: Tx, key: str, value: str) -> None:
         " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         (key, value),
     )
+
+
+async def host_grants(q: Queryable) -> list[dict[str, Any]]:
+    """Every host grant of every live project (workspace roots and trust)."""
+    rows = await q.fetchall(
+        "SELECT g.project_id, g.kind, g.path FROM host_grants g"
+        " JOIN projects p ON p.id = g.project_id WHERE p.archived_at IS NULL"
+        " ORDER BY g.project_id, g.kind, g.path"
+    )
+    return [dict(row) for row in rows]
+
+
+async def grant(tx: Tx, project_id: str, kind: str, path: str, now: int) -> None:
+    """Record a host grant; granting twice is a no-op."""
+    await tx.execute(
+        "INSERT INTO host_grants (project_id, kind, path, created_at) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT(project_id, kind, path) DO NOTHING",
+        (project_id, kind, path, now),
+    )
+
+
+async def revoke_grant(tx: Tx, project_id: str, kind: str, path: str) -> None:
+    """Remove a host grant; revoking one that does not exist is a no-op."""
+    await tx.execute(
+        "DELETE FROM host_grants WHERE project_id = ? AND kind = ? AND path = ?",
+        (project_id, kind, path),
+    )

@@ -69,6 +69,9 @@ def start_server(
     env["PYTHONPATH"] = str(ROOT)
     if api_key is not None:
         env["COREBOX_API_KEY"] = api_key
+    # The default project may bind self_hosted workspaces anywhere in the test run's
+    # temporary tree (the data directory inside it stays unreachable).
+    env["COREBOX_WORKSPACE_ROOTS"] = str(data_dir.parent.parent)
     env.update(extra_env or {})
     log = data_dir.parent / f"{data_dir.name}.log"
     with log.open("ab") as handle:

@@ -89,6 +89,17 @@ class Admission:
         self._on_cancel = on_cancel
         self._on_input = on_input
 
+    def _host(self, project_id: str) -> dict[str, Any]:
+        """The confinement in force for the session's commands; where commands cannot be
+        confined and the project is not trusted, the session's commands are denied."""
+        if self._environments is None:
+            return {}
+        grants = self._environments.grants
+        host: dict[str, Any] = {"confinement": grants.confinement}
+        if not grants.commands_allowed(project_id):
+            host["tool_policy"] = {"run_command": "deny"}
+        return host
+
     async def create_session(
         self, project_id: str, body: SessionCreate, idempotency_key: str | None
     ) -> tuple[str, bool]:
@@ -164,7 +175,11 @@ class Admission:
                 {"tool_policy": extension["tool_policy"]}, "x_corebox", None
             )
         policy = extension.get("tool_policy") or (config.get("x_corebox") or {}).get("tool_policy")
-        frozen_settings = {"model_provider": provider, "tool_policy": policy}
+        frozen_settings = {
+            "model_provider": provider,
+            "tool_policy": policy,
+            **self._host(project_id),
+        }
         session_id = self._ids.new("sess")
 
         async def job(tx: Tx) -> tuple[str, bool]:
@@ -407,7 +422,9 @@ class Admission:
                 return
             # One active turn per session: the message joins it. A queued turn takes it as
             # part of its initial input; a running turn is steered with it.
+            # Its items are named on the input so an unknown delivery can be marked on them.
             queued = active["status"] == TurnStatus.QUEUED
+            item_ids = await self._user_items(tx, session_id, active["id"], messages)
             await self._record_input(
                 tx,
                 session_id,
@@ -416,10 +433,9 @@ class Admission:
                 position,
                 batch_hash,
                 "message",
-                {"input": messages},
+                {"input": messages, "item_ids": item_ids},
                 "admitted" if queued else "pending",
             )
-            await self._user_items(tx, session_id, active["id"], messages)
             if not queued:
                 inputs.append(active["id"])
         elif isinstance(event, CancelInputEvent):
@@ -457,8 +473,9 @@ class Admission:
 
     async def _user_items(
         self, tx: Tx, session_id: str, turn_id: str, messages: list[dict[str, Any]]
-    ) -> None:
+    ) -> list[str]:
         now = self._clock.now()
+        ids: list[str] = []
         for message in messages:
             item = {
                 "id": self._ids.new("msg"),
@@ -472,6 +489,8 @@ class Admission:
             }
             await item_rows.insert(tx, item)
             await self._recorder.emit_item(tx, "agent.session.turn.item.added", item)
+            ids.append(str(item["id"]))
+        return ids
 
     async def _cancel(
         self,

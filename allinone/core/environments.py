@@ -21,7 +21,7 @@ from functools import partial
 from typing import Any
 
 from allinone.core.api.errors import ApiError, invalid, not_found
-from allinone.core.gateway.connection import Connection
+from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.registry import Registry
 from allinone.core.gateway.workspace import (
     WORKSPACE_CAPABILITIES,
@@ -29,6 +29,7 @@ from allinone.core.gateway.workspace import (
     WorkspaceUnavailable,
     wire_uuid,
 )
+from allinone.core.host_grants import HostGrants
 from allinone.core.ids import Clock, Ids
 from allinone.core.sealing import Sealer
 from storage import environments as env_rows
@@ -42,6 +43,9 @@ INLINE_LIMIT = 5 * 1024 * 1024
 WORKSPACE = "/workspace"
 RESERVED = ("/workspace/.codex", "/workspace/.managed-agents")
 DEFAULT_HARNESS = "scripted"
+INTERRUPTED = (
+    "initialization interrupted: the server stopped during set-up; its effects are unknown"
+)
 
 
 def check_path(path: Any, param: str) -> str:
@@ -79,7 +83,10 @@ class Environments:
         clock: Clock,
         remote_url: str = "",
         sealer: Sealer | None = None,
+        *,
+        grants: HostGrants,
     ) -> None:
+        self.grants = grants
         self._sealer = sealer
         self._remote_url = remote_url
         self._db = db
@@ -157,6 +164,16 @@ class Environments:
             "env": dict(body.get("env") or {}),
             "setup_commands": list(body.get("setup_commands") or []),
         }
+        runs_commands = bool(secrets["setup_commands"]) or any(
+            packages.get(kind) for kind in ("npm", "python")
+        )
+        if runs_commands and not self.grants.commands_allowed(project_id):
+            raise invalid(
+                "Commands cannot be confined on this host and the server's owner has not"
+                " trusted this project to run them (corebox projects trust).",
+                f"{param}.setup_commands",
+                code="unsupported_or_invalid_configuration",
+            )
         return config, secrets, files
 
     async def insert_hosted(
@@ -226,6 +243,7 @@ class Environments:
             raise invalid(
                 "workspace_directory must be an absolute path.", f"{param}.workspace_directory"
             )
+        self.grants.check_directory(project_id, directory, f"{param}.workspace_directory")
         environment_id = self._ids.new("env")
         config = {
             "capability_directories": list(body.get("capability_directories") or []),
@@ -297,6 +315,11 @@ class Environments:
                 environment_id, "failed", "failed", f"initialization failed: {exc.code}"
             )
             raise
+        except SendFailed as exc:
+            await self._set_initialization(
+                environment_id, "failed", "failed", f"initialization failed: {exc}"
+            )
+            raise WorkspaceUnavailable(str(exc)) from exc
         await self._set_initialization(environment_id, "complete", "ready")
 
         async def written(tx: Tx) -> None:
@@ -313,6 +336,19 @@ class Environments:
             )
 
         await self._db.write(written)
+
+    async def recover_interrupted(self) -> int:
+        """At start, before any turn runs: an initialization that was running when the
+        server stopped ends `failed`; its effects are unknown and it is never replayed.
+        Turns queued behind it then fail with that reason."""
+
+        async def job(tx: Tx) -> int:
+            return await env_rows.fail_running_initializations(tx, INTERRUPTED)
+
+        count = await self._db.write(job)
+        if count:
+            log.warning("%d interrupted environment initialization(s) marked failed", count)
+        return count
 
     async def _set_initialization(
         self, environment_id: str, initialization: str, status: str, failure: str | None = None
@@ -407,8 +443,11 @@ class Environments:
             if exc.unknown:
                 raise ApiError(
                     503,
-                    "The file write's outcome is unknown; it will not be retried.",
+                    f"The file write's outcome is unknown ({exc.code}); it was not recorded "
+                    "as written and will not be retried. Further writes to this environment "
+                    "are refused until it is settled.",
                     code="file_transfer_unavailable",
+                    headers={"x-should-retry": "false"},
                 ) from exc
             raise invalid(
                 "The file could not be written: a file or directory already exists "

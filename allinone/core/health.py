@@ -2,7 +2,7 @@
 
 Ready means, with evidence for each: storage reads and writes, the scheduler runs, and at
 least one Runtime is connected and has declared its capabilities. A 503 names what is
-missing.
+missing. `confinement` tells how the in-process Runtime confines commands.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ class Health:
         scheduler_running: Callable[[], bool],
         clock: Clock,
         config_summary: dict[str, Any],
+        confinement: dict[str, Any] | None = None,
     ) -> None:
+        self._confinement = confinement or {"kind": "none"}
         self._db = db
         self._registry = registry
         self._scheduler_running = scheduler_running
@@ -74,6 +76,8 @@ class Health:
         declared = [r for r in runtimes if r["declared"] and r["agent_kinds"]]
         checks["runtime"] = {"ok": bool(declared), "connected": runtimes}
         checks["config"] = {"ok": True, **self._config}
+        # How commands run in workspaces are confined (`none` is a state, not a failure).
+        checks["confinement"] = {"ok": True, **self._confinement}
         ready = all(check["ok"] for check in checks.values())
         return ready, checks
 

@@ -13,7 +13,7 @@ from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
 from allinone.core.model_providers import public_view
 from allinone.core.states import SessionStatus, session_status
-from storage import execution_settings, interactions, journal, sessions, turns
+from storage import environments, execution_settings, interactions, journal, sessions, turns
 from storage.database import Tx
 from storage.rows import Queryable, dumps, loads
 
@@ -73,11 +73,16 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
     choices: list[dict[str, Any]] = []
     if latest is not None and latest["status"] == "waiting":
         actions, choices = await required_actions(q, row["id"], latest["id"])
-    status = session_status(latest["status"] if latest else None, len(actions) + len(choices))
+    environment_failure = await _environment_failure(q, row)
+    status = session_status(
+        latest["status"] if latest else None,
+        len(actions) + len(choices),
+        environment_failed=environment_failure is not None,
+    )
     usage = await turns.usage_total(q, row["id"])
     error = None
-    if status is SessionStatus.FAILED and latest is not None:
-        error = latest.get("error_message") or "The execution could not complete."
+    if status is SessionStatus.FAILED:
+        error = environment_failure or "The environment could not be prepared."
     view = render.session(
         row, status=status.value, required_actions=actions, usage=usage, error=error
     )
@@ -88,8 +93,21 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
         # uses that works below `supported` in the capability matrix.
         "model_provider": public_view(execution_settings.settings_of(row).get("model_provider")),
         "capability_notes": execution_settings.notes_of(row),
+        # How the session's commands are confined on the host running them.
+        "confinement": execution_settings.settings_of(row).get("confinement"),
     }
     return view
+
+
+async def _environment_failure(q: Queryable, row: dict[str, Any]) -> str | None:
+    """Why the session's environment could not be prepared, or None while it can run."""
+    environment_id = row.get("environment_id")
+    if not environment_id:
+        return None
+    environment = await environments.get_any(q, environment_id)
+    if environment is None or environment["status"] != "failed":
+        return None
+    return str(environment.get("failure") or "The environment could not be prepared.")
 
 
 class Recorder:

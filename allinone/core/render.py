@@ -74,6 +74,8 @@ def turn(row: dict[str, Any]) -> dict[str, Any]:
             "phase": row.get("phase"),
             "state_version": row.get("state_version", 0),
             "worker_epoch": row.get("worker_epoch", 0),
+            # Steering messages whose delivery outcome is unknown (marked on their items).
+            "unknown_inputs": row.get("unknown_inputs") or 0,
         },
     }
 
@@ -179,6 +181,8 @@ def environment_info(row: dict[str, Any], files: list[dict[str, Any]]) -> dict[s
         "files": [environment_file(f) for f in files],
         "plugins": [],
         "skills": [],
+        # corebox extension: why set-up failed (the session's error says the same).
+        "x_corebox": {"failure": row.get("failure")},
     }
 
 

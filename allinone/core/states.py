@@ -3,6 +3,9 @@
 Turn:   queued -> in_progress -> waiting -> completed | failed | cancelled
         (queued may also end failed or cancelled; terminal never reopens)
 Session status is derived, never stored: idle, in_progress, requires_action, failed.
+        A turn that failed or was cancelled leaves the session `idle` (the error is on
+        the turn); the session is `failed` only when it can never run again, because
+        its environment could not be prepared.
 Item:   in_progress -> completed | incomplete (| failed for calls)
 """
 
@@ -61,12 +64,15 @@ class SessionStatus(StrEnum):
     FAILED = "failed"
 
 
-def session_status(latest_turn_status: str | None, pending_actions: int) -> SessionStatus:
-    """Derive the session status from its latest root turn and pending required actions."""
+def session_status(
+    latest_turn_status: str | None, pending_actions: int, environment_failed: bool = False
+) -> SessionStatus:
+    """Derive the session status from its latest root turn, its pending required actions
+    and whether its environment failed to prepare (the only way a session fails)."""
     if latest_turn_status is None:
-        return SessionStatus.IDLE
+        return SessionStatus.FAILED if environment_failed else SessionStatus.IDLE
     status = TurnStatus(latest_turn_status)
-    if status is TurnStatus.FAILED:
+    if status in TERMINAL_TURN and environment_failed:
         return SessionStatus.FAILED
     if status in TERMINAL_TURN:
         return SessionStatus.IDLE

@@ -30,6 +30,7 @@ from typing import Protocol
 
 import msgspec
 
+from runtime.confinement import Sandbox
 from runtime.proto.capabilities import AgentKindCapabilities
 from runtime.proto.execution import ExecutionConfiguration
 from runtime.proto.inputs import InputContent, MessageInput
@@ -99,6 +100,11 @@ class RunContext(Protocol):
     @property
     def workspace(self) -> Path | None:
         """The bound workspace directory, or None without a local environment."""
+        ...
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """What confines the commands the Run starts in its workspace."""
         ...
 
     async def emit(self, type_: str, payload: msgspec.Struct) -> None: ...

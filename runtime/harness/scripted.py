@@ -14,7 +14,6 @@ import json
 import secrets
 from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from runtime.harness.base import RunContext
@@ -23,8 +22,10 @@ from runtime.proto.capabilities import AgentKindCapabilities
 from runtime.proto.execution import ExecutionConfiguration
 from runtime.proto.inputs import MessageInput, text_of
 from runtime.proto.interactions import ChoiceOption, ChoiceQuestion
+from runtime.workspaces import Binding, WorkspaceError, read_bytes, replace_file
 
 DELTA_CHARS = 16
+READ_BYTES = 64 * 1024
 Phase = Literal["commentary", "final_answer"]
 DIRECTIVES = (
     "say",
@@ -34,6 +35,7 @@ DIRECTIVES = (
     "choose",
     "command",
     "write",
+    "read",
     "sleep",
     "hang",
     "fail",
@@ -220,6 +222,7 @@ class _ScriptedTurn:
             "permission": self._permission,
             "choose": self._choose,
             "write": self._write,
+            "read": self._read,
         }[line.directive]
         await handler(argument)
 
@@ -311,21 +314,33 @@ class _ScriptedTurn:
             "cancelled" if outcome.cancelled else ", ".join(outcome.answers.get("q1", []))
         )
 
-    async def _write(self, argument: str) -> None:
+    def _binding(self, directive: str) -> Binding:
         root = self._context.workspace
         if root is None:
-            raise ScriptedFailure("invalid_request", "/write needs a local environment")
+            raise ScriptedFailure("invalid_request", f"/{directive} needs a local environment")
+        return Binding(environment_id="", type="", root=root)
+
+    async def _write(self, argument: str) -> None:
+        binding = self._binding("write")
         path, _, text = argument.strip().partition(" ")
-        relative = path.removeprefix("/workspace/").lstrip("/")
-        target = (root / relative).resolve()
-        if not relative or not target.is_relative_to(root.resolve()):
-            raise ScriptedFailure("invalid_request", "/write must stay inside the workspace")
-        await asyncio.to_thread(_write_text, target, self._substitute(text))
+        try:
+            await asyncio.to_thread(
+                replace_file, binding, path, self._substitute(text).encode("utf-8")
+            )
+        except WorkspaceError as exc:
+            raise ScriptedFailure(
+                "invalid_request", "/write must stay inside the workspace"
+            ) from exc
 
-
-def _write_text(target: Path, text: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+    async def _read(self, argument: str) -> None:
+        binding = self._binding("read")
+        try:
+            data, _ = await asyncio.to_thread(read_bytes, binding, argument.strip(), READ_BYTES)
+        except WorkspaceError as exc:
+            raise ScriptedFailure(
+                "invalid_request", "/read must stay inside the workspace"
+            ) from exc
+        self._values["read"] = data.decode("utf-8", "replace")
 
 
 def _int(text: str, directive: str) -> int:

@@ -14,6 +14,7 @@ that need the request (receipts, offsets) are the payloads' `check(...)` methods
 
 from __future__ import annotations
 
+import re
 from typing import Any, NamedTuple
 
 import msgspec
@@ -114,6 +115,22 @@ _payload_decoders: dict[type[msgspec.Struct], msgspec.json.Decoder[Any]] = {
 }
 
 
+_AT = re.compile(r" - at `(\$[^`]*)`$")
+_NAMED = re.compile(r"^Object (?:missing required|contains unknown) field `([^`]*)`")
+
+
+def field_path(message: str) -> str:
+    """The JSON path of the first invalid field named by a msgspec decode error, e.g.
+    `$.configuration.agent_options.extra` or `$.home_removal`. Only the path is kept:
+    msgspec may quote a value elsewhere in its message, and a value is never logged."""
+    at = _AT.search(message)
+    path = at.group(1) if at else "$"
+    named = _NAMED.match(message)
+    if named:
+        path = f"{path}.{named.group(1)}"
+    return path
+
+
 def _decode(data: bytes | str, table: dict[str, type[msgspec.Struct]]) -> Frame:
     raw = data.encode() if isinstance(data, str) else data
     if len(raw) > MAX_FRAME_BYTES:
@@ -136,7 +153,13 @@ def _decode(data: bytes | str, table: dict[str, type[msgspec.Struct]]) -> Frame:
             if envelope.type == "heartbeat"
             else DecodeErrorCode.INVALID_PAYLOAD
         )
-        raise DecodeError(code, f"payload of {envelope.type} is invalid") from exc
+        raise DecodeError(
+            code,
+            f"payload of {envelope.type} is invalid",
+            frame_type=envelope.type,
+            frame_id=envelope.id,
+            field=field_path(str(exc)),
+        ) from exc
     return Frame(envelope.type, envelope.id, payload, envelope.trace)
 
 

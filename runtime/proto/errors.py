@@ -192,7 +192,17 @@ class ProtocolError(Exception):
 
 
 class DecodeError(ProtocolError):
-    pass
+    """A frame that does not decode. When the envelope decoded but its payload did not,
+    `frame_type` and `frame_id` name the request (so its family can answer it) and
+    `field` is the JSON path of the first invalid field (for the log only: never sent)."""
+
+    def __init__(
+        self, code: str, message: str, *, frame_type: str = "", frame_id: str = "", field: str = ""
+    ) -> None:
+        super().__init__(code, message)
+        self.frame_type = frame_type
+        self.frame_id = frame_id
+        self.field = field
 
 
 class UnknownMessageType(ProtocolError):

@@ -19,6 +19,7 @@ import msgspec
 
 from runtime.proto import limits
 from runtime.proto.errors import PreparationErrorCode, ValidationError
+from runtime.proto.identities import validate_frame_id
 from runtime.proto.inputs import MessageInput, validate_message_input
 
 _STRICT: dict[str, Any] = {"frozen": True, "forbid_unknown_fields": True, "omit_defaults": True}
@@ -217,6 +218,14 @@ class ExecutionPrepare(msgspec.Struct, **_STRICT):
             )
         if cfg.agent_options.model_provider is not None:
             cfg.agent_options.model_provider.validate()
+        harness_config = cfg.agent_options.harness_config
+        if (
+            harness_config is not None
+            and len(msgspec.json.encode(harness_config)) > limits.MAX_HARNESS_CONFIG_BYTES
+        ):
+            raise ValidationError(
+                PreparationErrorCode.INVALID_CONFIGURATION, "harness_config is too large"
+            )
         labels: set[str] = set()
         for server in cfg.mcp_http_servers or []:
             server.validate()
@@ -258,3 +267,37 @@ class PreparationStatus(
     run_id: str = ""
     error_code: str = ""
     operation: str = ""
+
+
+# What an admission request that did not decode is answered with, by type.
+_UNDECODABLE_CODES: dict[str, PreparationErrorCode] = {
+    "execution_start": PreparationErrorCode.INVALID_START,
+    "execution_release": PreparationErrorCode.INVALID_RELEASE,
+}
+
+
+def undecodable_admission_reply(frame_type: str, frame_id: str, field: str) -> PreparationStatus:
+    """The `rejected` status answering an admission request whose envelope identifies it
+    (`frame_id` is a valid preparation request id) but whose payload did not decode.
+
+    Silence would leave Core waiting for a reply that never comes; a rejection is a
+    finite, visible answer (seed 000). A configuration the Runtime cannot accept (an
+    `agent_options` key Core never sends, an MCP server without a valid
+    `connection_origin`) is `unsupported_configuration`; any other undecodable prepare is
+    `invalid_request`. Raises ValidationError when the request cannot be answered: not an
+    admission type, or an id that breaks its kind's rule (never echoed back).
+    """
+    if frame_type == "execution_prepare":
+        code = (
+            PreparationErrorCode.UNSUPPORTED_CONFIGURATION
+            if field.startswith("$.configuration")
+            else PreparationErrorCode.INVALID_REQUEST
+        )
+    elif frame_type in _UNDECODABLE_CODES:
+        code = _UNDECODABLE_CODES[frame_type]
+    else:
+        raise ValidationError(PreparationErrorCode.INVALID_REQUEST, "not an admission request")
+    validate_frame_id(frame_type, frame_id)
+    return PreparationStatus(
+        revision=0, state=PreparationState.REJECTED, operation=frame_type, error_code=code
+    )

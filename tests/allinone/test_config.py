@@ -87,3 +87,23 @@ def test_public_url_is_an_origin(tmp_path: Path) -> None:
     assert load({}, {}, tmp_path).public_url is None
     with pytest.raises(ConfigError, match="public URL"):
         load({"public_url": "ws://core:8800/path"}, {}, tmp_path)
+
+
+def test_workspace_roots_default_to_home_and_follow_the_precedence(tmp_path: Path) -> None:
+    home = str(tmp_path / "home")
+    assert load({}, {"HOME": home}, tmp_path).workspace_roots == (Path(home),)
+    (tmp_path / "corebox.toml").write_text('workspace_roots = ["/srv/a", "/srv/b"]\n')
+    config = load({}, {"HOME": home}, tmp_path)
+    assert config.workspace_roots == (Path("/srv/a"), Path("/srv/b"))
+    config = load({}, {"HOME": home, "COREBOX_WORKSPACE_ROOTS": "/x:/y"}, tmp_path)
+    assert config.workspace_roots == (Path("/x"), Path("/y"))
+    config = load({"workspace_roots": ["/z"]}, {"COREBOX_WORKSPACE_ROOTS": "/x"}, tmp_path)
+    assert config.workspace_roots == (Path("/z"),)
+
+
+def test_workspace_roots_must_be_absolute_directories(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="workspace root"):
+        load({"workspace_roots": ["relative"]}, {}, tmp_path)
+    (tmp_path / "corebox.toml").write_text('workspace_roots = "/not/a/list"\n')
+    with pytest.raises(ConfigError, match="workspace_roots"):
+        load({}, {}, tmp_path)

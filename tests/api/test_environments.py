@@ -160,3 +160,24 @@ def test_environment_secrets_are_sealed_at_rest(client: OpenAI, server: Any) -> 
         if path.name.startswith("corebox.db")
     )
     assert marker.encode() not in stored
+
+
+def test_a_failing_setup_fails_the_environment_and_its_session_promptly(client: OpenAI) -> None:
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment={"type": "openai_hosted", "setup_commands": [{"command": "exit 3"}]},
+            input="never runs",
+            stream=True,
+        )
+    )
+    types = [e.type for e in events]  # type: ignore[attr-defined]
+    assert types[-2:] == ["agent.session.turn.failed", "agent.session.failed"]
+    session = client.beta.agents.sessions.retrieve(events[0].session.id)  # type: ignore[attr-defined]
+    assert session.status == "failed"
+    assert session.environment is not None
+    environment_id = session.environment.id  # type: ignore[union-attr]
+    environment = client.beta.agents.environments.retrieve(environment_id)
+    assert environment.status == "failed"
+    turn = client.beta.agents.sessions.turns.list(session.id).data[0]
+    assert turn.x_corebox["error_code"] == "sandbox_error"  # type: ignore[attr-defined]

@@ -78,30 +78,19 @@ def test_say_directives_stream_commentary_then_a_final_answer(client: OpenAI) ->
     ]
 
 
-def test_fail_directive_fails_the_turn_with_the_engine_code(client: OpenAI) -> None:
+def test_fail_directive_fails_the_turn_and_leaves_the_session_idle(client: OpenAI) -> None:
     session_id, events = create_streamed(client, "/fail rate_limit_exceeded")
     types = [e.type for e in events]  # type: ignore[attr-defined]
-    assert types[-2:] == ["agent.session.turn.failed", "agent.session.failed"]
+    assert types[-2:] == ["agent.session.turn.failed", "agent.session.idle"]
     failed = events[-2]
     assert failed.turn.status == "failed"  # type: ignore[attr-defined]
     assert failed.turn.error.code == "rate_limit_exceeded"  # type: ignore[attr-defined]
     session = client.beta.agents.sessions.retrieve(session_id)
-    assert session.status == "failed"
-    # A failed turn does not poison the session: new input starts a new turn.
-    with client.beta.agents.sessions.events.stream(session_id) as live:
-        client.beta.agents.sessions.events.create(
-            session_id,
-            events=[
-                {
-                    "type": "agent.session.input.message",
-                    "input": [
-                        {"role": "user", "content": [{"type": "input_text", "text": "again"}]}
-                    ],
-                }
-            ],
-        )
-        for event in live:
-            if event.type == "agent.session.idle":
-                break
+    assert session.status == "idle"
+    # The failed turn does not poison the session: the SDK's helper runs the next turn.
+    with client.beta.agents.sessions.stream(session_id, input="again") as stream:
+        result = stream.get_final_result()
+    assert result.turn.status == "completed"
+    assert result.output_text == "again"
     assert client.beta.agents.sessions.turns.list(session_id).data[0].status == "completed"
     assert client.beta.agents.sessions.retrieve(session_id).status == "idle"

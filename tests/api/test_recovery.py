@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import select
 import signal
 from pathlib import Path
 
@@ -63,33 +65,87 @@ def test_a_crash_fails_the_running_turn_and_keeps_everything_acknowledged(tmp_pa
             assert turn.x_corebox["error_code"] == "execution_interrupted"  # type: ignore[attr-defined]
             items = client.beta.agents.sessions.items.list(hanging_id, order="asc").data
             assert [i.content[0].text for i in items if i.role == "assistant"] == ["partial"]
-            assert client.beta.agents.sessions.retrieve(hanging_id).status == "failed"
+            assert client.beta.agents.sessions.retrieve(hanging_id).status == "idle"
             # Nothing was replayed: still exactly one turn.
             assert len(client.beta.agents.sessions.turns.list(hanging_id).data) == 1
-            # The session takes new input; the interrupted input is not seen again.
-            with client.beta.agents.sessions.events.stream(hanging_id) as live:
-                client.beta.agents.sessions.events.create(
-                    hanging_id,
-                    events=[
-                        {
-                            "type": "agent.session.input.message",
-                            "input": [
-                                {
-                                    "role": "user",
-                                    "content": [{"type": "input_text", "text": "fresh"}],
-                                }
-                            ],
-                        }
-                    ],
-                )
-                for event in live:
-                    if event.type == "agent.session.idle":
-                        break
+            # The SDK's helper runs the next turn; the interrupted input is not seen again.
+            with client.beta.agents.sessions.stream(hanging_id, input="fresh") as stream:
+                result = stream.get_final_result()
+            assert result.turn.status == "completed"
             replies = [
                 i.content[0].text
                 for i in client.beta.agents.sessions.items.list(hanging_id, order="asc").data
                 if i.role == "assistant"
             ]
             assert replies == ["partial", "fresh"]
+    finally:
+        restarted.stop()
+
+
+def _wait_for_writer(fifo: Path) -> None:
+    """Block until the set-up command wrote to `fifo` (it is running then)."""
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        readable, _, _ = select.select([fd], [], [], 30)
+        assert readable, "the set-up command never started"
+    finally:
+        os.close(fd)
+
+
+def test_a_crash_during_set_up_fails_the_environment_and_its_queued_session(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    fifo = tmp_path / "setup-started"
+    os.mkfifo(fifo)
+    server = start_server(data)
+    try:
+        with OpenAI(
+            base_url=f"{server.base_url}/v1",
+            api_key=API_KEY,
+            max_retries=0,
+            _strict_response_validation=True,
+        ) as client:
+            environment = client.beta.agents.environments.create(
+                environment={
+                    "type": "openai_hosted",
+                    "setup_commands": [{"command": f"echo started > {fifo}; sleep 15"}],
+                }
+            )
+            _wait_for_writer(fifo)
+            queued = client.beta.agents.sessions.create(
+                agent={"model": "scripted"},
+                environment={"type": "openai_hosted", "environment_id": environment.id},  # type: ignore[typeddict-unknown-key]
+                input="behind the set-up",
+            )
+    finally:
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait(timeout=10)
+
+    restarted = start_server(data, port=server.port)
+    try:
+        with OpenAI(
+            base_url=f"{restarted.base_url}/v1",
+            api_key=API_KEY,
+            max_retries=0,
+            _strict_response_validation=True,
+        ) as client:
+            recovered = client.beta.agents.environments.retrieve(environment.id)
+            assert recovered.status == "failed"
+            failure = recovered.x_corebox["failure"]  # type: ignore[attr-defined]
+            assert "interrupted" in failure
+            with client.beta.agents.sessions.events.stream(queued.id) as live:
+                session = client.beta.agents.sessions.retrieve(queued.id)
+                if session.status != "failed":
+                    for event in live:
+                        if event.type == "agent.session.failed":
+                            break
+            session = client.beta.agents.sessions.retrieve(queued.id)
+            assert session.status == "failed"
+            assert session.error is not None and "interrupted" in session.error
+            turn = client.beta.agents.sessions.turns.list(queued.id).data[0]
+            assert turn.status == "failed"
+            assert turn.x_corebox["error_code"] == "sandbox_error"  # type: ignore[attr-defined]
+            assert turn.error is not None and "interrupted" in turn.error.message
     finally:
         restarted.stop()

@@ -27,7 +27,9 @@ def run(client: OpenAI, text: str, **session: Any) -> tuple[str, list[Any]]:
             **session,
         )
     )
-    assert events[-1].type in ("agent.session.idle", "agent.session.failed")
+    # Every turn ends idle, a failed one too; only an environment that cannot be
+    # prepared fails the session.
+    assert events[-1].type == "agent.session.idle"
     return str(events[0].session.id), events
 
 

@@ -7,6 +7,7 @@ import json
 import stat
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -299,3 +300,20 @@ def test_cli_manages_projects_and_keys(server: Server) -> None:
     assert json.loads(archived.stdout)["status"] == "archived"
     missing = _cli(server, "keys", "revoke", project["id"], "key_missing")
     assert missing.returncode == 1 and "HTTP 404" in missing.stderr
+
+
+def test_cli_grants_and_revokes_host_roots(server: Server, tmp_path: Path) -> None:
+    project = json.loads(_cli(server, "projects", "create", "granted", "--json").stdout)
+    granted = _cli(server, "projects", "grant-root", project["id"], str(tmp_path), "--json")
+    assert granted.returncode == 0, granted.stderr
+    assert json.loads(granted.stdout)["workspace_roots"] == [str(tmp_path.resolve())]
+    shown = _cli(server, "projects", "grants", project["id"])
+    assert str(tmp_path.resolve()) in shown.stdout and "trusted: False" in shown.stdout
+    trusted = _cli(server, "projects", "trust", project["id"], "--json")
+    assert json.loads(trusted.stdout)["trusted"] is True
+    untrusted = _cli(server, "projects", "trust", project["id"], "--no", "--json")
+    assert json.loads(untrusted.stdout)["trusted"] is False
+    revoked = _cli(server, "projects", "revoke-root", project["id"], str(tmp_path), "--json")
+    assert json.loads(revoked.stdout)["workspace_roots"] == []
+    refused = _cli(server, "projects", "grant-root", project["id"], str(server.data_dir))
+    assert refused.returncode == 1 and "HTTP 400" in refused.stderr

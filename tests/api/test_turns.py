@@ -109,6 +109,9 @@ def test_cancelling_a_hanging_turn_ends_it_cancelled_and_the_session_idle(client
     turn = client.beta.agents.sessions.turns.list(session_id).data[0]
     assert turn.status == "cancelled"
     assert client.beta.agents.sessions.retrieve(session_id).status == "idle"
+    with client.beta.agents.sessions.stream(session_id, input="after") as stream:
+        result = stream.get_final_result()
+    assert (result.turn.status, result.output_text) == ("completed", "after")
 
 
 def test_cancelling_a_queued_turn_is_immediate(client: OpenAI) -> None:

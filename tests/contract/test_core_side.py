@@ -20,15 +20,7 @@ from tests.contract.core_side import CoreSide
 from tests.contract.core_turns import CoreTurnSide
 
 # Scenario name -> reason, only for Core behaviour that does not exist yet.
-NOT_IMPLEMENTED: dict[str, str] = {
-    "cancel_unconfirmed": "Core starts the cancellation timer only after done",
-    "lease_expired": "the lease sweep skips turns this process still owns",
-    "cancel_receipt_without_done": "Core waits for done after an applied cancellation receipt",
-    "cancel_receipt_carries_outcome": "Core waits for done after a receipt carrying the outcome",
-    "function_call_duplicate_call_id": "a repeated call id is a swallowed integrity error",
-    "function_result_receipt_contradicts_itself": "an applied receipt with a code counts",
-    "capability_withdrawn_while_preparing": "Core starts without a final check of the declaration",
-}
+NOT_IMPLEMENTED: dict[str, str] = {}
 
 
 def _cases() -> list[object]:

@@ -103,7 +103,7 @@ def serve_core_only(data_dir: Path) -> Iterator[str]:
             ],
             stdout=subprocess.PIPE,
             stderr=errors,
-            env=_env(),
+            env={**_env(), "COREBOX_WORKSPACE_ROOTS": str(data_dir.parent)},
             text=True,
         )
     watchdog = threading.Timer(WAIT * 3, process.kill)  # bounds the blocking read below
@@ -405,3 +405,46 @@ def test_corebox_daemon_runs_turns_until_its_device_is_revoked(tmp_path: Path) -
                 daemon.wait(timeout=WAIT)
             if daemon.stderr is not None:
                 daemon.stderr.close()
+
+
+def test_corebox_daemon_serves_only_its_allowed_roots(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    served, elsewhere = tmp_path / "served" / "ws", tmp_path / "elsewhere"
+    served.mkdir(parents=True)
+    elsewhere.mkdir()
+    with serve_core_only(data_dir) as base_url:
+        device = new_device(base_url, data_dir, "rooted")
+        relative = corebox(
+            "daemon", "--core", base_url, "--credential-file", device["file"],
+            "--allowed-root", "relative",
+        )  # fmt: skip
+        assert relative.returncode == 2 and "--allowed-root" in relative.stderr
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "allinone", "daemon", "--core", base_url,
+             "--credential-file", device["file"], "--allowed-root", str(served.parent)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=_env(),
+        )  # fmt: skip
+        try:
+            with sdk(base_url) as client:
+                for directory, status in ((served, "completed"), (elsewhere, "failed")):
+                    events = list(
+                        client.beta.agents.sessions.create(
+                            agent={"model": "scripted"},
+                            environment={
+                                "type": "self_hosted",
+                                "workspace_directory": str(directory),
+                            },
+                            input="/write made.txt here",
+                            stream=True,
+                        )
+                    )
+                    session_id = events[0].session.id
+                    turn = client.beta.agents.sessions.turns.list(session_id).data[0]
+                    assert turn.status == status, directory
+            assert (served / "made.txt").read_text() == "here"
+            assert not (elsewhere / "made.txt").exists()
+        finally:
+            daemon.terminate()
+            daemon.wait(timeout=WAIT)

@@ -257,3 +257,21 @@ def test_a_busy_port_is_one_clear_error_line(tmp_path: Path) -> None:
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
     assert str(port) in lines[0]
+
+
+def test_setup_commands_run_confined_by_the_binary_itself(server: Server, tmp_path: Path) -> None:
+    key = tmp_path / "data" / "secrets" / "core.key"
+    command = (
+        f"cat {key} > stolen.txt 2>/dev/null; echo x > {tmp_path}/planted.txt 2>/dev/null;"
+        " echo ok > made.txt"
+    )
+    with server.client() as client:
+        environment = client.beta.agents.environments.create(
+            environment={"type": "openai_hosted", "setup_commands": [{"command": command}]}  # type: ignore[typeddict-item]
+        )
+        client.beta.agents.environments.files.list(environment.id)  # initialized by now
+        assert client.beta.agents.environments.retrieve(environment.id).status == "ready"
+    made = list((tmp_path / "data" / "workspaces").glob("*/made.txt"))
+    assert len(made) == 1 and made[0].read_text() == "ok\n"
+    assert (made[0].parent / "stolen.txt").read_text() == ""
+    assert not (tmp_path / "planted.txt").exists()

@@ -20,12 +20,13 @@ from runtime.harness.base import (
     Unavailable,
     Unsupported,
 )
+from runtime.proto import limits
 from runtime.proto import run as wire
 from runtime.proto.capabilities import CAPABILITY_FIELDS, AgentKindCapabilities
 from runtime.proto.errors import DecisionErrorCode, SteerErrorCode
 from runtime.proto.functions import FunctionResult
 from runtime.proto.inputs import InputText, Message
-from runtime.proto.interactions import PermissionDecision
+from runtime.proto.interactions import PermissionDecision, PermissionRequest
 from runtime.proto.steering import PromptSteer
 from runtime.runs import Run
 
@@ -195,3 +196,34 @@ def test_steering_is_refused_unsupported_when_not_declared() -> None:
     sent = play(body, declaration(steering=False), during)
     acks = [payload for type_, payload in sent if type_ == "prompt_steer_ack"]
     assert [getattr(ack, "error_code", None) for ack in acks] == [SteerErrorCode.UNSUPPORTED]
+
+
+def test_applied_decisions_are_remembered_up_to_the_cache_limit() -> None:
+    count = limits.APPLIED_DECISION_CACHE_ENTRIES + 1
+
+    async def body(context: RunContext) -> None:
+        for n in range(count):
+            assert await context.request_permission(f"p{n}", "shell", "run it")
+
+    async def main() -> None:
+        requests: asyncio.Queue[str] = asyncio.Queue()
+
+        async def send(type_: str, run_id: str, payload: msgspec.Struct | None) -> None:
+            if isinstance(payload, PermissionRequest):
+                requests.put_nowait(payload.request_id)
+
+        run = Run("run_1", Scripted(body), declaration(), send)
+        run.start([Message(content=[InputText(text="hi")])])
+        for n in range(count):
+            request_id = await asyncio.wait_for(requests.get(), 5)
+            ack = run.decision(request_id, PermissionDecision(delivery_id=f"d{n}", approved=True))
+            assert ack.applied, ack
+        assert run.task is not None
+        await run.task
+        oldest = run.decision("p0", PermissionDecision(delivery_id="again", approved=True))
+        assert (oldest.applied, oldest.error_code) == (False, DecisionErrorCode.NOT_PENDING)
+        last = f"p{count - 1}"
+        replay = run.decision(last, PermissionDecision(delivery_id="again", approved=True))
+        assert (replay.applied, replay.error_code) == (True, "")
+
+    asyncio.run(main())

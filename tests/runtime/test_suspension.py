@@ -55,7 +55,9 @@ def test_quiesce_fences_new_work_until_the_matching_resume(tmp_path: Path) -> No
         peer = Peer()
         harnesses = HarnessRegistry()
         harnesses.register(ScriptedHarness())
-        dispatcher = Dispatcher(harnesses, peer.send, workspaces=Workspaces(None))
+        dispatcher = Dispatcher(
+            harnesses, peer.send, workspaces=Workspaces(None, allowed_roots=(tmp_path,))
+        )
         env, other = str(uuid.uuid4()), str(uuid.uuid4())
 
         async def call(type_: str, id_: str, payload: msgspec.Struct) -> tuple[str, str, Any]:

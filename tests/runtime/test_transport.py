@@ -14,6 +14,7 @@ from runtime.harness.registry import HarnessRegistry
 from runtime.harness.scripted import ScriptedHarness
 from runtime.proto.version import VERSION
 from runtime.transport import (
+    Backoff,
     PermanentError,
     TransientError,
     backoff_delay,
@@ -34,6 +35,18 @@ def test_backoff_starts_immediately_doubles_and_caps_with_jitter() -> None:
     for attempt, base in ((1, 1.0), (2, 2.0), (3, 4.0), (6, 30.0), (40, 30.0)):
         delay = backoff_delay(attempt, rand)
         assert base * 0.8 <= delay <= base * 1.2, (attempt, delay)
+
+
+def test_backoff_schedule_doubles_to_its_cap_and_starts_over_on_reset() -> None:
+    backoff = Backoff(rand=random.Random(3))
+    bases = [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+    for base in bases:
+        delay = backoff.next_delay()
+        assert base * 0.8 <= delay <= base * 1.2, (base, delay)
+    backoff.reset()
+    assert 0.8 <= backoff.next_delay() <= 1.2
+    short = Backoff(0.5, 1.0, random.Random(3))
+    assert [round(short.next_delay() / b, 6) <= 1.2 for b in (0.5, 1.0, 1.0)] == [True] * 3
 
 
 def test_bootstrap_and_upgrade_refusals_are_classified() -> None:
@@ -70,10 +83,20 @@ def test_bootstrap_and_upgrade_refusals_are_classified() -> None:
     asyncio.run(main())
 
 
-def _daemon(core: ScriptedCore) -> Daemon:
+def _daemon(core: ScriptedCore, clock: list[float] | None = None) -> Daemon:
     harnesses = HarnessRegistry()
     harnesses.register(ScriptedHarness())
-    return Daemon(core.core_url, DEVICE, CREDENTIAL, harnesses, "test")
+    now = clock if clock is not None else [0.0]
+    return Daemon(
+        core.core_url,
+        DEVICE,
+        CREDENTIAL,
+        harnesses,
+        "test",
+        backoff=Backoff(0.01, 0.04, random.Random(5)),
+        healthy_seconds=60.0,
+        clock=lambda: now[0],
+    )
 
 
 def test_close_4001_stops_the_daemon_and_other_closes_reconnect() -> None:
@@ -82,7 +105,7 @@ def test_close_4001_stops_the_daemon_and_other_closes_reconnect() -> None:
             task = asyncio.create_task(_daemon(core).run())
             first = await core.next_peer()
             await first.first_heartbeat()
-            await first.close(1011)  # transient: the daemon reconnects at once
+            await first.close(1011)  # transient: the daemon reconnects after its backoff
             second = await core.next_peer()
             beat = await second.first_heartbeat()
             assert [k.kind for k in beat.supported_agent_kinds] == ["scripted"]
@@ -93,5 +116,30 @@ def test_close_4001_stops_the_daemon_and_other_closes_reconnect() -> None:
             assert stopped.value.status == 4001
             assert (core.bootstraps, core.accepted) == (2, 2)
             assert not core.all_violations()
+
+    asyncio.run(main())
+
+
+def test_every_close_waits_the_backoff_which_starts_over_only_after_a_healthy_connection() -> None:
+    async def main() -> None:
+        clock = [0.0]
+        async with ScriptedCore(DEVICE, CREDENTIAL, VERSION, Signal()) as core:
+            daemon = _daemon(core, clock)
+            task = asyncio.create_task(daemon.run())
+            for code, up_for in ((1000, 0.0), (1000, 0.0), (1011, 60.0), (1000, 0.0)):
+                peer = await core.next_peer()
+                await peer.first_heartbeat()
+                clock[0] += up_for  # how long this connection stayed up
+                await peer.close(code)
+            await core.next_peer()
+            await daemon.stop()
+            await asyncio.wait_for(task, WAIT)
+            assert (core.bootstraps, core.accepted) == (5, 5)
+        # 1st, 2nd: the schedule grows; 3rd stayed up 60 s: it starts over; 4th grows again.
+        bases = [0.01, 0.02, 0.01, 0.02]
+        delays = list(daemon.delays)
+        assert len(delays) == len(bases), delays
+        for base, delay in zip(bases, delays, strict=True):
+            assert base * 0.8 <= delay <= base * 1.2, (bases, delays)
 
     asyncio.run(main())

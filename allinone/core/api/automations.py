@@ -34,6 +34,7 @@ from allinone.core.api.common import (
 from allinone.core.api.errors import ApiError, from_validation, invalid, not_found
 from allinone.core.api.listing import page, single
 from allinone.core.automations import Automations, cron_trigger
+from allinone.core.host_grants import HostGrants
 from allinone.core.ids import Clock, Ids
 from storage import automations as rows
 from storage.database import Database, Tx
@@ -60,7 +61,15 @@ def check_schedule(expression: str, timezone: str) -> None:
 
 
 class AutomationsApi:
-    def __init__(self, db: Database, automations: Automations, ids: Ids, clock: Clock) -> None:
+    def __init__(
+        self,
+        db: Database,
+        automations: Automations,
+        ids: Ids,
+        clock: Clock,
+        grants: HostGrants | None = None,
+    ) -> None:
+        self._grants = grants
         self._db = db
         self._automations = automations
         self._ids = ids
@@ -80,6 +89,16 @@ class AutomationsApi:
             Route(one + "/invocations", self.list_invocations, methods=["GET"]),
             Route(one + "/invocations/{invocation_id}", self.retrieve_invocation, methods=["GET"]),
         ]
+
+    def _check_host(self, project: str, public: dict[str, Any]) -> None:
+        """A `self_hosted` target directory must be one the project may use (it is
+        checked again whenever the automation fires)."""
+        environment = public.get("environment") or {}
+        directory = environment.get("workspace_directory")
+        if self._grants is not None and environment.get("type") == "self_hosted" and directory:
+            self._grants.check_directory(
+                project, str(directory), "target.environment.workspace_directory"
+            )
 
     async def _row(self, project: str, automation_id: str) -> dict[str, Any]:
         row = await self._db.read(lambda r: rows.get(r, project, automation_id))
@@ -106,6 +125,7 @@ class AutomationsApi:
         prepared = await self._db.read(
             lambda r: automation_targets.prepare(r, project, body.target)
         )
+        self._check_host(project, prepared.public)
         automation_id = self._ids.new("auto")
         row.update(
             id=automation_id,
@@ -177,6 +197,7 @@ class AutomationsApi:
             if target.__struct_config__.tag != row["target"]["type"]:
                 raise invalid("target.type cannot change.", "target.type")
             prepared = await self._db.read(lambda r: automation_targets.prepare(r, project, target))
+            self._check_host(project, prepared.public)
             fields.update(target=prepared.public, target_session_id=prepared.session_id)
             sealed = self._automations.seal_target(project, automation_id, prepared.request)
         now = self._clock.now()

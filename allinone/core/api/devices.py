@@ -5,6 +5,9 @@ authorised by the Core key.
     GET    /core/v1/devices                -> the devices, with whether each is connected
     GET    /core/v1/devices/{id}
     DELETE /core/v1/devices/{id}           -> revoked; its live connection closes (4001)
+    POST   /core/v1/devices/{id}/shutdown  -> its Runtime is asked to stop (`device_shutdown`);
+                                              nothing new is claimed to it; the credential
+                                              stays valid, so a restarted daemon reconnects
 
 Only the credential's SHA-256 digest is stored. Revoking is permanent and idempotent;
 the in-process Runtime's device cannot be revoked (its credential is reissued at every
@@ -78,6 +81,7 @@ class DevicesApi:
             Route(base, self.list_devices, methods=["GET"]),
             Route(base + "/{device_id}", self.retrieve, methods=["GET"]),
             Route(base + "/{device_id}", self.revoke, methods=["DELETE"]),
+            Route(base + "/{device_id}/shutdown", self.shut_down, methods=["POST"]),
         ]
 
     def _shape(self, row: dict[str, Any]) -> Device:
@@ -124,17 +128,29 @@ class DevicesApi:
         await require_core_key(self._db, request)
         return json(self._shape(await self._device(request.path_params["device_id"])))
 
+    def _refuse_local(self, device_id: str, action: str) -> None:
+        if device_id == self._local_device:
+            raise ApiError(
+                409,
+                f"The in-process Runtime's device cannot be {action}.",
+                code="conflict_error",
+                headers={"x-should-retry": "false"},
+            )
+
+    async def shut_down(self, request: Request) -> Response:
+        await require_core_key(self._db, request)
+        device_id = request.path_params["device_id"]
+        await self._device(device_id)
+        self._refuse_local(device_id, "shut down")
+        if await self._registry.shut_down(device_id, "operator"):
+            log.info("asked device %s to shut down", device_id)
+        return json(self._shape(await self._device(device_id)), status=202)
+
     async def revoke(self, request: Request) -> Response:
         await require_core_key(self._db, request)
         device_id = request.path_params["device_id"]
         await self._device(device_id)
-        if device_id == self._local_device:
-            raise ApiError(
-                409,
-                "The in-process Runtime's device cannot be revoked.",
-                code="conflict_error",
-                headers={"x-should-retry": "false"},
-            )
+        self._refuse_local(device_id, "revoked")
         now = self._clock.now()
 
         async def job(tx: Tx) -> bool:

@@ -75,3 +75,36 @@ def api_key(row: dict[str, Any]) -> ApiKey:
         revoked_at=row["revoked_at"],
         status="revoked" if row["revoked_at"] is not None else "active",
     )
+
+
+HostPath = Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
+
+
+class WorkspaceRootChange(msgspec.Struct, **_STRICT):
+    """Grant or revoke one host directory under which the project's `self_hosted`
+    workspaces may lie."""
+
+    path: HostPath
+
+
+class TrustChange(msgspec.Struct, **_STRICT):
+    """Whether the project may run commands where no confinement is available."""
+
+    trusted: bool
+
+
+class Confinement(msgspec.Struct):
+    kind: Literal["landlock", "bubblewrap", "none"]
+    abi: int | UnsetType = UNSET
+
+
+class HostGrants(msgspec.Struct):
+    """What the owner granted a project on the host running the in-process Runtime."""
+
+    project_id: str
+    workspace_roots: list[str]
+    granted_workspace_roots: list[str]
+    trusted: bool
+    commands_allowed: bool
+    confinement: Confinement
+    object: Literal["project.host_grants"] = "project.host_grants"

@@ -3,12 +3,15 @@
 The Core key (`<data-dir>/secrets/core.key`) is compared by SHA-256 digest with the one
 stored at start; project keys are shown once, when issued, and stored only as digests.
 Revoking a key leaves the project's other keys working; archiving a project revokes all
-of them. No key is ever logged.
+of them. No key is ever logged. The `host_grants` routes change what a project may make
+the in-process Runtime touch on the host (see `allinone.core.host_grants`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+from asyncio import to_thread
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -19,6 +22,7 @@ from allinone.core.api.common import decode_body, digest_key, json, keyset_page,
 from allinone.core.api.core_auth import require_core_key
 from allinone.core.api.errors import ApiError, invalid, not_found
 from allinone.core.api.listing import page
+from allinone.core.host_grants import TRUSTED, WORKSPACE_ROOT, HostGrants
 from allinone.core.ids import Clock, Ids
 from storage import tenancy
 from storage.database import Database, Tx
@@ -29,7 +33,8 @@ KEY_PREFIX = "cbx-"
 
 
 class ProjectsApi:
-    def __init__(self, db: Database, ids: Ids, clock: Clock) -> None:
+    def __init__(self, db: Database, ids: Ids, clock: Clock, grants: HostGrants) -> None:
+        self._grants = grants
         self._db = db
         self._ids = ids
         self._clock = clock
@@ -46,6 +51,18 @@ class ProjectsApi:
             Route(
                 base + "/{project_id}/api_keys/{key_id}/revoke", self.revoke_key, methods=["POST"]
             ),
+            Route(base + "/{project_id}/host_grants", self.host_grants, methods=["GET"]),
+            Route(
+                base + "/{project_id}/host_grants/workspace_roots",
+                self.grant_root,
+                methods=["POST"],
+            ),
+            Route(
+                base + "/{project_id}/host_grants/workspace_roots/revoke",
+                self.revoke_root,
+                methods=["POST"],
+            ),
+            Route(base + "/{project_id}/host_grants/trust", self.trust, methods=["POST"]),
         ]
 
     async def authorize(self, request: Request) -> None:
@@ -164,3 +181,55 @@ class ProjectsApi:
         row = await self._db.read(lambda r: tenancy.get_key(r, project_id, key_id))
         assert row is not None
         return json(shapes.api_key(row))
+
+    # Host grants.
+    async def _live_project(self, project_id: str) -> None:
+        project = await self._project(project_id)
+        if project["archived_at"] is not None:
+            raise ApiError(
+                409,
+                "The project is archived; its grants cannot change.",
+                code="conflict_error",
+                headers={"x-should-retry": "false"},
+            )
+
+    async def host_grants(self, request: Request) -> Response:
+        await self.authorize(request)
+        project_id = request.path_params["project_id"]
+        await self._project(project_id)
+        return json(self._grants.view(project_id))
+
+    async def grant_root(self, request: Request) -> Response:
+        await self.authorize(request)
+        project_id = request.path_params["project_id"]
+        body = await decode_body(request, shapes.WorkspaceRootChange)
+        await self._live_project(project_id)
+        root = self._grants.check_grantable(body.path)
+        await self._grants.grant(project_id, WORKSPACE_ROOT, str(root))
+        log.info("granted project %s a workspace root", project_id)
+        return json(self._grants.view(project_id))
+
+    async def revoke_root(self, request: Request) -> Response:
+        await self.authorize(request)
+        project_id = request.path_params["project_id"]
+        body = await decode_body(request, shapes.WorkspaceRootChange)
+        await self._project(project_id)
+        if not body.path.startswith("/"):
+            raise invalid("path must be an absolute path.", "path")
+        granted = self._grants.view(project_id)["granted_workspace_roots"]
+        path = body.path if body.path in granted else await to_thread(os.path.realpath, body.path)
+        await self._grants.revoke(project_id, WORKSPACE_ROOT, path)
+        log.info("revoked a workspace root of project %s", project_id)
+        return json(self._grants.view(project_id))
+
+    async def trust(self, request: Request) -> Response:
+        await self.authorize(request)
+        project_id = request.path_params["project_id"]
+        body = await decode_body(request, shapes.TrustChange)
+        await self._live_project(project_id)
+        if body.trusted:
+            await self._grants.grant(project_id, TRUSTED)
+        else:
+            await self._grants.revoke(project_id, TRUSTED)
+        log.info("project %s trusted for commands: %s", project_id, body.trusted)
+        return json(self._grants.view(project_id))

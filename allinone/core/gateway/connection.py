@@ -60,6 +60,8 @@ class Connection:
         self._steers: dict[tuple[str, str], asyncio.Queue[PromptSteerAck]] = {}
         self._interaction_runs: dict[str, str] = {}
         self._operations: dict[str, asyncio.Queue[Frame]] = {}
+        # Set once Core asked this Runtime to shut down: nothing new is claimed to it.
+        self.shutting_down = False
         self.closed = asyncio.Event()
         self.close_reason = ""
         self.close_code = CLOSE_NORMAL

@@ -1,9 +1,11 @@
 """Connected devices. A new connection for a device replaces the old one: the old
-connection's runs and routes are closed and nothing is inherited."""
+connection's runs and routes are closed and nothing is inherited. A device Core asked
+to shut down (`device_shutdown`) is never selected again on that connection."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 
 from allinone.core.gateway.connection import (
@@ -11,8 +13,12 @@ from allinone.core.gateway.connection import (
     CONNECTION_REPLACED,
     DEVICE_REVOKED,
     Connection,
+    SendFailed,
 )
 from runtime.proto.capabilities import missing_capabilities
+from runtime.proto.device import DeviceShutdown
+
+log = logging.getLogger(__name__)
 
 
 class Registry:
@@ -22,7 +28,12 @@ class Registry:
 
     def register(self, connection: Connection) -> None:
         previous = self._connections.get(connection.device_id)
-        if previous is not None:
+        if previous is not None and not previous.closed.is_set():
+            # Two daemons holding the same credential replace each other: say so once
+            # per replacement; the old one is closed with reason `connection_replaced`.
+            log.warning(
+                "runtime device %s: a new connection replaced the open one", connection.device_id
+            )
             previous.close(CONNECTION_REPLACED)
         self._connections[connection.device_id] = connection
         self._changed()
@@ -41,6 +52,23 @@ class Registry:
         connection.close(DEVICE_REVOKED, CLOSE_RETIRED)
         return True
 
+    async def shut_down(self, device_id: str, reason: str) -> bool:
+        """Ask the device's Runtime to stop (`device_shutdown`, seed 000). From now on
+        nothing new is claimed to its connection; the Runtime then settles its work and
+        closes the connection, and what was in flight ends as a lost connection does
+        (its outcome unknown, nothing fabricated). Returns whether a connection was
+        open to ask."""
+        connection = self._connections.get(device_id)
+        if connection is None or connection.closed.is_set():
+            return False
+        connection.shutting_down = True
+        self._changed()
+        try:
+            await connection.send("device_shutdown", "", DeviceShutdown(reason=reason))
+        except SendFailed:
+            return False
+        return True
+
     def declared(self) -> None:
         """A connection's capability snapshot changed."""
         self._changed()
@@ -51,7 +79,7 @@ class Registry:
     def select(self, kind: str, required: list[str]) -> Connection | None:
         """A connected device that declared `kind` available with every required capability."""
         for connection in self:
-            if connection.closed.is_set():
+            if connection.closed.is_set() or connection.shutting_down:
                 continue
             declared = connection.available_kind(kind)
             if declared is None:

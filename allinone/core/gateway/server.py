@@ -138,7 +138,7 @@ class Gateway:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await writer
             with contextlib.suppress(Exception):  # the socket may already be gone
-                await ws.close(code=connection.close_code)
+                await ws.close(code=connection.close_code, reason=connection.close_reason)
             log.info("runtime device %s disconnected", device_id)
 
     async def _read(self, ws: WebSocket, connection: Connection) -> None:
@@ -154,7 +154,12 @@ class Gateway:
                 frame = codec.decode_from_runtime(data)
             except DecodeError as exc:
                 if exc.code == DecodeErrorCode.INVALID_CAPABILITIES:
-                    log.warning("invalid heartbeat from %s; closing", connection.device_id)
+                    # The field is named in the log only; the close frame carries the code.
+                    log.warning(
+                        "invalid heartbeat from %s (first invalid field %s); closing",
+                        connection.device_id,
+                        exc.field or "$",
+                    )
                     connection.invalidate()
                     connection.close(INVALID_HEARTBEAT, CLOSE_POLICY_VIOLATION)
                     self.registry.declared()
@@ -177,4 +182,4 @@ class Gateway:
                 break
             await asyncio.wait_for(ws.send_text(data.decode()), limits.WRITE_DEADLINE_SECONDS)
         with contextlib.suppress(Exception):  # the peer may already be gone
-            await ws.close(code=connection.close_code)
+            await ws.close(code=connection.close_code, reason=connection.close_reason)

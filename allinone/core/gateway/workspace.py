@@ -19,6 +19,7 @@ from typing import Any, Literal
 import msgspec
 
 from allinone.core.gateway.connection import Connection, SendFailed
+from allinone.core.gateway.subscriptions import PreparationSubscription
 from runtime.proto import limits
 from runtime.proto.codec import Frame
 from runtime.proto.execution import (
@@ -71,6 +72,33 @@ def binding(environment: dict[str, Any]) -> LocalEnvironment:
     )
 
 
+async def _final_status(sub: PreparationSubscription, timeout: float) -> Any:
+    """Follow a preparation's statuses past `preparing` to the first that decides it
+    (`ready`, or an ending); None when the connection closed. The whole wait is bounded
+    by `timeout` (TimeoutError)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            raise TimeoutError("preparation")
+        status = await sub.next(remaining)
+        preparing = isinstance(status, PreparationStatus) and (
+            status.state is PreparationState.PREPARING
+        )
+        if not preparing:
+            return status
+
+
+def _settle_transfer(outcome: TransferOutcome, code: str) -> None:
+    """After a checked receipt: a terminal one ends the transfer. `rejected` and
+    `failed` mean it did not happen; `unknown` means nobody knows."""
+    if outcome == TransferOutcome.UNKNOWN:
+        raise WorkspaceUnavailable(code or "unconfirmed", unknown=True)
+    if outcome in (TransferOutcome.REJECTED, TransferOutcome.FAILED):
+        raise WorkspaceUnavailable(code or "rejected")
+
+
 class WorkspaceClient:
     def __init__(self, new_id: Any) -> None:
         self._new_id = new_id
@@ -99,7 +127,7 @@ class WorkspaceClient:
                 prep_id,
                 ExecutionPrepare(session_id=session_id, configuration=config),
             )
-            status = await sub.next(OPERATION_TIMEOUT_SECONDS)
+            status = await _final_status(sub, OPERATION_TIMEOUT_SECONDS)
         except (SendFailed, TimeoutError) as exc:
             connection.unsubscribe_preparation(prep_id)
             raise WorkspaceUnavailable("preparation_unconfirmed", unknown=True) from exc
@@ -194,9 +222,10 @@ class WorkspaceClient:
             result = await self._exchange(
                 connection, mutation_id, "workspace_write", payload, queue, TRANSFER_TIMEOUT_SECONDS
             )
-            if result.outcome == TransferOutcome.REJECTED:
-                raise WorkspaceUnavailable(result.reason or result.error_code or "rejected")
+            # A receipt that is not the expected one nor a finite terminal proves nothing:
+            # check raises and the write's outcome stays unknown (`write_unconfirmed`).
             result.check(expected, offset, len(data))
+            _settle_transfer(result.outcome, result.reason or result.error_code)
 
         with self._operation(connection, mutation_id, "write_unconfirmed") as queue:
             await step(
@@ -311,15 +340,13 @@ class WorkspaceClient:
         transfer_id = str(uuid.uuid4())
         timeout = SETUP_TIMEOUT_SECONDS if initialization else TRANSFER_TIMEOUT_SECONDS
 
-        async def step(payload: RuntimePrepare) -> Any:
+        async def step(payload: RuntimePrepare, expected: TransferOutcome, offset: int) -> Any:
             result = await self._exchange(
                 connection, transfer_id, "runtime_prepare", payload, queue, timeout
             )
-            if result.outcome in (TransferOutcome.REJECTED, TransferOutcome.FAILED):
-                detail = f" (exit {result.exit_code})" if result.exit_code else ""
-                raise WorkspaceUnavailable(f"{result.error_code}{detail}")
-            if result.outcome == TransferOutcome.UNKNOWN:
-                raise WorkspaceUnavailable(result.error_code, unknown=True)
+            result.check(expected, offset, len(data))  # else unknown, as for writes
+            detail = f" (exit {result.exit_code})" if result.exit_code else ""
+            _settle_transfer(result.outcome, f"{result.error_code}{detail}")
             return result
 
         with self._operation(connection, transfer_id, "runtime_preparation_unconfirmed") as queue:
@@ -333,9 +360,15 @@ class WorkspaceClient:
                     initialization=initialization,
                     size_bytes=len(data),
                     sha256=hashlib.sha256(data).hexdigest() if file else "",
-                )
+                ),
+                TransferOutcome.READY,
+                0,
             )
             for offset in range(0, len(data), limits.MAX_CHUNK_BYTES):
                 chunk = data[offset : offset + limits.MAX_CHUNK_BYTES]
-                await step(RuntimePrepare(step=TransferStep.CHUNK, offset=offset, data=chunk))
-            await step(RuntimePrepare(step=TransferStep.COMMIT))
+                await step(
+                    RuntimePrepare(step=TransferStep.CHUNK, offset=offset, data=chunk),
+                    TransferOutcome.RECEIVED,
+                    offset + len(chunk),
+                )
+            await step(RuntimePrepare(step=TransferStep.COMMIT), TransferOutcome.COMPLETED, 0)

@@ -18,8 +18,9 @@ from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.subscriptions import ObservationError
 from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.projector import Projector, RunProjection
+from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.recorder import Recorder
-from runtime.proto import limits
+from runtime.proto.errors import ValidationError
 from runtime.proto.functions import FunctionResult
 from runtime.proto.inputs import InputContent, InputImage, InputText, Message
 from runtime.proto.interactions import (
@@ -58,7 +59,9 @@ class Delivery:
         recorder: Recorder,
         ids: Ids,
         clock: Clock,
+        timers: Timers = PRODUCTION,
     ) -> None:
+        self._timers = timers
         self._db = db
         self._connection = connection
         self._run = run
@@ -68,6 +71,16 @@ class Delivery:
         self._clock = clock
         self.wake = asyncio.Event()
         self.wake.set()  # deliver anything admitted before the run started
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self.run(), name=f"delivery-{self._run.turn_id}")
+
+    async def stop(self) -> None:
+        """Stop delivering (idempotent). A message whose delivery was under way stays in
+        the state last committed; nothing is sent after this returns."""
+        if self._task is not None:
+            await stop(self._task)
 
     async def run(self) -> None:
         while not self._connection.closed.is_set():
@@ -103,9 +116,7 @@ class Delivery:
                     input_id=input_id, input=messages_of(row["payload"]), durable_receipt=True
                 ),
             )
-            stage = await self._receipt(
-                receipts, input_id, limits.WRITTEN_CONFIRMATION_TIMEOUT_SECONDS
-            )
+            stage = await self._receipt(receipts, input_id, self._timers.steer_written_seconds)
             if stage is ReceiptStage.WRITTEN:
                 await self._set_input(row["seq"], "written")
                 stage = await self._receipt(receipts, input_id, None)
@@ -141,11 +152,16 @@ class Delivery:
     async def _await_ack(
         self, delivery_id: str, type_: str, envelope_id: str, payload: Any
     ) -> InteractionDecisionAck | None:
+        """The delivery's receipt, or None when its outcome is unknown: no receipt in
+        time, a lost send, or a receipt that contradicts itself (applied with an error
+        code, or refused without a finite one) and so proves nothing."""
         waiter = self._connection.expect_ack(delivery_id)
         try:
             await self._connection.send(type_, envelope_id, payload)
-            return await asyncio.wait_for(waiter, limits.CANCELLATION_CONFIRMATION_TIMEOUT_SECONDS)
-        except (SendFailed, TimeoutError, ObservationError):
+            ack = await asyncio.wait_for(waiter, self._timers.receipt_seconds)
+            ack.check(delivery_id)
+            return ack
+        except (SendFailed, TimeoutError, ObservationError, ValidationError):
             return None
         finally:
             self._connection.forget_ack(delivery_id)

@@ -29,30 +29,36 @@ from allinone.core.gateway.subscriptions import (
 from allinone.core.gateway.workspace import WorkspaceUnavailable, wire_uuid
 from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.credentials import ResolutionFailed, Resolved, RunCredentials
-from allinone.core.orchestration.delivery import Delivery, messages_of, stop
+from allinone.core.orchestration.delivery import Delivery, messages_of
 from allinone.core.orchestration.outcomes import Outcomes
-from allinone.core.orchestration.projector import Fenced, Projector, RunProjection
+from allinone.core.orchestration.projector import (
+    ContractViolation,
+    Fenced,
+    Projector,
+    RunProjection,
+)
 from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.states import TurnStatus
 from runtime.proto import execution as wire_exec
-from runtime.proto import limits
 from runtime.proto import run as wire_run
-from runtime.proto.capabilities import ALWAYS_REQUIRED
+from runtime.proto.capabilities import ALWAYS_REQUIRED, missing_capabilities
 from runtime.proto.codec import Frame
 from runtime.proto.errors import PreparationErrorCode
 from runtime.proto.execution import PreparationState
 from runtime.proto.inputs import Message
 from runtime.proto.interactions import CANCEL_ACK_CODES, InteractionDecisionAck
+from storage import environments as env_rows
 from storage import interactions, sessions, tenancy, turns
 from storage.database import Database, Tx
 
 log = logging.getLogger(__name__)
 
-PREPARATION_TIMEOUT_SECONDS = 60.0
-START_TIMEOUT_SECONDS = 30.0
-RETRY_SECONDS = 1.0
-LEASE_SECONDS = 60
-LEASE_RENEW_SECONDS = 20
+
+class _Woken:
+    """What a wait for the next frame returns when something else happened first."""
+
+
+_WOKEN = _Woken()
 
 
 class Orchestrator:
@@ -99,11 +105,16 @@ class Orchestrator:
         if delivery is not None:
             delivery.wake.set()
 
-    def owns(self, turn_id: str) -> bool:
-        return turn_id in self._inflight
+    def abandon(self, turn_id: str) -> None:
+        """The turn's lease lapsed and it was failed: stop observing it here."""
+        task = self._inflight.get(turn_id)
+        if task is not None:
+            task.cancel()
 
     # Lifecycle.
     async def start(self) -> None:
+        if self._environments is not None:
+            await self._environments.recover_interrupted()
         await self._outcomes.recover_interrupted()
         self._task = asyncio.create_task(self._loop(), name="orchestrator")
 
@@ -129,7 +140,9 @@ class Orchestrator:
             wake = asyncio.create_task(self._wake.wait())
             registry = asyncio.create_task(changed.wait())
             await asyncio.wait(
-                {wake, registry}, timeout=RETRY_SECONDS, return_when=asyncio.FIRST_COMPLETED
+                {wake, registry},
+                timeout=self._timers.retry_seconds,
+                return_when=asyncio.FIRST_COMPLETED,
             )
             wake.cancel()
             registry.cancel()
@@ -145,12 +158,28 @@ class Orchestrator:
                 continue
             connection = self._registry.select(session["harness"], required_capabilities(session))
             if connection is None:
-                continue  # stays queued until a device declares what it needs
+                # Stays queued until a device declares what it needs, unless it can never
+                # run because its environment failed to prepare.
+                await self._fail_if_environment_failed(turn["id"], session)
+                continue
             task = asyncio.create_task(
                 self._execute(turn, session, connection), name=f"turn-{turn['id']}"
             )
             self._inflight[turn["id"]] = task
             task.add_done_callback(partial(self._finished, str(turn["id"])))
+
+    async def _fail_if_environment_failed(self, turn_id: str, session: dict[str, Any]) -> None:
+        environment_id = session.get("environment_id")
+        if not environment_id:
+            return
+        environment = await self._db.read(partial(env_rows.get_any, environment_id=environment_id))
+        if environment is not None and environment["status"] == "failed":
+            await self._outcomes.fail_queued(
+                turn_id,
+                "sandbox_error",
+                "The environment could not be initialized "
+                f"({environment.get('failure') or 'initialization_failed'}).",
+            )
 
     def _finished(self, turn_id: str, _task: asyncio.Task[None]) -> None:
         self._inflight.pop(turn_id, None)
@@ -170,11 +199,19 @@ class Orchestrator:
             if prepared is None:
                 return
             executor_id, handle, prep_id, prep_sub = prepared
+            if not still_declared(connection, session):
+                # Final check before claiming (seed 000): the Runtime withdrew the kind
+                # or a capability while preparing. Release; the turn stays queued.
+                log.info("turn %s: declaration withdrawn during preparation", turn_id)
+                await self._release(connection, prep_id, handle)
+                return
+            # Registered before the claim commits, so a cancellation admitted right after
+            # it is never missed.
+            cancel = self._cancels.setdefault(turn_id, asyncio.Event())
             claim = await self._claim(turn_id, session, connection)
             if claim is None:
                 await self._release(connection, prep_id, handle)
                 return
-            cancel = self._cancels.setdefault(turn_id, asyncio.Event())
             run = RunProjection(session["id"], turn_id, claim)
             run_sub = connection.subscribe_run(turn_id)
             try:
@@ -197,13 +234,14 @@ class Orchestrator:
                     self._outcomes.recorder,
                     self._ids,
                     self._clock,
+                    self._timers,
                 )
                 self._deliveries[turn_id] = delivery
-                delivering = asyncio.create_task(delivery.run(), name=f"delivery-{turn_id}")
+                delivery.start()
                 try:
                     await self._observe(run, run_sub, cancel, connection)
                 finally:
-                    await stop(delivering)
+                    await delivery.stop()
             finally:
                 connection.unsubscribe_run(turn_id)
         except asyncio.CancelledError:
@@ -218,6 +256,13 @@ class Orchestrator:
         environment_id = session.get("environment_id")
         if not environment_id or self._environments is None:
             return True
+        directory = (session.get("environment") or {}).get("workspace_directory")
+        if directory:
+            # Grants can be revoked after the environment was made: check at every turn.
+            reason = self._environments.grants.refusal(session["project_id"], directory)
+            if reason is not None:
+                await self._outcomes.fail_queued(turn["id"], "sandbox_error", reason)
+                return False
         try:
             await self._environments.ensure_initialized(environment_id, connection)
         except WorkspaceUnavailable as exc:
@@ -392,29 +437,50 @@ class Orchestrator:
         cancel: asyncio.Event,
         connection: Connection,
     ) -> None:
+        """Project the run's frames until `done` and settle the turn. The lease is renewed
+        while the run is observed, frames or not. Once a cancellation is sent, its
+        confirmation (a `done` and an applied receipt, or a receipt carrying the stopped
+        turn's outcome) must arrive within the `cancel_unconfirmed` timer."""
+        receipts: list[asyncio.Future[InteractionDecisionAck]] = []
+        try:
+            await self._observe_until_settled(run, sub, cancel, connection, receipts)
+        finally:
+            connection.forget_ack(f"cancel:{run.turn_id}")
+            for receipt in receipts:
+                if not receipt.done():
+                    receipt.cancel()
+                elif not receipt.cancelled():
+                    receipt.exception()  # retrieved: a late or failed receipt is expected
+
+    async def _observe_until_settled(
+        self,
+        run: RunProjection,
+        sub: RunSubscription,
+        cancel: asyncio.Event,
+        connection: Connection,
+        receipts: list[asyncio.Future[InteractionDecisionAck]],
+    ) -> None:
+        loop = asyncio.get_running_loop()
         receipt: asyncio.Future[InteractionDecisionAck] | None = None
+        deadline: float | None = None
         done: wire_run.Done | None = None
         renewed = self._clock.now()
         while done is None:
             if cancel.is_set() and receipt is None:
                 receipt = await self._send_cancel(connection, run)
-            next_frame = asyncio.create_task(sub.next())
-            waiters: set[asyncio.Future[Any]] = {next_frame}
-            cancel_wait = None
-            if receipt is None:
-                cancel_wait = asyncio.create_task(cancel.wait())
-                waiters.add(cancel_wait)
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-            if cancel_wait is not None:
-                cancel_wait.cancel()
-            if not next_frame.done():
-                next_frame.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await next_frame
-                continue
-            frame = next_frame.result()
+                receipts.append(receipt)
+                deadline = loop.time() + self._timers.cancel_unconfirmed_seconds
+            if receipt is not None and (done := receipt_outcome(receipt, run)) is not None:
+                break
+            timeout = self._timers.lease_renew_seconds
+            if deadline is not None:
+                timeout = min(timeout, deadline - loop.time())
+                if timeout <= 0:
+                    break
+            frame = await self._next(sub, None if receipt else cancel, receipt, timeout)
             if frame is None:
                 reason = sub.error.reason if sub.error else "closed"
+                await self._quiesce(run)
                 await self._outcomes.fail_running(
                     run.turn_id,
                     run,
@@ -422,23 +488,125 @@ class Orchestrator:
                     f"Observation of the execution stopped ({reason}); its effects are unknown.",
                 )
                 return
-            batch: list[Frame] = [frame, *sub.drain_nowait()]
-            renew = self._clock.now() - renewed >= LEASE_RENEW_SECONDS
+            batch: list[Frame] = [] if isinstance(frame, _Woken) else [frame, *sub.drain_nowait()]
+            renew = self._clock.now() - renewed >= self._timers.lease_renew_seconds
             if renew:
                 renewed = self._clock.now()
+            if not batch and not renew:
+                continue
             try:
-                done = await self._db.write(
+                projected = await self._db.write(
                     partial(self._project, run=run, batch=batch, renew=renew)
                 )
             except Fenced:
                 log.warning("turn %s was fenced; its frames are ignored", run.turn_id)
                 return
-        captured = await self._capture(run, connection)
-        await self._settle(run, done, receipt, captured)
+            if isinstance(projected, ContractViolation):
+                await self._violated(run, connection, projected, receipt is None)
+                return
+            done = projected
+        await self._conclude(run, connection, done, receipt, deadline)
+
+    async def _conclude(
+        self,
+        run: RunProjection,
+        connection: Connection,
+        done: wire_run.Done | None,
+        receipt: asyncio.Future[InteractionDecisionAck] | None,
+        deadline: float | None,
+    ) -> None:
+        """End an observed turn: without `done` (a cancellation never confirmed) it fails
+        `cancel_unconfirmed`; with it, outputs are captured and the turn settles."""
+        await self._quiesce(run)
+        if done is None:
+            await self._outcomes.fail_running(
+                run.turn_id,
+                run,
+                "cancel_unconfirmed",
+                "The cancellation was not confirmed in time; the turn's effects are unknown.",
+            )
+            return
+        # Capture and settlement are bounded by their own timers; the lease is kept
+        # while they run.
+        keeper = asyncio.create_task(self._keep_lease(run), name=f"lease-{run.turn_id}")
+        try:
+            captured = await self._capture(run, connection)
+            await self._settle(run, done, receipt, deadline, captured)
+        finally:
+            keeper.cancel()
+            await asyncio.wait({keeper})  # re-raises only this task's own cancellation
+
+    async def _keep_lease(self, run: RunProjection) -> None:
+        with contextlib.suppress(Fenced):
+            while True:
+                await asyncio.sleep(self._timers.lease_renew_seconds)
+                await self._db.write(partial(self._project, run=run, batch=[], renew=True))
+
+    async def _violated(
+        self,
+        run: RunProjection,
+        connection: Connection,
+        violation: ContractViolation,
+        cancel: bool,
+    ) -> None:
+        """The Runtime broke the contract: stop the Run there (best effort) and fail the
+        turn now, its effects unknown."""
+        log.warning("turn %s: contract violation: %s", run.turn_id, violation.reason)
+        await self._quiesce(run)
+        if cancel:
+            with contextlib.suppress(SendFailed):
+                await connection.send(
+                    "prompt_cancel", run.turn_id, wire_run.PromptCancel(delivery_id="")
+                )
+        await self._outcomes.fail_running(
+            run.turn_id,
+            run,
+            "contract_violation",
+            f"The Runtime broke the protocol contract ({violation.reason}); "
+            "the turn's effects are unknown.",
+        )
+
+    async def _quiesce(self, run: RunProjection) -> None:
+        """Stop delivering input before the turn ends: its ending decides what becomes of
+        input that was not delivered."""
+        delivery = self._deliveries.get(run.turn_id)
+        if delivery is not None:
+            await delivery.stop()
+
+    async def _next(
+        self,
+        sub: RunSubscription,
+        cancel: asyncio.Event | None,
+        receipt: asyncio.Future[InteractionDecisionAck] | None,
+        timeout: float,
+    ) -> Frame | _Woken | None:
+        """The next frame, None when observation ended, or `_WOKEN` when a cancellation
+        was requested, the receipt arrived or `timeout` passed first."""
+        next_frame = asyncio.create_task(sub.next())
+        waiters: set[asyncio.Future[Any]] = {next_frame}
+        cancel_wait = asyncio.create_task(cancel.wait()) if cancel is not None else None
+        if cancel_wait is not None:
+            waiters.add(cancel_wait)
+        if receipt is not None and not receipt.done():
+            waiters.add(receipt)
+        try:
+            await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if cancel_wait is not None:
+                cancel_wait.cancel()
+            if not next_frame.done():
+                next_frame.cancel()
+                await asyncio.wait({next_frame})  # re-raises only this task's cancellation
+        if next_frame.cancelled():
+            return _WOKEN
+        frame: Frame | None = next_frame.result()
+        return frame
 
     async def _project(
         self, tx: Tx, run: RunProjection, batch: list[Frame], renew: bool
-    ) -> wire_run.Done | None:
+    ) -> wire_run.Done | ContractViolation | None:
+        """Apply the batch in order up to `done`, or up to a frame that breaks the
+        contract (returned; what came before it is kept)."""
         await self._projector.check_fence(tx, run)
         if renew:
             await tx.execute(
@@ -449,7 +617,10 @@ class Orchestrator:
             if frame.type == "done":
                 payload: wire_run.Done = frame.payload
                 return payload
-            await self._projector.apply(tx, run, frame)
+            try:
+                await self._projector.apply(tx, run, frame)
+            except ContractViolation as violation:
+                return violation
         return None
 
     async def _capture(self, run: RunProjection, connection: Connection) -> bool:
@@ -468,16 +639,19 @@ class Orchestrator:
         run: RunProjection,
         done: wire_run.Done,
         receipt: asyncio.Future[InteractionDecisionAck] | None,
+        deadline: float | None,
         captured: bool = True,
     ) -> None:
-        """Settle from `done`; after a cancellation the receipt decides the outcome."""
+        """Settle from `done`; after a cancellation the receipt decides the outcome, and
+        it must arrive before the deadline set when the cancellation was sent."""
         cancelled = False
         unconfirmed = False
         if receipt is not None:
+            remaining = 0.0
+            if deadline is not None:
+                remaining = max(0.0, deadline - asyncio.get_running_loop().time())
             try:
-                ack = await asyncio.wait_for(
-                    receipt, limits.CANCELLATION_CONFIRMATION_TIMEOUT_SECONDS
-                )
+                ack = await asyncio.wait_for(asyncio.shield(receipt), remaining)
                 ack.check(ack.delivery_id, CANCEL_ACK_CODES)
                 cancelled = ack.applied
             except (TimeoutError, ObservationError, Exception):
@@ -495,6 +669,27 @@ class Orchestrator:
             )
         except Fenced:
             log.warning("turn %s was fenced at settlement", run.turn_id)
+
+
+def receipt_outcome(
+    receipt: asyncio.Future[InteractionDecisionAck], run: RunProjection
+) -> wire_run.Done | None:
+    """The stopped turn's outcome when an applied cancellation receipt carries it (the
+    Runtime sends one when no `done` was emitted); None otherwise."""
+    if not receipt.done() or receipt.cancelled() or receipt.exception() is not None:
+        return None
+    ack = receipt.result()
+    if ack.delivery_id != f"cancel:{run.turn_id}" or not ack.applied or ack.error_code:
+        return None
+    return ack.outcome
+
+
+def still_declared(connection: Connection, session: dict[str, Any]) -> bool:
+    """Whether the connection's latest declaration still covers the session's needs."""
+    declared = connection.available_kind(session["harness"])
+    if connection.closed.is_set() or declared is None:
+        return False
+    return not missing_capabilities(declared.capabilities, required_capabilities(session))
 
 
 def required_capabilities(session: dict[str, Any]) -> list[str]:

@@ -5,23 +5,32 @@ a terminal turn never reopens and its outcome is never overwritten.
 Internal reasons (`event_stream_incomplete`, `delivery_unknown`, `execution_interrupted`,
 `execution_unavailable`) are stored as the turn's `error_code`; they mean the native
 effect is unknown, not that the harness failed.
+
+Steering messages never decide how a turn ends. When a turn ends (other than by
+cancellation), a message Core never delivered, or that the Runtime refused, becomes the
+initial input of the next queued turn; a message whose delivery nobody can confirm is
+marked unknown on its own items and counted in the turn's `unknown_inputs`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from allinone.core import render
-from allinone.core.ids import Clock
+from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.projector import Projector, RunProjection
 from allinone.core.recorder import Recorder
 from allinone.core.states import TurnStatus, sources_for
 from runtime.proto import run as wire
-from storage import interactions, turns
+from storage import interactions, items, turns
 from storage.database import Database, Tx
 
 log = logging.getLogger(__name__)
+
+# Steering states in which the message certainly never reached the harness.
+_NEVER_DELIVERED = frozenset({"pending", "refused"})
 
 TERMINAL_EVENT = {
     TurnStatus.COMPLETED: "agent.session.turn.completed",
@@ -32,8 +41,14 @@ TERMINAL_EVENT = {
 
 class Outcomes:
     def __init__(
-        self, db: Database, recorder: Recorder, projector: Projector, clock: Clock
+        self,
+        db: Database,
+        recorder: Recorder,
+        projector: Projector,
+        clock: Clock,
+        ids: Ids | None = None,
     ) -> None:
+        self._ids = ids or Ids(clock)
         self._db = db
         self.recorder = recorder
         self._projector = projector
@@ -50,13 +65,45 @@ class Outcomes:
         fields: dict[str, object],
     ) -> bool:
         fields = {"completed_at": self._clock.now(), **fields}
+        steering = await interactions.unsettled_steering(tx, turn_id)
+        unknown = [row for row in steering if row["state"] not in _NEVER_DELIVERED]
+        if unknown:
+            fields["unknown_inputs"] = len(unknown)
         moved = await turns.transition(
             tx, turn_id, expected, status, fencing_token=fencing_token, fields=fields
         )
-        if moved:
-            await self.recorder.emit_turn(tx, TERMINAL_EVENT[status], turn_id, terminal=True)
-            await self.recorder.emit_session_activity(tx, session_id)
-        return moved
+        if not moved:
+            return False
+        for row in unknown:
+            await self._mark_unknown(tx, row)
+        await self.recorder.emit_turn(tx, TERMINAL_EVENT[status], turn_id, terminal=True)
+        await self.recorder.emit_session_activity(tx, session_id)
+        undelivered = [row for row in steering if row["state"] in _NEVER_DELIVERED]
+        if undelivered and status is not TurnStatus.CANCELLED:
+            await self._next_turn(tx, turn_id, session_id, undelivered)
+        return True
+
+    async def _mark_unknown(self, tx: Tx, row: dict[str, Any]) -> None:
+        """The message may or may not have reached the harness: say so on its items."""
+        await interactions.set_input_state(tx, row["seq"], "unknown")
+        for item_id in row["payload"].get("item_ids") or []:
+            item = await items.get(tx, item_id)
+            if item is None:
+                continue
+            payload = {**item["payload"], "x_corebox": {"delivery": "unknown"}}
+            await items.update(tx, item_id, item["status"], payload)
+
+    async def _next_turn(
+        self, tx: Tx, ended_turn_id: str, session_id: str, inputs: list[dict[str, Any]]
+    ) -> None:
+        """Start the next turn with the messages the ended one never received."""
+        ended = await turns.get(tx, ended_turn_id)
+        assert ended is not None
+        turn_id = self._ids.new("turn")
+        await turns.insert(tx, turn_id, session_id, ended["agent_id"], self._clock.now())
+        await interactions.move_inputs(tx, [row["seq"] for row in inputs], turn_id)
+        await self.recorder.emit_turn(tx, "agent.session.turn.created", turn_id)
+        await self.recorder.emit_session(tx, session_id, "agent.session.in_progress")
 
     async def settle(
         self,
@@ -71,8 +118,9 @@ class Outcomes:
         """Settle a turn from its `done` frame and, after a cancellation, its receipt.
 
         Precedence: a harness error fails the turn; a confirmed cancellation cancels it;
-        a cancellation without a receipt is `cancel_unconfirmed`; input the harness never
-        confirmed consuming fails it `input_not_applied`; otherwise it completed.
+        a cancellation without a receipt is `cancel_unconfirmed`; otherwise it completed.
+        Steering messages the harness never confirmed consuming do not change the outcome
+        (see the module docstring).
         """
         await self._projector.check_fence(tx, run)
         if done.usage is not None and done.usage.tokens is not None:
@@ -109,14 +157,6 @@ class Outcomes:
                 {
                     "error_code": "artifact_capture_failed",
                     "error_message": "The turn's outputs could not be captured.",
-                }
-            )
-        elif await interactions.unapplied_inputs(tx, run.turn_id):
-            status = TurnStatus.FAILED
-            fields.update(
-                {
-                    "error_code": "input_not_applied",
-                    "error_message": "Input sent during the turn was never applied.",
                 }
             )
         else:
@@ -164,9 +204,11 @@ class Outcomes:
 
         await self._db.write(job)
 
-    async def expire_leases(self, owned: Callable[[str], bool]) -> int:
-        """Fail running turns whose lease lapsed with no live owner in this process; their
-        effects are unknown and nothing is replayed."""
+    async def expire_leases(self, abandon: Callable[[str], None]) -> int:
+        """Fail running turns whose lease lapsed: their owner stopped renewing it (a live
+        owner renews while it observes), so their effects are unknown and nothing is
+        replayed. `abandon(turn_id)` is called after each commit so an owner in this
+        process stops observing the turn."""
         now = self._clock.now()
         rows = await self._db.read(
             lambda r: r.fetchall(
@@ -177,14 +219,12 @@ class Outcomes:
         )
         expired = 0
         for row in rows:
-            if owned(row["id"]):
-                continue
 
             async def job(
                 tx: Tx, turn_id: str = row["id"], session_id: str = row["session_id"]
-            ) -> None:
+            ) -> bool:
                 await interactions.withdraw_open(tx, turn_id)
-                await self._end(
+                return await self._end(
                     tx,
                     turn_id,
                     session_id,
@@ -198,8 +238,10 @@ class Outcomes:
                     },
                 )
 
-            await self._db.write(job)
-            expired += 1
+            if await self._db.write(job):
+                log.warning("turn %s: lease expired; failed as lease_expired", row["id"])
+                abandon(row["id"])
+                expired += 1
         return expired
 
     async def recover_interrupted(self) -> int:

@@ -35,6 +35,16 @@ class Fenced(Exception):
     """The Run's claim was superseded; its writes are refused."""
 
 
+class ContractViolation(Exception):
+    """A Run frame breaks the protocol's contract (a repeated call id, a contradictory
+    receipt). Nothing of the offending frame was written; the turn must fail with
+    `contract_violation`, its effects unknown."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 @dataclass
 class _OpenMessage:
     item: dict[str, Any]
@@ -114,6 +124,11 @@ class Projector:
                 {"questions": msgspec.to_builtins(payload.questions)},
             )
         elif isinstance(payload, InteractionDecisionAck):
+            if payload.applied and payload.error_code:
+                raise ContractViolation(
+                    f"a receipt says applied and carries error code {payload.error_code!r};"
+                    " whether the input was applied is unknown"
+                )
             if payload.applied:
                 await self._result_applied(tx, run, payload.delivery_id)
         elif isinstance(payload, PermissionCancel):
@@ -283,6 +298,8 @@ class Projector:
     async def _function_call(self, tx: Tx, run: RunProjection, frame: FunctionCall) -> None:
         """Register the pending call before announcing it, so a client's result can never
         arrive for a call Core does not know."""
+        if await interactions.call(tx, run.session_id, frame.call_id) is not None:
+            raise ContractViolation(f"the Runtime repeated function call id {frame.call_id!r}")
         arguments = bytes(frame.arguments).decode() or "{}"
         await interactions.insert_call(
             tx, run.session_id, run.turn_id, frame.call_id, frame.name, arguments, self._clock.now()

@@ -52,7 +52,11 @@ class BuiltinExecutor:
         servers = self._configuration.mcp_http_servers or []
         mcp = McpServers(servers) if servers else None
         root = context.workspace
-        workspace = WorkspaceTools(root, self._command_policy) if root is not None else None
+        workspace = (
+            WorkspaceTools(root, context.sandbox, self._command_policy)
+            if root is not None
+            else None
+        )
         try:
             if mcp is not None:
                 await mcp.open()

@@ -2,13 +2,15 @@
 run a command, all inside the workspace the Run is bound to (`context.workspace`).
 
 Paths are workspace-relative (a leading `/workspace/` is accepted and removed) and are
-resolved by the Runtime's common workspace code, which refuses anything that leaves the
-workspace. Every use is reported as a `tool_call` observation (`before`, then `after`):
+resolved by the Runtime's common workspace code, which refuses absolute paths, `..` and
+symlinks. Every use is reported as a `tool_call` observation (`before`, then `after`):
 kind `command_execution` for commands (Core shows it as a command_execution item),
 `file_read`, `file_write` or `directory_list` otherwise. A command first asks for
 permission (`permission_request`, tool `shell`) unless the tool policy allows commands;
 a denied command is not run and the model is told so. A command runs with `/bin/sh -c`
-in the workspace, in its own process group, killed on timeout or cancellation.
+in the workspace, confined by the Runtime's sandbox (refused when nothing confines it and
+unconfined commands are not allowed), in its own process group, killed on timeout or
+cancellation.
 Results given back to the model are capped; file content and command output are never
 logged.
 """
@@ -24,10 +26,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from runtime.confinement import ConfinementError, Sandbox, inherited
 from runtime.harness.base import RunContext
 from runtime.harness.builtin.model import ToolSpec
 from runtime.proto import run as wire
-from runtime.workspaces import Binding, WorkspaceError, list_directory, read_bytes, resolve
+from runtime.workspaces import (
+    WORKSPACE_PREFIX,
+    Binding,
+    WorkspaceError,
+    list_directory,
+    read_bytes,
+    replace_file,
+)
 
 MAX_READ_BYTES = 256 * 1024
 MAX_OUTPUT_CHARS = 64 * 1024
@@ -70,14 +80,18 @@ NAMES = frozenset(spec.name for spec in SPECS)
 
 
 def relative(path: Any) -> str:
+    """The path as the model gave it, `/workspace` or `.` meaning the workspace itself;
+    the workspace code refuses what leaves it."""
     text = str(path or "").strip()
-    text = text.removeprefix("/workspace").lstrip("/")
-    return "" if text == "." else text
+    if text in (".", WORKSPACE_PREFIX, WORKSPACE_PREFIX.rstrip("/")):
+        return ""
+    return text
 
 
 class WorkspaceTools:
-    def __init__(self, root: Path, command_policy: str = "ask") -> None:
+    def __init__(self, root: Path, sandbox: Sandbox, command_policy: str = "ask") -> None:
         self._binding = Binding(environment_id="", type="", root=root)
+        self._sandbox = sandbox
         self._policy = command_policy if command_policy in POLICIES else "ask"
 
     async def run(self, name: str, arguments: dict[str, Any], context: RunContext) -> str:
@@ -110,13 +124,7 @@ class WorkspaceTools:
     def _write(self, path: str, content: Any) -> str:
         if not path or not isinstance(content, str):
             raise ValueError("write_file needs a path and text content")
-        target = resolve(self._binding, path)
-        if target.is_symlink() or target.is_dir():
-            raise WorkspaceError("write_rejected", "not a regular file")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f".{target.name}.corebox-partial")
-        partial.write_text(content, encoding="utf-8")
-        os.replace(partial, target)
+        replace_file(self._binding, path, content.encode("utf-8"))
         return f"wrote {len(content.encode())} bytes to {path}"
 
     def _list(self, path: str) -> str:
@@ -152,7 +160,7 @@ class WorkspaceTools:
             "tool_call", wire.ToolCall(id=call_id, name="shell", stage="before", observation=before)
         )
         started = time.monotonic()
-        code, output = await self._execute(command)
+        code, output = await self._confined(command)
         after = wire.ToolObservation(
             kind="command_execution",
             status="completed" if code == 0 else "failed",
@@ -167,12 +175,23 @@ class WorkspaceTools:
         )
         return f"exit code {code}\n{output}"
 
-    async def _execute(self, command: str) -> tuple[int, str]:
+    async def _confined(self, command: str) -> tuple[int, str]:
+        """Run `command` through the sandbox; exit code 126 when it refuses to run it."""
+        argv = ["/bin/sh", "-c", command]
+        try:
+            with self._sandbox.command(argv, self._binding.root, inherited(os.environ)) as (
+                confined,
+                env,
+            ):
+                return await self._execute(confined, env)
+        except ConfinementError as exc:
+            return 126, f"[refused: {exc}]"
+
+    async def _execute(self, argv: list[str], env: dict[str, str]) -> tuple[int, str]:
         process = await asyncio.create_subprocess_exec(
-            "/bin/sh",
-            "-c",
-            command,
+            *argv,
             cwd=self._binding.root,
+            env=env,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,

@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from runtime.confinement import Sandbox, probe
 from runtime.harness.base import ChoiceOutcome, FunctionOutcome
 from runtime.harness.builtin.adapter import BuiltinHarness
 from runtime.harness.builtin.executor import BuiltinExecutor
@@ -84,6 +85,7 @@ class Recording:
 
     functions: Callable[[str, str], tuple[bool, str]] = lambda name, args: (True, "ok")
     workspace: Path | None = None
+    sandbox: Sandbox = field(default_factory=lambda: Sandbox(probe()))
     approve: bool = False
     permissions: list[tuple[str, str]] = field(default_factory=list)
     steered: list[MessageInput] = field(default_factory=list)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from runtime.confinement import NONE, Confinement, Sandbox
 from tests.runtime.harness.builtin_support import Recording, configuration, executor, text
 from tests.support.model_server import ModelServer, Reply
 
@@ -110,3 +111,16 @@ def test_the_tool_policy_can_allow_commands(model: ModelServer, tmp_path: Path) 
     assert context.permissions == []
     after = context.of("tool_call")[-1]
     assert (after.observation.status, after.observation.exit_code) == ("failed", 3)
+
+
+def test_an_unconfined_command_is_refused_unless_allowed(
+    model: ModelServer, tmp_path: Path
+) -> None:
+    model.queue(Reply.call("run_command", {"command": "echo x > f.txt"}), Reply.say("ok"))
+    refusing = Recording(workspace=tmp_path, sandbox=Sandbox(Confinement(NONE)))
+    context = play(configuration(model.base_url, command_policy="allow"), refusing)
+    assert not (tmp_path / "f.txt").exists()
+    told = results(model)[-1]
+    assert told.startswith("exit code 126") and "no confinement" in told
+    after = context.of("tool_call")[-1]
+    assert (after.observation.status, after.observation.exit_code) == ("failed", 126)

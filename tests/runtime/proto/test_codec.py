@@ -97,7 +97,7 @@ CORE_SAMPLES: dict[str, msgspec.Struct] = {
 
 RUNTIME_SAMPLES: dict[str, msgspec.Struct] = {
     "heartbeat": heartbeat.Heartbeat(
-        1, 0, False, [capabilities.SupportedAgentKind("scripted", True, CAPS)]
+        1, 0, [capabilities.SupportedAgentKind("scripted", True, CAPS)], home_removal=True
     ),
     "preparation_status": execution.PreparationStatus(
         2, execution.PreparationState.READY, executor_id="executor", handle="handle"

@@ -1,0 +1,66 @@
+"""The owner's host grants against a real SQLite file: which roots each project may use,
+the data directory never, and who may run commands when nothing confines them."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from allinone.core.api.errors import ApiError
+from allinone.core.host_grants import TRUSTED, WORKSPACE_ROOT, HostGrants
+from allinone.core.ids import Clock, Ids
+from allinone.credentials import ensure_default_project
+from storage import tenancy
+from storage.database import Database, Tx
+
+
+def test_grants_decide_roots_and_unconfined_commands(tmp_path: Path) -> None:
+    data, home, shared = tmp_path / "data", tmp_path / "home", tmp_path / "shared"
+    for path in (data, home / "src", shared / "team"):
+        path.mkdir(parents=True)
+
+    async def main() -> None:
+        db = await Database.open(data / "corebox.db")
+        clock = Clock()
+        ids = Ids(clock)
+        try:
+            first = await ensure_default_project(db, ids, clock, data, "cbx-test-key")
+
+            async def other(tx: Tx) -> None:
+                await tenancy.insert_project(tx, "proj_other", "other", clock.now() + 1)
+
+            await db.write(other)
+            grants = HostGrants(db, clock, (home, data), data, {"kind": "none"})
+            await grants.load()
+            default = first.project_id
+            assert grants.refusal(default, str(home / "src")) is None
+            assert grants.refusal(default, str(data / "workspaces")) is not None
+            assert grants.refusal(default, str(tmp_path)) is not None
+            assert grants.refusal("proj_other", str(home / "src")) is not None
+            assert grants.commands_allowed(default)
+            assert not grants.commands_allowed("proj_other")
+            with pytest.raises(ApiError):
+                grants.check_grantable(str(data))
+            await grants.grant("proj_other", WORKSPACE_ROOT, str(shared))
+            await grants.grant("proj_other", TRUSTED)
+            assert grants.refusal("proj_other", str(shared / "team")) is None
+            assert grants.commands_allowed("proj_other")
+            assert set(grants.all_roots()) == {home, data, shared}
+            # The grants survive a restart (they are in the database).
+            again = HostGrants(db, clock, (home,), data, {"kind": "none"})
+            await again.load()
+            assert again.refusal("proj_other", str(shared / "team")) is None
+            assert again.trusted("proj_other")
+            await again.revoke("proj_other", TRUSTED)
+            await again.revoke("proj_other", WORKSPACE_ROOT, str(shared))
+            assert not again.commands_allowed("proj_other")
+            assert again.refusal("proj_other", str(shared / "team")) is not None
+            confined = HostGrants(db, clock, (home,), data, {"kind": "landlock", "abi": 7})
+            await confined.load()
+            assert confined.commands_allowed("proj_other")
+        finally:
+            await db.close()
+
+    asyncio.run(main())

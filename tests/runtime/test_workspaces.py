@@ -1,0 +1,117 @@
+"""The Runtime's own workspace rules, whatever Core sends: bindings only under the allowed
+roots and never in or around a denied path or the managed workspaces; no `..`, absolute
+path or symlink followed for reads, writes, listings and exports."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from runtime.workspaces import (
+    Binding,
+    WorkspaceError,
+    Workspaces,
+    export_outputs,
+    list_directory,
+    read_bytes,
+    replace_file,
+    write_new_file,
+)
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> dict[str, Path]:
+    paths = {
+        "data": tmp_path / "data",
+        "managed": tmp_path / "data" / "workspaces",
+        "root": tmp_path / "home",
+        "ws": tmp_path / "home" / "project",
+        "outside": tmp_path / "elsewhere",
+    }
+    for path in paths.values():
+        path.mkdir(parents=True, exist_ok=True)
+    (paths["data"] / "core.key").write_text("secret")
+    return paths
+
+
+def workspaces(layout: dict[str, Path]) -> Workspaces:
+    return Workspaces(layout["managed"], (layout["root"], layout["data"]), (layout["data"],))
+
+
+def test_self_hosted_bindings_stay_under_the_allowed_roots(layout: dict[str, Path]) -> None:
+    served = workspaces(layout)
+    assert served.bind("e1", "self_hosted", str(layout["ws"])).root == layout["ws"].resolve()
+    (layout["ws"] / "to-data").symlink_to(layout["data"])
+    refused = [
+        "/",
+        str(layout["outside"]),
+        str(layout["data"]),
+        str(layout["managed"]),
+        str(layout["ws"] / "to-data"),
+        str(layout["ws"] / ".." / "project"),
+        "relative",
+        "",
+    ]
+    for index, directory in enumerate(refused):
+        with pytest.raises(WorkspaceError) as caught:
+            served.bind(f"x{index}", "self_hosted", directory)
+        assert caught.value.code == "invalid_configuration", directory
+    # The data directory is refused even inside an allowed root (here it is one).
+    other = served.bind("m1", "openai_hosted", "")
+    with pytest.raises(WorkspaceError):
+        served.bind("x-managed", "self_hosted", str(other.root))
+    with pytest.raises(WorkspaceError):
+        Workspaces(None).bind("e2", "self_hosted", str(layout["ws"]))
+
+
+def test_allowed_roots_may_change_between_bindings(layout: dict[str, Path]) -> None:
+    roots: list[Path] = []
+    served = Workspaces(None, lambda: roots)
+    with pytest.raises(WorkspaceError):
+        served.bind("e1", "self_hosted", str(layout["ws"]))
+    roots.append(layout["root"])
+    served.bind("e1", "self_hosted", str(layout["ws"]))
+
+
+def test_paths_never_leave_the_workspace(layout: dict[str, Path]) -> None:
+    binding = Binding("e", "self_hosted", layout["ws"].resolve())
+    (layout["ws"] / "leak").symlink_to(layout["data"] / "core.key")
+    (layout["ws"] / "data").symlink_to(layout["data"])
+    (layout["outside"] / "x.txt").write_text("outside")
+    for path in (
+        "leak",
+        "data/core.key",
+        "../elsewhere/x.txt",
+        "a/../../elsewhere/x.txt",
+        str(layout["outside"] / "x.txt"),
+        "/workspace/../elsewhere/x.txt",
+    ):
+        with pytest.raises(WorkspaceError):
+            read_bytes(binding, path, 100)
+        with pytest.raises(WorkspaceError):
+            write_new_file(binding, path + "/new", b"x")
+        with pytest.raises(WorkspaceError):
+            replace_file(binding, path, b"x")
+    for path in ("data", "../", str(layout["data"])):
+        with pytest.raises(WorkspaceError):
+            list_directory(binding, path, 10)
+    assert (layout["data"] / "core.key").read_text() == "secret"
+    assert not list(layout["data"].rglob("new"))
+    write_new_file(binding, "/workspace/notes/a.txt", b"mine")
+    assert read_bytes(binding, "notes/a.txt", 100) == (b"mine", False)
+    replace_file(binding, "notes/a.txt", b"again")
+    assert (layout["ws"] / "notes" / "a.txt").read_bytes() == b"again"
+
+
+def test_exports_skip_symlinks(layout: dict[str, Path]) -> None:
+    binding = Binding("e", "self_hosted", layout["ws"].resolve())
+    outputs = layout["ws"] / "outputs"
+    outputs.mkdir()
+    (outputs / "real.txt").write_text("mine")
+    (outputs / "key.txt").symlink_to(layout["data"] / "core.key")
+    (outputs / "all").symlink_to(layout["data"])
+    with tarfile.open(fileobj=io.BytesIO(export_outputs(binding))) as archive:
+        assert archive.getnames() == ["outputs/real.txt"]
