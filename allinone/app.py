@@ -17,7 +17,6 @@ from pathlib import Path
 
 import uvicorn
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from allinone import __version__
@@ -30,6 +29,7 @@ from allinone.core.api.devices import DevicesApi
 from allinone.core.api.environments import EnvironmentsApi
 from allinone.core.api.harnesses import HarnessesApi
 from allinone.core.api.projects import ProjectsApi
+from allinone.core.api.protocol import MAX_HEADER_BYTES, BoundedH11Protocol
 from allinone.core.api.sessions import SessionsApi
 from allinone.core.api.templates import TemplatesApi
 from allinone.core.api.traces import TracesApi
@@ -308,7 +308,8 @@ class App:
                 log_config=None,
                 access_log=False,
                 lifespan="off",
-                http=H11Protocol,
+                http=BoundedH11Protocol,
+                h11_max_incomplete_event_size=MAX_HEADER_BYTES,
                 ws=WebSocketsSansIOProtocol,
                 ws_max_size=limits.MAX_FRAME_BYTES,
                 ws_ping_interval=None,

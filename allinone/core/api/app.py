@@ -11,6 +11,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from allinone.core.api import openapi
+from allinone.core.api.bodies import BODY_IDLE_SECONDS, BodyDeadline
 from allinone.core.api.errors import (
     ApiError,
     error_response,
@@ -42,9 +43,10 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(ApiError(exc.status_code, str(exc.detail)))
 
 
-def build_app(routes: list[BaseRoute]) -> ASGIApp:
+def build_app(routes: list[BaseRoute], body_idle_seconds: float = BODY_IDLE_SECONDS) -> ASGIApp:
     """The app: `routes` (matched in order) plus `GET /openapi.json` describing them,
-    wrapped so every HTTP response, errors included, carries an `X-Request-Id`."""
+    wrapped so every HTTP response, errors included, carries an `X-Request-Id`, and a
+    request body that stalls for `body_idle_seconds` is refused (408)."""
     spec = msgspec.json.encode(openapi.document(routes))
 
     async def openapi_json(request: Request) -> Response:
@@ -58,4 +60,4 @@ def build_app(routes: list[BaseRoute]) -> ASGIApp:
             Exception: handle_unexpected,
         },
     )
-    return RequestIds(app)
+    return RequestIds(BodyDeadline(app, body_idle_seconds))

@@ -13,6 +13,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from allinone.core.api.bodies import read_body
 from allinone.core.api.errors import ApiError, from_validation, invalid, not_found
 from storage import tenancy
 from storage.database import Database, Reader
@@ -62,9 +63,7 @@ async def project_for(db: Database, request: Request) -> str:
 
 
 async def decode_body(request: Request, type_: type[T], limit: int = MAX_BODY_BYTES) -> T:
-    body = await request.body()
-    if len(body) > limit:
-        raise ApiError(413, "The request body is too large.", code="request_too_large")
+    body = await read_body(request, limit)
     if not body.strip():
         body = b"{}"
     try:

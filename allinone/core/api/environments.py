@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import base64
 import binascii
-import email.parser
-import email.policy
 import hashlib
 from functools import partial
 from typing import Any
 
 import msgspec
+from starlette.datastructures import UploadFile
+from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core import render
 from allinone.core.admission import digest
+from allinone.core.api.bodies import limited
 from allinone.core.api.common import (
     authenticate,
     decode_body,
@@ -200,16 +201,7 @@ class EnvironmentsApi:
         content_type = request.headers.get("content-type", "")
         if not content_type.startswith("multipart/form-data"):
             raise invalid("Upload a file as multipart/form-data.")
-        body = await request.body()
-        if len(body) > MAX_UPLOAD_BYTES:
-            raise ApiError(413, "The file is too large.", code="request_too_large")
-        fields = _multipart(content_type, body)
-        purpose = fields.get("purpose", (None, b""))[1].decode()
-        if purpose != "user_data":
-            raise invalid("purpose must be user_data.", "purpose")
-        if "file" not in fields:
-            raise invalid("A file is required.", "file")
-        filename, content = fields["file"]
+        filename, content, purpose = await _upload_fields(request)
         file_id = self._ids.new("file")
         now = self._clock.now()
         row = {
@@ -333,16 +325,20 @@ def _page_token(token: str | None, path: str, order: str, limit: int) -> int:
     return start
 
 
-def _multipart(content_type: str, body: bytes) -> dict[str, tuple[str | None, bytes]]:
-    parser = email.parser.BytesParser(policy=email.policy.HTTP)
-    message = parser.parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body)
-    if not message.is_multipart():
-        raise invalid("The multipart body could not be read.")
-    fields: dict[str, tuple[str | None, bytes]] = {}
-    for part in message.iter_parts():
-        name = part.get_param("name", header="content-disposition")
-        if not isinstance(name, str):
-            continue
-        payload = part.get_payload(decode=True)
-        fields[name] = (part.get_filename(), payload if isinstance(payload, bytes) else b"")
-    return fields
+async def _upload_fields(request: Request) -> tuple[str | None, bytes, str]:
+    """The `file` and `purpose` fields of a multipart upload. The body streams through
+    the size limit; file parts spool to a temporary file on disk as they arrive."""
+    try:
+        form = await limited(request, MAX_UPLOAD_BYTES).form(max_files=1, max_fields=8)
+    except (MultiPartException, UnicodeDecodeError) as exc:
+        raise invalid("The multipart body could not be read.") from exc
+    try:
+        purpose = form.get("purpose")
+        if purpose != "user_data":
+            raise invalid("purpose must be user_data.", "purpose")
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise invalid("A file is required.", "file")
+        return upload.filename, await upload.read(), purpose
+    finally:
+        await form.close()

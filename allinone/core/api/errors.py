@@ -101,6 +101,13 @@ async def handle_unexpected(request: Request, exc: Exception) -> Response:
         type(exc).__name__,
         exc_info=exc,
     )
+    # The request may have been left half read, or the failure may have left the
+    # connection's state unknown: the response closes it cleanly.
     return error_response(
-        ApiError(500, "The server had an error processing the request.", code="internal_error")
+        ApiError(
+            500,
+            "The server had an error processing the request.",
+            code="internal_error",
+            headers={"connection": "close"},
+        )
     )

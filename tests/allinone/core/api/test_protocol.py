@@ -1,0 +1,110 @@
+"""Slow clients are bounded, against a real uvicorn server on a loopback socket: a
+request head that does not arrive in time closes the connection, and a body that stalls
+is answered 408 and the connection closed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import uvicorn
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from allinone.app import _Server, bind
+from allinone.core.api.app import build_app
+from allinone.core.api.bodies import read_body
+from allinone.core.api.protocol import BoundedH11Protocol
+
+DEADLINE = 0.3
+WAIT = 10.0
+
+
+class QuickProtocol(BoundedH11Protocol):
+    header_seconds = DEADLINE
+
+
+async def echo(request: Request) -> Response:
+    return Response(await read_body(request, 1024))
+
+
+@asynccontextmanager
+async def serving() -> AsyncIterator[int]:
+    sock = bind("127.0.0.1", 0)
+    app = build_app([Route("/echo", echo, methods=["POST"])], body_idle_seconds=DEADLINE)
+    config = uvicorn.Config(
+        app, log_config=None, lifespan="off", http=QuickProtocol, timeout_keep_alive=60
+    )
+    server = _Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    await asyncio.wait_for(server.listening.wait(), WAIT)
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+
+
+async def read_all(reader: asyncio.StreamReader) -> bytes:
+    return await asyncio.wait_for(reader.read(), WAIT)  # until the server closes
+
+
+def test_a_request_head_that_trickles_in_is_cut_off() -> None:
+    async def main() -> None:
+        async with serving() as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"POST /echo HTTP/1.1\r\nHost: x\r\n")  # never finished
+            await writer.drain()
+            assert await read_all(reader) == b""  # closed without an answer
+            writer.close()
+
+    asyncio.run(main())
+
+
+def test_the_head_deadline_rearms_after_each_response_but_spares_a_slow_handler() -> None:
+    async def main() -> None:
+        async with serving() as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+            answer = await asyncio.wait_for(reader.readuntil(b"ok"), WAIT)
+            assert answer.startswith(b"HTTP/1.1 200")
+            writer.write(b"POST /echo HTTP/1.1\r\n")  # a second head that never ends
+            await writer.drain()
+            assert await read_all(reader) == b""
+            writer.close()
+
+    asyncio.run(main())
+
+
+def test_a_body_that_stalls_is_answered_408_and_closed() -> None:
+    async def main() -> None:
+        async with serving() as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+            await writer.drain()
+            answer = await read_all(reader)
+            head, _, body = answer.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 408")
+            assert b"connection: close" in head.lower()
+            assert json.loads(body)["error"]["code"] == "request_timeout"
+            writer.close()
+
+    asyncio.run(main())
+
+
+def test_a_body_past_the_limit_is_a_413_before_it_is_read() -> None:
+    async def main() -> None:
+        async with serving() as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n")
+            await writer.drain()
+            answer = await read_all(reader)
+            assert answer.startswith(b"HTTP/1.1 413")
+            writer.close()
+
+    asyncio.run(main())
