@@ -9,6 +9,10 @@ Contract:
   run after the commit, before the caller is resumed.
 - `read(job)` runs `job(conn)` on a reader connection; in WAL mode it sees every
   transaction committed before it started.
+- A disk or file fault (full, read-only, I/O error, locked) raises `StorageUnavailable`
+  from `write` and `read`; nothing of the failed transaction was committed. `failure`
+  names the last write fault until a later commit succeeds, and `write_durably(job)`
+  retries a write through such a fault until the store takes writes again.
 """
 
 from __future__ import annotations
@@ -25,13 +29,14 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from storage import migrations
-from storage.errors import Conflict, StorageError, StorageUnavailable
+from storage.errors import Conflict, StorageError, StorageUnavailable, translate
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MAX_BATCH = 64
 BUSY_TIMEOUT_MS = 5000
+RETRY_MAX_SECONDS = 5.0
 
 
 class Tx:
@@ -106,6 +111,8 @@ class Database:
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self.commits = 0
+        self.failure: StorageUnavailable | None = None
+        self._recovered = asyncio.Event()
 
     @classmethod
     async def open(cls, path: Path, *, synchronous: str = "FULL", readers: int = 2) -> Database:
@@ -116,6 +123,10 @@ class Database:
             reader_conns = [await _connect(path, synchronous) for _ in range(readers)]
         except sqlite3.Error as exc:
             raise StorageUnavailable(f"cannot open database {path}: {exc}") from exc
+        except OSError as exc:
+            raise StorageUnavailable(
+                f"database {path} is not writable ({exc.strerror})", "read_only"
+            ) from exc
         db = cls(path, writer, reader_conns, version)
         db._task = asyncio.create_task(db._run_writer(), name="storage-writer")
         return db
@@ -128,6 +139,23 @@ class Database:
         await self._queue.put(_Job(fn, future))
         return await future
 
+    async def write_durably(self, fn: Callable[[Tx], Awaitable[T]]) -> T:
+        """`write(fn)`, retried while the store is unavailable (disk full, read-only):
+        each retry runs as soon as another write commits, or after a backoff of at most
+        `RETRY_MAX_SECONDS`. For writes that must not be lost to a passing fault (a
+        turn's settlement). Other errors, and a closed database, are raised at once."""
+        delay = 0.25
+        while True:
+            try:
+                return await self.write(fn)
+            except StorageUnavailable as exc:
+                if self._closed:
+                    raise
+                log.warning("storage unavailable (%s); retrying a write", exc.reason)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._recovered.wait(), delay)
+            delay = min(delay * 2, RETRY_MAX_SECONDS)
+
     async def read(self, fn: Callable[[Reader], Awaitable[T]]) -> T:
         if self._closed:
             raise StorageUnavailable("database is closed")
@@ -136,7 +164,7 @@ class Database:
         try:
             return await fn(Reader(conn))
         except sqlite3.Error as exc:
-            raise StorageError(str(exc)) from exc
+            raise translate(exc) from exc
 
     async def close(self) -> None:
         """Finish queued writes, then close every connection."""
@@ -164,6 +192,7 @@ class Database:
 
     async def _commit_batch(self, batch: list[_Job]) -> None:
         conn = self._writer
+        fault: StorageUnavailable | None = None  # a job's disk fault fails the batch
         try:
             await conn.execute("BEGIN IMMEDIATE")
             for index, job in enumerate(batch):
@@ -175,21 +204,27 @@ class Database:
                 try:
                     job.result = await job.fn(job.tx)
                 except Exception as exc:
+                    job.error = translate(exc) if isinstance(exc, sqlite3.Error) else exc
+                    if isinstance(job.error, StorageUnavailable):
+                        fault = job.error
                     await conn.execute(f"ROLLBACK TO {savepoint}")
-                    job.error = (
-                        exc if not isinstance(exc, sqlite3.Error) else StorageError(str(exc))
-                    )
                 await conn.execute(f"RELEASE {savepoint}")
             await conn.execute("COMMIT")
             self.commits += 1
         except sqlite3.Error as exc:
-            log.error("storage commit failed: %s", exc)
+            error = fault or translate(exc, "commit failed")
+            log.error("storage commit failed: %s", error)
             with contextlib.suppress(sqlite3.Error):
                 await conn.execute("ROLLBACK")
+            self._failed(error)
             for job in batch:
                 if not job.future.done():
-                    job.future.set_exception(StorageError(f"commit failed: {exc}"))
+                    job.future.set_exception(error)
             return
+        if fault is not None:
+            self._failed(fault)
+        else:
+            self._succeeded()
         for job in batch:
             if job.future.done():
                 continue
@@ -204,6 +239,15 @@ class Database:
                         log.exception("after-commit callback failed")
             job.future.set_result(job.result)
 
+    def _failed(self, error: StorageError) -> None:
+        if isinstance(error, StorageUnavailable):
+            self.failure = error
+            self._recovered.clear()
+
+    def _succeeded(self) -> None:
+        self.failure = None
+        self._recovered.set()
+
 
 def _migrate(path: Path) -> int:
     # The database holds prompts and outputs: private to its owner. SQLite gives the -wal
@@ -214,7 +258,15 @@ def _migrate(path: Path) -> int:
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
-        return migrations.apply(conn)
+        version = migrations.apply(conn)
+        # A database that opens but cannot be written (read-only file or filesystem) is
+        # refused here, at start, not at the first request.
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(
+            "UPDATE schema_version SET applied_at = applied_at WHERE version = ?", (version,)
+        )
+        conn.execute("COMMIT")
+        return version
     finally:
         conn.close()
 

@@ -16,9 +16,11 @@ from allinone.core.api.errors import (
     ApiError,
     error_response,
     handle_api_error,
+    handle_storage_unavailable,
     handle_unexpected,
 )
 from allinone.core.api.request_ids import RequestIds
+from storage.errors import StorageUnavailable
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -56,6 +58,7 @@ def build_app(routes: list[BaseRoute], body_idle_seconds: float = BODY_IDLE_SECO
         routes=[*routes, Route("/openapi.json", openapi_json, methods=["GET"])],
         exception_handlers={
             ApiError: handle_api_error,
+            StorageUnavailable: handle_storage_unavailable,
             HTTPException: _http_error,
             Exception: handle_unexpected,
         },

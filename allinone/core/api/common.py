@@ -93,21 +93,29 @@ class ListParams(msgspec.Struct):
     order: str
 
 
-def list_params(request: Request, *, strict_limit: bool = False) -> ListParams:
+MAX_LIST_LIMIT = 100
+
+
+def list_limit(raw: str | None, default: int = 20) -> int:
+    """A list's `limit`: 1 to 100, default 20; anything else is a 400, as the hosted
+    service answers (never silently clamped)."""
+    if raw is None or raw == "":
+        return default
+    try:
+        limit = int(raw)
+    except ValueError as exc:
+        raise invalid("limit must be an integer.", "limit") from exc
+    if not 1 <= limit <= MAX_LIST_LIMIT:
+        raise invalid(f"limit must be between 1 and {MAX_LIST_LIMIT}", "limit")
+    return limit
+
+
+def list_params(request: Request) -> ListParams:
     query = request.query_params
     for name in ("after", "limit", "order"):
         if len(query.getlist(name)) > 1:
             raise invalid(f"Failed to deserialize query string: duplicate field `{name}`.", name)
-    limit = 20
-    raw_limit = query.get("limit")
-    if raw_limit is not None:
-        try:
-            limit = int(raw_limit)
-        except ValueError as exc:
-            raise invalid("limit must be an integer.", "limit") from exc
-        if strict_limit and not 1 <= limit <= 100:
-            raise invalid("limit must be between 1 and 100", "limit")
-        limit = min(max(limit, 1), 100)
+    limit = list_limit(query.get("limit"))
     order = query.get("order") or "desc"
     if order not in ("asc", "desc"):
         raise invalid(

@@ -25,6 +25,7 @@ from allinone.core.api.common import (
     idempotency_key,
     json,
     keyset_page,
+    list_limit,
     list_params,
     project_for,
 )
@@ -36,7 +37,6 @@ from storage import sessions
 from storage.database import Database, Tx
 
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
-FILE_PAGE_LIMIT = 100
 
 
 class EnvironmentCreate(msgspec.Struct, forbid_unknown_fields=True):
@@ -184,7 +184,7 @@ class EnvironmentsApi:
         path = query.get("path") or WORKSPACE
         if path != WORKSPACE:
             check_path(path, "path")
-        limit = _limit(query.get("limit"))
+        limit = list_limit(query.get("limit"))
         order = query.get("order") or "desc"
         if order not in ("asc", "desc"):
             raise invalid("order must be asc or desc.", "order")
@@ -242,7 +242,7 @@ class EnvironmentsApi:
     async def list_artifacts(self, request: Request) -> Response:
         project = await project_for(self._db, request)
         session = await self._session(project, request.path_params["session_id"])
-        params = list_params(request, strict_limit=True)
+        params = list_params(request)
         where = "session_id = ? AND deleted_at IS NULL"
         args: tuple[str, ...] = (session["id"],)
         environment_id = request.query_params.get("environment_id")
@@ -288,16 +288,6 @@ class EnvironmentsApi:
 
         await self._db.write(job)
         return json({"id": row["id"], "object": "agent.session.artifact.deleted", "deleted": True})
-
-
-def _limit(raw: str | None) -> int:
-    if raw is None or raw == "":
-        return 20
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise invalid("limit must be an integer.", "limit") from exc
-    return min(max(value, 1), FILE_PAGE_LIMIT)
 
 
 def _token(start: int, path: str, order: str, limit: int) -> str:

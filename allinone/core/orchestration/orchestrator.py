@@ -480,7 +480,9 @@ class Orchestrator:
             except (TimeoutError, ObservationError, Exception):
                 unconfirmed = True
         try:
-            await self._db.write(
+            # Through a storage fault the settlement is retried until storage is back,
+            # rather than left for the lease to expire.
+            await self._db.write_durably(
                 partial(
                     self._outcomes.settle,
                     run=run,
