@@ -57,7 +57,9 @@ from allinone.credentials import (
     ensure_default_project,
     ensure_vault_key,
     issue_device_credential,
+    read_core_key,
 )
+from allinone.redaction import Redactor
 from runtime.daemon import Daemon
 from runtime.harness.builtin.adapter import BuiltinHarness
 from runtime.harness.registry import HarnessRegistry
@@ -148,6 +150,7 @@ class App:
         self._on_started = on_started
         self._local_runtime = local_runtime
         self._stop = asyncio.Event()
+        self._redactor = Redactor()
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -161,9 +164,14 @@ class App:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._stop.set)
+        redactor = self._redactor
+        redactor.add(self.config.api_key)
+        redactor.add(self.config.model_api_key)
+        redactor.install()
         try:
             await self._run()
         finally:
+            redactor.uninstall()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
@@ -183,7 +191,9 @@ class App:
         scheduler = AsyncIOScheduler()
         try:
             first = await ensure_default_project(db, ids, clock, config.data_dir, config.api_key)
+            self._redactor.add(first.api_key)
             await ensure_core_key(db, ids, config.data_dir)
+            self._redactor.add(read_core_key(config.data_dir))
             try:
                 vault_key = await ensure_vault_key(db, config.data_dir)
             except SecretKeyError as exc:
@@ -330,6 +340,7 @@ class App:
         daemon_task: asyncio.Task[None] | None = None
         if self._local_runtime:
             credential = await issue_device_credential(db, ids, clock)
+            self._redactor.add(credential)
             daemon = Daemon(
                 f"http://{_url_host(local_host)}:{port}/api/v1",
                 LOCAL_DEVICE_ID,
@@ -446,6 +457,9 @@ async def run_daemon(
         __version__,
         workspaces=Workspaces(workspaces),
     )
+    redactor = Redactor()
+    redactor.add(credential)
+    redactor.install()
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -466,6 +480,7 @@ async def run_daemon(
         raise RuntimeStopped(str(exc)) from exc
     finally:
         stopping.cancel()
+        redactor.uninstall()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
