@@ -11,8 +11,9 @@ Contract:
   transaction committed before it started.
 - A disk or file fault (full, read-only, I/O error, locked) raises `StorageUnavailable`
   from `write` and `read`; nothing of the failed transaction was committed. `failure`
-  names the last write fault until a later commit succeeds, and `write_durably(job)`
-  retries a write through such a fault until the store takes writes again.
+  names the last write fault until a later (non-probe) write commits, and
+  `write_durably(job)` retries a write through such a fault until the store takes
+  writes again.
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ class _Job:
     result: Any = None
     error: BaseException | None = None
     done: bool = field(default=False)
+    probe: bool = False
 
 
 class Database:
@@ -131,12 +133,15 @@ class Database:
         db._task = asyncio.create_task(db._run_writer(), name="storage-writer")
         return db
 
-    async def write(self, fn: Callable[[Tx], Awaitable[T]]) -> T:
-        """Run `fn` in a group-committed transaction; return once it is durable."""
+    async def write(self, fn: Callable[[Tx], Awaitable[T]], *, probe: bool = False) -> T:
+        """Run `fn` in a group-committed transaction; return once it is durable.
+
+        A `probe` (a health check's small write) does not by its success clear `failure`:
+        it may fit where a real write did not."""
         if self._closed:
             raise StorageUnavailable("database is closed")
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Job(fn, future))
+        await self._queue.put(_Job(fn, future, probe=probe))
         return await future
 
     async def write_durably(self, fn: Callable[[Tx], Awaitable[T]]) -> T:
@@ -223,7 +228,7 @@ class Database:
             return
         if fault is not None:
             self._failed(fault)
-        else:
+        elif any(not job.probe and job.error is None for job in batch):
             self._succeeded()
         for job in batch:
             if job.future.done():

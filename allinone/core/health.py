@@ -9,7 +9,8 @@ port, configuration or device identity. A project's API key adds the version and
 evidence that is about the service rather than the owner's machine (storage latency and
 schema version, how many Runtimes are connected and which agent kinds they offer). The
 Core key sees all of it. Storage is reported failing from the moment any write fails
-for lack of disk or a read-only file, until a write succeeds again.
+for lack of disk or a read-only file until a write other than this probe commits again
+(an API write, a settlement retry, or the minutely journal prune).
 """
 
 from __future__ import annotations
@@ -96,14 +97,14 @@ class Health:
             async def probe(tx: Tx) -> None:
                 await tenancy.probe(tx, now)
 
-            await self._db.write(probe)
+            await self._db.write(probe, probe=True)
             row = await self._db.read(
                 lambda r: r.fetchone("SELECT written_at FROM health_probe WHERE id = 1")
             )
             ok = row is not None and int(row["written_at"]) == now
         except StorageError as exc:
             return {"ok": False, "error": type(exc).__name__, **self._failure()}
-        # A write that failed after this probe's commit (the probe needs little space).
+        # The probe needs little space: a real write that failed since is what counts.
         failing = self._failure()
         return {
             "ok": ok and not failing,

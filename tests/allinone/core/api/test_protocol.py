@@ -1,6 +1,6 @@
 """Slow clients are bounded, against a real uvicorn server on a loopback socket: a
 request head that does not arrive in time closes the connection, and a body that stalls
-is answered 408 and the connection closed."""
+is answered 408 and the connection closed. A 500 closes its connection cleanly."""
 
 from __future__ import annotations
 
@@ -31,10 +31,15 @@ async def echo(request: Request) -> Response:
     return Response(await read_body(request, 1024))
 
 
+async def boom(request: Request) -> Response:
+    raise RuntimeError("an unforeseen failure")
+
+
 @asynccontextmanager
 async def serving() -> AsyncIterator[int]:
     sock = bind("127.0.0.1", 0)
-    app = build_app([Route("/echo", echo, methods=["POST"])], body_idle_seconds=DEADLINE)
+    routes = [Route("/echo", echo, methods=["POST"]), Route("/boom", boom, methods=["GET"])]
+    app = build_app(routes, body_idle_seconds=DEADLINE)
     config = uvicorn.Config(
         app, log_config=None, lifespan="off", http=QuickProtocol, timeout_keep_alive=60
     )
@@ -105,6 +110,22 @@ def test_a_body_past_the_limit_is_a_413_before_it_is_read() -> None:
             await writer.drain()
             answer = await read_all(reader)
             assert answer.startswith(b"HTTP/1.1 413")
+            writer.close()
+
+    asyncio.run(main())
+
+
+def test_a_500_closes_its_connection_cleanly() -> None:
+    async def main() -> None:
+        async with serving() as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET /boom HTTP/1.1\r\nHost: x\r\n\r\n")
+            await writer.drain()
+            answer = await read_all(reader)  # ends: the server closed the connection
+            head, _, body = answer.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 500")
+            assert b"connection: close" in head.lower()
+            assert json.loads(body)["error"]["code"] == "internal_error"
             writer.close()
 
     asyncio.run(main())
