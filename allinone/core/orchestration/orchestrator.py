@@ -44,6 +44,7 @@ from runtime.proto.inputs import Message
 from runtime.proto.interactions import CANCEL_ACK_CODES, InteractionDecisionAck
 from storage import interactions, sessions, tenancy, turns
 from storage.database import Database, Tx
+from storage.errors import StorageUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -430,8 +431,25 @@ class Orchestrator:
             except Fenced:
                 log.warning("turn %s was fenced; its frames are ignored", run.turn_id)
                 return
+            except StorageUnavailable as exc:
+                await self._storage_lost(run, connection, exc)
+                return
         captured = await self._capture(run, connection)
         await self._settle(run, done, receipt, captured)
+
+    async def _storage_lost(
+        self, run: RunProjection, connection: Connection, exc: StorageUnavailable
+    ) -> None:
+        """Frames that could not be stored are lost: the execution is cancelled and the
+        turn fails, settled as soon as storage takes writes again (not at lease expiry)."""
+        log.error("turn %s: its frames could not be stored (%s)", run.turn_id, exc.reason)
+        await self._send_cancel(connection, run)
+        await self._outcomes.fail_running(
+            run.turn_id,
+            run,
+            "storage_unavailable",
+            "The turn's events could not be stored; its effects are unknown.",
+        )
 
     async def _project(
         self, tx: Tx, run: RunProjection, batch: list[Frame], renew: bool
