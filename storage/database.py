@@ -25,7 +25,7 @@ import sqlite3
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import aiosqlite
 
@@ -38,6 +38,7 @@ T = TypeVar("T")
 MAX_BATCH = 64
 BUSY_TIMEOUT_MS = 5000
 RETRY_MAX_SECONDS = 5.0
+BLOB_CHUNK_BYTES = 256 * 1024
 
 
 class Tx:
@@ -63,6 +64,31 @@ class Tx:
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         return list(await self._conn.execute_fetchall(sql, tuple(params)))
+
+    async def insert(self, sql: str, params: Iterable[Any] = ()) -> int:
+        """Run one INSERT; return the new row's rowid."""
+        try:
+            cursor = await self._conn.execute(sql, tuple(params))
+        except sqlite3.IntegrityError as exc:
+            raise Conflict(str(exc)) from exc
+        rowid = cursor.lastrowid
+        assert rowid is not None
+        return rowid
+
+    async def write_blob(self, table: str, column: str, rowid: int, source: BinaryIO) -> None:
+        """Copy `source`, from its current position to its end, into the blob
+        `table.column` of row `rowid`, which must hold exactly that many bytes already
+        (inserted as `zeroblob(n)`). The copy runs in the database thread one chunk at
+        a time: the content never sits in memory whole."""
+
+        def copy(conn: sqlite3.Connection) -> None:
+            with conn.blobopen(table, column, rowid) as blob:
+                while chunk := source.read(BLOB_CHUNK_BYTES):
+                    blob.write(chunk)
+
+        # aiosqlite offers no blob API: the copy is queued on its connection's thread,
+        # the only thread that may use the sqlite3 connection.
+        await self._conn._execute(copy, self._conn._conn)  # type: ignore[no-untyped-call]
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run `callback` once this job's transaction has committed."""

@@ -1,6 +1,7 @@
 """Request bodies are bounded while they are read: a 200 MB body sent to a 1 MiB route is
 refused with a 413 in the API's error format, and the real server process grows by less
-than 16 MiB doing so."""
+than 16 MiB doing so. Uploads have a larger limit of their own and stream to disk and
+into the database without being held in memory."""
 
 from __future__ import annotations
 
@@ -145,3 +146,38 @@ def test_an_upload_past_its_own_limit_is_refused_while_it_streams(own_server: Se
         sent = stream_until_answered(sock, 200 * MIB, chunked=True)
         assert 64 * MIB <= sent < 200 * MIB  # the upload limit is larger than a route's
         assert_refused(sock)
+
+
+def multipart_head(boundary: str) -> bytes:
+    return (
+        f"--{boundary}\r\n"
+        'Content-Disposition: form-data; name="purpose"\r\n\r\nuser_data\r\n'
+        f"--{boundary}\r\n"
+        'Content-Disposition: form-data; name="file"; filename="big.bin"\r\n'
+        "Content-Type: application/octet-stream\r\n\r\n"
+    ).encode()
+
+
+def test_a_large_upload_streams_without_growing_the_process(own_server: Server) -> None:
+    pid = own_server.process.pid
+    before = memory_kib(pid)
+    boundary = "corebox-boundary"
+    size = 40 * MIB
+    head_part = multipart_head(boundary)
+    tail_part = f"\r\n--{boundary}--\r\n".encode()
+    extra = {
+        "Content-Type": f"multipart/form-data; boundary={boundary}",
+        "Content-Length": str(len(head_part) + size + len(tail_part)),
+    }
+    with socket.create_connection(("127.0.0.1", own_server.port), timeout=60) as sock:
+        sock.sendall(head("POST", "/v1/files", extra) + head_part)
+        block = bytes(range(256)) * (CHUNK // 256)
+        for _ in range(size // CHUNK):
+            sock.sendall(block)
+        sock.sendall(tail_part)
+        status, _, reply = read_response(sock)
+    assert status == 200, reply
+    uploaded = json.loads(reply)
+    assert uploaded["bytes"] == size and uploaded["object"] == "file"
+    after = memory_kib(pid)
+    assert (after["VmHWM"] - max(before["VmHWM"], before["VmRSS"])) * 1024 < 16 * MIB

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import hashlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 from starlette.datastructures import UploadFile
@@ -37,6 +40,7 @@ from storage import sessions
 from storage.database import Database, Tx
 
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+UPLOAD_CHUNK_BYTES = 256 * 1024
 
 
 class EnvironmentCreate(msgspec.Struct, forbid_unknown_fields=True):
@@ -201,29 +205,29 @@ class EnvironmentsApi:
         content_type = request.headers.get("content-type", "")
         if not content_type.startswith("multipart/form-data"):
             raise invalid("Upload a file as multipart/form-data.")
-        filename, content, purpose = await _upload_fields(request)
-        file_id = self._ids.new("file")
-        now = self._clock.now()
-        row = {
-            "id": file_id,
-            "project_id": project,
-            "filename": filename or "upload",
-            "purpose": purpose,
-            "bytes": len(content),
-            "sha256": hashlib.sha256(content).hexdigest(),
-            "content": content,
-            "created_at": now,
-        }
+        async with _upload_fields(request) as (filename, source, purpose):
+            size, sha256 = await asyncio.to_thread(_measure, source)
+            file_id = self._ids.new("file")
+            now = self._clock.now()
+            row = {
+                "id": file_id,
+                "project_id": project,
+                "filename": filename or "upload",
+                "purpose": purpose,
+                "bytes": size,
+                "sha256": sha256,
+                "created_at": now,
+            }
 
-        async def job(tx: Tx) -> None:
-            await env_rows.insert_upload(tx, row)
+            async def job(tx: Tx) -> None:
+                await env_rows.insert_upload_from(tx, row, source)
 
-        await self._db.write(job)
+            await self._db.write(job)
         return json(
             {
                 "id": file_id,
                 "object": "file",
-                "bytes": len(content),
+                "bytes": size,
                 "created_at": now,
                 "filename": row["filename"],
                 "purpose": purpose,
@@ -315,9 +319,13 @@ def _page_token(token: str | None, path: str, order: str, limit: int) -> int:
     return start
 
 
-async def _upload_fields(request: Request) -> tuple[str | None, bytes, str]:
-    """The `file` and `purpose` fields of a multipart upload. The body streams through
-    the size limit; file parts spool to a temporary file on disk as they arrive."""
+@asynccontextmanager
+async def _upload_fields(
+    request: Request,
+) -> AsyncIterator[tuple[str | None, BinaryIO, str]]:
+    """The `file` (as a file positioned at its start) and `purpose` fields of a
+    multipart upload. The body streams through the size limit; the file part spools to
+    a temporary file on disk as it arrives, removed when the block ends."""
     try:
         form = await limited(request, MAX_UPLOAD_BYTES).form(max_files=1, max_fields=8)
     except (MultiPartException, UnicodeDecodeError) as exc:
@@ -329,6 +337,18 @@ async def _upload_fields(request: Request) -> tuple[str | None, bytes, str]:
         upload = form.get("file")
         if not isinstance(upload, UploadFile):
             raise invalid("A file is required.", "file")
-        return upload.filename, await upload.read(), purpose
+        yield upload.filename, upload.file, purpose
     finally:
         await form.close()
+
+
+def _measure(source: BinaryIO) -> tuple[int, str]:
+    """Size and SHA-256 of `source`, read in chunks; leaves it at its start."""
+    digest = hashlib.sha256()
+    size = 0
+    source.seek(0)
+    while chunk := source.read(UPLOAD_CHUNK_BYTES):
+        digest.update(chunk)
+        size += len(chunk)
+    source.seek(0)
+    return size, digest.hexdigest()
