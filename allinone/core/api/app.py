@@ -11,7 +11,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from allinone.core.api import openapi
-from allinone.core.api.bodies import BODY_IDLE_SECONDS, BodyDeadline
+from allinone.core.api.bodies import BODY_IDLE_SECONDS, BODY_TOTAL_SECONDS, BodyDeadline
 from allinone.core.api.errors import (
     ApiError,
     error_response,
@@ -45,10 +45,15 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(ApiError(exc.status_code, str(exc.detail)))
 
 
-def build_app(routes: list[BaseRoute], body_idle_seconds: float = BODY_IDLE_SECONDS) -> ASGIApp:
+def build_app(
+    routes: list[BaseRoute],
+    body_idle_seconds: float = BODY_IDLE_SECONDS,
+    body_total_seconds: float = BODY_TOTAL_SECONDS,
+) -> ASGIApp:
     """The app: `routes` (matched in order) plus `GET /openapi.json` describing them,
     wrapped so every HTTP response, errors included, carries an `X-Request-Id`, and a
-    request body that stalls for `body_idle_seconds` is refused (408)."""
+    request body that stalls for `body_idle_seconds`, or is not complete within
+    `body_total_seconds`, is refused (408)."""
     spec = msgspec.json.encode(openapi.document(routes))
 
     async def openapi_json(request: Request) -> Response:
@@ -63,4 +68,4 @@ def build_app(routes: list[BaseRoute], body_idle_seconds: float = BODY_IDLE_SECO
             Exception: handle_unexpected,
         },
     )
-    return RequestIds(BodyDeadline(app, body_idle_seconds))
+    return RequestIds(BodyDeadline(app, body_idle_seconds, body_total_seconds))

@@ -7,8 +7,9 @@
   the body (`body()`, `stream()`, `form()`) goes through it.
 - `read_body(request, limit)` is the whole body as bytes, read through `limited`.
 - `BodyDeadline` is a pure ASGI middleware that bounds the wait for each chunk of a
-  request body: a client that stops sending mid-body gets a 408 and its connection is
-  closed, instead of holding a connection and a task open forever.
+  request body and for the whole body: a client that stops sending, or trickles,
+  gets a 408 and its connection is closed, instead of holding a connection and a task
+  open forever.
 
 Refusals are `ApiError`s (413 `request_too_large`, 408 `request_timeout`) carrying
 `Connection: close`, since the rest of the body is left unread on the socket.
@@ -24,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from allinone.core.api.errors import ApiError
 
 BODY_IDLE_SECONDS = 30.0
+BODY_TOTAL_SECONDS = 300.0
 CLOSE = {"connection": "close"}
 
 
@@ -72,26 +74,37 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 class BodyDeadline:
-    """Each `receive` of an HTTP request body must deliver within `idle_seconds`."""
+    """Each `receive` of an HTTP request body must deliver within `idle_seconds`, and
+    the whole body within `total_seconds` of its first read (a client trickling a byte
+    now and then is bounded too)."""
 
-    def __init__(self, app: ASGIApp, idle_seconds: float = BODY_IDLE_SECONDS) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        idle_seconds: float = BODY_IDLE_SECONDS,
+        total_seconds: float = BODY_TOTAL_SECONDS,
+    ) -> None:
         self.app = app
         self._idle = idle_seconds
+        self._total = total_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        idle = self._idle
+        loop = asyncio.get_running_loop()
+        deadline: float | None = None
         body_done = False
 
         async def receive_in_time() -> Message:
-            nonlocal body_done
+            nonlocal body_done, deadline
             if body_done:
                 # After the body, `receive` waits for a disconnect (SSE): no deadline.
                 return await receive()
+            if deadline is None:
+                deadline = loop.time() + self._total
             try:
-                async with asyncio.timeout(idle):
+                async with asyncio.timeout_at(min(deadline, loop.time() + self._idle)):
                     message = await receive()
             except TimeoutError:
                 raise ApiError(

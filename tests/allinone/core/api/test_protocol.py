@@ -20,6 +20,7 @@ from allinone.core.api.bodies import read_body
 from allinone.core.api.protocol import BoundedH11Protocol
 
 DEADLINE = 0.3
+TOTAL = 1.0
 WAIT = 10.0
 
 
@@ -39,7 +40,7 @@ async def boom(request: Request) -> Response:
 async def serving() -> AsyncIterator[int]:
     sock = bind("127.0.0.1", 0)
     routes = [Route("/echo", echo, methods=["POST"]), Route("/boom", boom, methods=["GET"])]
-    app = build_app(routes, body_idle_seconds=DEADLINE)
+    app = build_app(routes, body_idle_seconds=DEADLINE, body_total_seconds=TOTAL)
     config = uvicorn.Config(
         app, log_config=None, lifespan="off", http=QuickProtocol, timeout_keep_alive=60
     )
@@ -126,6 +127,27 @@ def test_a_500_closes_its_connection_cleanly() -> None:
             assert head.startswith(b"HTTP/1.1 500")
             assert b"connection: close" in head.lower()
             assert json.loads(body)["error"]["code"] == "internal_error"
+            writer.close()
+
+    asyncio.run(main())
+
+
+def test_a_body_that_trickles_in_is_cut_off_at_the_whole_body_deadline() -> None:
+    async def main() -> None:
+        async with serving() as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+            answer = asyncio.create_task(read_all(reader))
+            sent = 0
+            while not answer.done() and sent < 1000:
+                writer.write(b"x")  # one byte well inside each idle deadline
+                await writer.drain()
+                sent += 1
+                await asyncio.wait({answer}, timeout=DEADLINE / 3)  # the client's pace
+            head, _, body = (await answer).partition(b"\r\n\r\n")
+            assert sent < 1000
+            assert head.startswith(b"HTTP/1.1 408")
+            assert json.loads(body)["error"]["code"] == "request_timeout"
             writer.close()
 
     asyncio.run(main())
