@@ -89,7 +89,12 @@ def error_response(error: ApiError) -> Response:
             "code": error.code,
         }
     }
-    return JSONResponse(body, status_code=error.status, headers=error.headers)
+    headers = error.headers
+    if error.status >= 500 and error.status != 503 and "connection" not in headers:
+        # After a server error the connection's state is unknown: close it cleanly. A
+        # 503 (a retryable storage fault) keeps it for the retry.
+        headers = {**headers, "connection": "close"}
+    return JSONResponse(body, status_code=error.status, headers=headers)
 
 
 async def handle_api_error(request: Request, exc: Exception) -> Response:
@@ -122,13 +127,6 @@ async def handle_unexpected(request: Request, exc: Exception) -> Response:
         type(exc).__name__,
         exc_info=exc,
     )
-    # The request may have been left half read, or the failure may have left the
-    # connection's state unknown: the response closes it cleanly.
     return error_response(
-        ApiError(
-            500,
-            "The server had an error processing the request.",
-            code="internal_error",
-            headers={"connection": "close"},
-        )
+        ApiError(500, "The server had an error processing the request.", code="internal_error")
     )

@@ -9,6 +9,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import pytest
 import uvicorn
 from starlette.requests import Request
 from starlette.responses import Response
@@ -17,6 +18,7 @@ from starlette.routing import Route
 from allinone.app import _Server, bind
 from allinone.core.api.app import build_app
 from allinone.core.api.bodies import read_body
+from allinone.core.api.errors import ApiError
 from allinone.core.api.protocol import BoundedH11Protocol
 
 DEADLINE = 0.3
@@ -36,10 +38,18 @@ async def boom(request: Request) -> Response:
     raise RuntimeError("an unforeseen failure")
 
 
+async def refused(request: Request) -> Response:
+    raise ApiError(500, "A failure the handler reports itself.", code="internal_error")
+
+
 @asynccontextmanager
 async def serving() -> AsyncIterator[int]:
     sock = bind("127.0.0.1", 0)
-    routes = [Route("/echo", echo, methods=["POST"]), Route("/boom", boom, methods=["GET"])]
+    routes = [
+        Route("/echo", echo, methods=["POST"]),
+        Route("/boom", boom, methods=["GET"]),
+        Route("/refused", refused, methods=["GET"]),
+    ]
     app = build_app(routes, body_idle_seconds=DEADLINE, body_total_seconds=TOTAL)
     config = uvicorn.Config(
         app, log_config=None, lifespan="off", http=QuickProtocol, timeout_keep_alive=60
@@ -116,11 +126,12 @@ def test_a_body_past_the_limit_is_a_413_before_it_is_read() -> None:
     asyncio.run(main())
 
 
-def test_a_500_closes_its_connection_cleanly() -> None:
+@pytest.mark.parametrize("path", ["/boom", "/refused"])
+def test_a_500_closes_its_connection_cleanly(path: str) -> None:
     async def main() -> None:
         async with serving() as port:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.write(b"GET /boom HTTP/1.1\r\nHost: x\r\n\r\n")
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
             await writer.drain()
             answer = await read_all(reader)  # ends: the server closed the connection
             head, _, body = answer.partition(b"\r\n\r\n")
