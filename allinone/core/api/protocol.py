@@ -17,7 +17,7 @@ from typing import Any
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 HEADER_SECONDS = 10.0
-MAX_HEADER_BYTES = 64 * 1024
+MAX_HEADER_BYTES = 16 * 1024
 
 
 class BoundedH11Protocol(H11Protocol):

@@ -19,7 +19,7 @@ from allinone.app import _Server, bind
 from allinone.core.api.app import build_app
 from allinone.core.api.bodies import read_body
 from allinone.core.api.errors import ApiError
-from allinone.core.api.protocol import BoundedH11Protocol
+from allinone.core.api.protocol import MAX_HEADER_BYTES, BoundedH11Protocol
 
 DEADLINE = 0.3
 TOTAL = 1.0
@@ -52,7 +52,12 @@ async def serving() -> AsyncIterator[int]:
     ]
     app = build_app(routes, body_idle_seconds=DEADLINE, body_total_seconds=TOTAL)
     config = uvicorn.Config(
-        app, log_config=None, lifespan="off", http=QuickProtocol, timeout_keep_alive=60
+        app,
+        log_config=None,
+        lifespan="off",
+        http=QuickProtocol,
+        timeout_keep_alive=60,
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
     )
     server = _Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
@@ -159,6 +164,20 @@ def test_a_body_that_trickles_in_is_cut_off_at_the_whole_body_deadline() -> None
             assert sent < 1000
             assert head.startswith(b"HTTP/1.1 408")
             assert json.loads(body)["error"]["code"] == "request_timeout"
+            writer.close()
+
+    asyncio.run(main())
+
+
+def test_a_request_head_past_its_size_limit_is_refused_and_closed() -> None:
+    async def main() -> None:
+        async with serving() as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            # A head still growing past the limit, before its end has arrived.
+            padding = b"X-Padding: " + b"a" * MAX_HEADER_BYTES
+            writer.write(b"POST /echo HTTP/1.1\r\nHost: x\r\n" + padding)
+            await writer.drain()
+            assert (await read_all(reader)).startswith(b"HTTP/1.1 400")
             writer.close()
 
     asyncio.run(main())
