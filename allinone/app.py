@@ -251,7 +251,8 @@ class App:
             ws_url = "ws" + config.public_url.removeprefix("http") + "/api/v1/agent-daemon/ws"
         sealer = Sealer(vault_key)
         environments = Environments(db, registry, ids, clock, remote_url=ws_url, sealer=sealer)
-        providers = ModelProviders(sealer, default_provider(config))
+        reveal = self._redactor.add  # secrets opened for runs are kept out of the log
+        providers = ModelProviders(sealer, default_provider(config), reveal)
         orchestrator = Orchestrator(
             db,
             registry,
@@ -260,7 +261,7 @@ class App:
             ids,
             clock,
             environments,
-            RunCredentials(providers, VaultSecrets(db, sealer)),
+            RunCredentials(providers, VaultSecrets(db, sealer, reveal)),
         )
         admission = Admission(
             db,

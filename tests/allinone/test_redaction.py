@@ -16,8 +16,12 @@ import pytest
 from openai import OpenAI
 from websockets.asyncio.client import connect
 
+from allinone.core.model_providers import SEAL_CONTEXT, ModelProviders
+from allinone.core.sealing import Sealer
+from allinone.core.vault_secrets import VaultSecrets
 from allinone.redaction import REDACTED, Redactor
 from runtime.proto.version import VERSION
+from storage.database import Database
 from tests.api.support import core_key, http
 from tests.conftest import API_KEY, start_server
 from tests.support.mcp_server import McpTestServer
@@ -49,6 +53,28 @@ def test_the_redactor_rewrites_messages_arguments_and_exceptions() -> None:
     assert record.exc_text is not None
     assert "cbx-0011" not in record.exc_text and "sk-live" not in record.exc_text
     assert record.exc_text.endswith(f"RuntimeError: failed with {REDACTED} and {REDACTED}")
+
+
+def test_secrets_opened_for_a_run_are_redacted_from_then_on(tmp_path: Path) -> None:
+    redactor = Redactor()
+    sealer = Sealer(b"k" * 32)
+
+    async def main() -> None:
+        db = await Database.open(tmp_path / "corebox.db")
+        try:
+            vault = VaultSecrets(db, sealer, redactor.add)
+            sealed = vault.seal("proj_a", "cred_a", {"token": "opaque-vault-value"})
+            assert vault.open("proj_a", "cred_a", sealed) == {"token": "opaque-vault-value"}
+        finally:
+            await db.close()
+
+    asyncio.run(main())
+    providers = ModelProviders(sealer, reveal=redactor.add)
+    sealed_key = sealer.seal(b"plain-model-key-without-shape", SEAL_CONTEXT)
+    public = {"protocol": "chat_completions", "base_url": "http://127.0.0.1:1/v1"}
+    assert providers.open(public, sealed_key).api_key == "plain-model-key-without-shape"
+    line = redactor.redact("got opaque-vault-value and plain-model-key-without-shape")
+    assert line == f"got {REDACTED} and {REDACTED}"
 
 
 def test_a_debug_log_of_a_full_session_holds_no_secret(tmp_path: Path) -> None:
