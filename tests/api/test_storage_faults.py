@@ -80,6 +80,15 @@ def test_a_full_disk_is_a_retryable_503_and_recovers(tmp_path: Path) -> None:
             assert int(headers["retry-after"]) >= 1
             assert body["error"]["code"] == "storage_unavailable"
             assert body["error"]["type"] == "server_error"
+            for path, create in (
+                ("/v1/agents", {"name": "a", "model": "scripted"}),
+                (
+                    "/v1/agents/sessions",
+                    {"agent": {"model": "scripted"}, "environment": {"type": "none"}, "input": "x"},
+                ),
+            ):
+                status, body, headers = http(base, "POST", path, create, PROJECT)
+                assert status == 503 and "retry-after" in headers, (path, status, body)
 
             status, ready, _ = http(base, "GET", "/readyz", headers=owner)
             assert status == 503 and "storage" in ready["missing"], ready
