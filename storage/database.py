@@ -223,7 +223,7 @@ class Database:
 
     async def _commit_batch(self, batch: list[_Job]) -> None:
         conn = self._writer
-        fault: StorageUnavailable | None = None  # a job's disk fault fails the batch
+        fault: StorageUnavailable | None = None  # a job met a disk fault: remembered
         try:
             await conn.execute("BEGIN IMMEDIATE")
             for index, job in enumerate(batch):

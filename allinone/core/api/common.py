@@ -99,7 +99,7 @@ MAX_LIST_LIMIT = 100
 def list_limit(raw: str | None, default: int = 20) -> int:
     """A list's `limit`: 1 to 100, default 20; anything else is a 400, as the hosted
     service answers (never silently clamped)."""
-    if raw is None or raw == "":
+    if raw is None:
         return default
     try:
         limit = int(raw)
