@@ -30,6 +30,32 @@ _QUERY: dict[str, dict[str, Any]] = {
 }
 _PARAM = re.compile(r"{(\w+)}")
 
+# Who may call a route, by the `auth` of its operation: each is an OpenAPI security
+# requirement list (alternatives). `optional` routes answer without a key and show more
+# with one; `none` routes need no key.
+SECURITY: dict[str, list[dict[str, list[str]]]] = {
+    "project": [{"projectKey": []}],
+    "core": [{"coreKey": []}],
+    "project_or_core": [{"projectKey": []}, {"coreKey": []}],
+    "device": [{"deviceCredential": []}],
+    "instance": [{"instanceToken": []}],
+    "optional": [{}, {"projectKey": []}, {"coreKey": []}],
+    "none": [],
+}
+# Routes without an entry in OPERATIONS get the authentication their family uses, by
+# path prefix (longest first), so every served route declares its security.
+_AUTH_BY_PREFIX: tuple[tuple[str, str], ...] = (
+    ("/api/v1/agent-daemon/", "device"),
+    ("/api/v1/", "instance"),
+    ("/core/v1/comms/", "project"),
+    ("/core/v1/harnesses", "project_or_core"),
+    ("/core/v1/", "core"),
+    ("/healthz", "optional"),
+    ("/readyz", "optional"),
+    ("/openapi.json", "none"),
+    ("/", "project"),
+)
+
 
 def document(routes: list[BaseRoute]) -> dict[str, Any]:
     served = _served(routes)
@@ -40,7 +66,9 @@ def document(routes: list[BaseRoute]) -> dict[str, Any]:
     components.update(schemas.COMPONENTS)
     paths: dict[str, dict[str, Any]] = {}
     for method, path in served:
-        op = known.get((method, path)) or Operation(method, path, f"{method} {path}", auth="")
+        op = known.get((method, path)) or Operation(
+            method, path, f"{method} {path}", auth=auth_for(path)
+        )
         paths.setdefault(path, {})[method.lower()] = _operation(op, by_type)
     return {
         "openapi": "3.1.0",
@@ -51,9 +79,16 @@ def document(routes: list[BaseRoute]) -> dict[str, Any]:
             "securitySchemes": {
                 "projectKey": {"type": "http", "scheme": "bearer"},
                 "coreKey": {"type": "http", "scheme": "bearer"},
+                "deviceCredential": {"type": "http", "scheme": "bearer"},
+                "instanceToken": {"type": "http", "scheme": "bearer"},
             },
         },
     }
+
+
+def auth_for(path: str) -> str:
+    """The authentication a route outside OPERATIONS uses, by its path's family."""
+    return next(auth for prefix, auth in _AUTH_BY_PREFIX if path.startswith(prefix))
 
 
 def _served(routes: list[BaseRoute]) -> list[tuple[str, str]]:
@@ -108,8 +143,7 @@ def _operation(op: Operation, by_type: dict[Any, Any]) -> dict[str, Any]:
             },
         },
     }
-    if op.auth:
-        result["security"] = [{"coreKey" if op.auth == "core" else "projectKey": []}]
+    result["security"] = SECURITY[op.auth or auth_for(op.path)]
     if op.body is not None:
         result["requestBody"] = {
             "required": True,
