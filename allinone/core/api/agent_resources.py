@@ -6,11 +6,16 @@ through these Structs checks every stored field on the way out.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import logging
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
+from allinone.core.agents import defaults
 from allinone.core.api.tool_models import ToolResource
+
+log = logging.getLogger(__name__)
+S = TypeVar("S", bound=msgspec.Struct)
 
 ServiceTier = Literal["auto", "default", "flex", "priority", "fast", "ultrafast"]
 
@@ -100,12 +105,56 @@ _CONFIG_FIELDS = (
 
 
 def agent(row: dict[str, Any]) -> Agent:
+    """The Agent resource of a stored row; total: a stored field the shape cannot show
+    (written by an older build, or by hand) is shown as its default instead of failing
+    every read of the project's agents."""
     config = row["config"]
     body = {key: config.get(key) for key in _CONFIG_FIELDS}
     body.update(id=row["id"], created_at=row["created_at"], updated_at=row["updated_at"])
-    return msgspec.convert(body, Agent)
+    return _convert(body, Agent)
 
 
 def agent_config(config: dict[str, Any]) -> AutomationAgentConfig:
     body = {key: config.get(key) for key in _CONFIG_FIELDS if key not in ("name", "metadata")}
-    return msgspec.convert(body, AutomationAgentConfig)
+    return _convert(body, AutomationAgentConfig)
+
+
+def showable_config(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` as `agent_config` shows it, as builtins (for shapes that embed it)."""
+    shown: dict[str, Any] = msgspec.to_builtins(agent_config(config))
+    return shown
+
+
+def _convert(body: dict[str, Any], type_: type[S]) -> S:
+    try:
+        return msgspec.convert(body, type_)
+    except msgspec.ValidationError as exc:
+        log.warning("stored agent configuration repaired for display: %s", exc)
+    return msgspec.convert(_repaired(body, type_), type_)
+
+
+def _repaired(body: dict[str, Any], type_: type[msgspec.Struct]) -> dict[str, Any]:
+    """Each field that does not convert becomes its default; a tool list keeps the tools
+    that convert."""
+    base = defaults()
+    fixed = dict(body)
+    for field in msgspec.structs.fields(type_):
+        name = field.encode_name
+        if name not in base:
+            continue
+        value = fixed.get(name)
+        if _fits(value, field.type):
+            continue
+        if name == "tools" and isinstance(value, list):
+            fixed[name] = [tool for tool in value if _fits(tool, ToolResource)]
+        else:
+            fixed[name] = base[name]
+    return fixed
+
+
+def _fits(value: Any, type_: Any) -> bool:
+    try:
+        msgspec.convert(value, type_)
+    except msgspec.ValidationError:
+        return False
+    return True

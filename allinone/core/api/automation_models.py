@@ -13,7 +13,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from allinone.core.api import template_models as hosted
-from allinone.core.api.agent_resources import AutomationAgentConfig
+from allinone.core.api.agent_resources import AutomationAgentConfig, showable_config
 from allinone.core.api.models import InputMessageParam, SessionAgentParam
 
 _STRICT: dict[str, Any] = {"forbid_unknown_fields": True}
@@ -232,14 +232,23 @@ def automation(row: dict[str, Any]) -> Automation:
         body.update(expression=row["expression"], timezone=row["timezone"])
     else:
         body["run_at"] = row["run_at"]
-    result: Automation = msgspec.convert(body, Automation)
+    result: Automation = msgspec.convert(showable(body), Automation)
     return result
+
+
+def showable(body: dict[str, Any]) -> dict[str, Any]:
+    """`body` with its target's stored agent configuration shown totally (see
+    `agent_resources.agent`), so one stored field cannot fail every list."""
+    target = body.get("target")
+    if isinstance(target, dict) and isinstance(target.get("agent"), dict):
+        body = {**body, "target": {**target, "agent": showable_config(target["agent"])}}
+    return body
 
 
 def invocation(row: dict[str, Any]) -> AutomationInvocation:
     source: ManualSource | ScheduleSource = ManualSource()
     if row["source"] == "automation":
-        snapshot: Automation = msgspec.convert(row["automation_snapshot"], Automation)
+        snapshot: Automation = msgspec.convert(showable(row["automation_snapshot"]), Automation)
         source = ScheduleSource(automation=snapshot)
     error = None
     if row["error_code"] is not None:

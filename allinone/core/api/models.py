@@ -41,12 +41,20 @@ class ReasoningParam(msgspec.Struct, **_STRICT):
     summary: Literal["concise", "detailed", "auto"] | None = None
 
 
-class TextFormatParam(msgspec.Struct, **_STRICT):
-    type: Literal["text", "json_schema"]
-    schema: dict[str, Any] | UnsetType = UNSET
-    name: str | UnsetType = UNSET
+class TextFormatTextParam(msgspec.Struct, tag="text", tag_field="type", **_STRICT):
+    pass
+
+
+class TextFormatJsonSchemaParam(msgspec.Struct, tag="json_schema", tag_field="type", **_STRICT):
+    """A JSON Schema the generated text must match; stored and shown as given."""
+
+    schema: dict[str, Any]
+    name: Annotated[str, msgspec.Meta(max_length=64)] | UnsetType = UNSET
     strict: bool | UnsetType = UNSET
     description: str | UnsetType = UNSET
+
+
+TextFormatParam = TextFormatTextParam | TextFormatJsonSchemaParam
 
 
 class TextParam(msgspec.Struct, **_STRICT):
