@@ -97,7 +97,7 @@ class Admission:
         Return (session_id, created); `created` is False when an earlier request with the
         same idempotency key and body already created it.
         """
-        environment = body.environment
+        environment: dict[str, Any] = msgspec.to_builtins(body.environment)
         env_type = environment.get("type")
         if env_type not in ("none", "openai_hosted", "self_hosted"):
             raise invalid(

@@ -18,7 +18,7 @@ not its concern. The function is pure: no I/O, no clock.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
@@ -78,3 +78,43 @@ def check_bounds(value: Any, *, max_depth: int = MAX_DEPTH) -> None:
             elif type(item) is int and not INT64_MIN <= item <= INT64_MAX:
                 where = fmt.format(path, key)
                 raise invalid("Integer out of range (signed 64-bit).", where)
+
+
+# --- multipart fields of `/v1/files` ----------------------------------------------------
+
+MAX_FILENAME = 255
+_FILENAME = msgspec.Meta(min_length=1, max_length=MAX_FILENAME, pattern=r"^[^\x00-\x1f\x7f/\\]+$")
+
+
+class UploadForm(msgspec.Struct, frozen=True):
+    """The typed fields of a file upload: `purpose` and the `file` part's name and bytes."""
+
+    purpose: Literal["user_data"]
+    filename: Annotated[str, _FILENAME]
+    content: bytes
+
+
+def upload_form(fields: dict[str, tuple[str | None, bytes]]) -> UploadForm:
+    """Type the parts of a multipart upload, or raise a 400 naming the field. A missing
+    filename is `upload`; a `purpose` that is not UTF-8 is simply not `user_data`."""
+    try:
+        purpose = fields.get("purpose", (None, b""))[1].decode()
+    except UnicodeDecodeError:
+        purpose = ""
+    if purpose != "user_data":
+        raise invalid("purpose must be user_data.", "purpose")
+    if "file" not in fields:
+        raise invalid("A file is required.", "file")
+    filename, content = fields["file"]
+    try:
+        return msgspec.convert(
+            {"purpose": purpose, "filename": filename or "upload", "content": content},
+            UploadForm,
+            builtin_types=(bytes,),
+        )
+    except msgspec.ValidationError as exc:
+        raise invalid(
+            f"The file name must be 1-{MAX_FILENAME} characters without control characters"
+            " or slashes.",
+            "file",
+        ) from exc

@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from allinone.core import render
 from allinone.core.admission import digest
+from allinone.core.api.bodies import upload_form
 from allinone.core.api.common import (
     authenticate,
     decode_body,
@@ -28,6 +29,7 @@ from allinone.core.api.common import (
     project_for,
 )
 from allinone.core.api.errors import ApiError, invalid, not_found
+from allinone.core.api.template_models import EnvironmentParam
 from allinone.core.environments import WORKSPACE, Environments, check_path, decode_inline
 from allinone.core.ids import Clock, Ids
 from storage import environments as env_rows
@@ -39,7 +41,7 @@ FILE_PAGE_LIMIT = 100
 
 
 class EnvironmentCreate(msgspec.Struct, forbid_unknown_fields=True):
-    environment: dict[str, Any]
+    environment: EnvironmentParam
     vault_ids: list[str] | None = None
 
 
@@ -80,7 +82,7 @@ class EnvironmentsApi:
     async def create(self, request: Request) -> Response:
         project = await project_for(self._db, request)
         body = await decode_body(request, EnvironmentCreate, 16 * 1024 * 1024)
-        spec = body.environment
+        spec: dict[str, Any] = msgspec.to_builtins(body.environment)
         if spec.get("type") != "openai_hosted":
             raise invalid("Only openai_hosted environments are created here.", "environment.type")
         if body.vault_ids and len(body.vault_ids) > 10:
@@ -203,19 +205,14 @@ class EnvironmentsApi:
         body = await request.body()
         if len(body) > MAX_UPLOAD_BYTES:
             raise ApiError(413, "The file is too large.", code="request_too_large")
-        fields = _multipart(content_type, body)
-        purpose = fields.get("purpose", (None, b""))[1].decode()
-        if purpose != "user_data":
-            raise invalid("purpose must be user_data.", "purpose")
-        if "file" not in fields:
-            raise invalid("A file is required.", "file")
-        filename, content = fields["file"]
+        form = upload_form(_multipart(content_type, body))
+        filename, content, purpose = form.filename, form.content, form.purpose
         file_id = self._ids.new("file")
         now = self._clock.now()
         row = {
             "id": file_id,
             "project_id": project,
-            "filename": filename or "upload",
+            "filename": filename,
             "purpose": purpose,
             "bytes": len(content),
             "sha256": hashlib.sha256(content).hexdigest(),

@@ -11,10 +11,12 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from allinone.core.api.template_models import EnvironmentParam
 from allinone.core.api.tool_models import PersistedToolParam
 
 Metadata = dict[str, str]
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+Model = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 
 _STRICT: dict[str, Any] = {"forbid_unknown_fields": True}
 
@@ -64,7 +66,17 @@ class TextParam(msgspec.Struct, **_STRICT):
 
 class MultiAgentParam(msgspec.Struct, **_STRICT):
     enabled: bool
-    max_concurrent_subagents: int | UnsetType | None = UNSET
+    max_concurrent_subagents: Annotated[int, msgspec.Meta(ge=1, le=64)] | UnsetType | None = UNSET
+
+
+class PromptCacheOptionsParam(msgspec.Struct, **_STRICT):
+    ttl: Literal["30m", "12h"] | UnsetType = UNSET
+
+
+class SpendControlParam(msgspec.Struct, **_STRICT):
+    """A positive limit in USD cents, or null for none."""
+
+    limit: Annotated[int, msgspec.Meta(ge=1)] | None
 
 
 class CompactionParam(msgspec.Struct, **_STRICT):
@@ -80,7 +92,7 @@ ToolParam = dict[str, Any]
 
 
 class AgentCreate(msgspec.Struct, **_STRICT):
-    model: NonEmpty
+    model: Model
     name: str | UnsetType | None = UNSET
     instructions: str | UnsetType | None = UNSET
     metadata: Metadata | UnsetType | None = UNSET
@@ -98,7 +110,7 @@ class AgentUpdate(msgspec.Struct, **_STRICT):
     """Omitted keeps, null clears or resets; metadata and tools are replaced whole,
     experimental is merged by key."""
 
-    model: NonEmpty | UnsetType = UNSET
+    model: Model | UnsetType = UNSET
     name: str | UnsetType | None = UNSET
     instructions: str | UnsetType | None = UNSET
     metadata: Metadata | UnsetType | None = UNSET
@@ -113,7 +125,7 @@ class AgentUpdate(msgspec.Struct, **_STRICT):
 
 
 class SessionAgentParam(msgspec.Struct, **_STRICT):
-    model: NonEmpty | UnsetType = UNSET
+    model: Model | UnsetType = UNSET
     instructions: str | UnsetType | None = UNSET
     tools: list[ToolParam] | UnsetType | None = UNSET
     reasoning: ReasoningParam | UnsetType | None = UNSET
@@ -130,15 +142,15 @@ class StreamOptions(msgspec.Struct, **_STRICT):
 
 
 class SessionCreate(msgspec.Struct, **_STRICT):
-    environment: dict[str, Any]
+    environment: EnvironmentParam
     agent_id: NonEmpty | UnsetType = UNSET
     agent: SessionAgentParam | UnsetType = UNSET
     input: str | list[InputMessageParam] | UnsetType | None = UNSET
     metadata: Metadata | UnsetType | None = UNSET
     vault_ids: list[str] | UnsetType | None = UNSET
-    prompt_cache_options: dict[str, Any] | UnsetType | None = UNSET
+    prompt_cache_options: PromptCacheOptionsParam | UnsetType | None = UNSET
     review: Literal["none", "auto_review"] | UnsetType = UNSET
-    spend_control: dict[str, Any] | UnsetType | None = UNSET
+    spend_control: SpendControlParam | UnsetType | None = UNSET
     stream: bool | UnsetType = UNSET
     stream_options: StreamOptions | UnsetType = UNSET
     x_corebox: dict[str, Any] | UnsetType = UNSET
@@ -210,7 +222,7 @@ class InputEvents(msgspec.Struct, **_STRICT):
 
 
 class SessionAgentUpdate(msgspec.Struct, **_STRICT):
-    model: NonEmpty | UnsetType = UNSET
+    model: Model | UnsetType = UNSET
     reasoning: ReasoningParam | UnsetType | None = UNSET
     service_tier: ServiceTier | UnsetType | None = UNSET
     tools: list[ToolParam] | UnsetType | None = UNSET
@@ -219,6 +231,6 @@ class SessionAgentUpdate(msgspec.Struct, **_STRICT):
 class SessionUpdate(msgspec.Struct, **_STRICT):
     agent: SessionAgentUpdate | UnsetType = UNSET
     metadata: Metadata | UnsetType | None = UNSET
-    prompt_cache_options: dict[str, Any] | UnsetType | None = UNSET
+    prompt_cache_options: PromptCacheOptionsParam | UnsetType | None = UNSET
     review: Literal["none", "auto_review"] | UnsetType = UNSET
-    spend_control: dict[str, Any] | UnsetType | None = UNSET
+    spend_control: SpendControlParam | UnsetType | None = UNSET
