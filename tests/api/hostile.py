@@ -205,4 +205,3 @@ SEEDS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("POST", "/core/v1/projects/{project_id}/api_keys", {"name": "k"}),
     ("POST", "/core/v1/devices", {"name": "d"}),
 )
-

@@ -93,6 +93,35 @@ def unchanged(data_dir: Path) -> Iterator[None]:
     assert not changed, f"tables changed by a rejected request: {changed}"
 
 
+class DatabaseWatch:
+    """`database_state` for long runs: the state is re-read only when SQLite's
+    `data_version` says another connection committed, so checking after every request
+    of thousands stays cheap."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self._data_dir = data_dir
+        self._db = sqlite3.connect(f"file:{data_dir / 'corebox.db'}?mode=ro", uri=True)
+        self._version = self._data_version()
+        self._state = database_state(data_dir)
+
+    def _data_version(self) -> int:
+        return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+
+    def moved(self) -> bool:
+        """Whether any table differs from what it was at the previous call."""
+        version = self._data_version()
+        if version == self._version:
+            return False
+        self._version = version
+        state = database_state(self._data_dir)
+        moved = state != self._state
+        self._state = state
+        return moved
+
+    def close(self) -> None:
+        self._db.close()
+
+
 # --- a validator for the schema subset the document uses ---------------------------------
 
 
