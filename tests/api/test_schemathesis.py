@@ -1,7 +1,7 @@
 """Schemathesis over `/openapi.json` against a real `corebox serve`: no route answers 5xx.
 
-Every route is exercised with a project key (fuzzing, then the stateful phase that
-follows the document's links from each create to the routes of what it created) and
+Every route is exercised with a project key (fuzzing, then stateful scenarios that
+follow the document's links from each create to the routes of what it created) and
 with the Core key (fuzzing). Generation is deterministic and small, so the run is
 repeatable and bounded on a shared two-core machine. A wider run of the same shape:
 
@@ -30,13 +30,30 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     server.stop()
 
 
+CONFIG = """
+[generation]
+deterministic = true
+max-examples = {examples}
+
+[phases.stateful]
+max-steps = 20
+
+[phases.stateful.generation]
+max-examples = {scenarios}
+"""
+
+
 def schemathesis(
-    server: Server, key: str, *, phases: str, examples: int, cwd: Path
+    server: Server, key: str, *, phases: str, examples: int, cwd: Path, scenarios: int = 1
 ) -> subprocess.CompletedProcess[str]:
+    config = cwd / "schemathesis.toml"
+    config.write_text(CONFIG.format(examples=examples, scenarios=scenarios), encoding="utf-8")
     command = [
         sys.executable,
         "-m",
         "schemathesis.cli",
+        "--config-file",
+        str(config),
         "run",
         f"{server.base_url}/openapi.json",
         "--checks",
@@ -47,9 +64,6 @@ def schemathesis(
         "OpenAI-Beta: agents=v1",
         "--phases",
         phases,
-        "--max-examples",
-        str(examples),
-        "--generation-deterministic",
         "--no-shrink",
         "--workers",
         "1",
@@ -68,9 +82,11 @@ def _report(run: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_no_route_answers_5xx_with_a_project_key(target: Server, tmp_path: Path) -> None:
-    run = schemathesis(target, API_KEY, phases="fuzzing,stateful", examples=4, cwd=tmp_path)
+    run = schemathesis(
+        target, API_KEY, phases="fuzzing,stateful", examples=3, scenarios=20, cwd=tmp_path
+    )
     assert run.returncode == 0, _report(run)
-    assert "passed" in run.stdout and "Stateful" in run.stdout, _report(run)
+    assert "Scenarios:" in run.stdout and "passed" in run.stdout, _report(run)
 
 
 def test_no_route_answers_5xx_with_the_core_key(target: Server, tmp_path: Path) -> None:
