@@ -205,3 +205,34 @@ SEEDS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("POST", "/core/v1/projects/{project_id}/api_keys", {"name": "k"}),
     ("POST", "/core/v1/devices", {"name": "d"}),
 )
+
+
+ROLES = "/core/v1/comms/roles"
+CONTACT = "/api/v1/contacts/{contact_id}"
+
+# The communication routes: (method, path, seed, credential), where the credential is
+# `owner` (the project key) or `instance` (the calling instance's runtime token, with
+# the protocol and primary-epoch headers).
+COMMS_SEEDS: tuple[tuple[str, str, dict[str, Any], str], ...] = (
+    ("POST", ROLES, {"name": "r", "agent_id": None}, "owner"),
+    ("POST", ROLES + "/{role_id}/instances", {"name": "i"}, "owner"),
+    (
+        "POST",
+        ROLES + "/{role_id}/primary",
+        {"instance_id": "{instance_id}", "expected_epoch": 99},
+        "owner",
+    ),
+    ("POST", ROLES + "/{role_id}/rotate-stream", {"expected_stream_id": "stream"}, "owner"),
+    ("POST", "/api/v1/contacts", {"to_role_id": "{peer_role_id}", "message": "hi"}, "instance"),
+    ("POST", CONTACT + "/reply", {"message": "hello"}, "instance"),
+    ("POST", CONTACT + "/accept", {"accept": True}, "instance"),
+    ("POST", CONTACT + "/claim", {"lease_id": "a" * 48, "through_seq": 1}, "instance"),
+    ("POST", CONTACT + "/progress", {"through_seq": 1, "phase": "processing"}, "instance"),
+    ("POST", "/api/v1/communication/receipts", {"event_seqs": [1], "persisted": True}, "instance"),
+    (
+        "PUT",
+        "/api/v1/communication/receiver",
+        {"mode": "polling", "handler_state": "configured", "enabled": True},
+        "instance",
+    ),
+)

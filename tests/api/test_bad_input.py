@@ -33,10 +33,18 @@ class Edge:
     ids: dict[str, str]
 
     def send(
-        self, method: str, template: str, body: bytes, headers: dict[str, str] | None = None
+        self,
+        method: str,
+        template: str,
+        body: bytes,
+        headers: dict[str, str] | None = None,
+        key: str | None = None,
     ) -> tuple[int, Any]:
+        """One request; the Core key for `/core/v1/...` routes, else the project key,
+        unless `key` names another credential."""
         path = template.format(**self.ids)
-        key = self.core if template.startswith("/core") else API_KEY
+        if key is None:
+            key = self.core if template.startswith("/core") else API_KEY
         request = urllib.request.Request(
             f"{self.server.base_url}{path}",
             data=body,

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
+from allinone.core.comms.limits import PROTOCOL_HEADER, PROTOCOL_VERSION
 from tests.api import hostile
 from tests.api.support import DatabaseWatch, core_key
 from tests.api.test_bad_input import Edge, _resources
-from tests.conftest import start_server
+from tests.conftest import API_KEY, start_server
 
 # Accepted bodies here start work that keeps writing after the reply (turns, set-ups).
 BACKGROUND = {
@@ -63,4 +64,57 @@ def test_no_hostile_body_gets_a_5xx_or_a_write_when_rejected(target: Edge) -> No
     finally:
         watch.close()
     assert sent > 2000
+    assert not failures, "\n".join(failures[:20])
+
+
+def _comms(target: Edge) -> tuple[str, dict[str, str]]:
+    """Two roles with one instance each (a role's first instance is its primary), and
+    a contact from the first to the second: (the first instance's token, its headers)."""
+    tokens = []
+    for name in ("caller", "callee"):
+        status, role = target.send(
+            "POST", "/core/v1/comms/roles", _body({"name": name}), key=API_KEY
+        )
+        assert status == 200, role
+        path = f"/core/v1/comms/roles/{role['id']}"
+        status, instance = target.send(
+            "POST", path + "/instances", _body({"name": name}), key=API_KEY
+        )
+        assert status == 200, instance
+        target.ids[f"{name}_role_id"] = role["id"]
+        target.ids[f"{name}_instance_id"] = instance["id"]
+        tokens.append(instance["token"])
+    target.ids.update(
+        role_id=target.ids["caller_role_id"],
+        instance_id=target.ids["caller_instance_id"],
+        peer_role_id=target.ids["callee_role_id"],
+    )
+    headers = {PROTOCOL_HEADER: PROTOCOL_VERSION}
+    status, me = target.send("GET", "/api/v1/me", b"", headers, key=tokens[0])
+    assert status == 200, me
+    headers["X-A2A-Primary-Epoch"] = str(me["primary_epoch"])
+    opened = {"to_role_id": target.ids["peer_role_id"], "message": "hi"}
+    status, contact = target.send(
+        "POST", "/api/v1/contacts", _body(opened), {**headers, "Idempotency-Key": "k0"}, tokens[0]
+    )
+    assert status in (200, 201), contact
+    target.ids["contact_id"] = contact["id"]
+    return tokens[0], headers
+
+
+def _body(value: dict[str, Any]) -> bytes:
+    return hostile.encode(value)
+
+
+def test_no_hostile_communication_body_gets_a_5xx(target: Edge) -> None:
+    token, headers = _comms(target)
+    failures: list[str] = []
+    for method, template, seed, who in hostile.COMMS_SEEDS:
+        key = API_KEY if who == "owner" else token
+        sent_headers = {} if who == "owner" else headers
+        for index, (description, body) in enumerate(hostile.mutations(_filled(seed, target.ids))):
+            extra = {**sent_headers, "Idempotency-Key": f"hostile-{index}"}
+            status, reply = target.send(method, template, body, extra, key)
+            if status >= 500:
+                failures.append(f"{status} {method} {template} {description}: {reply}")
     assert not failures, "\n".join(failures[:20])
