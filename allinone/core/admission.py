@@ -146,7 +146,9 @@ class Admission:
             config = agent_config.defaults()
             agent_config.apply_fields(config, body.agent, seal_provider=self._providers.stored)
             agent_id = self._ids.new("agent")
-        extension = {} if body.x_corebox is UNSET else dict(body.x_corebox)
+        extension: dict[str, Any] = (
+            {} if body.x_corebox is UNSET else msgspec.to_builtins(body.x_corebox)
+        )
         harness = agent_config.harness_for(
             config,
             default_provider=self._providers.has_default,

@@ -236,6 +236,14 @@ BAD_FIELDS: list[tuple[str, str, dict[str, Any], str]] = [
         {"model": "m", "multi_agent": {"enabled": True, "max_concurrent_subagents": 0}},
         "multi_agent.max_concurrent_subagents",
     ),
+    ("POST", "/v1/agents", {"model": "m", "x_corebox": {"harnes": "builtin"}}, "x_corebox"),
+    ("POST", "/v1/agents", {"model": "m", "x_corebox": {"harness": {}}}, "x_corebox.harness"),
+    (
+        "POST",
+        "/v1/agents/sessions",
+        {"environment": {"type": "none"}, "input": "hi", "x_corebox": {"tool_policy": "allow"}},
+        "x_corebox.tool_policy",
+    ),
     ("POST", "/v1/agents", {"model": "m" * 300}, "model"),
     ("POST", "/v1/agents", {"model": ""}, "model"),
     (

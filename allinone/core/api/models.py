@@ -91,6 +91,23 @@ ServiceTier = Literal["auto", "default", "flex", "priority", "fast", "ultrafast"
 ToolParam = dict[str, Any]
 
 
+class AgentExtensionParam(msgspec.Struct, **_STRICT):
+    """corebox settings of an agent (`x_corebox`); `allinone.core.agents` checks the
+    harness name and tool policy, `allinone.core.model_providers` the provider."""
+
+    harness: Annotated[str, msgspec.Meta(max_length=64)] | UnsetType | None = UNSET
+    model_provider: dict[str, Any] | UnsetType | None = UNSET
+    tool_policy: dict[str, str] | UnsetType | None = UNSET
+
+
+class SessionExtensionParam(msgspec.Struct, **_STRICT):
+    """corebox settings of a session create: a model provider and a tool policy that
+    override the agent's."""
+
+    model_provider: dict[str, Any] | UnsetType | None = UNSET
+    tool_policy: dict[str, str] | UnsetType | None = UNSET
+
+
 class AgentCreate(msgspec.Struct, **_STRICT):
     model: Model
     name: str | UnsetType | None = UNSET
@@ -103,7 +120,7 @@ class AgentCreate(msgspec.Struct, **_STRICT):
     multi_agent: MultiAgentParam | UnsetType | None = UNSET
     compaction: CompactionParam | UnsetType | None = UNSET
     experimental: ExperimentalParam | UnsetType = UNSET
-    x_corebox: dict[str, Any] | UnsetType = UNSET
+    x_corebox: AgentExtensionParam | UnsetType = UNSET
 
 
 class AgentUpdate(msgspec.Struct, **_STRICT):
@@ -121,7 +138,7 @@ class AgentUpdate(msgspec.Struct, **_STRICT):
     multi_agent: MultiAgentParam | UnsetType | None = UNSET
     compaction: CompactionParam | UnsetType | None = UNSET
     experimental: ExperimentalParam | UnsetType = UNSET
-    x_corebox: dict[str, Any] | UnsetType = UNSET
+    x_corebox: AgentExtensionParam | UnsetType = UNSET
 
 
 class SessionAgentParam(msgspec.Struct, **_STRICT):
@@ -134,7 +151,7 @@ class SessionAgentParam(msgspec.Struct, **_STRICT):
     multi_agent: MultiAgentParam | UnsetType | None = UNSET
     compaction: CompactionParam | UnsetType | None = UNSET
     experimental: ExperimentalParam | UnsetType = UNSET
-    x_corebox: dict[str, Any] | UnsetType = UNSET
+    x_corebox: AgentExtensionParam | UnsetType = UNSET
 
 
 class StreamOptions(msgspec.Struct, **_STRICT):
@@ -153,7 +170,7 @@ class SessionCreate(msgspec.Struct, **_STRICT):
     spend_control: SpendControlParam | UnsetType | None = UNSET
     stream: bool | UnsetType = UNSET
     stream_options: StreamOptions | UnsetType = UNSET
-    x_corebox: dict[str, Any] | UnsetType = UNSET
+    x_corebox: SessionExtensionParam | UnsetType = UNSET
 
 
 class MessageInputEvent(
