@@ -12,7 +12,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from allinone.core.api.template_models import EnvironmentParam
-from allinone.core.api.tool_models import PersistedToolParam
+from allinone.core.api.tool_models import PersistedToolParam, SessionToolParam
 
 Metadata = dict[str, str]
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
@@ -88,7 +88,6 @@ class ExperimentalParam(msgspec.Struct, **_STRICT):
 
 
 ServiceTier = Literal["auto", "default", "flex", "priority", "fast", "ultrafast"]
-ToolParam = dict[str, Any]
 
 
 class AgentExtensionParam(msgspec.Struct, **_STRICT):
@@ -144,7 +143,7 @@ class AgentUpdate(msgspec.Struct, **_STRICT):
 class SessionAgentParam(msgspec.Struct, **_STRICT):
     model: Model | UnsetType = UNSET
     instructions: str | UnsetType | None = UNSET
-    tools: list[ToolParam] | UnsetType | None = UNSET
+    tools: list[SessionToolParam] | UnsetType | None = UNSET
     reasoning: ReasoningParam | UnsetType | None = UNSET
     text: TextParam | UnsetType | None = UNSET
     service_tier: ServiceTier | UnsetType | None = UNSET
@@ -242,7 +241,7 @@ class SessionAgentUpdate(msgspec.Struct, **_STRICT):
     model: Model | UnsetType = UNSET
     reasoning: ReasoningParam | UnsetType | None = UNSET
     service_tier: ServiceTier | UnsetType | None = UNSET
-    tools: list[ToolParam] | UnsetType | None = UNSET
+    tools: list[SessionToolParam] | UnsetType | None = UNSET
 
 
 class SessionUpdate(msgspec.Struct, **_STRICT):
