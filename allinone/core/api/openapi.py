@@ -19,7 +19,7 @@ from starlette.routing import BaseRoute, Route
 from allinone import __version__
 from allinone.core.api import schemas
 from allinone.core.api.operations import OPERATIONS, Operation
-from allinone.core.api.request_bodies import JSON_BODIES, MULTIPART_BODIES
+from allinone.core.api.request_bodies import JSON_BODIES, MULTIPART_BODIES, header_parameters
 
 REF = "#/components/schemas/{name}"
 _QUERY: dict[str, dict[str, Any]] = {
@@ -93,6 +93,7 @@ def _operation(op: Operation, by_type: dict[Any, Any]) -> dict[str, Any]:
         )
         if name == "metadata":
             parameters[-1].update(style="deepObject", explode=True)
+    parameters += header_parameters(op.method, op.path)
     if op.path.startswith(("/v1/agents", "/v1/vaults")):
         parameters.append(
             {

@@ -1,8 +1,8 @@
 """Request bodies of routes that `operations.OPERATIONS` does not describe in full.
 
 `openapi.document` takes a route's body from here when its operation names none, so the
-document says what the devices, communication and upload routes accept. The types are
-the ones the handlers decode.
+document says what the devices, communication and upload routes accept (bodies and the
+protocol headers). The types are the ones the handlers decode.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 from allinone.core.api.bodies import MAX_FILENAME
 from allinone.core.api.devices import DeviceCreate
 from allinone.core.comms import models as comms
+from allinone.core.comms.limits import EPOCH_HEADER, PROTOCOL_HEADER, PROTOCOL_VERSION
 
 CONTACT = "/api/v1/contacts/{contact_id}"
 ROLE = "/core/v1/comms/roles/{role_id}"
@@ -44,3 +45,28 @@ MULTIPART_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         " or control characters.",
     },
 }
+
+
+def header_parameters(method: str, path: str) -> list[dict[str, Any]]:
+    """Headers a route requires besides its credential: the communication routes speak
+    one protocol version, and their writes carry the caller's primary epoch."""
+    if not path.startswith("/api/v1/") or path.startswith("/api/v1/agent-daemon"):
+        return []
+    found: list[dict[str, Any]] = [
+        {
+            "name": PROTOCOL_HEADER,
+            "in": "header",
+            "required": True,
+            "schema": {"enum": [PROTOCOL_VERSION]},
+        }
+    ]
+    if method != "GET":
+        found.append(
+            {
+                "name": EPOCH_HEADER,
+                "in": "header",
+                "required": True,
+                "schema": {"type": "integer", "minimum": 0},
+            }
+        )
+    return found
