@@ -440,8 +440,9 @@ def test_stored_data_the_resources_cannot_show_does_not_fail_reads_or_start(
     fresh_dir: Path,
 ) -> None:
     """Rows written by an older build (an agent whose text.format the resource cannot
-    show, an automation whose run_at the scheduler cannot hold) are read and the
-    process starts; each field shows its default instead."""
+    show, an automation whose run_at the scheduler cannot hold, a template with
+    malformed files and network) are read and the process starts; each field shows its
+    default instead."""
     server = start_server(fresh_dir)
     try:
         edge = Edge(server, core_key(fresh_dir), {})
@@ -450,6 +451,7 @@ def test_stored_data_the_resources_cannot_show_does_not_fail_reads_or_start(
             "/v1/agents/automations",
             {"type": "once", "name": "n", "run_at": hostile.RUN_AT, "target": hostile.TARGET},
         )
+        template_id = edge.create("/v1/agents/environments/templates", {"name": "t"})
     finally:
         server.stop()
     bad_config = {
@@ -461,6 +463,12 @@ def test_stored_data_the_resources_cannot_show_does_not_fail_reads_or_start(
         fresh_dir, "UPDATE agents SET config = ? WHERE id = ?", (json.dumps(bad_config), agent_id)
     )
     _execute(fresh_dir, "UPDATE automations SET run_at = ? WHERE id = ?", (2**40, automation_id))
+    bad_template = {"files": [{"type": "elsewhere"}], "network": "open", "packages": None}
+    _execute(
+        fresh_dir,
+        "UPDATE environment_templates SET config = ? WHERE id = ?",
+        (json.dumps(bad_template), template_id),
+    )
     server = start_server(fresh_dir)
     try:
         edge = Edge(server, core_key(fresh_dir), {})
@@ -471,5 +479,10 @@ def test_stored_data_the_resources_cannot_show_does_not_fail_reads_or_start(
         assert shown["tools"] == []
         status, automation = edge.send("GET", f"/v1/agents/automations/{automation_id}", b"")
         assert status == 200, automation
+        status, templates = edge.send("GET", "/v1/agents/environments/templates", b"")
+        assert status == 200, templates
+        shown_template = templates["data"][0]
+        assert shown_template["files"] == []
+        assert shown_template["network"] == {"access": "enabled", "allowed_domains": []}
     finally:
         server.stop()

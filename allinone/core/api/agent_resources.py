@@ -6,15 +6,14 @@ through these Structs checks every stored field on the way out.
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Literal, TypeVar
 
 import msgspec
 
 from allinone.core.agents import defaults
+from allinone.core.api.showing import shown
 from allinone.core.api.tool_models import ToolResource
 
-log = logging.getLogger(__name__)
 S = TypeVar("S", bound=msgspec.Struct)
 
 ServiceTier = Literal["auto", "default", "flex", "priority", "fast", "ultrafast"]
@@ -121,40 +120,9 @@ def agent_config(config: dict[str, Any]) -> AutomationAgentConfig:
 
 def showable_config(config: dict[str, Any]) -> dict[str, Any]:
     """`config` as `agent_config` shows it, as builtins (for shapes that embed it)."""
-    shown: dict[str, Any] = msgspec.to_builtins(agent_config(config))
-    return shown
+    builtins: dict[str, Any] = msgspec.to_builtins(agent_config(config))
+    return builtins
 
 
 def _convert(body: dict[str, Any], type_: type[S]) -> S:
-    try:
-        return msgspec.convert(body, type_)
-    except msgspec.ValidationError as exc:
-        log.warning("stored agent configuration repaired for display: %s", exc)
-    return msgspec.convert(_repaired(body, type_), type_)
-
-
-def _repaired(body: dict[str, Any], type_: type[msgspec.Struct]) -> dict[str, Any]:
-    """Each field that does not convert becomes its default; a tool list keeps the tools
-    that convert."""
-    base = defaults()
-    fixed = dict(body)
-    for field in msgspec.structs.fields(type_):
-        name = field.encode_name
-        if name not in base:
-            continue
-        value = fixed.get(name)
-        if _fits(value, field.type):
-            continue
-        if name == "tools" and isinstance(value, list):
-            fixed[name] = [tool for tool in value if _fits(tool, ToolResource)]
-        else:
-            fixed[name] = base[name]
-    return fixed
-
-
-def _fits(value: Any, type_: Any) -> bool:
-    try:
-        msgspec.convert(value, type_)
-    except msgspec.ValidationError:
-        return False
-    return True
+    return shown(body, type_, defaults(), {"tools": ToolResource})

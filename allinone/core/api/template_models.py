@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from allinone.core.api.showing import shown
+
 _STRICT: dict[str, Any] = {"forbid_unknown_fields": True}
 _TAGGED: dict[str, Any] = {"forbid_unknown_fields": True, "tag_field": "type"}
 NetworkAccess = Literal["enabled", "disabled", "restricted"]
@@ -219,4 +221,21 @@ def template(row: dict[str, Any]) -> EnvironmentTemplate:
     body.update(
         id=row["id"], name=row["name"], created_at=row["created_at"], updated_at=row["updated_at"]
     )
-    return msgspec.convert(body, EnvironmentTemplate)
+    return shown(body, EnvironmentTemplate, TEMPLATE_DEFAULTS, TEMPLATE_ELEMENTS)
+
+
+# What a stored template field the resource cannot show is shown as (see `showing`).
+TEMPLATE_DEFAULTS: dict[str, Any] = {
+    "capability_directories": [],
+    "files": [],
+    "network": {"access": "enabled", "allowed_domains": []},
+    "packages": {"npm": [], "python": [], "system": []},
+    "plugins": [],
+    "skills": [],
+    "desktop": None,
+}
+TEMPLATE_ELEMENTS: dict[str, Any] = {
+    "files": FileIdFile | InlineFile,
+    "plugins": HostedPlugin,
+    "skills": SkillReference | InlineSkill,
+}
