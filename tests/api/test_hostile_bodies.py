@@ -12,8 +12,8 @@ import pytest
 
 from allinone.core.comms.limits import PROTOCOL_HEADER, PROTOCOL_VERSION
 from tests.api import hostile
+from tests.api.edge_client import Edge, resources
 from tests.api.support import DatabaseWatch, core_key
-from tests.api.test_bad_input import Edge, _resources
 from tests.conftest import API_KEY, start_server
 
 # Accepted bodies here start work that keeps writing after the reply (turns, set-ups).
@@ -29,7 +29,7 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Edge]:
     server = start_server(tmp_path_factory.mktemp("hostile") / "data")
     try:
         checked = Edge(server, core_key(server.data_dir), {})
-        _resources(checked)
+        resources(checked)
         yield checked
     finally:
         server.stop()
