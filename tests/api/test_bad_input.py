@@ -397,3 +397,16 @@ def test_stored_data_the_resources_cannot_show_does_not_fail_reads_or_start(
         assert shown_template["network"] == {"access": "enabled", "allowed_domains": []}
     finally:
         server.stop()
+
+
+def test_a_file_write_the_workspace_refuses_leaves_nothing_behind(edge: Edge) -> None:
+    """The body is valid but the Runtime refuses the write (a directory is already at
+    that path): 400, and not even the reservation row is kept."""
+    template = "/v1/agents/environments/{environment_id}/files"
+    data = {"type": "inline", "data": "aGk="}
+    status, reply = edge.send(
+        "POST", template, _json({**data, "path": "/workspace/refused/inner.txt"})
+    )
+    assert status == 200, reply
+    error = edge.rejects("POST", template, _json({**data, "path": "/workspace/refused"}))
+    assert error["param"] == "path"
