@@ -253,6 +253,18 @@ BAD_FIELDS: list[tuple[str, str, dict[str, Any], str]] = [
         {"environment": {"type": "openai_hosted", "packages": {"npm": ["x"] * 257}}},
         "environment.packages.npm",
     ),
+    (
+        "POST",
+        "/v1/agents/environments/{environment_id}/files",
+        {"type": "folder", "path": "/workspace/f"},
+        "type",
+    ),
+    (
+        "POST",
+        "/v1/agents/environments/{environment_id}/files",
+        {"type": "inline", "path": "/workspace/f", "data": 5},
+        "data",
+    ),
     ("POST", "/v1/agents/environments/templates", {"env": {"A B": "x"}}, "env"),
     ("POST", "/v1/agents/environments/templates", {"files": [{"type": "inline"}]}, "files[0]"),
     (

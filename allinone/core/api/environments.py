@@ -28,8 +28,13 @@ from allinone.core.api.common import (
     list_params,
     project_for,
 )
-from allinone.core.api.errors import ApiError, invalid, not_found
-from allinone.core.api.template_models import EnvironmentParam
+from allinone.core.api.errors import ApiError, from_validation, invalid, not_found
+from allinone.core.api.template_models import (
+    EnvironmentParam,
+    FileIdFileParam,
+    FileParam,
+    InlineFileParam,
+)
 from allinone.core.environments import WORKSPACE, Environments, check_path, decode_inline
 from allinone.core.ids import Clock, Ids
 from storage import environments as env_rows
@@ -45,11 +50,8 @@ class EnvironmentCreate(msgspec.Struct, forbid_unknown_fields=True):
     vault_ids: list[str] | None = None
 
 
-class EnvironmentFileCreate(msgspec.Struct, forbid_unknown_fields=True):
-    type: str
-    path: str
-    data: str | None = None
-    file_id: str | None = None
+# A file added to an environment: inline data or an uploaded file, as the SDK sends it.
+EnvironmentFileCreate = FileParam
 
 
 class EnvironmentsApi:
@@ -158,22 +160,25 @@ class EnvironmentsApi:
         project = await project_for(self._db, request)
         environment_id = request.path_params["environment_id"]
         await self._environment(project, environment_id)
-        body = await decode_body(request, EnvironmentFileCreate, 8 * 1024 * 1024)
+        raw = await decode_body(request, dict, 8 * 1024 * 1024)
+        try:
+            body: FileIdFileParam | InlineFileParam = msgspec.convert(raw, EnvironmentFileCreate)
+        except msgspec.ValidationError as exc:
+            raise from_validation(exc) from exc
         path = check_path(body.path, "path")
-        if body.type == "inline":
+        file_id = None
+        if isinstance(body, InlineFileParam):
             data = decode_inline(body.data, "data")
-            file_id = None
-        elif body.type == "file_id":
+        else:
             upload = await self._db.read(
-                partial(env_rows.upload, project_id=project, file_id=str(body.file_id))
+                partial(env_rows.upload, project_id=project, file_id=body.file_id)
             )
             if upload is None:
                 raise ApiError(404, "Resource not found.", code="not_found_error", param="file_id")
             data, file_id = upload["content"], upload["id"]
-        else:
-            raise invalid("type must be inline or file_id.", "type")
+        kind = str(body.__struct_config__.tag)
         written = await self._environments.write_file(
-            project, environment_id, path, data, body.type, file_id
+            project, environment_id, path, data, kind, file_id
         )
         return json(written)
 
