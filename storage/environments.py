@@ -89,6 +89,14 @@ async def set_file_state(tx: Tx, file_row_id: str, state: str) -> None:
     await tx.execute("UPDATE environment_files SET state = ? WHERE id = ?", (state, file_row_id))
 
 
+async def drop_reservation(tx: Tx, file_row_id: str) -> None:
+    """Forget a reserved file write the workspace definitely refused: nothing was
+    written, so nothing is kept."""
+    await tx.execute(
+        "DELETE FROM environment_files WHERE id = ? AND state = 'reserved'", (file_row_id,)
+    )
+
+
 async def unsettled_files(q: Queryable, environment_id: str) -> int:
     row = await q.fetchone(
         "SELECT COUNT(*) AS n FROM environment_files WHERE environment_id = ?"

@@ -14,7 +14,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from allinone.core.api.bodies import read_body
-from allinone.core.api.errors import ApiError, from_validation, invalid, not_found
+from allinone.core.api.decoding import decode_json
+from allinone.core.api.errors import ApiError, invalid, not_found
 from storage import tenancy
 from storage.database import Database, Reader
 from storage.pages import CursorNotFound, keyset
@@ -63,19 +64,9 @@ async def project_for(db: Database, request: Request) -> str:
 
 
 async def decode_body(request: Request, type_: type[T], limit: int = MAX_BODY_BYTES) -> T:
-    body = await read_body(request, limit)
-    if not body.strip():
-        body = b"{}"
-    try:
-        value = msgspec.json.decode(body)
-    except msgspec.DecodeError as exc:
-        raise ApiError(400, "The request body is not valid JSON.", code="invalid_json") from exc
-    if not isinstance(value, dict):
-        raise invalid("The request body must be a JSON object.")
-    try:
-        return msgspec.convert(value, type_)
-    except msgspec.ValidationError as exc:
-        raise from_validation(exc) from exc
+    """Read the body (at most `limit` bytes, refused while it streams in) and decode it
+    with `decoding.decode_json`."""
+    return decode_json(await read_body(request, limit), type_)
 
 
 def idempotency_key(request: Request) -> str | None:

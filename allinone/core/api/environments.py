@@ -32,7 +32,14 @@ from allinone.core.api.common import (
     list_params,
     project_for,
 )
-from allinone.core.api.errors import ApiError, invalid, not_found
+from allinone.core.api.decoding import upload_filename
+from allinone.core.api.errors import ApiError, from_validation, invalid, not_found
+from allinone.core.api.template_models import (
+    EnvironmentParam,
+    FileIdFileParam,
+    FileParam,
+    InlineFileParam,
+)
 from allinone.core.environments import WORKSPACE, Environments, check_path, decode_inline
 from allinone.core.ids import Clock, Ids
 from storage import environments as env_rows
@@ -44,15 +51,12 @@ UPLOAD_CHUNK_BYTES = 256 * 1024
 
 
 class EnvironmentCreate(msgspec.Struct, forbid_unknown_fields=True):
-    environment: dict[str, Any]
+    environment: EnvironmentParam
     vault_ids: list[str] | None = None
 
 
-class EnvironmentFileCreate(msgspec.Struct, forbid_unknown_fields=True):
-    type: str
-    path: str
-    data: str | None = None
-    file_id: str | None = None
+# A file added to an environment: inline data or an uploaded file, as the SDK sends it.
+EnvironmentFileCreate = FileParam
 
 
 class EnvironmentsApi:
@@ -85,7 +89,7 @@ class EnvironmentsApi:
     async def create(self, request: Request) -> Response:
         project = await project_for(self._db, request)
         body = await decode_body(request, EnvironmentCreate, 16 * 1024 * 1024)
-        spec = body.environment
+        spec: dict[str, Any] = msgspec.to_builtins(body.environment)
         if spec.get("type") != "openai_hosted":
             raise invalid("Only openai_hosted environments are created here.", "environment.type")
         if body.vault_ids and len(body.vault_ids) > 10:
@@ -161,22 +165,25 @@ class EnvironmentsApi:
         project = await project_for(self._db, request)
         environment_id = request.path_params["environment_id"]
         await self._environment(project, environment_id)
-        body = await decode_body(request, EnvironmentFileCreate, 8 * 1024 * 1024)
+        raw = await decode_body(request, dict, 8 * 1024 * 1024)
+        try:
+            body: FileIdFileParam | InlineFileParam = msgspec.convert(raw, EnvironmentFileCreate)
+        except msgspec.ValidationError as exc:
+            raise from_validation(exc) from exc
         path = check_path(body.path, "path")
-        if body.type == "inline":
+        file_id = None
+        if isinstance(body, InlineFileParam):
             data = decode_inline(body.data, "data")
-            file_id = None
-        elif body.type == "file_id":
+        else:
             upload = await self._db.read(
-                partial(env_rows.upload, project_id=project, file_id=str(body.file_id))
+                partial(env_rows.upload, project_id=project, file_id=body.file_id)
             )
             if upload is None:
                 raise ApiError(404, "Resource not found.", code="not_found_error", param="file_id")
             data, file_id = upload["content"], upload["id"]
-        else:
-            raise invalid("type must be inline or file_id.", "type")
+        kind = str(body.__struct_config__.tag)
         written = await self._environments.write_file(
-            project, environment_id, path, data, body.type, file_id
+            project, environment_id, path, data, kind, file_id
         )
         return json(written)
 
@@ -212,7 +219,7 @@ class EnvironmentsApi:
             row = {
                 "id": file_id,
                 "project_id": project,
-                "filename": filename or "upload",
+                "filename": filename,
                 "purpose": purpose,
                 "bytes": size,
                 "sha256": sha256,
@@ -337,7 +344,7 @@ async def _upload_fields(
         upload = form.get("file")
         if not isinstance(upload, UploadFile):
             raise invalid("A file is required.", "file")
-        yield upload.filename, upload.file, purpose
+        yield upload_filename(upload.filename), upload.file, purpose
     finally:
         await form.close()
 

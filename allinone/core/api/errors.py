@@ -64,7 +64,8 @@ def invalid(message: str, param: str | None = None, code: str | None = None) -> 
     return ApiError(400, message, param=param, code=code)
 
 
-_PATH = re.compile(r" - at `\$\.?([^`]*)`$")
+# "- at `$.a.b`", or "- at `key` in `$.a.b`" for a bad key of a mapping.
+_PATH = re.compile(r" - at (?:`key` in )?`\$\.?([^`]*)`$")
 
 
 def from_validation(exc: msgspec.ValidationError | msgspec.DecodeError) -> ApiError:
