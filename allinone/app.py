@@ -17,7 +17,6 @@ from pathlib import Path
 
 import uvicorn
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from allinone import __version__
@@ -30,6 +29,7 @@ from allinone.core.api.devices import DevicesApi
 from allinone.core.api.environments import EnvironmentsApi
 from allinone.core.api.harnesses import HarnessesApi
 from allinone.core.api.projects import ProjectsApi
+from allinone.core.api.protocol import MAX_HEADER_BYTES, BoundedH11Protocol
 from allinone.core.api.sessions import SessionsApi
 from allinone.core.api.templates import TemplatesApi
 from allinone.core.api.traces import TracesApi
@@ -59,7 +59,9 @@ from allinone.credentials import (
     ensure_default_project,
     ensure_vault_key,
     issue_device_credential,
+    read_core_key,
 )
+from allinone.redaction import Redactor
 from runtime.confinement import Sandbox, probe
 from runtime.daemon import Daemon
 from runtime.harness.builtin.adapter import BuiltinHarness
@@ -155,6 +157,7 @@ class App:
         self._on_started = on_started
         self._local_runtime = local_runtime
         self._stop = asyncio.Event()
+        self._redactor = Redactor()
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -168,9 +171,14 @@ class App:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._stop.set)
+        redactor = self._redactor
+        redactor.add(self.config.api_key)
+        redactor.add(self.config.model_api_key)
+        redactor.install()
         try:
             await self._run()
         finally:
+            redactor.uninstall()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
@@ -190,7 +198,9 @@ class App:
         scheduler = AsyncIOScheduler()
         try:
             first = await ensure_default_project(db, ids, clock, config.data_dir, config.api_key)
+            self._redactor.add(first.api_key)
             await ensure_core_key(db, ids, config.data_dir)
+            self._redactor.add(read_core_key(config.data_dir))
             try:
                 vault_key = await ensure_vault_key(db, config.data_dir)
             except SecretKeyError as exc:
@@ -255,7 +265,8 @@ class App:
         environments = Environments(
             db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants
         )
-        providers = ModelProviders(sealer, default_provider(config))
+        reveal = self._redactor.add  # secrets opened for runs are kept out of the log
+        providers = ModelProviders(sealer, default_provider(config), reveal)
         orchestrator = Orchestrator(
             db,
             registry,
@@ -264,7 +275,7 @@ class App:
             ids,
             clock,
             environments,
-            RunCredentials(providers, VaultSecrets(db, sealer)),
+            RunCredentials(providers, VaultSecrets(db, sealer, reveal)),
             timers=self._timers,
         )
         admission = Admission(
@@ -324,7 +335,8 @@ class App:
                 log_config=None,
                 access_log=False,
                 lifespan="off",
-                http=H11Protocol,
+                http=BoundedH11Protocol,
+                h11_max_incomplete_event_size=MAX_HEADER_BYTES,
                 ws=WebSocketsSansIOProtocol,
                 ws_max_size=limits.MAX_FRAME_BYTES,
                 ws_ping_interval=None,
@@ -345,6 +357,7 @@ class App:
         daemon_task: asyncio.Task[None] | None = None
         if self._local_runtime:
             credential = await issue_device_credential(db, ids, clock)
+            self._redactor.add(credential)
             daemon = Daemon(
                 f"http://{_url_host(local_host)}:{port}/api/v1",
                 LOCAL_DEVICE_ID,
@@ -482,6 +495,9 @@ async def run_daemon(
             sandbox=Sandbox(confinement, denied, unconfined_allowed=allow_unconfined),
         ),
     )
+    redactor = Redactor()
+    redactor.add(credential)
+    redactor.install()
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -502,6 +518,7 @@ async def run_daemon(
         raise RuntimeStopped(str(exc)) from exc
     finally:
         stopping.cancel()
+        redactor.uninstall()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)

@@ -9,6 +9,11 @@ Contract:
   run after the commit, before the caller is resumed.
 - `read(job)` runs `job(conn)` on a reader connection; in WAL mode it sees every
   transaction committed before it started.
+- A disk or file fault (full, read-only, I/O error, locked) raises `StorageUnavailable`
+  from `write` and `read`; nothing of the failed transaction was committed. `failure`
+  names the last write fault until a later (non-probe) write commits, and
+  `write_durably(job)` retries a write through such a fault until the store takes
+  writes again.
 """
 
 from __future__ import annotations
@@ -20,18 +25,20 @@ import sqlite3
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import aiosqlite
 
 from storage import migrations
-from storage.errors import Conflict, StorageError, StorageUnavailable
+from storage.errors import Conflict, StorageError, StorageUnavailable, translate
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MAX_BATCH = 64
 BUSY_TIMEOUT_MS = 5000
+RETRY_MAX_SECONDS = 5.0
+BLOB_CHUNK_BYTES = 256 * 1024
 
 
 class Tx:
@@ -57,6 +64,31 @@ class Tx:
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         return list(await self._conn.execute_fetchall(sql, tuple(params)))
+
+    async def insert(self, sql: str, params: Iterable[Any] = ()) -> int:
+        """Run one INSERT; return the new row's rowid."""
+        try:
+            cursor = await self._conn.execute(sql, tuple(params))
+        except sqlite3.IntegrityError as exc:
+            raise Conflict(str(exc)) from exc
+        rowid = cursor.lastrowid
+        assert rowid is not None
+        return rowid
+
+    async def write_blob(self, table: str, column: str, rowid: int, source: BinaryIO) -> None:
+        """Copy `source`, from its current position to its end, into the blob
+        `table.column` of row `rowid`, which must hold exactly that many bytes already
+        (inserted as `zeroblob(n)`). The copy runs in the database thread one chunk at
+        a time: the content never sits in memory whole."""
+
+        def copy(conn: sqlite3.Connection) -> None:
+            with conn.blobopen(table, column, rowid) as blob:
+                while chunk := source.read(BLOB_CHUNK_BYTES):
+                    blob.write(chunk)
+
+        # aiosqlite offers no blob API: the copy is queued on its connection's thread,
+        # the only thread that may use the sqlite3 connection.
+        await self._conn._execute(copy, self._conn._conn)  # type: ignore[no-untyped-call]
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run `callback` once this job's transaction has committed."""
@@ -85,6 +117,7 @@ class _Job:
     result: Any = None
     error: BaseException | None = None
     done: bool = field(default=False)
+    probe: bool = False
 
 
 class Database:
@@ -106,6 +139,8 @@ class Database:
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self.commits = 0
+        self.failure: StorageUnavailable | None = None
+        self._recovered = asyncio.Event()
 
     @classmethod
     async def open(cls, path: Path, *, synchronous: str = "FULL", readers: int = 2) -> Database:
@@ -116,17 +151,41 @@ class Database:
             reader_conns = [await _connect(path, synchronous) for _ in range(readers)]
         except sqlite3.Error as exc:
             raise StorageUnavailable(f"cannot open database {path}: {exc}") from exc
+        except OSError as exc:
+            raise StorageUnavailable(
+                f"database {path} is not writable ({exc.strerror})", "read_only"
+            ) from exc
         db = cls(path, writer, reader_conns, version)
         db._task = asyncio.create_task(db._run_writer(), name="storage-writer")
         return db
 
-    async def write(self, fn: Callable[[Tx], Awaitable[T]]) -> T:
-        """Run `fn` in a group-committed transaction; return once it is durable."""
+    async def write(self, fn: Callable[[Tx], Awaitable[T]], *, probe: bool = False) -> T:
+        """Run `fn` in a group-committed transaction; return once it is durable.
+
+        A `probe` (a health check's small write) does not by its success clear `failure`:
+        it may fit where a real write did not."""
         if self._closed:
             raise StorageUnavailable("database is closed")
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Job(fn, future))
+        await self._queue.put(_Job(fn, future, probe=probe))
         return await future
+
+    async def write_durably(self, fn: Callable[[Tx], Awaitable[T]]) -> T:
+        """`write(fn)`, retried while the store is unavailable (disk full, read-only):
+        each retry runs as soon as another write commits, or after a backoff of at most
+        `RETRY_MAX_SECONDS`. For writes that must not be lost to a passing fault (a
+        turn's settlement). Other errors, and a closed database, are raised at once."""
+        delay = 0.25
+        while True:
+            try:
+                return await self.write(fn)
+            except StorageUnavailable as exc:
+                if self._closed:
+                    raise
+                log.warning("storage unavailable (%s); retrying a write", exc.reason)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._recovered.wait(), delay)
+            delay = min(delay * 2, RETRY_MAX_SECONDS)
 
     async def read(self, fn: Callable[[Reader], Awaitable[T]]) -> T:
         if self._closed:
@@ -136,7 +195,7 @@ class Database:
         try:
             return await fn(Reader(conn))
         except sqlite3.Error as exc:
-            raise StorageError(str(exc)) from exc
+            raise translate(exc) from exc
 
     async def close(self) -> None:
         """Finish queued writes, then close every connection."""
@@ -164,6 +223,7 @@ class Database:
 
     async def _commit_batch(self, batch: list[_Job]) -> None:
         conn = self._writer
+        fault: StorageUnavailable | None = None  # a job met a disk fault: remembered
         try:
             await conn.execute("BEGIN IMMEDIATE")
             for index, job in enumerate(batch):
@@ -175,21 +235,27 @@ class Database:
                 try:
                     job.result = await job.fn(job.tx)
                 except Exception as exc:
+                    job.error = translate(exc) if isinstance(exc, sqlite3.Error) else exc
+                    if isinstance(job.error, StorageUnavailable):
+                        fault = job.error
                     await conn.execute(f"ROLLBACK TO {savepoint}")
-                    job.error = (
-                        exc if not isinstance(exc, sqlite3.Error) else StorageError(str(exc))
-                    )
                 await conn.execute(f"RELEASE {savepoint}")
             await conn.execute("COMMIT")
             self.commits += 1
         except sqlite3.Error as exc:
-            log.error("storage commit failed: %s", exc)
+            error = fault or translate(exc, "commit failed")
+            log.error("storage commit failed: %s", error)
             with contextlib.suppress(sqlite3.Error):
                 await conn.execute("ROLLBACK")
+            self._failed(error)
             for job in batch:
                 if not job.future.done():
-                    job.future.set_exception(StorageError(f"commit failed: {exc}"))
+                    job.future.set_exception(error)
             return
+        if fault is not None:
+            self._failed(fault)
+        elif any(not job.probe and job.error is None for job in batch):
+            self._succeeded()
         for job in batch:
             if job.future.done():
                 continue
@@ -204,6 +270,15 @@ class Database:
                         log.exception("after-commit callback failed")
             job.future.set_result(job.result)
 
+    def _failed(self, error: StorageError) -> None:
+        if isinstance(error, StorageUnavailable):
+            self.failure = error
+            self._recovered.clear()
+
+    def _succeeded(self) -> None:
+        self.failure = None
+        self._recovered.set()
+
 
 def _migrate(path: Path) -> int:
     # The database holds prompts and outputs: private to its owner. SQLite gives the -wal
@@ -214,7 +289,15 @@ def _migrate(path: Path) -> int:
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
-        return migrations.apply(conn)
+        version = migrations.apply(conn)
+        # A database that opens but cannot be written (read-only file or filesystem) is
+        # refused here, at start, not at the first request.
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(
+            "UPDATE schema_version SET applied_at = applied_at WHERE version = ?", (version,)
+        )
+        conn.execute("COMMIT")
+        return version
     finally:
         conn.close()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, BinaryIO
 
 from storage.database import Tx
 from storage.rows import Queryable, dumps, record
@@ -89,6 +89,14 @@ async def set_file_state(tx: Tx, file_row_id: str, state: str) -> None:
     await tx.execute("UPDATE environment_files SET state = ? WHERE id = ?", (state, file_row_id))
 
 
+async def drop_reservation(tx: Tx, file_row_id: str) -> None:
+    """Forget a reserved file write the workspace definitely refused: nothing was
+    written, so nothing is kept."""
+    await tx.execute(
+        "DELETE FROM environment_files WHERE id = ? AND state = 'reserved'", (file_row_id,)
+    )
+
+
 async def unsettled_files(q: Queryable, environment_id: str) -> int:
     row = await q.fetchone(
         "SELECT COUNT(*) AS n FROM environment_files WHERE environment_id = ?"
@@ -117,10 +125,13 @@ async def written_files(q: Queryable, environment_id: str) -> list[dict[str, Any
     return [dict(row) for row in rows]
 
 
-async def insert_upload(tx: Tx, row: dict[str, Any]) -> None:
-    await tx.execute(
-        "INSERT INTO files (id, project_id, filename, purpose, bytes, sha256, content,"
-        " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+async def insert_upload_from(tx: Tx, row: dict[str, Any], source: BinaryIO) -> None:
+    """Insert an upload whose `row["bytes"]` bytes of content are read from `source`
+    (at its current position) in chunks, never held in memory whole."""
+    rowid = await tx.insert(
+        # `content` is the table's last column, so the zeroblob is not materialised.
+        "INSERT INTO files (id, project_id, filename, purpose, bytes, sha256, created_at,"
+        " content) VALUES (?, ?, ?, ?, ?, ?, ?, zeroblob(?))",
         (
             row["id"],
             row["project_id"],
@@ -128,10 +139,11 @@ async def insert_upload(tx: Tx, row: dict[str, Any]) -> None:
             row["purpose"],
             row["bytes"],
             row["sha256"],
-            row["content"],
             row["created_at"],
+            row["bytes"],
         ),
     )
+    await tx.write_blob("files", "content", rowid, source)
 
 
 async def upload(q: Queryable, project_id: str, file_id: str) -> dict[str, Any] | None:

@@ -63,6 +63,7 @@ def start_server(
     api_key: str | None = API_KEY,
     port: int | None = None,
     extra_env: dict[str, str] | None = None,
+    log_level: str = "info",
 ) -> Server:
     port = port or free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("COREBOX_")}
@@ -86,7 +87,7 @@ def start_server(
                 "--data-dir",
                 str(data_dir),
                 "--log-level",
-                "info",
+                log_level,
             ],
             stdout=handle,
             stderr=subprocess.STDOUT,

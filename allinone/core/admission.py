@@ -108,7 +108,7 @@ class Admission:
         Return (session_id, created); `created` is False when an earlier request with the
         same idempotency key and body already created it.
         """
-        environment = body.environment
+        environment: dict[str, Any] = msgspec.to_builtins(body.environment)
         env_type = environment.get("type")
         if env_type not in ("none", "openai_hosted", "self_hosted"):
             raise invalid(
@@ -157,7 +157,9 @@ class Admission:
             config = agent_config.defaults()
             agent_config.apply_fields(config, body.agent, seal_provider=self._providers.stored)
             agent_id = self._ids.new("agent")
-        extension = {} if body.x_corebox is UNSET else dict(body.x_corebox)
+        extension: dict[str, Any] = (
+            {} if body.x_corebox is UNSET else msgspec.to_builtins(body.x_corebox)
+        )
         harness = agent_config.harness_for(
             config,
             default_provider=self._providers.has_default,

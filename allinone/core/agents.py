@@ -105,7 +105,8 @@ def apply_fields(
         config["tools"] = normalize_tools(body.tools, session=isinstance(body, SessionAgentParam))
     if body.x_corebox is not UNSET:
         param = "agent.x_corebox" if isinstance(body, SessionAgentParam) else "x_corebox"
-        config["x_corebox"] = check_extension(dict(body.x_corebox), param, seal_provider)
+        extension = msgspec.to_builtins(body.x_corebox)
+        config["x_corebox"] = check_extension(extension, param, seal_provider)
 
 
 def check_extension(

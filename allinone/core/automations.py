@@ -22,7 +22,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
 from apscheduler.jobstores.base import JobLookupError
@@ -106,10 +106,24 @@ class Automations:
                 job.remove()
 
     def schedule(self, row: dict[str, Any]) -> None:
-        """(Re)register the job for `row`, or drop it when the automation is not active."""
+        """(Re)register the job for `row`, or drop it when the automation is not active.
+
+        Never raises: a stored schedule the scheduler cannot hold (written by an older
+        build) is logged and left unscheduled, so it cannot fail a request that already
+        committed, nor the start of the process."""
         self.unschedule(row["id"])
         if self._stopped or row["status"] != "active" or row.get("deleted_at") is not None:
             return
+        try:
+            self._add_job(row)
+        except (ValueError, OverflowError, OSError, ZoneInfoNotFoundError) as exc:
+            log.error(
+                "automation %s has a schedule that cannot be registered: %s",
+                row["id"],
+                type(exc).__name__,
+            )
+
+    def _add_job(self, row: dict[str, Any]) -> None:
         job_id = f"automation:{row['id']}"
         if row["type"] == "periodic":
             self._scheduler.add_job(

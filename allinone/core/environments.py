@@ -424,7 +424,6 @@ class Environments:
             raise
         except Exception as exc:
             raise invalid("A file already exists at that path.", "path") from exc
-        state = "written"
         try:
             async with self._client.read_only(
                 connection, DEFAULT_HARNESS, wire_uuid(environment_id), environment
@@ -438,9 +437,8 @@ class Environments:
                     data,
                 )
         except WorkspaceUnavailable as exc:
-            state = "unknown" if exc.unknown else "rejected"
-            await self._set_file(row_id, state)
             if exc.unknown:
+                await self._set_file(row_id, "unknown")
                 raise ApiError(
                     503,
                     f"The file write's outcome is unknown ({exc.code}); it was not recorded "
@@ -449,12 +447,14 @@ class Environments:
                     code="file_transfer_unavailable",
                     headers={"x-should-retry": "false"},
                 ) from exc
+            # Refused, so nothing was written: the request leaves no row behind.
+            await self._db.write(partial(env_rows.drop_reservation, file_row_id=row_id))
             raise invalid(
                 "The file could not be written: a file or directory already exists "
                 "there, or the path is unsafe.",
                 "path",
             ) from exc
-        await self._set_file(row_id, state)
+        await self._set_file(row_id, "written")
         return {
             "environment_id": environment_id,
             "object": "agent.environment.file",

@@ -3,10 +3,19 @@
 Ready means, with evidence for each: storage reads and writes, the scheduler runs, and at
 least one Runtime is connected and has declared its capabilities. A 503 names what is
 missing. `confinement` tells how the in-process Runtime confines commands.
+
+Who sees what: without a key, only the status and each check's `ok`: no version, path,
+port, configuration or device identity. A project's API key adds the version and the
+evidence that is about the service rather than the owner's machine (storage latency and
+schema version, how many Runtimes are connected and which agent kinds they offer). The
+Core key sees all of it. Storage is reported failing from the moment any write fails
+for lack of disk or a read-only file until a write other than this probe commits again
+(an API write, a settlement retry, or the minutely journal prune).
 """
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,11 +25,26 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone import __version__
-from allinone.core.api.common import json
+from allinone.core.api.common import digest_key, json
+from allinone.core.api.core_auth import is_core_key
 from allinone.core.gateway.registry import Registry
 from allinone.core.ids import Clock
 from storage import tenancy
 from storage.database import Database, Tx
+from storage.errors import StorageError
+
+# Per check, the evidence a project's key may see besides `ok`.
+PROJECT_FIELDS: dict[str, tuple[str, ...]] = {
+    "storage": ("schema_version", "latency_ms", "failure"),
+    "runtime": ("connected_count", "agent_kinds"),
+    "confinement": ("kind", "abi"),
+}
+
+
+class Access(enum.Enum):
+    PUBLIC = "public"
+    PROJECT = "project"
+    OWNER = "owner"
 
 
 class Health:
@@ -46,11 +70,29 @@ class Health:
             Route("/readyz", self.readyz, methods=["GET"]),
         ]
 
-    async def healthz(self, request: Request) -> Response:
-        return json({"status": "alive", "version": __version__})
+    async def access(self, request: Request) -> Access:
+        """The caller's view; a missing or unknown key is the public view, never a 401,
+        so probes without credentials keep working."""
+        header = request.headers.get("authorization", "")
+        if not header.startswith("Bearer "):
+            return Access.PUBLIC
+        try:
+            if await is_core_key(self._db, request):
+                return Access.OWNER
+            key = header[len("Bearer ") :].strip()
+            digest = digest_key(key)
+            project = await self._db.read(lambda r: tenancy.project_for_key(r, digest))
+        except StorageError:
+            return Access.PUBLIC
+        return Access.PROJECT if project is not None else Access.PUBLIC
 
-    async def evidence(self) -> tuple[bool, dict[str, Any]]:
-        checks: dict[str, Any] = {}
+    async def healthz(self, request: Request) -> Response:
+        body: dict[str, Any] = {"status": "alive"}
+        if await self.access(request) is not Access.PUBLIC:
+            body["version"] = __version__
+        return json(body)
+
+    async def _storage(self) -> dict[str, Any]:
         started = time.perf_counter()
         try:
             now = self._clock.now()
@@ -58,23 +100,39 @@ class Health:
             async def probe(tx: Tx) -> None:
                 await tenancy.probe(tx, now)
 
-            await self._db.write(probe)
+            await self._db.write(probe, probe=True)
             row = await self._db.read(
                 lambda r: r.fetchone("SELECT written_at FROM health_probe WHERE id = 1")
             )
             ok = row is not None and int(row["written_at"]) == now
-            checks["storage"] = {
-                "ok": ok,
-                "schema_version": self._db.schema_version,
-                "path": str(self._db.path),
-                "latency_ms": round((time.perf_counter() - started) * 1000, 2),
-            }
-        except Exception as exc:
-            checks["storage"] = {"ok": False, "error": type(exc).__name__}
+        except StorageError as exc:
+            return {"ok": False, "error": type(exc).__name__, **self._failure()}
+        # The probe needs little space: a real write that failed since is what counts.
+        failing = self._failure()
+        return {
+            "ok": ok and not failing,
+            "schema_version": self._db.schema_version,
+            "path": str(self._db.path),
+            "latency_ms": round((time.perf_counter() - started) * 1000, 2),
+            **failing,
+        }
+
+    def _failure(self) -> dict[str, Any]:
+        failure = self._db.failure
+        return {} if failure is None else {"failure": failure.reason}
+
+    async def evidence(self) -> tuple[bool, dict[str, Any]]:
+        """Every check with its full evidence (the Core key's view)."""
+        checks: dict[str, Any] = {"storage": await self._storage()}
         checks["scheduler"] = {"ok": self._scheduler_running()}
         runtimes = [c.describe() for c in self._registry if not c.closed.is_set()]
         declared = [r for r in runtimes if r["declared"] and r["agent_kinds"]]
-        checks["runtime"] = {"ok": bool(declared), "connected": runtimes}
+        checks["runtime"] = {
+            "ok": bool(declared),
+            "connected": runtimes,
+            "connected_count": len(runtimes),
+            "agent_kinds": sorted({kind for r in declared for kind in r["agent_kinds"]}),
+        }
         checks["config"] = {"ok": True, **self._config}
         # How commands run in workspaces are confined (`none` is a state, not a failure).
         checks["confinement"] = {"ok": True, **self._confinement}
@@ -82,12 +140,23 @@ class Health:
         return ready, checks
 
     async def readyz(self, request: Request) -> Response:
+        access = await self.access(request)
         ready, checks = await self.evidence()
         missing = [name for name, check in checks.items() if not check["ok"]]
-        body = {
-            "status": "ready" if ready else "not_ready",
-            "version": __version__,
-            "checks": checks,
-            "missing": missing,
-        }
+        body: dict[str, Any] = {"status": "ready" if ready else "not_ready"}
+        if access is not Access.PUBLIC:
+            body["version"] = __version__
+        body["checks"] = visible(checks, access)
+        body["missing"] = missing
         return json(body, 200 if ready else 503)
+
+
+def visible(checks: dict[str, Any], access: Access) -> dict[str, Any]:
+    """The part of the evidence `access` may see (see the module docstring)."""
+    if access is Access.OWNER:
+        return checks
+    shown: dict[str, Any] = {}
+    for name, check in checks.items():
+        fields = PROJECT_FIELDS.get(name, ()) if access is Access.PROJECT else ()
+        shown[name] = {"ok": check["ok"], **{f: check[f] for f in fields if f in check}}
+    return shown

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -126,9 +127,16 @@ def _url_ok(url: str) -> bool:
 
 
 class ModelProviders:
-    def __init__(self, sealer: Sealer | None, default: DefaultProvider | None = None) -> None:
+    def __init__(
+        self,
+        sealer: Sealer | None,
+        default: DefaultProvider | None = None,
+        reveal: Callable[[str], None] | None = None,
+    ) -> None:
+        """`reveal` is told every API key this opens (the log redactor's `add`)."""
         self._sealer = sealer
         self._default = default
+        self._reveal = reveal
 
     @property
     def has_default(self) -> bool:
@@ -205,6 +213,8 @@ class ModelProviders:
             api_key = self._require_sealer().open(sealed, SEAL_CONTEXT).decode()
         except SealError as exc:
             raise ProviderUnavailable("the model provider's key does not open") from exc
+        if self._reveal is not None:
+            self._reveal(api_key)
         return wire.ModelProvider(
             protocol=public["protocol"],
             base_url=public["base_url"],

@@ -8,6 +8,7 @@ secret. A credential of another project is reported exactly like a missing one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,9 +35,13 @@ class ResolvedCredential:
 
 
 class VaultSecrets:
-    def __init__(self, db: Database, sealer: Sealer) -> None:
+    def __init__(
+        self, db: Database, sealer: Sealer, reveal: Callable[[str], None] | None = None
+    ) -> None:
+        """`reveal` is told every secret value this opens (the log redactor's `add`)."""
         self._db = db
         self._sealer = sealer
+        self._reveal = reveal
 
     @staticmethod
     def _context(project_id: str, credential_id: str) -> str:
@@ -50,6 +55,10 @@ class VaultSecrets:
         value: dict[str, Any] = self._sealer.open_json(
             bytes(sealed), self._context(project_id, credential_id)
         )
+        if self._reveal is not None:
+            for field_value in value.values():
+                if isinstance(field_value, str):
+                    self._reveal(field_value)
         return value
 
     async def resolve(self, project_id: str, credential_id: str) -> ResolvedCredential:

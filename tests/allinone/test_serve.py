@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -59,6 +60,25 @@ def test_unwritable_data_dir_exits_with_one_clear_line(tmp_path: Path) -> None:
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
     assert "not writable" in lines[0] and str(target) in lines[0]
+
+
+def test_unwritable_database_file_exits_with_one_clear_line(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    start_server(data_dir).stop()
+    database = data_dir / "corebox.db"
+    if shutil.which("chattr") is None:
+        pytest.skip("chattr is not installed")
+    # The immutable attribute refuses writes to root too (file modes do not).
+    if subprocess.run(["chattr", "+i", str(database)], check=False).returncode != 0:
+        pytest.skip("this filesystem has no immutable attribute")
+    try:
+        done = _serve(["--port", str(free_port()), "--data-dir", str(data_dir)])
+    finally:
+        subprocess.run(["chattr", "-i", str(database)], check=True)
+    assert done.returncode == 1
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert "not writable" in lines[0] and str(database) in lines[0]
 
 
 def test_first_start_prints_and_saves_a_key_that_is_stored_only_as_a_digest(tmp_path: Path) -> None:

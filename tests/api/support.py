@@ -8,11 +8,14 @@ template and status) and for an `X-Request-Id: req_<32 hex>` header when the tes
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import sqlite3
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +57,69 @@ def http(
     got = {k.lower(): v for k, v in got.items()}
     decoded = json.loads(raw) if raw and "json" in got.get("content-type", "") else None
     return status, decoded, got
+
+
+# --- the database as a whole, to prove a rejected request changed nothing ---------------
+
+
+def database_state(data_dir: Path) -> dict[str, tuple[int, str]]:
+    """Every table of the server's database: (row count, digest of all its rows in a
+    stable order). Equal states before and after a request mean it wrote nothing."""
+    uri = f"file:{data_dir / 'corebox.db'}?mode=ro"
+    state: dict[str, tuple[int, str]] = {}
+    with closing(sqlite3.connect(uri, uri=True)) as db:
+        names = [
+            row[0]
+            for row in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            )
+        ]
+        for name in names:
+            rows = sorted(repr(row) for row in db.execute(f'SELECT * FROM "{name}"'))
+            digest = hashlib.sha256("\n".join(rows).encode()).hexdigest()
+            state[name] = (len(rows), digest)
+    return state
+
+
+@contextmanager
+def unchanged(data_dir: Path) -> Iterator[None]:
+    """Assert that the block leaves every table of the database exactly as it was."""
+    before = database_state(data_dir)
+    yield
+    after = database_state(data_dir)
+    changed = sorted(
+        name for name in before.keys() | after.keys() if before.get(name) != after.get(name)
+    )
+    assert not changed, f"tables changed by a rejected request: {changed}"
+
+
+class DatabaseWatch:
+    """`database_state` for long runs: the state is re-read only when SQLite's
+    `data_version` says another connection committed, so checking after every request
+    of thousands stays cheap."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self._data_dir = data_dir
+        self._db = sqlite3.connect(f"file:{data_dir / 'corebox.db'}?mode=ro", uri=True)
+        self._version = self._data_version()
+        self._state = database_state(data_dir)
+
+    def _data_version(self) -> int:
+        return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+
+    def moved(self) -> bool:
+        """Whether any table differs from what it was at the previous call."""
+        version = self._data_version()
+        if version == self._version:
+            return False
+        self._version = version
+        state = database_state(self._data_dir)
+        moved = state != self._state
+        self._state = state
+        return moved
+
+    def close(self) -> None:
+        self._db.close()
 
 
 # --- a validator for the schema subset the document uses ---------------------------------

@@ -277,6 +277,13 @@ def test_confinement_is_reported_on_readyz_and_the_session(
     client: OpenAI, surface: Surface
 ) -> None:
     status, body, _ = http(surface.server.base_url, "GET", "/readyz")
+    assert status == 200 and body["checks"]["confinement"] == {"ok": True}
+    status, body, _ = http(
+        surface.server.base_url,
+        "GET",
+        "/readyz",
+        headers={"Authorization": f"Bearer {client.api_key}"},
+    )
     assert status == 200
     confinement = body["checks"]["confinement"]
     assert confinement["ok"] is True

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import select
 import signal
+import socket
 from pathlib import Path
 
 from openai import OpenAI
@@ -82,22 +81,27 @@ def test_a_crash_fails_the_running_turn_and_keeps_everything_acknowledged(tmp_pa
         restarted.stop()
 
 
-def _wait_for_writer(fifo: Path) -> None:
-    """Block until the set-up command wrote to `fifo` (it is running then)."""
-    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+def _wait_for_caller(listener: socket.socket) -> socket.socket:
+    """Block until the set-up command connected to `listener` (it is running then). The
+    command runs confined to its workspace, so it signals over loopback, not a file."""
+    listener.settimeout(30)
     try:
-        readable, _, _ = select.select([fd], [], [], 30)
-        assert readable, "the set-up command never started"
-    finally:
-        os.close(fd)
+        caller, _ = listener.accept()
+    except TimeoutError:
+        raise AssertionError("the set-up command never started") from None
+    return caller
 
 
 def test_a_crash_during_set_up_fails_the_environment_and_its_queued_session(
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
-    fifo = tmp_path / "setup-started"
-    os.mkfifo(fifo)
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    started = (
+        "python3 -c 'import socket, time; "
+        f'socket.create_connection(("127.0.0.1", {port})); time.sleep(15)\''
+    )
     server = start_server(data)
     try:
         with OpenAI(
@@ -109,16 +113,17 @@ def test_a_crash_during_set_up_fails_the_environment_and_its_queued_session(
             environment = client.beta.agents.environments.create(
                 environment={
                     "type": "openai_hosted",
-                    "setup_commands": [{"command": f"echo started > {fifo}; sleep 15"}],
+                    "setup_commands": [{"command": started}],
                 }
             )
-            _wait_for_writer(fifo)
+            _wait_for_caller(listener).close()
             queued = client.beta.agents.sessions.create(
                 agent={"model": "scripted"},
                 environment={"type": "openai_hosted", "environment_id": environment.id},  # type: ignore[typeddict-unknown-key]
                 input="behind the set-up",
             )
     finally:
+        listener.close()
         server.process.send_signal(signal.SIGKILL)
         server.process.wait(timeout=10)
 

@@ -6,11 +6,15 @@ through these Structs checks every stored field on the way out.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
+from allinone.core.agents import defaults
+from allinone.core.api.showing import shown
 from allinone.core.api.tool_models import ToolResource
+
+S = TypeVar("S", bound=msgspec.Struct)
 
 ServiceTier = Literal["auto", "default", "flex", "priority", "fast", "ultrafast"]
 
@@ -100,12 +104,25 @@ _CONFIG_FIELDS = (
 
 
 def agent(row: dict[str, Any]) -> Agent:
+    """The Agent resource of a stored row; total: a stored field the shape cannot show
+    (written by an older build, or by hand) is shown as its default instead of failing
+    every read of the project's agents."""
     config = row["config"]
     body = {key: config.get(key) for key in _CONFIG_FIELDS}
     body.update(id=row["id"], created_at=row["created_at"], updated_at=row["updated_at"])
-    return msgspec.convert(body, Agent)
+    return _convert(body, Agent)
 
 
 def agent_config(config: dict[str, Any]) -> AutomationAgentConfig:
     body = {key: config.get(key) for key in _CONFIG_FIELDS if key not in ("name", "metadata")}
-    return msgspec.convert(body, AutomationAgentConfig)
+    return _convert(body, AutomationAgentConfig)
+
+
+def showable_config(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` as `agent_config` shows it, as builtins (for shapes that embed it)."""
+    builtins: dict[str, Any] = msgspec.to_builtins(agent_config(config))
+    return builtins
+
+
+def _convert(body: dict[str, Any], type_: type[S]) -> S:
+    return shown(body, type_, defaults(), {"tools": ToolResource})

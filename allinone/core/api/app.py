@@ -11,13 +11,16 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from allinone.core.api import openapi
+from allinone.core.api.bodies import BODY_IDLE_SECONDS, BODY_TOTAL_SECONDS, BodyDeadline
 from allinone.core.api.errors import (
     ApiError,
     error_response,
     handle_api_error,
+    handle_storage_unavailable,
     handle_unexpected,
 )
 from allinone.core.api.request_ids import RequestIds
+from storage.errors import StorageUnavailable
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -42,9 +45,15 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(ApiError(exc.status_code, str(exc.detail)))
 
 
-def build_app(routes: list[BaseRoute]) -> ASGIApp:
+def build_app(
+    routes: list[BaseRoute],
+    body_idle_seconds: float = BODY_IDLE_SECONDS,
+    body_total_seconds: float = BODY_TOTAL_SECONDS,
+) -> ASGIApp:
     """The app: `routes` (matched in order) plus `GET /openapi.json` describing them,
-    wrapped so every HTTP response, errors included, carries an `X-Request-Id`."""
+    wrapped so every HTTP response, errors included, carries an `X-Request-Id`, and a
+    request body that stalls for `body_idle_seconds`, or is not complete within
+    `body_total_seconds`, is refused (408)."""
     spec = msgspec.json.encode(openapi.document(routes))
 
     async def openapi_json(request: Request) -> Response:
@@ -54,8 +63,9 @@ def build_app(routes: list[BaseRoute]) -> ASGIApp:
         routes=[*routes, Route("/openapi.json", openapi_json, methods=["GET"])],
         exception_handlers={
             ApiError: handle_api_error,
+            StorageUnavailable: handle_storage_unavailable,
             HTTPException: _http_error,
             Exception: handle_unexpected,
         },
     )
-    return RequestIds(app)
+    return RequestIds(BodyDeadline(app, body_idle_seconds, body_total_seconds))

@@ -13,40 +13,22 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from allinone.core.api import template_models as hosted
-from allinone.core.api.agent_resources import AutomationAgentConfig
+from allinone.core.api.agent_resources import AutomationAgentConfig, showable_config
 from allinone.core.api.models import InputMessageParam, SessionAgentParam
 
 _STRICT: dict[str, Any] = {"forbid_unknown_fields": True}
 _TAGGED: dict[str, Any] = {"forbid_unknown_fields": True, "tag_field": "type"}
 Metadata = dict[str, str]
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+# The last second the scheduler's calendar can hold (9999-12-31T23:59:59Z).
+MAX_RUN_AT = 253_402_300_799
+RunAt = Annotated[int, msgspec.Meta(le=MAX_RUN_AT)]
 
 
-class NoneEnvironmentParam(msgspec.Struct, tag="none", **_TAGGED):
-    pass
-
-
-class HostedEnvironmentParam(msgspec.Struct, tag="openai_hosted", **_TAGGED):
-    environment_id: str | UnsetType = UNSET
-    environment_template_id: str | UnsetType = UNSET
-    container_size: Literal["small", "medium", "large"] | UnsetType = UNSET
-    capability_directories: list[str] | UnsetType | None = UNSET
-    desktop: hosted.DesktopParam | UnsetType | None = UNSET
-    env: dict[str, str] | UnsetType | None = UNSET
-    files: list[hosted.FileIdFileParam | hosted.InlineFileParam] | UnsetType | None = UNSET
-    network: hosted.NetworkParam | UnsetType | None = UNSET
-    packages: hosted.PackagesParam | UnsetType | None = UNSET
-    plugins: list[hosted.InlinePluginParam] | UnsetType | None = UNSET
-    setup_commands: list[hosted.SetupCommandParam] | UnsetType | None = UNSET
-    skills: list[hosted.SkillReferenceParam | hosted.InlineSkillParam] | UnsetType | None = UNSET
-
-
-class SelfHostedEnvironmentParam(msgspec.Struct, tag="self_hosted", **_TAGGED):
-    workspace_directory: str
-    capability_directories: list[str] | UnsetType | None = UNSET
-
-
-EnvironmentParam = NoneEnvironmentParam | HostedEnvironmentParam | SelfHostedEnvironmentParam
+NoneEnvironmentParam = hosted.NoneEnvironmentParam
+HostedEnvironmentParam = hosted.HostedEnvironmentParam
+SelfHostedEnvironmentParam = hosted.SelfHostedEnvironmentParam
+EnvironmentParam = hosted.EnvironmentParam
 
 
 class NewSessionTargetParam(msgspec.Struct, tag="new_session", **_TAGGED):
@@ -76,7 +58,7 @@ class PeriodicAutomationCreate(msgspec.Struct, tag="periodic", **_TAGGED):
 
 class OnceAutomationCreate(msgspec.Struct, tag="once", **_TAGGED):
     name: Name
-    run_at: int
+    run_at: RunAt
     target: TargetParam
     metadata: Metadata | UnsetType = UNSET
 
@@ -89,7 +71,7 @@ class AutomationUpdate(msgspec.Struct, **_STRICT):
     metadata: Metadata | UnsetType = UNSET
     expression: str | UnsetType = UNSET
     timezone: str | UnsetType = UNSET
-    run_at: int | UnsetType = UNSET
+    run_at: RunAt | UnsetType = UNSET
     target: TargetParam | UnsetType = UNSET
 
 
@@ -232,14 +214,23 @@ def automation(row: dict[str, Any]) -> Automation:
         body.update(expression=row["expression"], timezone=row["timezone"])
     else:
         body["run_at"] = row["run_at"]
-    result: Automation = msgspec.convert(body, Automation)
+    result: Automation = msgspec.convert(showable(body), Automation)
     return result
+
+
+def showable(body: dict[str, Any]) -> dict[str, Any]:
+    """`body` with its target's stored agent configuration shown totally (see
+    `agent_resources.agent`), so one stored field cannot fail every list."""
+    target = body.get("target")
+    if isinstance(target, dict) and isinstance(target.get("agent"), dict):
+        body = {**body, "target": {**target, "agent": showable_config(target["agent"])}}
+    return body
 
 
 def invocation(row: dict[str, Any]) -> AutomationInvocation:
     source: ManualSource | ScheduleSource = ManualSource()
     if row["source"] == "automation":
-        snapshot: Automation = msgspec.convert(row["automation_snapshot"], Automation)
+        snapshot: Automation = msgspec.convert(showable(row["automation_snapshot"]), Automation)
         source = ScheduleSource(automation=snapshot)
     error = None
     if row["error_code"] is not None:

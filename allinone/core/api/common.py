@@ -13,7 +13,9 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from allinone.core.api.errors import ApiError, from_validation, invalid, not_found
+from allinone.core.api.bodies import read_body
+from allinone.core.api.decoding import decode_json
+from allinone.core.api.errors import ApiError, invalid, not_found
 from storage import tenancy
 from storage.database import Database, Reader
 from storage.pages import CursorNotFound, keyset
@@ -62,21 +64,9 @@ async def project_for(db: Database, request: Request) -> str:
 
 
 async def decode_body(request: Request, type_: type[T], limit: int = MAX_BODY_BYTES) -> T:
-    body = await request.body()
-    if len(body) > limit:
-        raise ApiError(413, "The request body is too large.", code="request_too_large")
-    if not body.strip():
-        body = b"{}"
-    try:
-        value = msgspec.json.decode(body)
-    except msgspec.DecodeError as exc:
-        raise ApiError(400, "The request body is not valid JSON.", code="invalid_json") from exc
-    if not isinstance(value, dict):
-        raise invalid("The request body must be a JSON object.")
-    try:
-        return msgspec.convert(value, type_)
-    except msgspec.ValidationError as exc:
-        raise from_validation(exc) from exc
+    """Read the body (at most `limit` bytes, refused while it streams in) and decode it
+    with `decoding.decode_json`."""
+    return decode_json(await read_body(request, limit), type_)
 
 
 def idempotency_key(request: Request) -> str | None:
@@ -94,21 +84,29 @@ class ListParams(msgspec.Struct):
     order: str
 
 
-def list_params(request: Request, *, strict_limit: bool = False) -> ListParams:
+MAX_LIST_LIMIT = 100
+
+
+def list_limit(raw: str | None, default: int = 20) -> int:
+    """A list's `limit`: 1 to 100, default 20; anything else is a 400, as the hosted
+    service answers (never silently clamped)."""
+    if raw is None:
+        return default
+    try:
+        limit = int(raw)
+    except ValueError as exc:
+        raise invalid("limit must be an integer.", "limit") from exc
+    if not 1 <= limit <= MAX_LIST_LIMIT:
+        raise invalid(f"limit must be between 1 and {MAX_LIST_LIMIT}", "limit")
+    return limit
+
+
+def list_params(request: Request) -> ListParams:
     query = request.query_params
     for name in ("after", "limit", "order"):
         if len(query.getlist(name)) > 1:
             raise invalid(f"Failed to deserialize query string: duplicate field `{name}`.", name)
-    limit = 20
-    raw_limit = query.get("limit")
-    if raw_limit is not None:
-        try:
-            limit = int(raw_limit)
-        except ValueError as exc:
-            raise invalid("limit must be an integer.", "limit") from exc
-        if strict_limit and not 1 <= limit <= 100:
-            raise invalid("limit must be between 1 and 100", "limit")
-        limit = min(max(limit, 1), 100)
+    limit = list_limit(query.get("limit"))
     order = query.get("order") or "desc"
     if order not in ("asc", "desc"):
         raise invalid(

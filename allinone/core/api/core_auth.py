@@ -18,12 +18,19 @@ from storage import tenancy
 from storage.database import Database
 
 
-async def require_core_key(db: Database, request: Request) -> None:
-    """Raise a 401 ApiError unless the request's Bearer token is the Core key."""
+async def is_core_key(db: Database, request: Request) -> bool:
+    """Whether the request's Bearer token is the Core key."""
     header = request.headers.get("authorization", "")
     presented = header[len("Bearer ") :].strip() if header.startswith("Bearer ") else ""
+    if not presented:
+        return False
     stored = await db.read(lambda r: tenancy.get_meta(r, CORE_KEY_META))
-    if not presented or stored is None or not hmac.compare_digest(digest_key(presented), stored):
+    return stored is not None and hmac.compare_digest(digest_key(presented), stored)
+
+
+async def require_core_key(db: Database, request: Request) -> None:
+    """Raise a 401 ApiError unless the request's Bearer token is the Core key."""
+    if not await is_core_key(db, request):
         raise ApiError(
             401,
             "A valid Core key is required.",

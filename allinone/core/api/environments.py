@@ -3,31 +3,43 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
-import email.parser
-import email.policy
 import hashlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
+from starlette.datastructures import UploadFile
+from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core import render
 from allinone.core.admission import digest
+from allinone.core.api.bodies import limited
 from allinone.core.api.common import (
     authenticate,
     decode_body,
     idempotency_key,
     json,
     keyset_page,
+    list_limit,
     list_params,
     project_for,
 )
-from allinone.core.api.errors import ApiError, invalid, not_found
+from allinone.core.api.decoding import upload_filename
+from allinone.core.api.errors import ApiError, from_validation, invalid, not_found
+from allinone.core.api.template_models import (
+    EnvironmentParam,
+    FileIdFileParam,
+    FileParam,
+    InlineFileParam,
+)
 from allinone.core.environments import WORKSPACE, Environments, check_path, decode_inline
 from allinone.core.ids import Clock, Ids
 from storage import environments as env_rows
@@ -35,19 +47,16 @@ from storage import sessions
 from storage.database import Database, Tx
 
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
-FILE_PAGE_LIMIT = 100
+UPLOAD_CHUNK_BYTES = 256 * 1024
 
 
 class EnvironmentCreate(msgspec.Struct, forbid_unknown_fields=True):
-    environment: dict[str, Any]
+    environment: EnvironmentParam
     vault_ids: list[str] | None = None
 
 
-class EnvironmentFileCreate(msgspec.Struct, forbid_unknown_fields=True):
-    type: str
-    path: str
-    data: str | None = None
-    file_id: str | None = None
+# A file added to an environment: inline data or an uploaded file, as the SDK sends it.
+EnvironmentFileCreate = FileParam
 
 
 class EnvironmentsApi:
@@ -80,7 +89,7 @@ class EnvironmentsApi:
     async def create(self, request: Request) -> Response:
         project = await project_for(self._db, request)
         body = await decode_body(request, EnvironmentCreate, 16 * 1024 * 1024)
-        spec = body.environment
+        spec: dict[str, Any] = msgspec.to_builtins(body.environment)
         if spec.get("type") != "openai_hosted":
             raise invalid("Only openai_hosted environments are created here.", "environment.type")
         if body.vault_ids and len(body.vault_ids) > 10:
@@ -156,22 +165,25 @@ class EnvironmentsApi:
         project = await project_for(self._db, request)
         environment_id = request.path_params["environment_id"]
         await self._environment(project, environment_id)
-        body = await decode_body(request, EnvironmentFileCreate, 8 * 1024 * 1024)
+        raw = await decode_body(request, dict, 8 * 1024 * 1024)
+        try:
+            body: FileIdFileParam | InlineFileParam = msgspec.convert(raw, EnvironmentFileCreate)
+        except msgspec.ValidationError as exc:
+            raise from_validation(exc) from exc
         path = check_path(body.path, "path")
-        if body.type == "inline":
+        file_id = None
+        if isinstance(body, InlineFileParam):
             data = decode_inline(body.data, "data")
-            file_id = None
-        elif body.type == "file_id":
+        else:
             upload = await self._db.read(
-                partial(env_rows.upload, project_id=project, file_id=str(body.file_id))
+                partial(env_rows.upload, project_id=project, file_id=body.file_id)
             )
             if upload is None:
                 raise ApiError(404, "Resource not found.", code="not_found_error", param="file_id")
             data, file_id = upload["content"], upload["id"]
-        else:
-            raise invalid("type must be inline or file_id.", "type")
+        kind = str(body.__struct_config__.tag)
         written = await self._environments.write_file(
-            project, environment_id, path, data, body.type, file_id
+            project, environment_id, path, data, kind, file_id
         )
         return json(written)
 
@@ -183,7 +195,7 @@ class EnvironmentsApi:
         path = query.get("path") or WORKSPACE
         if path != WORKSPACE:
             check_path(path, "path")
-        limit = _limit(query.get("limit"))
+        limit = list_limit(query.get("limit"))
         order = query.get("order") or "desc"
         if order not in ("asc", "desc"):
             raise invalid("order must be asc or desc.", "order")
@@ -200,38 +212,29 @@ class EnvironmentsApi:
         content_type = request.headers.get("content-type", "")
         if not content_type.startswith("multipart/form-data"):
             raise invalid("Upload a file as multipart/form-data.")
-        body = await request.body()
-        if len(body) > MAX_UPLOAD_BYTES:
-            raise ApiError(413, "The file is too large.", code="request_too_large")
-        fields = _multipart(content_type, body)
-        purpose = fields.get("purpose", (None, b""))[1].decode()
-        if purpose != "user_data":
-            raise invalid("purpose must be user_data.", "purpose")
-        if "file" not in fields:
-            raise invalid("A file is required.", "file")
-        filename, content = fields["file"]
-        file_id = self._ids.new("file")
-        now = self._clock.now()
-        row = {
-            "id": file_id,
-            "project_id": project,
-            "filename": filename or "upload",
-            "purpose": purpose,
-            "bytes": len(content),
-            "sha256": hashlib.sha256(content).hexdigest(),
-            "content": content,
-            "created_at": now,
-        }
+        async with _upload_fields(request) as (filename, source, purpose):
+            size, sha256 = await asyncio.to_thread(_measure, source)
+            file_id = self._ids.new("file")
+            now = self._clock.now()
+            row = {
+                "id": file_id,
+                "project_id": project,
+                "filename": filename,
+                "purpose": purpose,
+                "bytes": size,
+                "sha256": sha256,
+                "created_at": now,
+            }
 
-        async def job(tx: Tx) -> None:
-            await env_rows.insert_upload(tx, row)
+            async def job(tx: Tx) -> None:
+                await env_rows.insert_upload_from(tx, row, source)
 
-        await self._db.write(job)
+            await self._db.write(job)
         return json(
             {
                 "id": file_id,
                 "object": "file",
-                "bytes": len(content),
+                "bytes": size,
                 "created_at": now,
                 "filename": row["filename"],
                 "purpose": purpose,
@@ -250,7 +253,7 @@ class EnvironmentsApi:
     async def list_artifacts(self, request: Request) -> Response:
         project = await project_for(self._db, request)
         session = await self._session(project, request.path_params["session_id"])
-        params = list_params(request, strict_limit=True)
+        params = list_params(request)
         where = "session_id = ? AND deleted_at IS NULL"
         args: tuple[str, ...] = (session["id"],)
         environment_id = request.query_params.get("environment_id")
@@ -298,16 +301,6 @@ class EnvironmentsApi:
         return json({"id": row["id"], "object": "agent.session.artifact.deleted", "deleted": True})
 
 
-def _limit(raw: str | None) -> int:
-    if raw is None or raw == "":
-        return 20
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise invalid("limit must be an integer.", "limit") from exc
-    return min(max(value, 1), FILE_PAGE_LIMIT)
-
-
 def _token(start: int, path: str, order: str, limit: int) -> str:
     raw = msgspec.json.encode({"start": start, "path": path, "order": order, "limit": limit})
     return base64.urlsafe_b64encode(raw).decode()
@@ -333,16 +326,36 @@ def _page_token(token: str | None, path: str, order: str, limit: int) -> int:
     return start
 
 
-def _multipart(content_type: str, body: bytes) -> dict[str, tuple[str | None, bytes]]:
-    parser = email.parser.BytesParser(policy=email.policy.HTTP)
-    message = parser.parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body)
-    if not message.is_multipart():
-        raise invalid("The multipart body could not be read.")
-    fields: dict[str, tuple[str | None, bytes]] = {}
-    for part in message.iter_parts():
-        name = part.get_param("name", header="content-disposition")
-        if not isinstance(name, str):
-            continue
-        payload = part.get_payload(decode=True)
-        fields[name] = (part.get_filename(), payload if isinstance(payload, bytes) else b"")
-    return fields
+@asynccontextmanager
+async def _upload_fields(
+    request: Request,
+) -> AsyncIterator[tuple[str | None, BinaryIO, str]]:
+    """The `file` (as a file positioned at its start) and `purpose` fields of a
+    multipart upload. The body streams through the size limit; the file part spools to
+    a temporary file on disk as it arrives, removed when the block ends."""
+    try:
+        form = await limited(request, MAX_UPLOAD_BYTES).form(max_files=1, max_fields=8)
+    except (MultiPartException, UnicodeDecodeError) as exc:
+        raise invalid("The multipart body could not be read.") from exc
+    try:
+        purpose = form.get("purpose")
+        if purpose != "user_data":
+            raise invalid("purpose must be user_data.", "purpose")
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise invalid("A file is required.", "file")
+        yield upload_filename(upload.filename), upload.file, purpose
+    finally:
+        await form.close()
+
+
+def _measure(source: BinaryIO) -> tuple[int, str]:
+    """Size and SHA-256 of `source`, read in chunks; leaves it at its start."""
+    digest = hashlib.sha256()
+    size = 0
+    source.seek(0)
+    while chunk := source.read(UPLOAD_CHUNK_BYTES):
+        digest.update(chunk)
+        size += len(chunk)
+    source.seek(0)
+    return size, digest.hexdigest()

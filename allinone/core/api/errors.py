@@ -15,7 +15,11 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from storage.errors import StorageUnavailable
+
 log = logging.getLogger(__name__)
+
+RETRY_AFTER_SECONDS = 2
 
 
 class ApiError(Exception):
@@ -60,7 +64,8 @@ def invalid(message: str, param: str | None = None, code: str | None = None) -> 
     return ApiError(400, message, param=param, code=code)
 
 
-_PATH = re.compile(r" - at `\$\.?([^`]*)`$")
+# "- at `$.a.b`", or "- at `key` in `$.a.b`" for a bad key of a mapping.
+_PATH = re.compile(r" - at (?:`key` in )?`\$\.?([^`]*)`$")
 
 
 def from_validation(exc: msgspec.ValidationError | msgspec.DecodeError) -> ApiError:
@@ -85,12 +90,34 @@ def error_response(error: ApiError) -> Response:
             "code": error.code,
         }
     }
-    return JSONResponse(body, status_code=error.status, headers=error.headers)
+    headers = error.headers
+    if error.status >= 500 and error.status != 503 and "connection" not in headers:
+        # After a server error the connection's state is unknown: close it cleanly. A
+        # 503 (a retryable storage fault) keeps it for the retry.
+        headers = {**headers, "connection": "close"}
+    return JSONResponse(body, status_code=error.status, headers=headers)
 
 
 async def handle_api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
     return error_response(exc)
+
+
+def storage_unavailable() -> ApiError:
+    """A disk or file fault of the store: retryable (the SDK retries a 503 and honours
+    `Retry-After`); the request changed nothing."""
+    return ApiError(
+        503,
+        "The server's storage cannot take writes right now; retry later.",
+        code="storage_unavailable",
+        headers={"retry-after": str(RETRY_AFTER_SECONDS)},
+    )
+
+
+async def handle_storage_unavailable(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StorageUnavailable)
+    log.warning("storage unavailable (%s) on %s %s", exc.reason, request.method, request.url.path)
+    return error_response(storage_unavailable())
 
 
 async def handle_unexpected(request: Request, exc: Exception) -> Response:

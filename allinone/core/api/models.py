@@ -11,10 +11,12 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from allinone.core.api.tool_models import PersistedToolParam
+from allinone.core.api.template_models import EnvironmentParam
+from allinone.core.api.tool_models import PersistedToolParam, SessionToolParam
 
 Metadata = dict[str, str]
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+Model = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 
 _STRICT: dict[str, Any] = {"forbid_unknown_fields": True}
 
@@ -41,12 +43,20 @@ class ReasoningParam(msgspec.Struct, **_STRICT):
     summary: Literal["concise", "detailed", "auto"] | None = None
 
 
-class TextFormatParam(msgspec.Struct, **_STRICT):
-    type: Literal["text", "json_schema"]
-    schema: dict[str, Any] | UnsetType = UNSET
-    name: str | UnsetType = UNSET
+class TextFormatTextParam(msgspec.Struct, tag="text", tag_field="type", **_STRICT):
+    pass
+
+
+class TextFormatJsonSchemaParam(msgspec.Struct, tag="json_schema", tag_field="type", **_STRICT):
+    """A JSON Schema the generated text must match; stored and shown as given."""
+
+    schema: dict[str, Any]
+    name: Annotated[str, msgspec.Meta(max_length=64)] | UnsetType = UNSET
     strict: bool | UnsetType = UNSET
     description: str | UnsetType = UNSET
+
+
+TextFormatParam = TextFormatTextParam | TextFormatJsonSchemaParam
 
 
 class TextParam(msgspec.Struct, **_STRICT):
@@ -56,7 +66,17 @@ class TextParam(msgspec.Struct, **_STRICT):
 
 class MultiAgentParam(msgspec.Struct, **_STRICT):
     enabled: bool
-    max_concurrent_subagents: int | UnsetType | None = UNSET
+    max_concurrent_subagents: Annotated[int, msgspec.Meta(ge=1, le=64)] | UnsetType | None = UNSET
+
+
+class PromptCacheOptionsParam(msgspec.Struct, **_STRICT):
+    ttl: Literal["30m", "12h"] | UnsetType = UNSET
+
+
+class SpendControlParam(msgspec.Struct, **_STRICT):
+    """A positive limit in USD cents, or null for none."""
+
+    limit: Annotated[int, msgspec.Meta(ge=1)] | None
 
 
 class CompactionParam(msgspec.Struct, **_STRICT):
@@ -68,11 +88,27 @@ class ExperimentalParam(msgspec.Struct, **_STRICT):
 
 
 ServiceTier = Literal["auto", "default", "flex", "priority", "fast", "ultrafast"]
-ToolParam = dict[str, Any]
+
+
+class AgentExtensionParam(msgspec.Struct, **_STRICT):
+    """corebox settings of an agent (`x_corebox`); `allinone.core.agents` checks the
+    harness name and tool policy, `allinone.core.model_providers` the provider."""
+
+    harness: Annotated[str, msgspec.Meta(max_length=64)] | UnsetType | None = UNSET
+    model_provider: dict[str, Any] | UnsetType | None = UNSET
+    tool_policy: dict[str, str] | UnsetType | None = UNSET
+
+
+class SessionExtensionParam(msgspec.Struct, **_STRICT):
+    """corebox settings of a session create: a model provider and a tool policy that
+    override the agent's."""
+
+    model_provider: dict[str, Any] | UnsetType | None = UNSET
+    tool_policy: dict[str, str] | UnsetType | None = UNSET
 
 
 class AgentCreate(msgspec.Struct, **_STRICT):
-    model: NonEmpty
+    model: Model
     name: str | UnsetType | None = UNSET
     instructions: str | UnsetType | None = UNSET
     metadata: Metadata | UnsetType | None = UNSET
@@ -83,14 +119,14 @@ class AgentCreate(msgspec.Struct, **_STRICT):
     multi_agent: MultiAgentParam | UnsetType | None = UNSET
     compaction: CompactionParam | UnsetType | None = UNSET
     experimental: ExperimentalParam | UnsetType = UNSET
-    x_corebox: dict[str, Any] | UnsetType = UNSET
+    x_corebox: AgentExtensionParam | UnsetType = UNSET
 
 
 class AgentUpdate(msgspec.Struct, **_STRICT):
     """Omitted keeps, null clears or resets; metadata and tools are replaced whole,
     experimental is merged by key."""
 
-    model: NonEmpty | UnsetType = UNSET
+    model: Model | UnsetType = UNSET
     name: str | UnsetType | None = UNSET
     instructions: str | UnsetType | None = UNSET
     metadata: Metadata | UnsetType | None = UNSET
@@ -101,20 +137,20 @@ class AgentUpdate(msgspec.Struct, **_STRICT):
     multi_agent: MultiAgentParam | UnsetType | None = UNSET
     compaction: CompactionParam | UnsetType | None = UNSET
     experimental: ExperimentalParam | UnsetType = UNSET
-    x_corebox: dict[str, Any] | UnsetType = UNSET
+    x_corebox: AgentExtensionParam | UnsetType = UNSET
 
 
 class SessionAgentParam(msgspec.Struct, **_STRICT):
-    model: NonEmpty | UnsetType = UNSET
+    model: Model | UnsetType = UNSET
     instructions: str | UnsetType | None = UNSET
-    tools: list[ToolParam] | UnsetType | None = UNSET
+    tools: list[SessionToolParam] | UnsetType | None = UNSET
     reasoning: ReasoningParam | UnsetType | None = UNSET
     text: TextParam | UnsetType | None = UNSET
     service_tier: ServiceTier | UnsetType | None = UNSET
     multi_agent: MultiAgentParam | UnsetType | None = UNSET
     compaction: CompactionParam | UnsetType | None = UNSET
     experimental: ExperimentalParam | UnsetType = UNSET
-    x_corebox: dict[str, Any] | UnsetType = UNSET
+    x_corebox: AgentExtensionParam | UnsetType = UNSET
 
 
 class StreamOptions(msgspec.Struct, **_STRICT):
@@ -122,18 +158,18 @@ class StreamOptions(msgspec.Struct, **_STRICT):
 
 
 class SessionCreate(msgspec.Struct, **_STRICT):
-    environment: dict[str, Any]
+    environment: EnvironmentParam
     agent_id: NonEmpty | UnsetType = UNSET
     agent: SessionAgentParam | UnsetType = UNSET
     input: str | list[InputMessageParam] | UnsetType | None = UNSET
     metadata: Metadata | UnsetType | None = UNSET
     vault_ids: list[str] | UnsetType | None = UNSET
-    prompt_cache_options: dict[str, Any] | UnsetType | None = UNSET
+    prompt_cache_options: PromptCacheOptionsParam | UnsetType | None = UNSET
     review: Literal["none", "auto_review"] | UnsetType = UNSET
-    spend_control: dict[str, Any] | UnsetType | None = UNSET
+    spend_control: SpendControlParam | UnsetType | None = UNSET
     stream: bool | UnsetType = UNSET
     stream_options: StreamOptions | UnsetType = UNSET
-    x_corebox: dict[str, Any] | UnsetType = UNSET
+    x_corebox: SessionExtensionParam | UnsetType = UNSET
 
 
 class MessageInputEvent(
@@ -202,15 +238,15 @@ class InputEvents(msgspec.Struct, **_STRICT):
 
 
 class SessionAgentUpdate(msgspec.Struct, **_STRICT):
-    model: NonEmpty | UnsetType = UNSET
+    model: Model | UnsetType = UNSET
     reasoning: ReasoningParam | UnsetType | None = UNSET
     service_tier: ServiceTier | UnsetType | None = UNSET
-    tools: list[ToolParam] | UnsetType | None = UNSET
+    tools: list[SessionToolParam] | UnsetType | None = UNSET
 
 
 class SessionUpdate(msgspec.Struct, **_STRICT):
     agent: SessionAgentUpdate | UnsetType = UNSET
     metadata: Metadata | UnsetType | None = UNSET
-    prompt_cache_options: dict[str, Any] | UnsetType | None = UNSET
+    prompt_cache_options: PromptCacheOptionsParam | UnsetType | None = UNSET
     review: Literal["none", "auto_review"] | UnsetType = UNSET
-    spend_control: dict[str, Any] | UnsetType | None = UNSET
+    spend_control: SpendControlParam | UnsetType | None = UNSET

@@ -9,6 +9,7 @@ still listed, without body schemas, so the document never omits a route.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -18,6 +19,7 @@ from starlette.routing import BaseRoute, Route
 from allinone import __version__
 from allinone.core.api import schemas
 from allinone.core.api.operations import OPERATIONS, Operation
+from allinone.core.api.request_bodies import JSON_BODIES, MULTIPART_BODIES, header_parameters
 
 REF = "#/components/schemas/{name}"
 _QUERY: dict[str, dict[str, Any]] = {
@@ -30,18 +32,50 @@ _QUERY: dict[str, dict[str, Any]] = {
 }
 _PARAM = re.compile(r"{(\w+)}")
 
+# Who may call a route, by the `auth` of its operation: each is an OpenAPI security
+# requirement list (alternatives). `optional` routes answer without a key and show more
+# with one; `none` routes need no key.
+SECURITY: dict[str, list[dict[str, list[str]]]] = {
+    "project": [{"projectKey": []}],
+    "core": [{"coreKey": []}],
+    "project_or_core": [{"projectKey": []}, {"coreKey": []}],
+    "device": [{"deviceCredential": []}],
+    "instance": [{"instanceToken": []}],
+    "optional": [{}, {"projectKey": []}, {"coreKey": []}],
+    "none": [],
+}
+# Routes without an entry in OPERATIONS get the authentication their family uses, by
+# path prefix (longest first), so every served route declares its security.
+_AUTH_BY_PREFIX: tuple[tuple[str, str], ...] = (
+    ("/api/v1/agent-daemon/", "device"),
+    ("/api/v1/", "instance"),
+    ("/core/v1/comms/", "project"),
+    ("/core/v1/harnesses", "project_or_core"),
+    ("/core/v1/", "core"),
+    ("/healthz", "optional"),
+    ("/readyz", "optional"),
+    ("/openapi.json", "none"),
+    ("/", "project"),
+)
+
 
 def document(routes: list[BaseRoute]) -> dict[str, Any]:
     served = _served(routes)
     known = {(op.method, op.path): op for op in OPERATIONS}
     types = [t for op in OPERATIONS for t in (op.body, op.response) if _is_type(t)]
+    types += [t for t in JSON_BODIES.values() if t not in types]
     refs, components = msgspec.json.schema_components(types, ref_template=REF)
     by_type = dict(zip(types, refs, strict=True))
     components.update(schemas.COMPONENTS)
     paths: dict[str, dict[str, Any]] = {}
     for method, path in served:
-        op = known.get((method, path)) or Operation(method, path, f"{method} {path}", auth="")
+        op = known.get((method, path)) or Operation(
+            method, path, f"{method} {path}", auth=auth_for(path)
+        )
+        if op.body is None and (method, path) in JSON_BODIES:
+            op = dataclasses.replace(op, body=JSON_BODIES[(method, path)])
         paths.setdefault(path, {})[method.lower()] = _operation(op, by_type)
+    _link(paths)
     return {
         "openapi": "3.1.0",
         "info": {"title": "corebox", "version": __version__},
@@ -51,9 +85,16 @@ def document(routes: list[BaseRoute]) -> dict[str, Any]:
             "securitySchemes": {
                 "projectKey": {"type": "http", "scheme": "bearer"},
                 "coreKey": {"type": "http", "scheme": "bearer"},
+                "deviceCredential": {"type": "http", "scheme": "bearer"},
+                "instanceToken": {"type": "http", "scheme": "bearer"},
             },
         },
     }
+
+
+def auth_for(path: str) -> str:
+    """The authentication a route outside OPERATIONS uses, by its path's family."""
+    return next(auth for prefix, auth in _AUTH_BY_PREFIX if path.startswith(prefix))
 
 
 def _served(routes: list[BaseRoute]) -> list[tuple[str, str]]:
@@ -87,6 +128,7 @@ def _operation(op: Operation, by_type: dict[Any, Any]) -> dict[str, Any]:
         )
         if name == "metadata":
             parameters[-1].update(style="deepObject", explode=True)
+    parameters += header_parameters(op.method, op.path)
     if op.path.startswith(("/v1/agents", "/v1/vaults")):
         parameters.append(
             {
@@ -108,14 +150,45 @@ def _operation(op: Operation, by_type: dict[Any, Any]) -> dict[str, Any]:
             },
         },
     }
-    if op.auth:
-        result["security"] = [{"coreKey" if op.auth == "core" else "projectKey": []}]
+    result["security"] = SECURITY[op.auth or auth_for(op.path)]
     if op.body is not None:
         result["requestBody"] = {
             "required": True,
             "content": {"application/json": {"schema": _schema(op.body, by_type)}},
         }
+    multipart = MULTIPART_BODIES.get((op.method, op.path))
+    if multipart is not None:
+        result["requestBody"] = {
+            "required": True,
+            "content": {"multipart/form-data": {"schema": multipart}},
+        }
     return result
+
+
+def _link(paths: dict[str, dict[str, Any]]) -> None:
+    """Add OpenAPI links from each create (`POST /x` answering an object with an `id`) to
+    every operation on `/x/{id}` and below that needs no other new parameter, so that
+    stateful clients (and schemathesis) can follow what a create returned."""
+    for path, operations in paths.items():
+        create = operations.get("post")
+        if create is None or path.endswith("}"):
+            continue
+        own = _PARAM.findall(path)
+        links: dict[str, Any] = {}
+        for other, others in paths.items():
+            match = re.fullmatch(re.escape(path) + r"/\{(\w+)\}(/.*)?", other)
+            if match is None or _PARAM.findall(other) != [*own, match.group(1)]:
+                continue
+            for operation in others.values():
+                parameters = {name: f"$request.path.{name}" for name in own}
+                parameters[match.group(1)] = "$response.body#/id"
+                links[operation["operationId"]] = {
+                    "operationId": operation["operationId"],
+                    "parameters": parameters,
+                }
+        success = next((v for k, v in create["responses"].items() if k.startswith("2")), None)
+        if links and success is not None and "content" in success:
+            success["links"] = links
 
 
 def _success(op: Operation, by_type: dict[Any, Any]) -> dict[str, Any]:

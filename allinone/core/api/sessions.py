@@ -186,7 +186,7 @@ class SessionsApi:
 
     async def list_turns(self, request: Request) -> Response:
         project = await project_for(self._db, request)
-        params = list_params(request, strict_limit=True)
+        params = list_params(request)
         row = await self._session(project, request.path_params["session_id"])
         rows, more = await keyset_page(
             self._db,

@@ -7,24 +7,49 @@ appear only in request bodies; the resource has no field that could carry them.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
+
+from allinone.core.api.showing import shown
 
 _STRICT: dict[str, Any] = {"forbid_unknown_fields": True}
 _TAGGED: dict[str, Any] = {"forbid_unknown_fields": True, "tag_field": "type"}
 NetworkAccess = Literal["enabled", "disabled", "restricted"]
 
+# Bounds of what a request may carry, so every stored value is one the rest of corebox
+# (renderers, the Runtime's set-up, subprocess arguments) can hold.
+MAX_TEXT = 64 * 1024
+MAX_PATH = 4096
+MAX_ENTRIES = 256
+MAX_FILES = 1000
+
+
+Text = Annotated[str, msgspec.Meta(max_length=MAX_TEXT)]
+NoNul = Annotated[str, msgspec.Meta(pattern=r"^[^\x00]*$", max_length=MAX_TEXT)]
+Path = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_PATH)]
+EnvName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=256)]
+PackageName = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+Domain = Annotated[str, msgspec.Meta(min_length=1, max_length=253)]
+Packages_ = Annotated[list[PackageName], msgspec.Meta(max_length=MAX_ENTRIES)]
+Domains = Annotated[list[Domain], msgspec.Meta(max_length=MAX_ENTRIES)]
+Directories = Annotated[list[Path], msgspec.Meta(max_length=64)]
+Env = Annotated[dict[EnvName, NoNul], msgspec.Meta(max_length=MAX_ENTRIES)]
+
 
 class FileIdFileParam(msgspec.Struct, tag="file_id", **_TAGGED):
-    file_id: str
-    path: str
+    file_id: Text
+    path: Path
 
 
 class InlineFileParam(msgspec.Struct, tag="inline", **_TAGGED):
     data: str
-    path: str
+    path: Path
+
+
+FileParam = FileIdFileParam | InlineFileParam
+Files = Annotated[list[FileParam], msgspec.Meta(max_length=MAX_FILES)]
 
 
 class InlineSourceParam(msgspec.Struct, **_STRICT):
@@ -35,19 +60,19 @@ class InlineSourceParam(msgspec.Struct, **_STRICT):
 
 class InlinePluginParam(msgspec.Struct, **_STRICT):
     type: Literal["inline"]
-    name: str
-    description: str
+    name: Text
+    description: Text
     source: InlineSourceParam
 
 
 class SkillReferenceParam(msgspec.Struct, tag="skill_reference", **_TAGGED):
-    skill_id: str
-    version: str | UnsetType | None = UNSET
+    skill_id: Text
+    version: Text | UnsetType | None = UNSET
 
 
 class InlineSkillParam(msgspec.Struct, tag="inline", **_TAGGED):
-    name: str
-    description: str
+    name: Text
+    description: Text
     source: InlineSourceParam
 
 
@@ -57,34 +82,73 @@ class DesktopParam(msgspec.Struct, **_STRICT):
 
 class NetworkParam(msgspec.Struct, **_STRICT):
     access: NetworkAccess
-    allowed_domains: list[str] | UnsetType | None = UNSET
-    blocked_domains: list[str] | UnsetType | None = UNSET
+    allowed_domains: Domains | UnsetType | None = UNSET
+    blocked_domains: Domains | UnsetType | None = UNSET
 
 
 class PackagesParam(msgspec.Struct, **_STRICT):
-    npm: list[str] | UnsetType | None = UNSET
-    python: list[str] | UnsetType | None = UNSET
-    system: list[str] | UnsetType | None = UNSET
+    npm: Packages_ | UnsetType | None = UNSET
+    python: Packages_ | UnsetType | None = UNSET
+    system: Packages_ | UnsetType | None = UNSET
 
 
 class SetupCommandParam(msgspec.Struct, **_STRICT):
-    command: str
-    cwd: str | UnsetType | None = UNSET
+    command: NoNul
+    cwd: (
+        Annotated[str, msgspec.Meta(pattern=r"^[^\x00]*$", max_length=MAX_PATH)] | UnsetType | None
+    ) = UNSET
+
+
+SetupCommands = Annotated[list[SetupCommandParam], msgspec.Meta(max_length=MAX_ENTRIES)]
+Plugins = Annotated[list[InlinePluginParam], msgspec.Meta(max_length=MAX_ENTRIES)]
+Skills = Annotated[
+    list[SkillReferenceParam | InlineSkillParam], msgspec.Meta(max_length=MAX_ENTRIES)
+]
+
+
+# --- environments in request bodies (sessions, environments, automation targets) -------
+
+
+class NoneEnvironmentParam(msgspec.Struct, tag="none", **_TAGGED):
+    pass
+
+
+class HostedEnvironmentParam(msgspec.Struct, tag="openai_hosted", **_TAGGED):
+    environment_id: Text | UnsetType = UNSET
+    environment_template_id: Text | UnsetType = UNSET
+    container_size: Literal["small", "medium", "large"] | UnsetType = UNSET
+    capability_directories: Directories | UnsetType | None = UNSET
+    desktop: DesktopParam | UnsetType | None = UNSET
+    env: Env | UnsetType | None = UNSET
+    files: Files | UnsetType | None = UNSET
+    network: NetworkParam | UnsetType | None = UNSET
+    packages: PackagesParam | UnsetType | None = UNSET
+    plugins: Plugins | UnsetType | None = UNSET
+    setup_commands: SetupCommands | UnsetType | None = UNSET
+    skills: Skills | UnsetType | None = UNSET
+
+
+class SelfHostedEnvironmentParam(msgspec.Struct, tag="self_hosted", **_TAGGED):
+    workspace_directory: Path
+    capability_directories: Directories | UnsetType | None = UNSET
+
+
+EnvironmentParam = NoneEnvironmentParam | HostedEnvironmentParam | SelfHostedEnvironmentParam
 
 
 class TemplateBody(msgspec.Struct, **_STRICT):
     """Create and update; on update an omitted field keeps its value."""
 
-    name: str | UnsetType | None = UNSET
-    capability_directories: list[str] | UnsetType | None = UNSET
+    name: Text | UnsetType | None = UNSET
+    capability_directories: Directories | UnsetType | None = UNSET
     desktop: DesktopParam | UnsetType | None = UNSET
-    env: dict[str, str] | UnsetType | None = UNSET
-    files: list[FileIdFileParam | InlineFileParam] | UnsetType | None = UNSET
+    env: Env | UnsetType | None = UNSET
+    files: Files | UnsetType | None = UNSET
     network: NetworkParam | UnsetType | None = UNSET
     packages: PackagesParam | UnsetType | None = UNSET
-    plugins: list[InlinePluginParam] | UnsetType | None = UNSET
-    setup_commands: list[SetupCommandParam] | UnsetType | None = UNSET
-    skills: list[SkillReferenceParam | InlineSkillParam] | UnsetType | None = UNSET
+    plugins: Plugins | UnsetType | None = UNSET
+    setup_commands: SetupCommands | UnsetType | None = UNSET
+    skills: Skills | UnsetType | None = UNSET
 
 
 # --- resources ---------------------------------------------------------------------------
@@ -157,4 +221,21 @@ def template(row: dict[str, Any]) -> EnvironmentTemplate:
     body.update(
         id=row["id"], name=row["name"], created_at=row["created_at"], updated_at=row["updated_at"]
     )
-    return msgspec.convert(body, EnvironmentTemplate)
+    return shown(body, EnvironmentTemplate, TEMPLATE_DEFAULTS, TEMPLATE_ELEMENTS)
+
+
+# What a stored template field the resource cannot show is shown as (see `showing`).
+TEMPLATE_DEFAULTS: dict[str, Any] = {
+    "capability_directories": [],
+    "files": [],
+    "network": {"access": "enabled", "allowed_domains": []},
+    "packages": {"npm": [], "python": [], "system": []},
+    "plugins": [],
+    "skills": [],
+    "desktop": None,
+}
+TEMPLATE_ELEMENTS: dict[str, Any] = {
+    "files": FileIdFile | InlineFile,
+    "plugins": HostedPlugin,
+    "skills": SkillReference | InlineSkill,
+}

@@ -8,13 +8,15 @@ field present, defaults applied. `allinone.core.tools` turns one into the other.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
 _STRICT: dict[str, Any] = {"forbid_unknown_fields": True, "tag_field": "type"}
 _TAGGED: dict[str, Any] = {"tag_field": "type"}
+# A tool or server name as the model sees it (the Responses API's rule).
+ToolName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 
 
 class McpHttpTransportParam(msgspec.Struct, tag="http", **_STRICT):
@@ -44,7 +46,7 @@ class SessionMcpStdioTransportParam(msgspec.Struct, tag="stdio", **_STRICT):
 
 
 class FunctionToolParam(msgspec.Struct, tag="function", **_STRICT):
-    name: str
+    name: ToolName
     description: str
     parameters: dict[str, Any]
     defer_loading: bool | UnsetType = UNSET
@@ -60,7 +62,7 @@ class ProgrammaticToolCallingParam(msgspec.Struct, tag="programmatic_tool_callin
 
 
 class McpToolParam(msgspec.Struct, tag="mcp", **_STRICT):
-    server_label: str
+    server_label: ToolName
     transport: McpHttpTransportParam | McpStdioTransportParam
     allowed_tools: list[str] | UnsetType | None = UNSET
     connection_origin: Literal["service", "environment"] | UnsetType | None = UNSET
@@ -70,7 +72,7 @@ class McpToolParam(msgspec.Struct, tag="mcp", **_STRICT):
 
 
 class SessionMcpToolParam(msgspec.Struct, tag="mcp", **_STRICT):
-    server_label: str
+    server_label: ToolName
     transport: SessionMcpHttpTransportParam | SessionMcpStdioTransportParam
     allowed_tools: list[str] | UnsetType | None = UNSET
     connection_origin: Literal["service", "environment"] | UnsetType | None = UNSET

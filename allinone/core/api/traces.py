@@ -80,7 +80,7 @@ class TracesApi:
         return session_id
 
     async def list_traces(self, request: Request) -> Response:
-        params = list_params(request, strict_limit=True)
+        params = list_params(request)
         session_id = await self._session(request)
         rows, more = await keyset_page(
             self._db, params, table="turns", where="session_id = ?", args=(session_id,)
@@ -99,13 +99,13 @@ class TracesApi:
         return json(page(data, more))
 
     async def list_subagents(self, request: Request) -> Response:
-        params = list_params(request, strict_limit=True)
+        params = list_params(request)
         await self._session(request)
         if params.after is not None:
             raise invalid("Invalid resource ID in `after`", "after")
         return json(page([], False))
 
     async def missing_subagent(self, request: Request) -> Response:
-        list_params(request, strict_limit=True)
+        list_params(request)
         await self._session(request)
         raise not_found()

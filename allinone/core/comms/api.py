@@ -74,7 +74,9 @@ async def decode(request: Request, type_: type[T]) -> T:
         return await decode_body(request, type_)
     except ApiError as exc:
         code = "REQUEST_TOO_LARGE" if exc.status == 413 else "INVALID_REQUEST"
-        raise ApiError(exc.status, exc.message, code=code, param=exc.param) from exc
+        raise ApiError(
+            exc.status, exc.message, code=code, param=exc.param, headers=exc.headers
+        ) from exc
 
 
 def _int_header(request: Request, name: str) -> int | None:

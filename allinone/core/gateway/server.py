@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from allinone.core.api.bodies import read_body
 from allinone.core.gateway.connection import (
     CLOSE_POLICY_VIOLATION,
     CONNECTION_CLOSED,
@@ -32,6 +33,7 @@ from runtime.proto.version import VERSION, is_compatible
 log = logging.getLogger(__name__)
 
 DeviceLookup = Callable[[str], Awaitable[str | None]]
+MAX_BOOTSTRAP_BYTES = 64 * 1024
 
 
 def _error(status: int, code: str, detail: str) -> JSONResponse:
@@ -81,7 +83,8 @@ class Gateway:
         if credential is None:
             return _error(401, "missing_bearer", "a bearer credential is required")
         try:
-            body = msgspec.json.decode(await request.body(), type=dict[str, str])
+            raw = await read_body(request, MAX_BOOTSTRAP_BYTES)
+            body = msgspec.json.decode(raw, type=dict[str, str])
         except msgspec.DecodeError:
             return _error(400, "bad_json", "the body must be a JSON object of strings")
         device_id = body.get("device_id", "")
@@ -103,9 +106,15 @@ class Gateway:
         device_id = ws.query_params.get("device_id", "")
         version = ws.query_params.get("version", "")
         credential = _bearer(ws.headers.get("authorization"))
-        if not device_id or not version or credential is None:
+        if credential is None:
+            # Without a credential nothing else about the request is looked at.
+            denial = _error(401, "missing_bearer", "a bearer credential is required")
+            denial.headers["www-authenticate"] = "Bearer"
+            await ws.send_denial_response(denial)
+            return
+        if not device_id or not version:
             await ws.send_denial_response(
-                _error(400, "missing_params", "device_id, version and bearer are required")
+                _error(400, "missing_params", "device_id and version are required")
             )
             return
         if not is_compatible(version):

@@ -50,6 +50,7 @@ from runtime.proto.interactions import CANCEL_ACK_CODES, InteractionDecisionAck
 from storage import environments as env_rows
 from storage import interactions, sessions, tenancy, turns
 from storage.database import Database, Tx
+from storage.errors import StorageUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -501,6 +502,9 @@ class Orchestrator:
             except Fenced:
                 log.warning("turn %s was fenced; its frames are ignored", run.turn_id)
                 return
+            except StorageUnavailable as exc:
+                await self._storage_lost(run, connection, exc)
+                return
             if isinstance(projected, ContractViolation):
                 await self._violated(run, connection, projected, receipt is None)
                 return
@@ -602,6 +606,22 @@ class Orchestrator:
         frame: Frame | None = next_frame.result()
         return frame
 
+    async def _storage_lost(
+        self, run: RunProjection, connection: Connection, exc: StorageUnavailable
+    ) -> None:
+        """Frames that could not be stored are lost: the execution is cancelled and the
+        turn fails, settled as soon as storage takes writes again (not at lease expiry)."""
+        log.error("turn %s: its frames could not be stored (%s)", run.turn_id, exc.reason)
+        await self._quiesce(run)
+        with contextlib.suppress(SendFailed):
+            await self._send_cancel(connection, run)
+        await self._outcomes.fail_running(
+            run.turn_id,
+            run,
+            "storage_unavailable",
+            "The turn's events could not be stored; its effects are unknown.",
+        )
+
     async def _project(
         self, tx: Tx, run: RunProjection, batch: list[Frame], renew: bool
     ) -> wire_run.Done | ContractViolation | None:
@@ -657,7 +677,9 @@ class Orchestrator:
             except (TimeoutError, ObservationError, Exception):
                 unconfirmed = True
         try:
-            await self._db.write(
+            # Through a storage fault the settlement is retried until storage is back,
+            # rather than left for the lease to expire.
+            await self._db.write_durably(
                 partial(
                     self._outcomes.settle,
                     run=run,

@@ -186,7 +186,7 @@ class Outcomes:
                 {"error_code": code, "error_message": message},
             )
 
-        await self._db.write(job)
+        await self._db.write_durably(job)  # settles as soon as storage takes writes
 
     async def fail_running(self, turn_id: str, run: RunProjection, code: str, message: str) -> None:
         async def job(tx: Tx) -> None:
@@ -202,7 +202,7 @@ class Outcomes:
                 {"error_code": code, "error_message": message},
             )
 
-        await self._db.write(job)
+        await self._db.write_durably(job)  # settles as soon as storage takes writes
 
     async def expire_leases(self, abandon: Callable[[str], None]) -> int:
         """Fail running turns whose lease lapsed: their owner stopped renewing it (a live

@@ -1,5 +1,6 @@
 """The gateway's HTTP shell against a real uvicorn server: bootstrap and upgrade errors
-(426 before authentication), revocation (close 4001) and device replacement."""
+(401 without a credential, then 426 before the credential is checked), revocation
+(close 4001) and device replacement."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from allinone.core.gateway.connection import Connection
@@ -86,6 +88,21 @@ def test_upgrade_checks_the_version_before_the_credential(tmp_path: Path) -> Non
                 response = refused.value.response
                 assert response.status_code == status
                 assert json.loads(response.body)["error"] == code
+            assert not list(host.registry)
+
+    asyncio.run(main())
+
+
+def test_upgrade_without_a_credential_is_a_401_before_anything_else(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with GatewayHost(tmp_path, DEVICE, CREDENTIAL) as host:
+            for query in ("", f"?device_id={DEVICE}&version={VERSION}-dev"):
+                with pytest.raises(InvalidStatus) as refused:
+                    await connect(f"{host.ws_url}{query}", open_timeout=WAIT_SECONDS)
+                response = refused.value.response
+                assert response.status_code == 401
+                assert response.headers["www-authenticate"] == "Bearer"
+                assert json.loads(response.body)["error"] == "missing_bearer"
             assert not list(host.registry)
 
     asyncio.run(main())

@@ -1,0 +1,62 @@
+"""The HTTP/1.1 connection protocol the server runs: uvicorn's h11 protocol with a
+deadline for request headers.
+
+uvicorn bounds the idle time between requests (`timeout_keep_alive`) but not the time a
+client may take to send a request's headers: a client trickling one header byte at a
+time would hold its connection open forever. Here a connection must deliver a complete
+request head within `HEADER_SECONDS` of opening, and again of each response completing;
+otherwise it is closed. Body reads are bounded by `bodies.BodyDeadline`, header size by
+h11's `max_incomplete_event_size`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+HEADER_SECONDS = 10.0
+MAX_HEADER_BYTES = 16 * 1024
+
+
+class BoundedH11Protocol(H11Protocol):
+    header_seconds = HEADER_SECONDS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._header_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_header_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_header_deadline()
+        super().connection_lost(exc)
+
+    def on_response_complete(self) -> None:
+        # Armed first: a pipelined request parsed by the call below replaces the scope
+        # and so disarms the deadline.
+        self._arm_header_deadline()
+        super().on_response_complete()
+
+    def _arm_header_deadline(self) -> None:
+        self._disarm_header_deadline()
+        if self.transport.is_closing():
+            return
+        waiting_since = self.scope  # a new request head replaces the scope
+        self._header_deadline = self.loop.call_later(
+            self.header_seconds, self._header_deadline_passed, waiting_since
+        )
+
+    def _disarm_header_deadline(self) -> None:
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
+            self._header_deadline = None
+
+    def _header_deadline_passed(self, waiting_since: object) -> None:
+        self._header_deadline = None
+        if self.scope is waiting_since and not self.transport.is_closing():
+            self.logger.info("closing a connection that sent no request head in time")
+            self.transport.close()
