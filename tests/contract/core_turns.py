@@ -11,7 +11,8 @@ bound to the scenario's literals at first sight. A `replay` frame (one a correct
 never sends itself) goes out through Core's own connection while the orchestrator runs
 the turn, so the Runtime's answer to it reaches the real orchestrator. The Runtime frames
 go back with those ids. After the last step the turn's public outcome (status,
-`x_corebox.error_code`, the session's items) must be the scenario's. It never imports
+`x_corebox.error_code`, the session's items) must be the scenario's, the session must be
+idle again after the turn's terminal event, and Core must send nothing more. It never imports
 the Runtime's implementation (only `runtime.proto`).
 """
 
@@ -52,6 +53,7 @@ SDK_TIMEOUT_SECONDS = 20.0
 TERMINAL_TURN_EVENTS = frozenset(
     {"agent.session.turn.completed", "agent.session.turn.failed", "agent.session.turn.cancelled"}
 )
+SETTLED_SESSION_EVENTS = frozenset({"agent.session.idle", "agent.session.failed"})
 
 
 class Aliases:
@@ -164,7 +166,8 @@ class CoreTurnSide(CoreSide):
         )
 
     async def admit(self) -> list[Any]:
-        """Create the session with the turn's input; its events until the turn ends."""
+        """Create the session with the turn's input; its events until the session settles
+        after the turn ended."""
         seen = self.seen
         async with self.client() as client:
             stream = await client.beta.agents.sessions.create(
@@ -177,7 +180,8 @@ class CoreTurnSide(CoreSide):
                 async for event in stream:
                     seen.append(event)
                     self.seen_changed.set()
-                    if event.type in TERMINAL_TURN_EVENTS:
+                    ended = any(e.type in TERMINAL_TURN_EVENTS for e in seen)
+                    if ended and event.type in SETTLED_SESSION_EVENTS:
                         break
         return seen
 
@@ -327,7 +331,9 @@ class CoreTurnSide(CoreSide):
         x_corebox = getattr(turn, "x_corebox", None) or {}
         outcome = (turn.status, x_corebox.get("error_code"))
         assert outcome == (self.turn.status, self.turn.error_code), (outcome, events[-1].type)
-        assert events[-1].type == f"agent.session.turn.{self.turn.status}", events[-1].type
+        # Every root turn ends with its terminal event, then the session is idle again.
+        types = [e.type for e in events]
+        assert types[-2:] == [f"agent.session.turn.{self.turn.status}", "agent.session.idle"], types
         if self.turn.items is not None:
             assert [item_line(i) for i in items] == self.turn.items, items
         if self.peer is not None and not self.peer.closed.is_set():

@@ -43,7 +43,8 @@ client's cancel event (without one it is Core's own, after a broken contract),
 frames (the preparation's envelope id, `session_id`, `run_id`, `delivery_id`,
 `input_id`) and the fixture's agent kind stand for the values Core generates, bound at
 first sight. After the last step the turn's public outcome must be `turn.status` with
-`x_corebox.error_code` `turn.error_code` and the session's items `turn.items` (oldest
+`x_corebox.error_code` `turn.error_code`, the session idle again after the turn's terminal
+event, and the session's items `turn.items` (oldest
 first: `"role: text"` for a message, `"function_call: name arguments"`,
 `"function_call_output: output"`, otherwise the item's type); `turn.timers` shortens
 Core's timers for the scenario (field names of Core's `Timers`), so that its real timers
