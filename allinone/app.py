@@ -372,7 +372,6 @@ class App:
                     sandbox=Sandbox(confinement, (config.data_dir,), unconfined_allowed=True),
                 ),
             )
-            daemon_task = asyncio.create_task(daemon.run(), name="runtime-daemon")
         await orchestrator.start()
         await automations.start()
         scheduler.add_job(
@@ -404,6 +403,10 @@ class App:
         log.info("corebox %s serving on http://%s:%d/v1", __version__, config.host, port)
         if self._on_started is not None:
             self._on_started(Started(port, api_key, key_file, registry))
+        if daemon is not None:
+            # Last, so readiness (a connected Runtime) follows everything above, the
+            # first-start key notice included.
+            daemon_task = asyncio.create_task(daemon.run(), name="runtime-daemon")
 
         stop = asyncio.create_task(self._stop.wait())
         watched = {stop, server_task, *([daemon_task] if daemon_task is not None else [])}
