@@ -27,17 +27,18 @@ from allinone.core.gateway.preparations import (
     PreparationUnconfirmed,
     PreparationUnsent,
 )
+from allinone.core.gateway.workspace_rules import (
+    WORKSPACE_CAPABILITIES,
+    WorkspaceUnavailable,
+    initialization_steps,
+    read_only_configuration,
+    settle_transfer,
+    wire_uuid,
+)
 from runtime.proto import limits
 from runtime.proto.codec import Frame
-from runtime.proto.execution import (
-    AgentOptions,
-    ExecutionConfiguration,
-    ExecutionControls,
-    LocalEnvironment,
-)
 from runtime.proto.exports import ExportOutcome, ExportStep, WorkspaceExport
 from runtime.proto.initialization import (
-    InitializationAction,
     RuntimeInitialFile,
     RuntimeInitialization,
     RuntimePrepare,
@@ -49,39 +50,6 @@ from runtime.proto.writes import WorkspaceWrite
 OPERATION_TIMEOUT_SECONDS = 17.0
 TRANSFER_TIMEOUT_SECONDS = 195.0
 SETUP_TIMEOUT_SECONDS = 900.0
-WORKSPACE_CAPABILITIES = ["local_environment", "workspace_read_preparation"]
-_NAMESPACE = uuid.UUID("6f1c2d8e-7a41-4b5e-9c3a-2f0d7e1b9a64")
-
-
-class WorkspaceUnavailable(Exception):
-    """The operation did not happen, or its outcome is unknown (`unknown` is set)."""
-
-    def __init__(self, code: str, unknown: bool = False) -> None:
-        super().__init__(code)
-        self.code = code
-        self.unknown = unknown
-
-
-def wire_uuid(identifier: str) -> str:
-    """The canonical UUID a Core identifier travels as where the protocol needs one."""
-    return str(uuid.uuid5(_NAMESPACE, identifier))
-
-
-def binding(environment: dict[str, Any]) -> LocalEnvironment:
-    return LocalEnvironment(
-        id=environment["wire_id"],
-        type=environment["type"],
-        workspace_directory=environment.get("workspace_directory") or "",
-    )
-
-
-def _settle_transfer(outcome: TransferOutcome, code: str) -> None:
-    """After a checked receipt: a terminal one ends the transfer. `rejected` and
-    `failed` mean it did not happen; `unknown` means nobody knows."""
-    if outcome == TransferOutcome.UNKNOWN:
-        raise WorkspaceUnavailable(code or "unconfirmed", unknown=True)
-    if outcome in (TransferOutcome.REJECTED, TransferOutcome.FAILED):
-        raise WorkspaceUnavailable(code or "rejected")
 
 
 class WorkspaceClient:
@@ -94,17 +62,7 @@ class WorkspaceClient:
         self, connection: Connection, harness: str, session_id: str, environment: dict[str, Any]
     ) -> AsyncIterator[str]:
         """A read-only preparation bound to `environment`; yields its handle."""
-        config = ExecutionConfiguration(
-            agent_kind=harness,
-            agent_options=AgentOptions(model="workspace"),
-            execution_controls=ExecutionControls(
-                web_search="disabled",
-                text_verbosity="medium",
-                disable_programmatic_tool_calling=True,
-            ),
-            local_environment=binding(environment),
-            workspace_read_only=True,
-        )
+        config = read_only_configuration(harness, environment)
         try:
             prepared = await self._preparations.prepare(
                 connection, session_id, config, OPERATION_TIMEOUT_SECONDS
@@ -203,7 +161,7 @@ class WorkspaceClient:
             # A receipt that is not the expected one nor a finite terminal proves nothing:
             # check raises and the write's outcome stays unknown (`write_unconfirmed`).
             result.check(expected, offset, len(data))
-            _settle_transfer(result.outcome, result.reason or result.error_code)
+            settle_transfer(result.outcome, result.reason or result.error_code)
 
         with (
             self._preparations.writes.holding(environment["wire_id"]),
@@ -280,24 +238,7 @@ class WorkspaceClient:
                 file=RuntimeInitialFile(path=path),
                 data=data,
             )
-        steps: list[RuntimeInitialization] = []
-        if env:
-            steps.append(RuntimeInitialization(action=InitializationAction.CONFIGURE, env=env))
-        for kind in ("python", "npm"):
-            if packages.get(kind):
-                steps.append(
-                    RuntimeInitialization(
-                        action=InitializationAction(kind), packages=packages[kind]
-                    )
-                )
-        for command in setup:
-            steps.append(
-                RuntimeInitialization(
-                    action=InitializationAction.SETUP,
-                    command=command["command"],
-                    cwd=command.get("cwd") or "",
-                )
-            )
+        steps = initialization_steps(env, packages, setup)
         for initialization in steps:
             await self._prepare_transfer(
                 connection,
@@ -327,7 +268,7 @@ class WorkspaceClient:
             )
             result.check(expected, offset, len(data))  # else unknown, as for writes
             detail = f" (exit {result.exit_code})" if result.exit_code else ""
-            _settle_transfer(result.outcome, f"{result.error_code}{detail}")
+            settle_transfer(result.outcome, f"{result.error_code}{detail}")
             return result
 
         with (
@@ -356,3 +297,14 @@ class WorkspaceClient:
                     offset + len(chunk),
                 )
             await step(RuntimePrepare(step=TransferStep.COMMIT), TransferOutcome.COMPLETED, 0)
+
+
+__all__ = [
+    "OPERATION_TIMEOUT_SECONDS",
+    "SETUP_TIMEOUT_SECONDS",
+    "TRANSFER_TIMEOUT_SECONDS",
+    "WORKSPACE_CAPABILITIES",
+    "WorkspaceClient",
+    "WorkspaceUnavailable",
+    "wire_uuid",
+]

@@ -43,6 +43,13 @@ class _Woken:
 _WOKEN = _Woken()
 
 
+class _Ended:
+    """What observing returns when the turn already ended (failed or fenced) there."""
+
+
+_ENDED = _Ended()
+
+
 @dataclass
 class _Cancellation:
     """A cancellation sent to the Runtime: its receipt and the deadline for it."""
@@ -72,8 +79,8 @@ class Observation:
         """Project the run's frames until the turn settled or failed."""
         try:
             done = await self._until_done(cancel)
-            if done is not _WOKEN:
-                await self._conclude(done if isinstance(done, wire_run.Done) else None)
+            if not isinstance(done, _Ended):
+                await self._conclude(done)
         finally:
             self._connection.forget_ack(f"cancel:{self._run.turn_id}")
             receipt = self._cancellation.receipt if self._cancellation else None
@@ -82,9 +89,9 @@ class Observation:
             elif receipt is not None and not receipt.cancelled():
                 receipt.exception()  # retrieved: a late or failed receipt is expected
 
-    async def _until_done(self, cancel: asyncio.Event) -> wire_run.Done | _Woken | None:
+    async def _until_done(self, cancel: asyncio.Event) -> wire_run.Done | _Ended | None:
         """`done` (from a frame or a receipt), None when a sent cancellation was not
-        confirmed in time, or `_WOKEN` when the turn already ended otherwise."""
+        confirmed in time, or `_ENDED` when the turn already ended otherwise."""
         loop = asyncio.get_running_loop()
         while True:
             if cancel.is_set() and self._cancellation is None:
@@ -102,14 +109,14 @@ class Observation:
             frame = await self._next(None if sent else cancel, timeout)
             if frame is None:
                 await self._lost()
-                return _WOKEN
+                return _ENDED
             outcome = await self._project_batch(frame)
             if outcome is not None:
                 return outcome
 
-    async def _project_batch(self, frame: Frame | _Woken) -> wire_run.Done | _Woken | None:
+    async def _project_batch(self, frame: Frame | _Woken) -> wire_run.Done | _Ended | None:
         """Project `frame` and whatever else is buffered (renewing the lease when due);
-        `done`, `_WOKEN` when the turn ended here, or None to keep observing."""
+        `done`, `_ENDED` when the turn ended here, or None to keep observing."""
         batch: list[Frame] = [] if isinstance(frame, _Woken) else [frame, *self._sub.drain_nowait()]
         now = self._parts.clock.now()
         renew = now - self._renewed >= self._parts.timers.lease_renew_seconds
@@ -121,13 +128,13 @@ class Observation:
             projected = await self._parts.db.write(partial(self._project, batch=batch, renew=renew))
         except Fenced:
             log.warning("turn %s was fenced; its frames are ignored", self._run.turn_id)
-            return _WOKEN
+            return _ENDED
         except StorageUnavailable as exc:
             await self._storage_lost(exc)
-            return _WOKEN
+            return _ENDED
         if isinstance(projected, ContractViolation):
             await self._violated(projected)
-            return _WOKEN
+            return _ENDED
         return projected
 
     async def _lost(self) -> None:
