@@ -37,6 +37,7 @@ from allinone.core.api.vaults import VaultsApi
 from allinone.core.automations import Automations
 from allinone.core.comms.service import Comms
 from allinone.core.environments import Environments
+from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
 from allinone.core.gateway.server import Gateway
 from allinone.core.health import Health
@@ -262,8 +263,16 @@ class App:
             db, clock, config.workspace_roots, config.data_dir, confinement.describe()
         )
         await grants.load()
+        preparations = Preparations(ids.new)  # shared by turns and workspace operations
         environments = Environments(
-            db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants
+            db,
+            registry,
+            ids,
+            clock,
+            remote_url=ws_url,
+            sealer=sealer,
+            grants=grants,
+            preparations=preparations,
         )
         reveal = self._redactor.add  # secrets opened for runs are kept out of the log
         providers = ModelProviders(sealer, default_provider(config), reveal)
@@ -277,6 +286,7 @@ class App:
             environments,
             RunCredentials(providers, VaultSecrets(db, sealer, reveal)),
             timers=self._timers,
+            preparations=preparations,
         )
         admission = Admission(
             db,

@@ -22,6 +22,7 @@ from typing import Any
 
 from allinone.core.api.errors import ApiError, invalid, not_found
 from allinone.core.gateway.connection import Connection, SendFailed
+from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
 from allinone.core.gateway.workspace import (
     WORKSPACE_CAPABILITIES,
@@ -85,6 +86,7 @@ class Environments:
         sealer: Sealer | None = None,
         *,
         grants: HostGrants,
+        preparations: Preparations,
     ) -> None:
         self.grants = grants
         self._sealer = sealer
@@ -93,7 +95,7 @@ class Environments:
         self._registry = registry
         self._ids = ids
         self._clock = clock
-        self._client = WorkspaceClient(ids.new)
+        self._client = WorkspaceClient(preparations)
         self._initializing: dict[str, asyncio.Task[None]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 

@@ -2,9 +2,11 @@
 and Environment initialization, each over the protocol, never by touching a directory.
 
 Every operation runs under a read-only preparation (`execution_prepare` with
-`workspace_read_only`) that binds the Environment on the connection, and releases it
-afterwards. A reply that does not prove the outcome leaves it unknown; nothing is
-retried automatically.
+`workspace_read_only`, through the shared preparation client) that binds the
+Environment on the connection, and releases it afterwards. Writes and initialization
+transfers are registered with that client while open, so a turn's start refused
+meanwhile waits for them to settle. A reply that does not prove the outcome leaves it
+unknown; nothing is retried automatically.
 """
 
 from __future__ import annotations
@@ -18,23 +20,25 @@ from typing import Any, Literal
 
 import msgspec
 
-from allinone.core.gateway.connection import Connection, SendFailed
-from allinone.core.gateway.subscriptions import PreparationSubscription
+from allinone.core.gateway.connection import Connection
+from allinone.core.gateway.preparations import (
+    PreparationRefused,
+    Preparations,
+    PreparationUnconfirmed,
+    PreparationUnsent,
+)
+from allinone.core.gateway.workspace_rules import (
+    WORKSPACE_CAPABILITIES,
+    WorkspaceUnavailable,
+    initialization_steps,
+    read_only_configuration,
+    settle_transfer,
+    wire_uuid,
+)
 from runtime.proto import limits
 from runtime.proto.codec import Frame
-from runtime.proto.execution import (
-    AgentOptions,
-    ExecutionConfiguration,
-    ExecutionControls,
-    ExecutionPrepare,
-    ExecutionRelease,
-    LocalEnvironment,
-    PreparationState,
-    PreparationStatus,
-)
 from runtime.proto.exports import ExportOutcome, ExportStep, WorkspaceExport
 from runtime.proto.initialization import (
-    InitializationAction,
     RuntimeInitialFile,
     RuntimeInitialization,
     RuntimePrepare,
@@ -46,103 +50,35 @@ from runtime.proto.writes import WorkspaceWrite
 OPERATION_TIMEOUT_SECONDS = 17.0
 TRANSFER_TIMEOUT_SECONDS = 195.0
 SETUP_TIMEOUT_SECONDS = 900.0
-WORKSPACE_CAPABILITIES = ["local_environment", "workspace_read_preparation"]
-_NAMESPACE = uuid.UUID("6f1c2d8e-7a41-4b5e-9c3a-2f0d7e1b9a64")
-
-
-class WorkspaceUnavailable(Exception):
-    """The operation did not happen, or its outcome is unknown (`unknown` is set)."""
-
-    def __init__(self, code: str, unknown: bool = False) -> None:
-        super().__init__(code)
-        self.code = code
-        self.unknown = unknown
-
-
-def wire_uuid(identifier: str) -> str:
-    """The canonical UUID a Core identifier travels as where the protocol needs one."""
-    return str(uuid.uuid5(_NAMESPACE, identifier))
-
-
-def binding(environment: dict[str, Any]) -> LocalEnvironment:
-    return LocalEnvironment(
-        id=environment["wire_id"],
-        type=environment["type"],
-        workspace_directory=environment.get("workspace_directory") or "",
-    )
-
-
-async def _final_status(sub: PreparationSubscription, timeout: float) -> Any:
-    """Follow a preparation's statuses past `preparing` to the first that decides it
-    (`ready`, or an ending); None when the connection closed. The whole wait is bounded
-    by `timeout` (TimeoutError)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            raise TimeoutError("preparation")
-        status = await sub.next(remaining)
-        preparing = isinstance(status, PreparationStatus) and (
-            status.state is PreparationState.PREPARING
-        )
-        if not preparing:
-            return status
-
-
-def _settle_transfer(outcome: TransferOutcome, code: str) -> None:
-    """After a checked receipt: a terminal one ends the transfer. `rejected` and
-    `failed` mean it did not happen; `unknown` means nobody knows."""
-    if outcome == TransferOutcome.UNKNOWN:
-        raise WorkspaceUnavailable(code or "unconfirmed", unknown=True)
-    if outcome in (TransferOutcome.REJECTED, TransferOutcome.FAILED):
-        raise WorkspaceUnavailable(code or "rejected")
 
 
 class WorkspaceClient:
-    def __init__(self, new_id: Any) -> None:
-        self._new_id = new_id
+    def __init__(self, preparations: Preparations) -> None:
+        self._preparations = preparations
+        self._new_id = preparations.new_id
 
     @contextlib.asynccontextmanager
     async def read_only(
         self, connection: Connection, harness: str, session_id: str, environment: dict[str, Any]
     ) -> AsyncIterator[str]:
         """A read-only preparation bound to `environment`; yields its handle."""
-        prep_id = self._new_id("prep")
-        sub = connection.subscribe_preparation(prep_id)
-        config = ExecutionConfiguration(
-            agent_kind=harness,
-            agent_options=AgentOptions(model="workspace"),
-            execution_controls=ExecutionControls(
-                web_search="disabled",
-                text_verbosity="medium",
-                disable_programmatic_tool_calling=True,
-            ),
-            local_environment=binding(environment),
-            workspace_read_only=True,
-        )
+        config = read_only_configuration(harness, environment)
         try:
-            await connection.send(
-                "execution_prepare",
-                prep_id,
-                ExecutionPrepare(session_id=session_id, configuration=config),
+            prepared = await self._preparations.prepare(
+                connection, session_id, config, OPERATION_TIMEOUT_SECONDS
             )
-            status = await _final_status(sub, OPERATION_TIMEOUT_SECONDS)
-        except (SendFailed, TimeoutError) as exc:
-            connection.unsubscribe_preparation(prep_id)
+        except PreparationRefused as exc:
+            raise WorkspaceUnavailable(exc.code or "preparation_failed") from exc
+        except PreparationUnconfirmed as exc:
+            if exc.closed:
+                raise WorkspaceUnavailable("closed") from exc
             raise WorkspaceUnavailable("preparation_unconfirmed", unknown=True) from exc
-        if not isinstance(status, PreparationStatus) or status.state is not PreparationState.READY:
-            connection.unsubscribe_preparation(prep_id)
-            code = status.error_code if isinstance(status, PreparationStatus) else "closed"
-            raise WorkspaceUnavailable(code or "preparation_failed")
+        except PreparationUnsent as exc:
+            raise WorkspaceUnavailable("preparation_unconfirmed", unknown=True) from exc
         try:
-            yield status.handle
+            yield prepared.handle
         finally:
-            with contextlib.suppress(SendFailed):
-                await connection.send(
-                    "execution_release", prep_id, ExecutionRelease(handle=status.handle)
-                )
-            connection.unsubscribe_preparation(prep_id)
+            await self._preparations.release(prepared)
 
     @contextlib.contextmanager
     def _operation(
@@ -225,9 +161,12 @@ class WorkspaceClient:
             # A receipt that is not the expected one nor a finite terminal proves nothing:
             # check raises and the write's outcome stays unknown (`write_unconfirmed`).
             result.check(expected, offset, len(data))
-            _settle_transfer(result.outcome, result.reason or result.error_code)
+            settle_transfer(result.outcome, result.reason or result.error_code)
 
-        with self._operation(connection, mutation_id, "write_unconfirmed") as queue:
+        with (
+            self._preparations.writes.holding(environment["wire_id"]),
+            self._operation(connection, mutation_id, "write_unconfirmed") as queue,
+        ):
             await step(
                 WorkspaceWrite(
                     step=TransferStep.BEGIN,
@@ -299,24 +238,7 @@ class WorkspaceClient:
                 file=RuntimeInitialFile(path=path),
                 data=data,
             )
-        steps: list[RuntimeInitialization] = []
-        if env:
-            steps.append(RuntimeInitialization(action=InitializationAction.CONFIGURE, env=env))
-        for kind in ("python", "npm"):
-            if packages.get(kind):
-                steps.append(
-                    RuntimeInitialization(
-                        action=InitializationAction(kind), packages=packages[kind]
-                    )
-                )
-        for command in setup:
-            steps.append(
-                RuntimeInitialization(
-                    action=InitializationAction.SETUP,
-                    command=command["command"],
-                    cwd=command.get("cwd") or "",
-                )
-            )
+        steps = initialization_steps(env, packages, setup)
         for initialization in steps:
             await self._prepare_transfer(
                 connection,
@@ -346,10 +268,13 @@ class WorkspaceClient:
             )
             result.check(expected, offset, len(data))  # else unknown, as for writes
             detail = f" (exit {result.exit_code})" if result.exit_code else ""
-            _settle_transfer(result.outcome, f"{result.error_code}{detail}")
+            settle_transfer(result.outcome, f"{result.error_code}{detail}")
             return result
 
-        with self._operation(connection, transfer_id, "runtime_preparation_unconfirmed") as queue:
+        with (
+            self._preparations.writes.holding(environment["wire_id"]),
+            self._operation(connection, transfer_id, "runtime_preparation_unconfirmed") as queue,
+        ):
             await step(
                 RuntimePrepare(
                     step=TransferStep.BEGIN,
@@ -372,3 +297,14 @@ class WorkspaceClient:
                     offset + len(chunk),
                 )
             await step(RuntimePrepare(step=TransferStep.COMMIT), TransferOutcome.COMPLETED, 0)
+
+
+__all__ = [
+    "OPERATION_TIMEOUT_SECONDS",
+    "SETUP_TIMEOUT_SECONDS",
+    "TRANSFER_TIMEOUT_SECONDS",
+    "WORKSPACE_CAPABILITIES",
+    "WorkspaceClient",
+    "WorkspaceUnavailable",
+    "wire_uuid",
+]

@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from allinone.core import render
 from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.projector import Projector, RunProjection
+from allinone.core.orchestration.transitions import move
 from allinone.core.recorder import Recorder
-from allinone.core.states import TurnStatus, sources_for
+from allinone.core.states import TurnStatus
 from runtime.proto import run as wire
-from storage import interactions, items, turns
+from storage import interactions, items, leases, turns
 from storage.database import Database, Tx
 
 log = logging.getLogger(__name__)
@@ -60,7 +62,7 @@ class Outcomes:
         turn_id: str,
         session_id: str,
         status: TurnStatus,
-        expected: tuple[str, ...],
+        starts: tuple[TurnStatus, ...] | None,
         fencing_token: str | None,
         fields: dict[str, object],
     ) -> bool:
@@ -69,9 +71,7 @@ class Outcomes:
         unknown = [row for row in steering if row["state"] not in _NEVER_DELIVERED]
         if unknown:
             fields["unknown_inputs"] = len(unknown)
-        moved = await turns.transition(
-            tx, turn_id, expected, status, fencing_token=fencing_token, fields=fields
-        )
+        moved = await move(tx, turn_id, status, starts, fencing_token=fencing_token, fields=fields)
         if not moved:
             return False
         for row in unknown:
@@ -129,38 +129,7 @@ class Outcomes:
             )
         await self._projector.close_unfinished(tx, run)
         await interactions.withdraw_open(tx, run.turn_id)
-        fields: dict[str, object] = {"phase": "settled"}
-        if run.error is not None:
-            status = TurnStatus.FAILED
-            fields.update(
-                {
-                    "error_code": "engine_failed",
-                    "error_message": run.error.error[:1000] or "The harness failed.",
-                    "engine_error_code": run.engine_code or None,
-                    "engine_http_status": run.engine_status or None,
-                }
-            )
-        elif cancelled:
-            status = TurnStatus.CANCELLED
-        elif unconfirmed:
-            status = TurnStatus.FAILED
-            fields.update(
-                {
-                    "error_code": "cancel_unconfirmed",
-                    "error_message": "The cancellation was not confirmed; the turn's "
-                    "effects are unknown.",
-                }
-            )
-        elif not captured:
-            status = TurnStatus.FAILED
-            fields.update(
-                {
-                    "error_code": "artifact_capture_failed",
-                    "error_message": "The turn's outputs could not be captured.",
-                }
-            )
-        else:
-            status = TurnStatus.COMPLETED
+        status, fields = ending(run, cancelled, unconfirmed, captured)
         await self._end(
             tx,
             run.turn_id,
@@ -210,13 +179,7 @@ class Outcomes:
         replayed. `abandon(turn_id)` is called after each commit so an owner in this
         process stops observing the turn."""
         now = self._clock.now()
-        rows = await self._db.read(
-            lambda r: r.fetchall(
-                "SELECT id, session_id FROM turns WHERE status IN ('in_progress', 'waiting')"
-                " AND lease_expires_at IS NOT NULL AND lease_expires_at < ?",
-                (now,),
-            )
-        )
+        rows = await self._db.read(partial(leases.expired, now=now))
         expired = 0
         for row in rows:
 
@@ -252,18 +215,13 @@ class Outcomes:
 
             async def job(tx: Tx, row: dict[str, object] = row) -> None:
                 turn_id = str(row["id"])
-                for item in await tx.fetchall(
-                    "SELECT id FROM items WHERE turn_id = ? AND status = 'in_progress'", (turn_id,)
-                ):
-                    await tx.execute(
-                        "UPDATE items SET status = 'incomplete' WHERE id = ?", (item["id"],)
-                    )
+                await leases.interrupt_items(tx, turn_id)
                 await self._end(
                     tx,
                     turn_id,
                     str(row["session_id"]),
                     TurnStatus.FAILED,
-                    sources_for(TurnStatus.FAILED),
+                    None,
                     None,
                     {
                         "error_code": "execution_interrupted",
@@ -276,3 +234,33 @@ class Outcomes:
         if running:
             log.warning("%d interrupted turn(s) marked failed", len(running))
         return len(running)
+
+
+def ending(
+    run: RunProjection, cancelled: bool, unconfirmed: bool, captured: bool
+) -> tuple[TurnStatus, dict[str, object]]:
+    """How a turn that sent `done` ends, and the fields that say why (see `settle`)."""
+    fields: dict[str, object] = {"phase": "settled"}
+    if run.error is not None:
+        fields.update(
+            {
+                "error_code": "engine_failed",
+                "error_message": run.error.error[:1000] or "The harness failed.",
+                "engine_error_code": run.engine_code or None,
+                "engine_http_status": run.engine_status or None,
+            }
+        )
+        return TurnStatus.FAILED, fields
+    if cancelled:
+        return TurnStatus.CANCELLED, fields
+    if unconfirmed:
+        fields["error_code"] = "cancel_unconfirmed"
+        fields["error_message"] = (
+            "The cancellation was not confirmed; the turn's effects are unknown."
+        )
+        return TurnStatus.FAILED, fields
+    if not captured:
+        fields["error_code"] = "artifact_capture_failed"
+        fields["error_message"] = "The turn's outputs could not be captured."
+        return TurnStatus.FAILED, fields
+    return TurnStatus.COMPLETED, fields

@@ -14,6 +14,7 @@ import msgspec
 
 from allinone.core import render
 from allinone.core.ids import Clock, Ids
+from allinone.core.orchestration.transitions import move
 from allinone.core.recorder import Recorder
 from allinone.core.states import TurnStatus
 from runtime.proto import run as wire
@@ -320,11 +321,11 @@ class Projector:
         await self._wait(tx, run)
 
     async def _wait(self, tx: Tx, run: RunProjection) -> None:
-        await turns.transition(
+        await move(
             tx,
             run.turn_id,
-            (TurnStatus.IN_PROGRESS, TurnStatus.WAITING),
             TurnStatus.WAITING,
+            (TurnStatus.IN_PROGRESS, TurnStatus.WAITING),
             fencing_token=run.fencing_token,
         )
         await self._recorder.emit_session_activity(tx, run.session_id)
@@ -363,8 +364,8 @@ class Projector:
             return
         if await interactions.open_interactions(tx, turn_id):
             return
-        moved = await turns.transition(
-            tx, turn_id, (TurnStatus.WAITING,), TurnStatus.IN_PROGRESS, fencing_token=fencing_token
+        moved = await move(
+            tx, turn_id, TurnStatus.IN_PROGRESS, (TurnStatus.WAITING,), fencing_token=fencing_token
         )
         if moved:
             await self._recorder.emit_session_activity(tx, session_id)
