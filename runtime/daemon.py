@@ -141,8 +141,9 @@ class Daemon:
         """Serve one accepted connection until it closes; return Core's close reason."""
         lock = asyncio.Lock()
 
-        async def send(type_: str, id_: str, payload: msgspec.Struct | None) -> None:
-            data = codec.encode(type_, id_, payload).decode()
+        async def send(type_: str, id_: str, payload: msgspec.Struct) -> None:
+            data = codec.encode(payload, id_).decode()
+            assert codec.type_of(payload) == type_, "the payload names its own type"
             async with lock:
                 await asyncio.wait_for(socket.send(data), limits.WRITE_DEADLINE_SECONDS)
 

@@ -57,7 +57,7 @@ from runtime.workspaces import Binding, WorkspaceError, Workspaces
 
 log = logging.getLogger(__name__)
 
-Send = Callable[[str, str, msgspec.Struct | None], Awaitable[None]]
+Send = Callable[[str, str, msgspec.Struct], Awaitable[None]]
 
 
 class Refused(Exception):

@@ -58,7 +58,7 @@ from runtime.proto.steering import PromptSteer, PromptSteerAck
 
 log = logging.getLogger(__name__)
 
-Send = Callable[[str, str, msgspec.Struct | None], Awaitable[None]]
+Send = Callable[[str, str, msgspec.Struct], Awaitable[None]]
 _encoder = msgspec.json.Encoder(order="sorted")
 
 
