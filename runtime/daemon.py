@@ -24,6 +24,7 @@ from runtime.harness.registry import HarnessRegistry
 from runtime.proto import codec, limits
 from runtime.proto.errors import DecodeError, ProtocolError
 from runtime.proto.heartbeat import Heartbeat
+from runtime.tasks import cancel_and_wait
 from runtime.timers import Timers
 from runtime.transport import (
     Backoff,
@@ -169,9 +170,7 @@ class Daemon:
         finally:
             received = socket.protocol.close_rcvd
             self.connected.clear()
-            beats.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await beats
+            await cancel_and_wait(beats)
             with contextlib.suppress(Exception):
                 await socket.close()
             await self._cleanup(dispatcher)

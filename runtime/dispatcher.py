@@ -9,7 +9,6 @@ and nothing is carried to the next connection.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 import time
@@ -52,6 +51,7 @@ from runtime.proto.run import PromptCancel
 from runtime.proto.steering import PromptSteer, PromptSteerAck
 from runtime.runs import Run
 from runtime.suspension import Suspensions
+from runtime.tasks import cancel_and_wait
 from runtime.timers import Timers
 from runtime.workspaces import Binding, WorkspaceError, Workspaces
 
@@ -738,11 +738,7 @@ class Dispatcher:
             for run in list(self._runs.values()):
                 run.done_sent = True  # the socket is lost: nothing more is sent for it
                 settled = await run.cancel(limits.SETTLEMENT_TIMEOUT_SECONDS) and settled
-            for task in list(self._tasks):
-                task.cancel()
-            for task in list(self._tasks):
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            await cancel_and_wait(*self._tasks)
             self._idle.clear()
             for executor_id, executor in list(self._executors.items()):
                 try:
