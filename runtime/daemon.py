@@ -19,11 +19,12 @@ import msgspec
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from runtime.dispatcher import Dispatcher, Send
+from runtime.dispatcher import Dispatcher
 from runtime.harness.registry import HarnessRegistry
 from runtime.proto import codec, limits
 from runtime.proto.errors import DecodeError, ProtocolError
 from runtime.proto.heartbeat import Heartbeat
+from runtime.runs import Send
 from runtime.tasks import cancel_and_wait
 from runtime.timers import Timers
 from runtime.transport import (

@@ -116,10 +116,10 @@ class WorkspaceOperations:
 
     def expire(
         self, transfer_id: str, steps: int
-    ) -> tuple[str, WorkspaceWriteResult | RuntimePrepareResult] | None:
+    ) -> WorkspaceWriteResult | RuntimePrepareResult | None:
         """End a transfer whose next step never came (still at `steps` accepted steps):
-        nothing is applied, the slot is free, and the returned `(type, result)` is its
-        finite `rejected` reply. None when the transfer moved on or already ended."""
+        nothing is applied, the slot is free, and the returned result is its finite
+        `rejected` reply. None when the transfer moved on or already ended."""
         transfer = self._transfers.get(transfer_id)
         if transfer is None or transfer.steps != steps:
             return None
@@ -127,12 +127,10 @@ class WorkspaceOperations:
         transfer.receiver.reject()
         log.warning("transfer %s expired waiting for its next step", transfer_id)
         if transfer.kind is TransferKind.WORKSPACE_WRITE:
-            reply: WorkspaceWriteResult | RuntimePrepareResult = WorkspaceWriteResult(
+            return WorkspaceWriteResult(
                 outcome=TransferOutcome.REJECTED, error_code="invalid_request"
             )
-            return "workspace_write_result", reply
-        reply = RuntimePrepareResult(outcome=TransferOutcome.REJECTED, error_code="invalid_request")
-        return "runtime_prepare_result", reply
+        return RuntimePrepareResult(outcome=TransferOutcome.REJECTED, error_code="invalid_request")
 
     # Reads: at most MAX_CONCURRENT_READS per connection, each bounded by the read timer.
     async def read(self, request: WorkspaceRead) -> WorkspaceReadResult:
