@@ -18,6 +18,7 @@ what reach a peer.
     │   ├── Unavailable            the native engine cannot be reached
     │   ├── NativeFailure          the native engine failed the Turn
     │   └── OutcomeUnknown         the native outcome cannot be confirmed
+    ├── ScriptedFailure            (runtime.harness.scripted) a scripted Turn's failure
     ├── RegistrationError          (runtime.harness.registry) also a ValueError
     ├── OutputClosed               (runtime.runs) a Run's output after its `done`
     ├── WorkspaceError             (runtime.workspaces) a workspace path or binding

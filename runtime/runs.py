@@ -29,6 +29,7 @@ from pathlib import Path
 import msgspec
 
 from runtime.confinement import NONE, Confinement, Sandbox
+from runtime.errors import RuntimeFault
 from runtime.harness.base import (
     ChoiceOutcome,
     ContractViolation,
@@ -72,7 +73,7 @@ def _nothing() -> None:
     return None
 
 
-class OutputClosed(Exception):
+class OutputClosed(RuntimeFault):
     """A frame was emitted after the Run's `done`."""
 
 
