@@ -302,21 +302,7 @@ class WorkspaceOperations:
     async def prepare(
         self, transfer_id: str, request: RuntimePrepare
     ) -> RuntimePrepareResult | None:
-        def result(
-            outcome: TransferOutcome,
-            offset: int = 0,
-            size: int = 0,
-            code: str = "",
-            exit_code: int = 0,
-        ) -> RuntimePrepareResult:
-            return RuntimePrepareResult(
-                outcome=outcome,
-                offset=offset,
-                size_bytes=size,
-                error_code=code,
-                exit_code=exit_code,
-            )
-
+        result = _prepare_result
         try:
             request.validate()
         except ValidationError:
@@ -324,30 +310,7 @@ class WorkspaceOperations:
                 self._transfers.pop(transfer_id).receiver.reject()
             return result(TransferOutcome.REJECTED, code="invalid_request")
         if request.step == TransferStep.BEGIN:
-            if len(self._transfers) >= limits.TRANSFERS_PER_CONNECTION:
-                return result(TransferOutcome.REJECTED, code="runtime_preparation_capacity")
-            binding = self._bound(request.environment_id)
-            if binding is None:
-                return result(TransferOutcome.REJECTED, code="resource_unavailable")
-            if request.action in ("skill", "plugin"):
-                return result(TransferOutcome.REJECTED, code="runtime_preparation_unsupported")
-            receiver = TransferReceiver(
-                TransferKind.RUNTIME_PREPARE, request.size_bytes, request.sha256
-            )
-            try:
-                receiver.begin()
-            except ValidationError:
-                return result(TransferOutcome.REJECTED, code="invalid_request")
-            path = request.file.path if request.file else ""
-            self._transfers[transfer_id] = _Transfer(
-                TransferKind.RUNTIME_PREPARE,
-                receiver,
-                binding,
-                path=path.removeprefix(WORKSPACE_PREFIX),
-                action=request.action,
-                request=request,
-            )
-            return result(TransferOutcome.READY)
+            return self._begin_prepare(transfer_id, request)
         transfer = self._transfers.get(transfer_id)
         if transfer is None or transfer.kind is not TransferKind.RUNTIME_PREPARE:
             return None
@@ -370,6 +333,33 @@ class WorkspaceOperations:
             return await self._apply(transfer, result)
         finally:
             del self._applying[transfer_id]
+
+    def _begin_prepare(self, transfer_id: str, request: RuntimePrepare) -> RuntimePrepareResult:
+        result = _prepare_result
+        if len(self._transfers) >= limits.TRANSFERS_PER_CONNECTION:
+            return result(TransferOutcome.REJECTED, code="runtime_preparation_capacity")
+        binding = self._bound(request.environment_id)
+        if binding is None:
+            return result(TransferOutcome.REJECTED, code="resource_unavailable")
+        if request.action in ("skill", "plugin"):
+            return result(TransferOutcome.REJECTED, code="runtime_preparation_unsupported")
+        receiver = TransferReceiver(
+            TransferKind.RUNTIME_PREPARE, request.size_bytes, request.sha256
+        )
+        try:
+            receiver.begin()
+        except ValidationError:
+            return result(TransferOutcome.REJECTED, code="invalid_request")
+        path = request.file.path if request.file else ""
+        self._transfers[transfer_id] = _Transfer(
+            TransferKind.RUNTIME_PREPARE,
+            receiver,
+            binding,
+            path=path.removeprefix(WORKSPACE_PREFIX),
+            action=request.action,
+            request=request,
+        )
+        return result(TransferOutcome.READY)
 
     async def _apply(
         self, transfer: _Transfer, result: Callable[..., RuntimePrepareResult]
@@ -477,6 +467,14 @@ async def _wait(argv: list[str], directory: Path, env: dict[str, str]) -> int:
         process.kill()
         await process.wait()
         return 124
+
+
+def _prepare_result(
+    outcome: TransferOutcome, offset: int = 0, size: int = 0, code: str = "", exit_code: int = 0
+) -> RuntimePrepareResult:
+    return RuntimePrepareResult(
+        outcome=outcome, offset=offset, size_bytes=size, error_code=code, exit_code=exit_code
+    )
 
 
 def _read_rejected(code: str) -> WorkspaceReadResult:
