@@ -33,6 +33,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from runtime.errors import RuntimeFault
+
 LANDLOCK = "landlock"
 BUBBLEWRAP = "bubblewrap"
 NONE = "none"
@@ -83,7 +85,7 @@ def inherited(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-class ConfinementError(Exception):
+class ConfinementError(RuntimeFault):
     """The confinement cannot be applied; the command must not run."""
 
 

@@ -19,11 +19,13 @@ import msgspec
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from runtime.dispatcher import Dispatcher, Send
+from runtime.dispatcher import Dispatcher
 from runtime.harness.registry import HarnessRegistry
 from runtime.proto import codec, limits
 from runtime.proto.errors import DecodeError, ProtocolError
 from runtime.proto.heartbeat import Heartbeat
+from runtime.runs import Send
+from runtime.tasks import cancel_and_wait
 from runtime.timers import Timers
 from runtime.transport import (
     Backoff,
@@ -141,8 +143,9 @@ class Daemon:
         """Serve one accepted connection until it closes; return Core's close reason."""
         lock = asyncio.Lock()
 
-        async def send(type_: str, id_: str, payload: msgspec.Struct | None) -> None:
-            data = codec.encode(type_, id_, payload).decode()
+        async def send(type_: str, id_: str, payload: msgspec.Struct) -> None:
+            data = codec.encode(payload, id_).decode()
+            assert codec.type_of(payload) == type_, "the payload names its own type"
             async with lock:
                 await asyncio.wait_for(socket.send(data), limits.WRITE_DEADLINE_SECONDS)
 
@@ -168,9 +171,7 @@ class Daemon:
         finally:
             received = socket.protocol.close_rcvd
             self.connected.clear()
-            beats.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await beats
+            await cancel_and_wait(beats)
             with contextlib.suppress(Exception):
                 await socket.close()
             await self._cleanup(dispatcher)

@@ -116,10 +116,10 @@ class WorkspaceOperations:
 
     def expire(
         self, transfer_id: str, steps: int
-    ) -> tuple[str, WorkspaceWriteResult | RuntimePrepareResult] | None:
+    ) -> WorkspaceWriteResult | RuntimePrepareResult | None:
         """End a transfer whose next step never came (still at `steps` accepted steps):
-        nothing is applied, the slot is free, and the returned `(type, result)` is its
-        finite `rejected` reply. None when the transfer moved on or already ended."""
+        nothing is applied, the slot is free, and the returned result is its finite
+        `rejected` reply. None when the transfer moved on or already ended."""
         transfer = self._transfers.get(transfer_id)
         if transfer is None or transfer.steps != steps:
             return None
@@ -127,12 +127,10 @@ class WorkspaceOperations:
         transfer.receiver.reject()
         log.warning("transfer %s expired waiting for its next step", transfer_id)
         if transfer.kind is TransferKind.WORKSPACE_WRITE:
-            reply: WorkspaceWriteResult | RuntimePrepareResult = WorkspaceWriteResult(
+            return WorkspaceWriteResult(
                 outcome=TransferOutcome.REJECTED, error_code="invalid_request"
             )
-            return "workspace_write_result", reply
-        reply = RuntimePrepareResult(outcome=TransferOutcome.REJECTED, error_code="invalid_request")
-        return "runtime_prepare_result", reply
+        return RuntimePrepareResult(outcome=TransferOutcome.REJECTED, error_code="invalid_request")
 
     # Reads: at most MAX_CONCURRENT_READS per connection, each bounded by the read timer.
     async def read(self, request: WorkspaceRead) -> WorkspaceReadResult:
@@ -304,21 +302,7 @@ class WorkspaceOperations:
     async def prepare(
         self, transfer_id: str, request: RuntimePrepare
     ) -> RuntimePrepareResult | None:
-        def result(
-            outcome: TransferOutcome,
-            offset: int = 0,
-            size: int = 0,
-            code: str = "",
-            exit_code: int = 0,
-        ) -> RuntimePrepareResult:
-            return RuntimePrepareResult(
-                outcome=outcome,
-                offset=offset,
-                size_bytes=size,
-                error_code=code,
-                exit_code=exit_code,
-            )
-
+        result = _prepare_result
         try:
             request.validate()
         except ValidationError:
@@ -326,30 +310,7 @@ class WorkspaceOperations:
                 self._transfers.pop(transfer_id).receiver.reject()
             return result(TransferOutcome.REJECTED, code="invalid_request")
         if request.step == TransferStep.BEGIN:
-            if len(self._transfers) >= limits.TRANSFERS_PER_CONNECTION:
-                return result(TransferOutcome.REJECTED, code="runtime_preparation_capacity")
-            binding = self._bound(request.environment_id)
-            if binding is None:
-                return result(TransferOutcome.REJECTED, code="resource_unavailable")
-            if request.action in ("skill", "plugin"):
-                return result(TransferOutcome.REJECTED, code="runtime_preparation_unsupported")
-            receiver = TransferReceiver(
-                TransferKind.RUNTIME_PREPARE, request.size_bytes, request.sha256
-            )
-            try:
-                receiver.begin()
-            except ValidationError:
-                return result(TransferOutcome.REJECTED, code="invalid_request")
-            path = request.file.path if request.file else ""
-            self._transfers[transfer_id] = _Transfer(
-                TransferKind.RUNTIME_PREPARE,
-                receiver,
-                binding,
-                path=path.removeprefix(WORKSPACE_PREFIX),
-                action=request.action,
-                request=request,
-            )
-            return result(TransferOutcome.READY)
+            return self._begin_prepare(transfer_id, request)
         transfer = self._transfers.get(transfer_id)
         if transfer is None or transfer.kind is not TransferKind.RUNTIME_PREPARE:
             return None
@@ -372,6 +333,33 @@ class WorkspaceOperations:
             return await self._apply(transfer, result)
         finally:
             del self._applying[transfer_id]
+
+    def _begin_prepare(self, transfer_id: str, request: RuntimePrepare) -> RuntimePrepareResult:
+        result = _prepare_result
+        if len(self._transfers) >= limits.TRANSFERS_PER_CONNECTION:
+            return result(TransferOutcome.REJECTED, code="runtime_preparation_capacity")
+        binding = self._bound(request.environment_id)
+        if binding is None:
+            return result(TransferOutcome.REJECTED, code="resource_unavailable")
+        if request.action in ("skill", "plugin"):
+            return result(TransferOutcome.REJECTED, code="runtime_preparation_unsupported")
+        receiver = TransferReceiver(
+            TransferKind.RUNTIME_PREPARE, request.size_bytes, request.sha256
+        )
+        try:
+            receiver.begin()
+        except ValidationError:
+            return result(TransferOutcome.REJECTED, code="invalid_request")
+        path = request.file.path if request.file else ""
+        self._transfers[transfer_id] = _Transfer(
+            TransferKind.RUNTIME_PREPARE,
+            receiver,
+            binding,
+            path=path.removeprefix(WORKSPACE_PREFIX),
+            action=request.action,
+            request=request,
+        )
+        return result(TransferOutcome.READY)
 
     async def _apply(
         self, transfer: _Transfer, result: Callable[..., RuntimePrepareResult]
@@ -479,6 +467,14 @@ async def _wait(argv: list[str], directory: Path, env: dict[str, str]) -> int:
         process.kill()
         await process.wait()
         return 124
+
+
+def _prepare_result(
+    outcome: TransferOutcome, offset: int = 0, size: int = 0, code: str = "", exit_code: int = 0
+) -> RuntimePrepareResult:
+    return RuntimePrepareResult(
+        outcome=outcome, offset=offset, size_bytes=size, error_code=code, exit_code=exit_code
+    )
 
 
 def _read_rejected(code: str) -> WorkspaceReadResult:

@@ -29,6 +29,7 @@ from pathlib import Path
 import msgspec
 
 from runtime.confinement import NONE, Confinement, Sandbox
+from runtime.errors import RuntimeFault
 from runtime.harness.base import (
     ChoiceOutcome,
     ContractViolation,
@@ -58,7 +59,7 @@ from runtime.proto.steering import PromptSteer, PromptSteerAck
 
 log = logging.getLogger(__name__)
 
-Send = Callable[[str, str, msgspec.Struct | None], Awaitable[None]]
+Send = Callable[[str, str, msgspec.Struct], Awaitable[None]]
 _encoder = msgspec.json.Encoder(order="sorted")
 
 
@@ -72,7 +73,7 @@ def _nothing() -> None:
     return None
 
 
-class OutputClosed(Exception):
+class OutputClosed(RuntimeFault):
     """A frame was emitted after the Run's `done`."""
 
 

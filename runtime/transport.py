@@ -20,13 +20,14 @@ from urllib.parse import urlencode
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, WebSocketException
 
+from runtime.errors import RuntimeFault
 from runtime.proto import limits
 from runtime.proto.version import VERSION
 
 PERMANENT_STATUSES = frozenset({401, 403, 426})
 
 
-class TransportError(Exception):
+class TransportError(RuntimeFault):
     pass
 
 

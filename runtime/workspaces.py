@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runtime.confinement import Confinement, Sandbox
+from runtime.errors import RuntimeFault
 from runtime.proto import limits
 from runtime.proto.workspace import DirectoryEntry, DirectoryListing, EntryKind
 
@@ -32,7 +33,7 @@ OUTPUTS = "outputs"
 WORKSPACE_PREFIX = "/workspace/"
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(RuntimeFault):
     def __init__(self, code: str, message: str, reason: str = "") -> None:
         super().__init__(message)
         self.code = code

@@ -31,13 +31,14 @@ from typing import Protocol
 import msgspec
 
 from runtime.confinement import Sandbox
+from runtime.errors import RuntimeFault
 from runtime.proto.capabilities import AgentKindCapabilities
 from runtime.proto.execution import ExecutionConfiguration
 from runtime.proto.inputs import InputContent, MessageInput
 from runtime.proto.interactions import ChoiceQuestion
 
 
-class HarnessError(Exception):
+class HarnessError(RuntimeFault):
     code = "harness_error"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from runtime.errors import RuntimeFault
 from runtime.harness.base import HarnessAdapter
 from runtime.proto.capabilities import (
     CAPABILITY_FIELDS,
@@ -32,7 +33,7 @@ IMPLIES: tuple[tuple[str, str], ...] = (
 )
 
 
-class RegistrationError(ValueError):
+class RegistrationError(RuntimeFault, ValueError):
     pass
 
 

@@ -16,6 +16,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
+from runtime.errors import RuntimeFault
 from runtime.harness.base import RunContext
 from runtime.proto import run as wire
 from runtime.proto.capabilities import AgentKindCapabilities
@@ -94,7 +95,7 @@ def parse(text: str) -> list[Line]:
     return lines
 
 
-class ScriptedFailure(Exception):
+class ScriptedFailure(RuntimeFault):
     """A directive asked the turn to fail; carries the engine failure code."""
 
     def __init__(self, code: str, message: str, http_status: int = 0) -> None:

@@ -86,6 +86,13 @@ RUNTIME_TO_CORE: dict[str, type[msgspec.Struct]] = {
     "environment_resumed": suspension.EnvironmentResumed,
 }
 
+# The type each payload class travels as: the inverse of both tables, so `encode` never
+# takes a type that could disagree with its payload.
+MESSAGE_TYPES: dict[type[msgspec.Struct], str] = {
+    cls: type_ for table in (CORE_TO_RUNTIME, RUNTIME_TO_CORE) for type_, cls in table.items()
+}
+assert len(MESSAGE_TYPES) == len(CORE_TO_RUNTIME) + len(RUNTIME_TO_CORE), "a class per type"
+
 # Raw payload limits checked before a payload is decoded (private transport limits).
 PAYLOAD_LIMITS: dict[str, int] = {
     "workspace_read": MAX_REQUEST_PAYLOAD_BYTES,
@@ -173,14 +180,20 @@ def decode_from_runtime(data: bytes | str) -> Frame:
     return _decode(data, RUNTIME_TO_CORE)
 
 
-def encode(type_: str, id_: str, payload: msgspec.Struct | None, trace: str = "") -> bytes:
-    """Encode one envelope; the payload's type must belong to a direction table."""
-    if type_ not in CORE_TO_RUNTIME and type_ not in RUNTIME_TO_CORE:
-        raise UnknownMessageType(DecodeErrorCode.UNKNOWN_TYPE, "message type is not defined")
-    if payload is None:
-        return _encoder.encode(Envelope(type=type_, id=id_, trace=trace))
+def type_of(payload: msgspec.Struct) -> str:
+    """The message type a payload travels as; each payload class names exactly one type.
+
+    Raises UnknownMessageType for a Struct that is not a payload of either direction."""
+    type_ = MESSAGE_TYPES.get(type(payload))
+    if type_ is None:
+        raise UnknownMessageType(DecodeErrorCode.UNKNOWN_TYPE, "payload is not a message type")
+    return type_
+
+
+def encode(payload: msgspec.Struct, id_: str, trace: str = "") -> bytes:
+    """Encode one envelope; its type is the one the payload's class travels as."""
     body = msgspec.Raw(_encoder.encode(payload))
-    return _encoder.encode(Envelope(type=type_, id=id_, payload=body, trace=trace))
+    return _encoder.encode(Envelope(type=type_of(payload), id=id_, payload=body, trace=trace))
 
 
 def validate_frame(frame: Frame) -> None:

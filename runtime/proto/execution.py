@@ -21,8 +21,9 @@ from runtime.proto import limits
 from runtime.proto.errors import PreparationErrorCode, ValidationError
 from runtime.proto.identities import validate_frame_id
 from runtime.proto.inputs import MessageInput, validate_message_input
+from runtime.proto.strictness import STRICT
 
-_STRICT: dict[str, Any] = {"frozen": True, "forbid_unknown_fields": True, "omit_defaults": True}
+_STRICT = STRICT
 
 
 class PreparationState(StrEnum):

@@ -13,16 +13,16 @@ exporter finished. Core stops early with `cancel`.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
 
 import msgspec
 
 from runtime.proto.errors import DecodeErrorCode, ExportErrorCode, ValidationError
 from runtime.proto.identities import utf8_size
 from runtime.proto.limits import MAX_CORRELATION_ID_BYTES, MAX_EXPORT_BYTES, MAX_EXPORT_CHUNK_BYTES
+from runtime.proto.strictness import LENIENT, STRICT
 
-_STRICT: dict[str, Any] = {"frozen": True, "forbid_unknown_fields": True, "omit_defaults": True}
-_OUT: dict[str, Any] = {"frozen": True, "omit_defaults": True}
+_STRICT = STRICT
+_OUT = LENIENT
 INVALID = ExportErrorCode.INVALID_REQUEST
 
 

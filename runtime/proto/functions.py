@@ -9,15 +9,14 @@ applied; different content for the same call is `decision_conflict`.
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from runtime.proto.errors import DecisionErrorCode, DecodeErrorCode, ValidationError
 from runtime.proto.inputs import InputContent, InputImage
+from runtime.proto.strictness import LENIENT, STRICT
 
-_STRICT: dict[str, Any] = {"frozen": True, "forbid_unknown_fields": True, "omit_defaults": True}
-_OUT: dict[str, Any] = {"frozen": True, "omit_defaults": True}
+_STRICT = STRICT
+_OUT = LENIENT
 
 
 class FunctionCall(msgspec.Struct, **_OUT):

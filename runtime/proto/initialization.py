@@ -12,7 +12,7 @@ clean paths under `/workspace`; the Runtime resolves them and owns destinations.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
@@ -26,6 +26,7 @@ from runtime.proto.limits import (
     PLUGIN_SLOTS,
 )
 from runtime.proto.paths import is_entry_name, is_logical_path
+from runtime.proto.strictness import LENIENT, STRICT
 from runtime.proto.transfers import (
     TransferKind,
     TransferOutcome,
@@ -36,8 +37,8 @@ from runtime.proto.transfers import (
     validate_transfer_size,
 )
 
-_STRICT: dict[str, Any] = {"frozen": True, "forbid_unknown_fields": True, "omit_defaults": True}
-_OUT: dict[str, Any] = {"frozen": True, "omit_defaults": True}
+_STRICT = STRICT
+_OUT = LENIENT
 INVALID = RuntimePrepareErrorCode.INVALID_REQUEST
 
 

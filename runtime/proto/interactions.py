@@ -27,9 +27,10 @@ from runtime.proto.errors import (
     ValidationError,
 )
 from runtime.proto.run import Done
+from runtime.proto.strictness import LENIENT, STRICT
 
-_STRICT: dict[str, Any] = {"frozen": True, "forbid_unknown_fields": True, "omit_defaults": True}
-_OUT: dict[str, Any] = {"frozen": True, "omit_defaults": True}
+_STRICT = STRICT
+_OUT = LENIENT
 
 DECISION_ACK_CODES = frozenset(DecisionErrorCode)
 CANCEL_ACK_CODES = frozenset(CancelErrorCode)

@@ -12,8 +12,10 @@ from typing import Any, Literal
 
 import msgspec
 
-_OUT: dict[str, Any] = {"frozen": True, "omit_defaults": True}
-_STRICT: dict[str, Any] = {"frozen": True, "forbid_unknown_fields": True, "omit_defaults": True}
+from runtime.proto.strictness import LENIENT, STRICT
+
+_OUT = LENIENT
+_STRICT = STRICT
 
 
 class PromptCancel(msgspec.Struct, **_STRICT):

@@ -15,7 +15,6 @@ Neither `written` nor a send failure advances Core's input cursor.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
 
 import msgspec
 
@@ -23,9 +22,10 @@ from runtime.proto.errors import DecodeErrorCode, SteerErrorCode, ValidationErro
 from runtime.proto.identities import utf8_size
 from runtime.proto.inputs import MessageInput, validate_message_input
 from runtime.proto.limits import MAX_INPUT_ID_BYTES
+from runtime.proto.strictness import LENIENT, STRICT
 
-_STRICT: dict[str, Any] = {"frozen": True, "forbid_unknown_fields": True, "omit_defaults": True}
-_OUT: dict[str, Any] = {"frozen": True, "omit_defaults": True}
+_STRICT = STRICT
+_OUT = LENIENT
 
 
 def validate_input_id(input_id: str) -> None:

@@ -10,16 +10,15 @@ echoes the Environment and suspension ids; `error_code` never accompanies accept
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from runtime.proto.errors import DecodeErrorCode, SuspensionErrorCode, ValidationError
 from runtime.proto.identities import utf8_size
 from runtime.proto.limits import MAX_CORRELATION_ID_BYTES
+from runtime.proto.strictness import LENIENT, STRICT
 
-_STRICT: dict[str, Any] = {"frozen": True, "forbid_unknown_fields": True, "omit_defaults": True}
-_OUT: dict[str, Any] = {"frozen": True, "omit_defaults": True}
+_STRICT = STRICT
+_OUT = LENIENT
 
 QUIESCE_CODES = frozenset({SuspensionErrorCode.INVALID_REQUEST, SuspensionErrorCode.RESOURCE_BUSY})
 RESUME_CODES = frozenset({SuspensionErrorCode.INVALID_REQUEST, SuspensionErrorCode.NOT_SUSPENDED})

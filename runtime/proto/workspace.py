@@ -16,16 +16,17 @@ an interrupted or ambiguous read is `unknown` (`read_unconfirmed`).
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
 from runtime.proto.errors import DecodeErrorCode, ReadErrorCode, ValidationError
 from runtime.proto.limits import MAX_DIRECTORY_ENTRIES, MAX_READ_RESULT_BYTES
 from runtime.proto.paths import is_entry_name, is_workspace_path
+from runtime.proto.strictness import LENIENT, STRICT
 
-_STRICT: dict[str, Any] = {"frozen": True, "forbid_unknown_fields": True, "omit_defaults": True}
-_OUT: dict[str, Any] = {"frozen": True, "omit_defaults": True}
+_STRICT = STRICT
+_OUT = LENIENT
 INVALID = ReadErrorCode.INVALID_REQUEST
 DIRECTORY = "directory"
 

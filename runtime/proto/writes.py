@@ -11,8 +11,6 @@ releases the mutation owner; a missing or ambiguous receipt leaves the write unk
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from runtime.proto.errors import (
@@ -23,6 +21,7 @@ from runtime.proto.errors import (
 )
 from runtime.proto.identities import is_canonical_uuid
 from runtime.proto.paths import is_workspace_path
+from runtime.proto.strictness import LENIENT, STRICT
 from runtime.proto.transfers import (
     TransferKind,
     TransferOutcome,
@@ -33,8 +32,8 @@ from runtime.proto.transfers import (
     validate_transfer_size,
 )
 
-_STRICT: dict[str, Any] = {"frozen": True, "forbid_unknown_fields": True, "omit_defaults": True}
-_OUT: dict[str, Any] = {"frozen": True, "omit_defaults": True}
+_STRICT = STRICT
+_OUT = LENIENT
 INVALID = WriteErrorCode.INVALID_REQUEST
 
 

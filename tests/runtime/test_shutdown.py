@@ -34,7 +34,7 @@ async def _prepared(peer: CorePeer, kind: str) -> None:
             disable_execution_environment=True,
         ),
     )
-    await peer.send(codec.encode("execution_prepare", "prepare", request).decode())
+    await peer.send(codec.encode(request, "prepare").decode())
     while True:
         frame = await asyncio.wait_for(peer.next_frame(), WAIT)
         if frame["type"] == "preparation_status" and frame["payload"]["state"] == "ready":

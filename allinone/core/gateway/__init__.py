@@ -1,2 +1,16 @@
-"""The Runtime gateway: bootstrap and WebSocket endpoints, one Connection per socket, and
-the registry of connected devices with their capability snapshots."""
+"""The Runtime gateway: Core's side of the wire.
+
+    server.py         the bootstrap endpoint and the WebSocket endpoint (the I/O shell:
+                      reads frames, writes the send queue, enforces deadlines)
+    routing.py        frame -> destination, a pure function tested frame by frame
+    connection.py     one Runtime connection: send queue, capability snapshot, and the
+                      subscriptions `routing` delivers to
+    subscriptions.py  buffered preparation and Run subscriptions
+    registry.py       the connected devices and their capability snapshots
+    workspace.py      workspace operations sent to a Runtime and their replies
+
+It may import the standard library, starlette, msgspec, `runtime.proto` (never the
+Runtime daemon itself) and `allinone.core.gateway.*`; `server.py`, an HTTP edge, also
+reads bounded bodies through `allinone.core.api.bodies`. What a frame means for a Turn is
+decided by orchestration, which imports the gateway, never the other way round.
+"""

@@ -1,8 +1,9 @@
 """One Runtime connection: its send queue, capability snapshot and subscriptions.
 
-The connection's reader hands each decoded frame to `route`; nothing here decides what a
-frame means for a Turn. Statuses go to the preparation subscription of their request
-id, Run frames to the Run subscription of their Run id.
+The connection's reader hands each decoded frame to `route`, which delivers it where the
+pure `routing.route` says (statuses to the preparation subscription of their request id,
+Run frames to the Run subscription of their Run id); nothing here decides what a frame
+means for a Turn.
 """
 
 from __future__ import annotations
@@ -13,6 +14,16 @@ from typing import Any
 
 import msgspec
 
+from allinone.core.gateway import routing
+from allinone.core.gateway.routing import (
+    Nowhere,
+    ToHeartbeat,
+    ToOperation,
+    ToPreparation,
+    ToReceipt,
+    ToRun,
+    ToSteer,
+)
 from allinone.core.gateway.subscriptions import (
     ObservationError,
     PreparationSubscription,
@@ -67,10 +78,12 @@ class Connection:
         self.close_code = CLOSE_NORMAL
 
     # Sending. A successful send proves only that the envelope entered the local queue.
-    async def send(self, type_: str, id_: str, payload: msgspec.Struct | None) -> None:
+    async def send(self, type_: str, id_: str, payload: msgspec.Struct) -> None:
+        """Queue one envelope; its type is the payload's own, which `type_` restates."""
         if self.closed.is_set():
             raise SendFailed(self.close_reason or CONNECTION_CLOSED)
-        data = codec.encode(type_, id_, payload)
+        data = codec.encode(payload, id_)
+        assert codec.type_of(payload) == type_, "the payload names its own type"
         try:
             await asyncio.wait_for(self.outbox.put(data), limits.WRITE_DEADLINE_SECONDS)
         except TimeoutError as exc:
@@ -133,55 +146,50 @@ class Connection:
 
     # Receiving.
     async def route(self, frame: Frame) -> None:
-        if frame.type == "heartbeat":
-            self._heartbeat(frame.payload)
+        """Deliver one decoded frame to the destination `routing.route` names."""
+        match routing.route(frame, self._interaction_runs):
+            case ToHeartbeat(heartbeat):
+                self._heartbeat(heartbeat)
+            case ToPreparation(request_id, status):
+                sub = self._preparations.get(request_id)
+                if sub is not None and sub.accept(status):
+                    await sub.put(status, limits.RECEIPT_SEND_TIMEOUT_SECONDS)
+            case ToReceipt(run_id, ack):
+                await self._receipt(run_id, ack, frame)
+            case ToOperation(operation_id):
+                operation = self._operations.get(operation_id)
+                if operation is not None:
+                    operation.put_nowait(frame)
+            case ToSteer(run_id, steer):
+                queue = self._steers.get((run_id, steer.input_id))
+                if queue is not None:
+                    queue.put_nowait(steer)
+            case ToRun(run_id, opens, last):
+                if opens is not None:
+                    self._interaction_runs[opens] = run_id
+                await self._to_run(run_id, frame, last)
+            case Nowhere():
+                log.warning("frame %s has no route on this connection", frame.type)
+
+    async def _receipt(self, run_id: str, ack: InteractionDecisionAck, frame: Frame) -> None:
+        waiter = self._acks.pop(ack.delivery_id, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(ack)
+        run_sub = self._runs.get(run_id)
+        if run_sub is not None:
+            # In order with the Run's frames, so what the receipt proves is projected
+            # before what the harness did next.
+            await run_sub.put(frame, limits.RECEIPT_SEND_TIMEOUT_SECONDS)
+
+    async def _to_run(self, run_id: str, frame: Frame, last: bool) -> None:
+        run = self._runs.get(run_id)
+        if run is None:
+            log.warning("frame %s for an unknown run dropped", frame.type)
             return
-        if frame.type == "preparation_status":
-            sub = self._preparations.get(frame.id)
-            if sub is not None and sub.accept(frame.payload):
-                await sub.put(frame.payload, limits.RECEIPT_SEND_TIMEOUT_SECONDS)
-            return
-        if frame.type == "interaction_decision_ack":
-            ack: InteractionDecisionAck = frame.payload
-            waiter = self._acks.pop(ack.delivery_id, None)
-            if waiter is not None and not waiter.done():
-                waiter.set_result(ack)
-            run_sub = self._runs.get(frame.id)
-            if run_sub is not None:
-                # In order with the Run's frames, so what the receipt proves is projected
-                # before what the harness did next.
-                await run_sub.put(frame, limits.RECEIPT_SEND_TIMEOUT_SECONDS)
-            return
-        if frame.type in _OPERATION_RESULTS:
-            operation = self._operations.get(frame.id)
-            if operation is not None:
-                operation.put_nowait(frame)
-            return
-        if frame.type == "prompt_steer_ack":
-            steer: PromptSteerAck = frame.payload
-            queue = self._steers.get((frame.id, steer.input_id))
-            if queue is not None:
-                queue.put_nowait(steer)
-            return
-        run_id = frame.id
-        if frame.type in ("permission_request", "prompt_for_user_choice"):
-            interaction = getattr(frame.payload, "request_id", "") or getattr(
-                frame.payload, "ask_id", ""
-            )
-            self._interaction_runs[interaction] = frame.id
-        elif frame.type == "permission_cancel":
-            run_id = self._interaction_runs.get(frame.id, "")
-        if frame.type in codec.RUN_EVENT_TYPES or frame.type in _RUN_ROUTED:
-            run = self._runs.get(run_id)
-            if run is None:
-                log.warning("frame %s for an unknown run dropped", frame.type)
-                return
-            await run.put(frame, limits.RECEIPT_SEND_TIMEOUT_SECONDS)
-            if frame.type == "done":
-                run.finish()
-                self._runs.pop(run_id, None)
-            return
-        log.warning("frame %s has no route on this connection", frame.type)
+        await run.put(frame, limits.RECEIPT_SEND_TIMEOUT_SECONDS)
+        if last:
+            run.finish()
+            self._runs.pop(run_id, None)
 
     def _heartbeat(self, heartbeat: Heartbeat) -> None:
         self.kinds = {kind.kind: kind for kind in heartbeat.supported_agent_kinds}
@@ -227,18 +235,5 @@ class Connection:
             "agent_kinds": sorted(k for k, v in (self.kinds or {}).items() if v.available),
         }
 
-
-# Run-scoped frames added by later protocol families route the same way.
-_OPERATION_RESULTS = frozenset(
-    {
-        "workspace_read_result",
-        "workspace_write_result",
-        "workspace_export_result",
-        "runtime_prepare_result",
-    }
-)
-_RUN_ROUTED = frozenset(
-    {"function_call", "permission_request", "permission_cancel", "prompt_for_user_choice"}
-)
 
 __all__ = ["Connection", "PreparationStatus", "SendFailed"]

@@ -143,9 +143,7 @@ class Gateway:
         finally:
             connection.close(connection.close_reason or CONNECTION_CLOSED)
             self.registry.unregister(connection)
-            writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await writer
+            await _stop(writer)
             with contextlib.suppress(Exception):  # the socket may already be gone
                 await ws.close(code=connection.close_code, reason=connection.close_reason)
             log.info("runtime device %s disconnected", device_id)
@@ -192,3 +190,13 @@ class Gateway:
             await asyncio.wait_for(ws.send_text(data.decode()), limits.WRITE_DEADLINE_SECONDS)
         with contextlib.suppress(Exception):  # the peer may already be gone
             await ws.close(code=connection.close_code, reason=connection.close_reason)
+
+
+async def _stop(task: asyncio.Task[None]) -> None:
+    """Cancel a child task and wait for it to end without losing the caller's own
+    cancellation: `asyncio.wait` never raises the child's outcome, only the awaiting
+    task's own CancelledError."""
+    task.cancel()
+    await asyncio.wait({task})
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("gateway writer ended with %r", task.exception())

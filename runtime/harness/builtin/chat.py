@@ -155,11 +155,7 @@ class ChatCompletions:
                         usage = _usage(chunk.usage)
                     for choice in chunk.choices[:1]:
                         delta = choice.delta
-                        extra = delta.model_extra or {}
-                        thought = next(
-                            (extra[f] for f in REASONING_FIELDS if isinstance(extra.get(f), str)),
-                            "",
-                        )
+                        thought = _thought(delta)
                         if thought:
                             reasoning.append(thought)
                         if (delta.content or delta.tool_calls) and reasoning and not reasoning_sent:
@@ -168,13 +164,7 @@ class ChatCompletions:
                         if delta.content:
                             text.append(delta.content)
                             yield TextDelta(item_id, delta.content)
-                        for call in delta.tool_calls or []:
-                            slot = calls.setdefault(call.index, {"id": "", "name": "", "args": ""})
-                            if call.id:
-                                slot["id"] = call.id
-                            if call.function is not None:
-                                slot["name"] += call.function.name or ""
-                                slot["args"] += call.function.arguments or ""
+                        _gather_calls(calls, delta.tool_calls or [])
                         if choice.finish_reason:
                             finish = choice.finish_reason
         except openai.OpenAIError as exc:
@@ -190,6 +180,23 @@ class ChatCompletions:
         if usage is not None:
             yield usage
         yield Finished(_reason(finish, bool(calls)))
+
+
+def _thought(delta: Any) -> str:
+    """The reasoning text a provider put in one of the non-standard delta fields."""
+    extra = delta.model_extra or {}
+    return next((extra[f] for f in REASONING_FIELDS if isinstance(extra.get(f), str)), "")
+
+
+def _gather_calls(calls: dict[int, dict[str, str]], deltas: list[Any]) -> None:
+    """Add streamed tool-call fragments to the call at their index."""
+    for call in deltas:
+        slot = calls.setdefault(call.index, {"id": "", "name": "", "args": ""})
+        if call.id:
+            slot["id"] = call.id
+        if call.function is not None:
+            slot["name"] += call.function.name or ""
+            slot["args"] += call.function.arguments or ""
 
 
 def _usage(counted: Any) -> Usage:

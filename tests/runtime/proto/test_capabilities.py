@@ -158,7 +158,7 @@ def test_a_missing_capability_object_is_rejected(capabilities: object) -> None:
 def test_a_heartbeat_round_trips_its_declaration() -> None:
     kind = SupportedAgentKind("scripted", True, AgentKindCapabilities(**DECLARATION), "1.0")
     heartbeat = Heartbeat(ts=1, active_requests=0, home_removal=False, supported_agent_kinds=[kind])
-    frame = decode_from_runtime(encode("heartbeat", "", heartbeat))
+    frame = decode_from_runtime(encode(heartbeat, ""))
     assert frame.payload == heartbeat
 
 

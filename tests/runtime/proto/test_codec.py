@@ -1,11 +1,13 @@
 """Every message type round-trips through `encode` and its direction's decoder; Core ->
-Runtime payloads are strict at every depth; unknown types are rejected."""
+Runtime payloads are strict at every depth and Runtime -> Core ones follow the declared
+policy; unknown types are rejected."""
 
 import types
 import typing
 from typing import Any
 
 import msgspec
+import msgspec.inspect
 import pytest
 
 from runtime.proto import (
@@ -31,11 +33,14 @@ from runtime.proto.codec import (
     decode_from_core,
     decode_from_runtime,
     encode,
+    type_of,
     validate_frame,
 )
+from runtime.proto.envelope import Envelope
 from runtime.proto.errors import DecodeError, DecodeErrorCode, UnknownMessageType, ValidationError
 from runtime.proto.identities import ID_KINDS, IdKind
 from runtime.proto.limits import KIB, MAX_FRAME_BYTES
+from runtime.proto.strictness import STRICT_FROM_RUNTIME
 from runtime.proto.transfers import TransferOutcome, TransferStep
 
 UUID_A = "0b7c3f52-5a57-4c35-9a53-3a3b8f6e2c11"
@@ -160,7 +165,7 @@ def test_the_samples_cover_both_direction_tables_exactly() -> None:
 
 @pytest.mark.parametrize("type_", sorted(CORE_SAMPLES))
 def test_core_frames_round_trip(type_: str) -> None:
-    frame = decode_from_core(encode(type_, IDS[ID_KINDS[type_]], CORE_SAMPLES[type_], "t"))
+    frame = decode_from_core(encode(CORE_SAMPLES[type_], IDS[ID_KINDS[type_]], "t"))
     assert (frame.type, frame.id, frame.payload, frame.trace) == (
         type_,
         IDS[ID_KINDS[type_]],
@@ -170,17 +175,17 @@ def test_core_frames_round_trip(type_: str) -> None:
     assert isinstance(frame.payload, CORE_TO_RUNTIME[type_])
     validate_frame(frame)
     with pytest.raises(UnknownMessageType):
-        decode_from_runtime(encode(type_, frame.id, CORE_SAMPLES[type_]))
+        decode_from_runtime(encode(CORE_SAMPLES[type_], frame.id))
 
 
 @pytest.mark.parametrize("type_", sorted(RUNTIME_SAMPLES))
 def test_runtime_frames_round_trip(type_: str) -> None:
-    frame = decode_from_runtime(encode(type_, IDS[ID_KINDS[type_]], RUNTIME_SAMPLES[type_]))
+    frame = decode_from_runtime(encode(RUNTIME_SAMPLES[type_], IDS[ID_KINDS[type_]]))
     assert (frame.type, frame.payload) == (type_, RUNTIME_SAMPLES[type_])
     assert isinstance(frame.payload, RUNTIME_TO_CORE[type_])
     validate_frame(frame)
     with pytest.raises(UnknownMessageType):
-        decode_from_core(encode(type_, frame.id, RUNTIME_SAMPLES[type_]))
+        decode_from_core(encode(RUNTIME_SAMPLES[type_], frame.id))
 
 
 @pytest.mark.parametrize("type_", ["prompt_request", "authoring_request", "", "Delta"])
@@ -189,8 +194,72 @@ def test_unknown_types_are_rejected_in_both_directions_and_by_the_encoder(type_:
         with pytest.raises(UnknownMessageType) as caught:
             decode(_frame(type_, {}))
         assert caught.value.code == DecodeErrorCode.UNKNOWN_TYPE
-    with pytest.raises(UnknownMessageType):
-        encode(type_, "id", None)
+
+
+class _NotAPayload(msgspec.Struct, frozen=True):
+    text: str = ""
+
+
+@pytest.mark.parametrize("payload", [_NotAPayload(), Envelope(type="delta")])
+def test_the_encoder_refuses_a_struct_that_is_no_message_type(payload: msgspec.Struct) -> None:
+    with pytest.raises(UnknownMessageType) as caught:
+        encode(payload, "id")
+    assert caught.value.code == DecodeErrorCode.UNKNOWN_TYPE
+
+
+@pytest.mark.parametrize("type_", sorted({**CORE_SAMPLES, **RUNTIME_SAMPLES}))
+def test_the_encoder_takes_the_type_from_the_payload_class(type_: str) -> None:
+    payload = {**CORE_SAMPLES, **RUNTIME_SAMPLES}[type_]
+    assert type_of(payload) == type_
+    assert msgspec.json.decode(encode(payload, "x"))["type"] == type_
+
+
+def _structs(annotation: Any) -> list[msgspec.inspect.StructType]:
+    """Every Struct reachable from a payload type, the payload's own first."""
+    found: dict[type, msgspec.inspect.StructType] = {}
+
+    def walk(info: msgspec.inspect.Type) -> None:
+        if isinstance(info, msgspec.inspect.StructType):
+            if info.cls not in found:
+                found[info.cls] = info
+                for field in info.fields:
+                    walk(field.type)
+        elif isinstance(info, msgspec.inspect.UnionType):
+            for member in info.types:
+                walk(member)
+        elif isinstance(info, msgspec.inspect.TupleType):
+            for member in info.item_types:
+                walk(member)
+        elif isinstance(info, msgspec.inspect.DictType):
+            walk(info.value_type)
+        elif isinstance(info, msgspec.inspect.CollectionType):
+            walk(info.item_type)
+
+    walk(msgspec.inspect.type_info(annotation))
+    return list(found.values())
+
+
+@pytest.mark.parametrize("type_", sorted(CORE_TO_RUNTIME))
+def test_everything_core_sends_is_decoded_strictly_at_every_depth(type_: str) -> None:
+    lenient = [
+        s.cls.__name__ for s in _structs(CORE_TO_RUNTIME[type_]) if not s.forbid_unknown_fields
+    ]
+    assert lenient == []
+
+
+@pytest.mark.parametrize("type_", sorted(RUNTIME_TO_CORE))
+def test_what_a_runtime_sends_is_lenient_except_the_declared_structures(type_: str) -> None:
+    for struct in _structs(RUNTIME_TO_CORE[type_]):
+        assert struct.forbid_unknown_fields == (struct.cls.__name__ in STRICT_FROM_RUNTIME)
+
+
+def test_an_unknown_field_in_a_lenient_report_is_ignored_and_in_a_strict_one_refused() -> None:
+    delta: dict[str, Any] = {"item_id": "i", "delta": "a", "sequence": 1}
+    decoded = decode_from_runtime(_frame("delta", {**delta, "later_field": 1}, "run_1"))
+    assert decoded.payload == run.Delta(**delta)
+    with pytest.raises(DecodeError):
+        counts = {k: 0 for k in run.TokenCounts.__struct_fields__}
+        decode_from_runtime(_frame("usage", {"tokens": {**counts, "later_field": 1}}, "run_1"))
 
 
 @pytest.mark.parametrize("data", [b"", b"[]", b"{}", b'{"id":"x"}', b"not json", b'{"type":1}'])
@@ -315,7 +384,7 @@ def test_runtime_payloads_tolerate_unknown_fields_but_not_missing_ones() -> None
 
 
 def test_bytes_travel_as_padded_standard_base64() -> None:
-    encoded = encode("workspace_write", UUID_B, CORE_SAMPLES["workspace_write"])
+    encoded = encode(CORE_SAMPLES["workspace_write"], UUID_B)
     assert b'"data":"AP8="' in encoded
     with pytest.raises(DecodeError):
         decode_from_core(_frame("workspace_write", {"step": "chunk", "data": "AP8"}))
@@ -324,9 +393,9 @@ def test_bytes_travel_as_padded_standard_base64() -> None:
 def test_validate_frame_checks_the_id_before_the_payload() -> None:
     read = workspace.WorkspaceRead("env", "a", handle="h", max_bytes=1)
     with pytest.raises(ValidationError) as caught:
-        validate_frame(decode_from_core(encode("workspace_read", "x" * 129, read)))
+        validate_frame(decode_from_core(encode(read, "x" * 129)))
     assert caught.value.code == DecodeErrorCode.INVALID_CORRELATION
     bad = msgspec.structs.replace(read, max_bytes=0)
     with pytest.raises(ValidationError) as caught:
-        validate_frame(decode_from_core(encode("workspace_read", "op-1", bad)))
+        validate_frame(decode_from_core(encode(bad, "op-1")))
     assert caught.value.code == "invalid_request"

@@ -45,7 +45,7 @@ def test_new_traces_are_valid_and_distinct() -> None:
 
 @pytest.mark.parametrize("trace", ["", "not-a-trace", VALID])
 def test_decoding_never_rejects_a_frame_for_its_trace(trace: str) -> None:
-    frame = decode_from_core(encode("prompt_cancel", "run", PromptCancel("d"), trace))
+    frame = decode_from_core(encode(PromptCancel("d"), "run", trace))
     assert frame.trace == trace
     assert frame.id == "run"
     assert is_valid_trace(ensure_trace(frame.trace))
@@ -57,4 +57,4 @@ def test_a_frame_without_trace_or_payload_decodes_with_empty_defaults() -> None:
 
 
 def test_an_absent_trace_is_not_emitted() -> None:
-    assert b"trace" not in encode("prompt_cancel", "run", PromptCancel())
+    assert b"trace" not in encode(PromptCancel(), "run")
