@@ -17,7 +17,6 @@ from msgspec import UNSET
 
 from allinone.core import agents as agent_config
 from allinone.core import features, render
-from allinone.core.api.errors import ApiError, invalid, not_found
 from allinone.core.api.models import (
     CancelInputEvent,
     InputEvent,
@@ -29,6 +28,13 @@ from allinone.core.api.models import (
     ToolResultInputEvent,
 )
 from allinone.core.environments import Environments
+from allinone.core.errors import (
+    Conflict,
+    IdempotencyConflict,
+    InvalidRequest,
+    NotFound,
+    TurnConflict,
+)
 from allinone.core.ids import Clock, Ids
 from allinone.core.model_providers import ModelProviders
 from allinone.core.recorder import Recorder
@@ -40,7 +46,7 @@ from storage import interactions as interaction_rows
 from storage import items as item_rows
 from storage import vaults as vault_rows
 from storage.database import Database, Tx
-from storage.errors import Conflict
+from storage.errors import Conflict as StorageConflict
 from storage.rows import dumps
 
 _encoder = msgspec.json.Encoder(order="sorted")
@@ -53,15 +59,15 @@ def digest(value: Any) -> str:
 def _messages(value: str | list[InputMessageParam]) -> list[dict[str, Any]]:
     if isinstance(value, str):
         if not value:
-            raise invalid("input must not be empty.", "input")
+            raise InvalidRequest("input must not be empty.", "input")
         return [{"role": "user", "content": [{"type": "input_text", "text": value}]}]
     if not value:
-        raise invalid("input must contain at least one message.", "input")
+        raise InvalidRequest("input must contain at least one message.", "input")
     result = []
     for index, message in enumerate(value):
         content = msgspec.to_builtins(message.content)
         if not content:
-            raise invalid("A message needs content.", f"input[{index}].content")
+            raise InvalidRequest("A message needs content.", f"input[{index}].content")
         result.append({"role": "user", "content": content})
     return result
 
@@ -111,17 +117,19 @@ class Admission:
         environment: dict[str, Any] = msgspec.to_builtins(body.environment)
         env_type = environment.get("type")
         if env_type not in ("none", "openai_hosted", "self_hosted"):
-            raise invalid(
+            raise InvalidRequest(
                 "environment.type must be one of none, openai_hosted, self_hosted.",
                 "environment.type",
             )
         if env_type == "none" and set(environment) != {"type"}:
-            raise invalid("An environment of type none takes no other fields.", "environment")
+            raise InvalidRequest(
+                "An environment of type none takes no other fields.", "environment"
+            )
         has_input = body.input is not UNSET and body.input is not None
         if not has_input and (
             env_type == "none" or (body.stream is True and env_type != "self_hosted")
         ):
-            raise invalid("This session requires initial input.", "input")
+            raise InvalidRequest("This session requires initial input.", "input")
         messages = _messages(body.input) if body.input is not UNSET and body.input else []
         hosted = (
             await self._hosted(project_id, environment) if env_type == "openai_hosted" else None
@@ -133,10 +141,7 @@ class Admission:
                 partial(vault_rows.missing_vaults, project_id=project_id, vault_ids=vault_ids)
             )
             if missing:
-                raise ApiError(
-                    404,
-                    "Resource not found.",
-                    code="not_found_error",
+                raise NotFound(
                     param=f"vault_ids[{vault_ids.index(missing[0])}]",
                 )
         request_hash = digest(body)
@@ -146,14 +151,14 @@ class Admission:
             wanted: str = body.agent_id
             saved = await self._db.read(lambda r: agent_rows.get(r, project_id, wanted))
             if saved is None:
-                raise ApiError(404, "Resource not found.", code="not_found_error", param="agent_id")
+                raise NotFound(param="agent_id")
             config = dict(saved["config"])
             agent_id = saved["id"]
             if body.agent is not UNSET:
                 agent_config.apply_fields(config, body.agent, seal_provider=self._providers.stored)
         else:
             if body.agent is UNSET or body.agent.model is UNSET:
-                raise invalid("agent.model is required without agent_id.", "agent.model")
+                raise InvalidRequest("agent.model is required without agent_id.", "agent.model")
             config = agent_config.defaults()
             agent_config.apply_fields(config, body.agent, seal_provider=self._providers.stored)
             agent_id = self._ids.new("agent")
@@ -189,11 +194,8 @@ class Admission:
                 earlier = await sessions.by_idempotency_key(tx, project_id, idempotency_key)
                 if earlier is not None:
                     if earlier["request_hash"] != request_hash or earlier["deleted_at"]:
-                        raise ApiError(
-                            409,
-                            "This idempotency key was used with a different request.",
-                            code="idempotency_conflict",
-                            headers={"x-should-retry": "false"},
+                        raise IdempotencyConflict(
+                            "This idempotency key was used with a different request."
                         )
                     return str(earlier["id"]), False
             await sessions.insert(
@@ -239,25 +241,20 @@ class Admission:
         """Validate a hosted environment before the transaction: an existing environment's
         id, or the inline configuration to create one."""
         if self._environments is None:
-            raise invalid("Environments are not available.", "environment.type")
+            raise InvalidRequest("Environments are not available.", "environment.type")
         existing = environment.get("environment_id")
         if existing is not None:
             if set(environment) - {"type", "environment_id"}:
-                raise invalid(
+                raise InvalidRequest(
                     "environment_id cannot be combined with other configuration.",
                     "environment.environment_id",
                 )
             row = await self._db.read(lambda r: env_rows.get(r, project_id, str(existing)))
             if row is None or row["type"] != "openai_hosted":
-                raise ApiError(
-                    404,
-                    "Resource not found.",
-                    code="not_found_error",
-                    param="environment.environment_id",
-                )
+                raise NotFound(param="environment.environment_id")
             return str(row["id"])
         if environment.get("environment_template_id"):
-            raise invalid(
+            raise InvalidRequest(
                 "Environment templates cannot be applied in this build yet.",
                 "environment.environment_template_id",
                 code="unsupported_or_invalid_configuration",
@@ -305,13 +302,8 @@ class Admission:
         turn_id = self._ids.new("turn")
         try:
             await turns.insert(tx, turn_id, session_id, agent_id, now)
-        except Conflict as exc:
-            raise ApiError(
-                409,
-                "The session already has an active turn.",
-                code="turn_conflict",
-                headers={"x-should-retry": "false"},
-            ) from exc
+        except StorageConflict as exc:
+            raise TurnConflict("The session already has an active turn.") from exc
         await self._record_input(
             tx,
             session_id,
@@ -373,7 +365,7 @@ class Admission:
         async def job(tx: Tx) -> bool:
             session = await sessions.get(tx, project_id, session_id)
             if session is None:
-                raise not_found()
+                raise NotFound()
             earlier = await tx.fetchone(
                 "SELECT batch_hash FROM turn_inputs WHERE session_id = ? AND idempotency_key = ?"
                 " LIMIT 1",
@@ -381,12 +373,7 @@ class Admission:
             )
             if earlier is not None:
                 if earlier["batch_hash"] != batch_hash:
-                    raise ApiError(
-                        409,
-                        "This idempotency key was used with different input.",
-                        code="idempotency_conflict",
-                        headers={"x-should-retry": "false"},
-                    )
+                    raise IdempotencyConflict("This idempotency key was used with different input.")
                 return False
             for position, event in enumerate(events):
                 await self._admit_one(
@@ -558,14 +545,13 @@ class Admission:
     ) -> None:
         call = await interaction_rows.call(tx, session_id, event.call_id)
         if call is None:
-            raise ApiError(
-                400,
+            raise InvalidRequest(
                 f"Unknown pending tool call: {event.call_id}",
+                "events",
                 code="invalid_request_error",
-                param="events",
             )
         if call["turn_id"] != event.turn_id:
-            raise invalid("The tool call belongs to a different Turn.", "events")
+            raise InvalidRequest("The tool call belongs to a different Turn.", "events")
         result = {
             "success": event.success,
             "output": msgspec.to_builtins(event.output),
@@ -573,12 +559,7 @@ class Admission:
         }
         if call["result"] is not None:
             if call["result"] != result:
-                raise ApiError(
-                    409,
-                    "The tool call already has a different result.",
-                    code="conflict_error",
-                    headers={"x-should-retry": "false"},
-                )
+                raise Conflict("The tool call already has a different result.")
             return  # the same result again: nothing to do
         turn = await turns.get(tx, call["turn_id"])
         if (
@@ -586,12 +567,7 @@ class Admission:
             or turn["status"] not in (TurnStatus.IN_PROGRESS, TurnStatus.WAITING)
             or call["delivery_state"] == "withdrawn"
         ):
-            raise ApiError(
-                409,
-                "The Turn cannot accept this input in its current state.",
-                code="turn_conflict",
-                headers={"x-should-retry": "false"},
-            )
+            raise TurnConflict("The Turn cannot accept this input in its current state.")
         await interaction_rows.answer_call(tx, session_id, event.call_id, result)
         await self._record_input(
             tx,
@@ -620,30 +596,22 @@ class Admission:
     ) -> None:
         row = await interaction_rows.interaction(tx, session_id, interaction_id)
         if row is None or row["kind"] != kind:
-            raise invalid(f"Unknown pending request: {interaction_id}", "events")
+            raise InvalidRequest(f"Unknown pending request: {interaction_id}", "events")
         if row["response"] is not None:
             if row["response"] != response:
-                raise ApiError(
-                    409,
-                    "The request already has a different answer.",
-                    code="conflict_error",
-                    headers={"x-should-retry": "false"},
-                )
+                raise Conflict("The request already has a different answer.")
             return
         if row["state"] != "pending":
-            raise ApiError(
-                409,
-                "The request is no longer pending.",
-                code="turn_conflict",
-                headers={"x-should-retry": "false"},
-            )
+            raise TurnConflict("The request is no longer pending.")
         if kind == "choice":
             issued = {q["id"] for q in row["request"].get("questions", [])}
             ids = [a["question_id"] for a in response["question_answers"]]
             if len(set(ids)) != len(ids) or not set(ids) <= issued:
-                raise invalid("Answers must name issued questions, each at most once.", "events")
+                raise InvalidRequest(
+                    "Answers must name issued questions, each at most once.", "events"
+                )
             if response["cancelled"] and ids:
-                raise invalid("A cancelled choice carries no answers.", "events")
+                raise InvalidRequest("A cancelled choice carries no answers.", "events")
         await interaction_rows.answer_interaction(tx, session_id, interaction_id, response)
         await self._record_input(
             tx,
@@ -661,7 +629,7 @@ class Admission:
     async def update_session(self, session: dict[str, Any], body: SessionUpdate) -> None:
         """Apply a session update; new values apply to turns that start afterwards."""
         if all(getattr(body, f) is UNSET for f in body.__struct_fields__):
-            raise invalid("At least one update field is required")
+            raise InvalidRequest("At least one update field is required")
         agent = None
         if body.agent is not UNSET:
             agent = dict(session["agent"])
@@ -711,9 +679,6 @@ class Admission:
             return await sessions.delete(tx, session["id"], self._clock.now())
 
         if not await self._db.write(job):
-            raise ApiError(
-                409,
-                "session must be durably idle or failed without required actions before deletion",
-                code="conflict_error",
-                headers={"x-should-retry": "false"},
+            raise Conflict(
+                "session must be durably idle or failed without required actions before deletion"
             )

@@ -32,13 +32,13 @@ from apscheduler.triggers.date import DateTrigger
 
 from allinone.core.admission import Admission
 from allinone.core.api import automation_models as shapes
-from allinone.core.api.errors import ApiError
 from allinone.core.api.models import (
     InputMessageParam,
     InputTextParam,
     MessageInputEvent,
     SessionCreate,
 )
+from allinone.core.errors import NotFound, Refused
 from allinone.core.ids import Clock, Ids
 from allinone.core.sealing import Sealer
 from storage import automations as rows
@@ -201,7 +201,7 @@ class Automations:
         invocation row. Raises 404 when the automation is not in the project."""
         row = await self._db.read(lambda r: rows.get(r, project_id, automation_id))
         if row is None:
-            raise ApiError(404, "Resource not found.", code="not_found_error")
+            raise NotFound()
         invocation: dict[str, Any] = {
             "id": self._ids.new("autoinv"),
             "automation_id": automation_id,
@@ -237,7 +237,7 @@ class Automations:
                 outcome = await self._post_to_session(project_id, target, key)
             else:
                 outcome = await self._new_session(project_id, target, key)
-        except ApiError as exc:
+        except Refused as exc:
             outcome = {"status": "failed", "error": (exc.code or "invalid_request", exc.message)}
         except Exception as exc:
             log.error(
@@ -297,7 +297,7 @@ class Automations:
             await self._admission.admit_inputs(
                 project_id, session_id, [MessageInputEvent(input=[message])], key
             )
-        except ApiError as exc:
+        except Refused as exc:
             if exc.status == 409 and exc.code in BUSY_CODES:
                 return {
                     "status": "skipped",

@@ -20,7 +20,15 @@ import tarfile
 from functools import partial
 from typing import Any
 
-from allinone.core.api.errors import ApiError, invalid, not_found
+from allinone.core.errors import (
+    Conflict,
+    InvalidRequest,
+    NotFound,
+    OutcomeUnknown,
+    Refused,
+    TurnConflict,
+    Unavailable,
+)
 from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.registry import Registry
 from allinone.core.gateway.workspace import (
@@ -51,26 +59,26 @@ INTERRUPTED = (
 def check_path(path: Any, param: str) -> str:
     """An absolute POSIX path under /workspace/ with no empty, `.` or `..` segments."""
     if not isinstance(path, str) or not path.startswith(WORKSPACE + "/") or len(path) > 4096:
-        raise invalid("path must be an absolute path under /workspace/.", param)
+        raise InvalidRequest("path must be an absolute path under /workspace/.", param)
     segments = path[len(WORKSPACE) + 1 :].split("/")
     if any(s in ("", ".", "..") for s in segments) or any(c in path for c in "\\\0\r\n"):
-        raise invalid("path must not contain empty, '.' or '..' segments.", param)
+        raise InvalidRequest("path must not contain empty, '.' or '..' segments.", param)
     if path == WORKSPACE + "/outputs" or any(
         path == r or path.startswith(r + "/") or path.startswith(r + "-") for r in RESERVED
     ):
-        raise invalid("path is reserved.", param)
+        raise InvalidRequest("path is reserved.", param)
     return path
 
 
 def decode_inline(data: Any, param: str) -> bytes:
     if not isinstance(data, str):
-        raise invalid("data must be standard base64.", param)
+        raise InvalidRequest("data must be standard base64.", param)
     try:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise invalid("data must be standard base64.", param) from exc
+        raise InvalidRequest("data must be standard base64.", param) from exc
     if len(raw) > INLINE_LIMIT:
-        raise invalid("Inline files may be at most 5 MiB after decoding.", param)
+        raise InvalidRequest("Inline files may be at most 5 MiB after decoding.", param)
     return raw
 
 
@@ -104,21 +112,21 @@ class Environments:
         """Return (public config, confidential inputs, initial files) or raise 400."""
         network = body.get("network") or {"access": "enabled"}
         if network.get("access", "enabled") != "enabled":
-            raise invalid(
+            raise InvalidRequest(
                 "corebox cannot enforce network restrictions; use access 'enabled'.",
                 f"{param}.network.access",
                 code="unsupported_or_invalid_configuration",
             )
         packages = body.get("packages") or {}
         if packages.get("system"):
-            raise invalid(
+            raise InvalidRequest(
                 "System packages cannot be installed here.",
                 f"{param}.packages.system",
                 code="unsupported_or_invalid_configuration",
             )
         for field in ("plugins", "skills"):
             if body.get(field):
-                raise invalid(
+                raise InvalidRequest(
                     f"{field} are not supported in this build.",
                     f"{param}.{field}",
                     code="unsupported_or_invalid_configuration",
@@ -136,9 +144,7 @@ class Environments:
                     partial(env_rows.upload, project_id=project_id, file_id=wanted)
                 )
                 if upload is None:
-                    raise ApiError(
-                        404, "Resource not found.", code="not_found_error", param=f"{where}.file_id"
-                    )
+                    raise NotFound(param=f"{where}.file_id")
                 files.append(
                     {
                         "type": "file_id",
@@ -148,7 +154,9 @@ class Environments:
                     }
                 )
             else:
-                raise invalid("files entries are of type inline or file_id.", f"{where}.type")
+                raise InvalidRequest(
+                    "files entries are of type inline or file_id.", f"{where}.type"
+                )
         config = {
             "capability_directories": list(body.get("capability_directories") or []),
             "network": {"access": "enabled", "allowed_domains": []},
@@ -168,7 +176,7 @@ class Environments:
             packages.get(kind) for kind in ("npm", "python")
         )
         if runs_commands and not self.grants.commands_allowed(project_id):
-            raise invalid(
+            raise InvalidRequest(
                 "Commands cannot be confined on this host and the server's owner has not"
                 " trusted this project to run them (corebox projects trust).",
                 f"{param}.setup_commands",
@@ -240,7 +248,7 @@ class Environments:
     ) -> str:
         directory = body.get("workspace_directory")
         if not isinstance(directory, str) or not directory.startswith("/"):
-            raise invalid(
+            raise InvalidRequest(
                 "workspace_directory must be an absolute path.", f"{param}.workspace_directory"
             )
         self.grants.check_directory(project_id, directory, f"{param}.workspace_directory")
@@ -267,8 +275,7 @@ class Environments:
     def connection(self, harness: str = DEFAULT_HARNESS) -> Connection:
         connection = self._registry.select(harness, WORKSPACE_CAPABILITIES)
         if connection is None:
-            raise ApiError(
-                503,
+            raise Unavailable(
                 "No Runtime that can serve workspaces is connected.",
                 code="runtime_node_unavailable",
             )
@@ -364,7 +371,7 @@ class Environments:
         async def run() -> None:
             try:
                 await self.ensure_initialized(environment_id, self.connection())
-            except (WorkspaceUnavailable, ApiError) as exc:
+            except (WorkspaceUnavailable, Refused) as exc:
                 log.warning("environment %s initialization failed: %s", environment_id, exc)
 
         task = asyncio.create_task(run(), name=f"init-{environment_id}")
@@ -383,27 +390,19 @@ class Environments:
     ) -> dict[str, Any]:
         environment = await self._db.read(lambda r: env_rows.get(r, project_id, environment_id))
         if environment is None:
-            raise not_found()
+            raise NotFound()
         connection = self.connection()
         try:
             await self.ensure_initialized(environment_id, connection)
         except WorkspaceUnavailable as exc:
-            raise ApiError(
-                409,
-                "The environment failed to initialize.",
-                code="environment_unavailable",
-                headers={"x-should-retry": "false"},
+            raise Conflict(
+                "The environment failed to initialize.", code="environment_unavailable"
             ) from exc
         row_id = self._ids.new("envfile")
 
         async def reserve(tx: Tx) -> None:
             if await env_rows.unsettled_files(tx, environment_id):
-                raise ApiError(
-                    409,
-                    "An earlier file write to this environment is unsettled.",
-                    code="turn_conflict",
-                    headers={"x-should-retry": "false"},
-                )
+                raise TurnConflict("An earlier file write to this environment is unsettled.")
             await env_rows.reserve_file(
                 tx,
                 {
@@ -420,10 +419,10 @@ class Environments:
 
         try:
             await self._db.write(reserve)
-        except ApiError:
+        except Refused:
             raise
         except Exception as exc:
-            raise invalid("A file already exists at that path.", "path") from exc
+            raise InvalidRequest("A file already exists at that path.", "path") from exc
         try:
             async with self._client.read_only(
                 connection, DEFAULT_HARNESS, wire_uuid(environment_id), environment
@@ -439,17 +438,15 @@ class Environments:
         except WorkspaceUnavailable as exc:
             if exc.unknown:
                 await self._set_file(row_id, "unknown")
-                raise ApiError(
-                    503,
+                raise OutcomeUnknown(
                     f"The file write's outcome is unknown ({exc.code}); it was not recorded "
                     "as written and will not be retried. Further writes to this environment "
                     "are refused until it is settled.",
                     code="file_transfer_unavailable",
-                    headers={"x-should-retry": "false"},
                 ) from exc
             # Refused, so nothing was written: the request leaves no row behind.
             await self._db.write(partial(env_rows.drop_reservation, file_row_id=row_id))
-            raise invalid(
+            raise InvalidRequest(
                 "The file could not be written: a file or directory already exists "
                 "there, or the path is unsafe.",
                 "path",
@@ -473,7 +470,7 @@ class Environments:
     ) -> list[dict[str, Any]]:
         environment = await self._db.read(lambda r: env_rows.get(r, project_id, environment_id))
         if environment is None:
-            raise not_found()
+            raise NotFound()
         connection = self.connection()
         relative = path[len(WORKSPACE) + 1 :] if path != WORKSPACE else ""
         try:
@@ -487,8 +484,8 @@ class Environments:
         except WorkspaceUnavailable as exc:
             if exc.code == "not_directory":
                 return []
-            raise ApiError(
-                503, "The workspace could not be read.", code="file_storage_unavailable"
+            raise Unavailable(
+                "The workspace could not be read.", code="file_storage_unavailable"
             ) from exc
         return [
             {

@@ -24,9 +24,10 @@ from allinone.core import agents as agent_config
 from allinone.core import tools as tool_lists
 from allinone.core.api import agent_resources as shapes
 from allinone.core.api.common import decode_body, json, list_params, project_for, read_page
-from allinone.core.api.errors import ApiError, not_found
+from allinone.core.api.errors import not_found
 from allinone.core.api.listing import page
 from allinone.core.api.models import AgentCreate, AgentUpdate
+from allinone.core.errors import NotFound
 from allinone.core.ids import Clock, Ids
 from allinone.core.model_providers import ModelProviders
 from storage import agents as agent_rows
@@ -140,9 +141,4 @@ class AgentsApi:
 
         index = await self._db.read(first_missing) if refs else None
         if index is not None:
-            raise ApiError(
-                404,
-                "Resource not found.",
-                code="not_found_error",
-                param=f"tools[{index}].credential_id",
-            )
+            raise NotFound(param=f"tools[{index}].credential_id")

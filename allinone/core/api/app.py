@@ -16,33 +16,25 @@ from allinone.core.api.errors import (
     ApiError,
     error_response,
     handle_api_error,
+    handle_refused,
     handle_storage_unavailable,
     handle_unexpected,
+    http_error,
+    method_not_allowed,
+    unknown_route,
 )
 from allinone.core.api.request_ids import RequestIds
+from allinone.core.errors import Refused
 from storage.errors import StorageUnavailable
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 404:
-        return error_response(
-            ApiError(
-                404,
-                f"Unknown route {request.method} {request.url.path[:200]}.",
-                code="unsupported_operation",
-            )
-        )
+        return error_response(unknown_route(request.method, request.url.path))
     if exc.status_code == 405:
-        return error_response(
-            ApiError(
-                405,
-                f"Method {request.method} is not allowed here.",
-                code="unsupported_operation",
-                headers=dict(exc.headers or {}),
-            )
-        )
-    return error_response(ApiError(exc.status_code, str(exc.detail)))
+        return error_response(method_not_allowed(request.method, dict(exc.headers or {})))
+    return error_response(http_error(exc.status_code, str(exc.detail)))
 
 
 def build_app(
@@ -63,6 +55,7 @@ def build_app(
         routes=[*routes, Route("/openapi.json", openapi_json, methods=["GET"])],
         exception_handlers={
             ApiError: handle_api_error,
+            Refused: handle_refused,
             StorageUnavailable: handle_storage_unavailable,
             HTTPException: _http_error,
             Exception: handle_unexpected,

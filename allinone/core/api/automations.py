@@ -31,9 +31,10 @@ from allinone.core.api.common import (
     project_for,
     read_page,
 )
-from allinone.core.api.errors import ApiError, from_validation, invalid, not_found
+from allinone.core.api.errors import from_validation, invalid, not_found
 from allinone.core.api.listing import page, single
 from allinone.core.automations import Automations, cron_trigger
+from allinone.core.errors import Conflict
 from allinone.core.host_grants import HostGrants
 from allinone.core.ids import Clock, Ids
 from storage import automations as rows
@@ -43,8 +44,8 @@ log = logging.getLogger(__name__)
 BASE = "/v1/agents/automations"
 
 
-def _conflict(message: str) -> ApiError:
-    return ApiError(409, message, code="conflict_error", headers={"x-should-retry": "false"})
+def _conflict(message: str) -> Conflict:
+    return Conflict(message)
 
 
 def check_schedule(expression: str, timezone: str) -> None:

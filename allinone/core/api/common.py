@@ -15,7 +15,8 @@ from starlette.responses import Response
 
 from allinone.core.api.bodies import read_body
 from allinone.core.api.decoding import decode_json
-from allinone.core.api.errors import ApiError, invalid, not_found
+from allinone.core.api.errors import invalid, not_found
+from allinone.core.errors import InvalidRequest, Refused, Unauthenticated
 from storage import tenancy
 from storage.database import Database, Reader
 from storage.pages import CursorNotFound, keyset
@@ -34,8 +35,7 @@ def digest_key(key: str) -> str:
 def check_beta(request: Request) -> None:
     values = request.headers.getlist("openai-beta")
     if len(values) != 1 or values[0].strip() != BETA_VALUE:
-        raise ApiError(
-            400,
+        raise InvalidRequest(
             "To access the Agents API, set the 'OpenAI-Beta' header to 'agents=v1'.",
             code="invalid_beta",
         )
@@ -49,12 +49,7 @@ async def authenticate(db: Database, request: Request) -> str:
     if key:
         project = await db.read(lambda r: tenancy.project_for_key(r, digest_key(key)))
     if project is None:
-        raise ApiError(
-            401,
-            "A valid Agents API bearer key is required.",
-            type_="invalid_request_error",
-            headers={"www-authenticate": "Bearer"},
-        )
+        raise Unauthenticated("A valid Agents API bearer key is required.")
     return project
 
 
@@ -159,7 +154,7 @@ async def read_page(
         raise cursor_error(exc, cursor_message) from exc
 
 
-def cursor_error(exc: CursorNotFound, message: str | None = None) -> ApiError:
+def cursor_error(exc: CursorNotFound, message: str | None = None) -> Refused:
     if message is None:
         return not_found()
     return invalid(message, "after")

@@ -12,7 +12,7 @@ import hmac
 from starlette.requests import Request
 
 from allinone.core.api.common import digest_key
-from allinone.core.api.errors import ApiError
+from allinone.core.errors import Unauthenticated
 from allinone.credentials import CORE_KEY_META
 from storage import tenancy
 from storage.database import Database
@@ -29,11 +29,6 @@ async def is_core_key(db: Database, request: Request) -> bool:
 
 
 async def require_core_key(db: Database, request: Request) -> None:
-    """Raise a 401 ApiError unless the request's Bearer token is the Core key."""
+    """Raise a 401 unless the request's Bearer token is the Core key."""
     if not await is_core_key(db, request):
-        raise ApiError(
-            401,
-            "A valid Core key is required.",
-            type_="invalid_request_error",
-            headers={"www-authenticate": "Bearer"},
-        )
+        raise Unauthenticated("A valid Core key is required.")

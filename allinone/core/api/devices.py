@@ -26,8 +26,9 @@ from starlette.routing import Route
 
 from allinone.core.api.common import decode_body, digest_key, json, keyset_page, list_params
 from allinone.core.api.core_auth import require_core_key
-from allinone.core.api.errors import ApiError, not_found
+from allinone.core.api.errors import not_found
 from allinone.core.api.listing import page
+from allinone.core.errors import Conflict
 from allinone.core.gateway.registry import Registry
 from allinone.core.ids import Clock, Ids
 from storage import devices
@@ -130,12 +131,7 @@ class DevicesApi:
 
     def _refuse_local(self, device_id: str, action: str) -> None:
         if device_id == self._local_device:
-            raise ApiError(
-                409,
-                f"The in-process Runtime's device cannot be {action}.",
-                code="conflict_error",
-                headers={"x-should-retry": "false"},
-            )
+            raise Conflict(f"The in-process Runtime's device cannot be {action}.")
 
     async def shut_down(self, request: Request) -> Response:
         await require_core_key(self._db, request)

@@ -33,7 +33,7 @@ from allinone.core.api.common import (
     project_for,
 )
 from allinone.core.api.decoding import upload_filename
-from allinone.core.api.errors import ApiError, from_validation, invalid, not_found
+from allinone.core.api.errors import from_validation, invalid, not_found
 from allinone.core.api.template_models import (
     EnvironmentParam,
     FileIdFileParam,
@@ -41,6 +41,7 @@ from allinone.core.api.template_models import (
     InlineFileParam,
 )
 from allinone.core.environments import WORKSPACE, Environments, check_path, decode_inline
+from allinone.core.errors import IdempotencyConflict, NotFound
 from allinone.core.ids import Clock, Ids
 from storage import environments as env_rows
 from storage import sessions
@@ -111,11 +112,8 @@ class EnvironmentsApi:
                 earlier = await env_rows.by_idempotency_key(tx, project, key)
                 if earlier is not None:
                     if earlier["request_hash"] != request_hash:
-                        raise ApiError(
-                            409,
-                            "This idempotency key was used with a different request.",
-                            code="idempotency_conflict",
-                            headers={"x-should-retry": "false"},
+                        raise IdempotencyConflict(
+                            "This idempotency key was used with a different request."
                         )
                     return str(earlier["id"]), False
             environment_id = await self._environments.insert_hosted(
@@ -179,7 +177,7 @@ class EnvironmentsApi:
                 partial(env_rows.upload, project_id=project, file_id=body.file_id)
             )
             if upload is None:
-                raise ApiError(404, "Resource not found.", code="not_found_error", param="file_id")
+                raise NotFound(param="file_id")
             data, file_id = upload["content"], upload["id"]
         kind = str(body.__struct_config__.tag)
         written = await self._environments.write_file(

@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from allinone.core.api.common import authenticate, json
 from allinone.core.api.core_auth import require_core_key
-from allinone.core.api.errors import ApiError
+from allinone.core.errors import Unauthenticated
 from allinone.core.gateway.registry import Registry
 from runtime.proto import matrix
 from storage.database import Database
@@ -35,7 +35,7 @@ class HarnessesApi:
     async def _authorize(self, request: Request) -> None:
         try:
             await require_core_key(self._db, request)
-        except ApiError:
+        except Unauthenticated:
             await authenticate(self._db, request)
 
     async def list(self, request: Request) -> Response:

@@ -20,8 +20,9 @@ from starlette.routing import Route
 from allinone.core.api import project_models as shapes
 from allinone.core.api.common import decode_body, digest_key, json, keyset_page, list_params
 from allinone.core.api.core_auth import require_core_key
-from allinone.core.api.errors import ApiError, invalid, not_found
+from allinone.core.api.errors import invalid, not_found
 from allinone.core.api.listing import page
+from allinone.core.errors import Conflict
 from allinone.core.host_grants import TRUSTED, WORKSPACE_ROOT, HostGrants
 from allinone.core.ids import Clock, Ids
 from storage import tenancy
@@ -120,12 +121,7 @@ class ProjectsApi:
         body = await decode_body(request, shapes.ApiKeyCreate)
         project = await self._project(project_id)
         if project["archived_at"] is not None:
-            raise ApiError(
-                409,
-                "The project is archived; it cannot have new keys.",
-                code="conflict_error",
-                headers={"x-should-retry": "false"},
-            )
+            raise Conflict("The project is archived; it cannot have new keys.")
         key = f"{KEY_PREFIX}{self._ids.secret(24)}"
         key_id = self._ids.new("key")
         name = body.name if isinstance(body.name, str) else None
@@ -186,12 +182,7 @@ class ProjectsApi:
     async def _live_project(self, project_id: str) -> None:
         project = await self._project(project_id)
         if project["archived_at"] is not None:
-            raise ApiError(
-                409,
-                "The project is archived; its grants cannot change.",
-                code="conflict_error",
-                headers={"x-should-retry": "false"},
-            )
+            raise Conflict("The project is archived; its grants cannot change.")
 
     async def host_grants(self, request: Request) -> Response:
         await self.authorize(request)

@@ -5,8 +5,9 @@ Routes: the runtime protocol under `/api/v1` (`api.py`, authorised by an instanc
 runtime bearer token) and the owner's identity management under `/core/v1/comms`
 (`owner_api.py`, authorised by a project API key). `service.Comms` builds the parts.
 
-Exception tree (errors.py); `api.to_api_error` is the one place that turns it into the
-API's error body, with the protocol's upper-case code:
+Exception tree (errors.py), a subtree of `allinone.core.errors.Refused`; the app's one
+mapping (`allinone.core.api.errors.to_api_error`) turns it into the API's error body,
+with the protocol's upper-case code:
 
     CommsError                     anything this package refuses (400 INVALID_REQUEST)
     +-- Unauthenticated            401: no or unknown runtime token / project key

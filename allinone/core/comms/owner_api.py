@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core.api.common import authenticate, json
-from allinone.core.comms.api import Handler, decode, translated
+from allinone.core.comms.api import Handler, decode
 from allinone.core.comms.identities import Identities, render_role
 from allinone.core.comms.models import InstanceCreate, PrimarySet, RoleCreate, StreamRotate
 from storage.database import Database
@@ -41,7 +41,7 @@ class OwnerApi:
             (role + "/primary", self.set_primary, "POST"),
             (role + "/rotate-stream", self.rotate_stream, "POST"),
         ]
-        return [Route(path, translated(fn), methods=[method]) for path, fn, method in table]
+        return [Route(path, fn, methods=[method]) for path, fn, method in table]
 
     async def create_role(self, request: Request) -> Response:
         project = await authenticate(self._db, request)
