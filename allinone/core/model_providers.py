@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from allinone.core.errors import InvalidRequest
+from allinone.core.errors import CoreError, InvalidRequest
 from allinone.core.sealing import Sealer, SealError
 from runtime.proto import execution as wire
 from runtime.proto import limits
@@ -40,7 +40,7 @@ SEAL_CONTEXT = "model_provider.api_key"
 UNSUPPORTED = "unsupported_or_invalid_configuration"
 
 
-class ProviderUnavailable(Exception):
+class ProviderUnavailable(CoreError):
     """A frozen provider cannot be opened (the sealing key changed)."""
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from allinone.core.errors import CoreError
 from allinone.core.gateway.subscriptions import (
     ObservationError,
     PreparationSubscription,
@@ -41,7 +42,7 @@ CLOSE_POLICY_VIOLATION = 1008
 CLOSE_RETIRED = 4001
 
 
-class SendFailed(Exception):
+class SendFailed(CoreError):
     """The envelope did not enter the send queue; the peer never saw it."""
 
 

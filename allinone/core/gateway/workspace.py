@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from allinone.core.errors import CoreError
 from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.subscriptions import PreparationSubscription
 from runtime.proto import limits
@@ -50,7 +51,7 @@ WORKSPACE_CAPABILITIES = ["local_environment", "workspace_read_preparation"]
 _NAMESPACE = uuid.UUID("6f1c2d8e-7a41-4b5e-9c3a-2f0d7e1b9a64")
 
 
-class WorkspaceUnavailable(Exception):
+class WorkspaceUnavailable(CoreError):
     """The operation did not happen, or its outcome is unknown (`unknown` is set)."""
 
     def __init__(self, code: str, unknown: bool = False) -> None:
