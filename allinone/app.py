@@ -25,9 +25,11 @@ from allinone.core.admission import Admission
 from allinone.core.api.agents import AgentsApi
 from allinone.core.api.app import build_app
 from allinone.core.api.automations import AutomationsApi
+from allinone.core.api.comms_owner import comms_routes
 from allinone.core.api.devices import DevicesApi
 from allinone.core.api.environments import EnvironmentsApi
 from allinone.core.api.harnesses import HarnessesApi
+from allinone.core.api.health import Health
 from allinone.core.api.projects import ProjectsApi
 from allinone.core.api.protocol import MAX_HEADER_BYTES, BoundedH11Protocol
 from allinone.core.api.sessions import SessionsApi
@@ -39,7 +41,6 @@ from allinone.core.comms.service import Comms
 from allinone.core.environments import Environments
 from allinone.core.gateway.registry import Registry
 from allinone.core.gateway.server import Gateway
-from allinone.core.health import Health
 from allinone.core.host_grants import HostGrants
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
@@ -322,7 +323,7 @@ class App:
                 *TracesApi(db).routes(),
                 *AutomationsApi(db, automations, ids, clock, grants).routes(),
                 *VaultsApi(db, VaultSecrets(db, sealer), ids, clock).routes(),
-                *comms.routes(),
+                *comms_routes(comms, db),
                 *HarnessesApi(db, registry).routes(),
                 # Last: /v1/agents/{agent_id} would capture /v1/agents/<word> routes.
                 *AgentsApi(db, ids, clock, providers).routes(),

@@ -17,16 +17,6 @@ from msgspec import UNSET
 
 from allinone.core import agents as agent_config
 from allinone.core import features, render
-from allinone.core.api.models import (
-    CancelInputEvent,
-    InputEvent,
-    InputMessageParam,
-    McpApprovalResultInputEvent,
-    MessageInputEvent,
-    SessionCreate,
-    SessionUpdate,
-    ToolResultInputEvent,
-)
 from allinone.core.environments import Environments
 from allinone.core.errors import (
     Conflict,
@@ -38,6 +28,16 @@ from allinone.core.errors import (
 from allinone.core.ids import Clock, Ids
 from allinone.core.model_providers import ModelProviders
 from allinone.core.recorder import Recorder
+from allinone.core.shapes.models import (
+    CancelInputEvent,
+    InputEvent,
+    InputMessageParam,
+    McpApprovalResultInputEvent,
+    MessageInputEvent,
+    SessionCreate,
+    SessionUpdate,
+    ToolResultInputEvent,
+)
 from allinone.core.states import TurnStatus, sources_for
 from storage import agents as agent_rows
 from storage import environments as env_rows

@@ -15,8 +15,8 @@ import msgspec
 from msgspec import UNSET
 
 from allinone.core import tools as tool_lists
-from allinone.core.api.models import AgentCreate, AgentUpdate, SessionAgentParam
 from allinone.core.errors import InvalidRequest
+from allinone.core.shapes.models import AgentCreate, AgentUpdate, SessionAgentParam
 
 HARNESSES = ("scripted", "builtin")
 COMMAND_POLICIES = ("ask", "allow", "deny")

@@ -20,10 +20,10 @@ from msgspec import UNSET
 
 from allinone.core import agents as agent_config
 from allinone.core import environment_templates
-from allinone.core.api import automation_models as m
-from allinone.core.api.agent_resources import agent_config as render_agent_config
-from allinone.core.api.models import SessionAgentParam
 from allinone.core.errors import InvalidRequest, NotFound
+from allinone.core.shapes import automation_models as m
+from allinone.core.shapes.agent_resources import agent_config as render_agent_config
+from allinone.core.shapes.models import SessionAgentParam
 from storage import agents as agent_rows
 from storage import sessions
 from storage import templates as template_rows

@@ -31,16 +31,16 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 
 from allinone.core.admission import Admission
-from allinone.core.api import automation_models as shapes
-from allinone.core.api.models import (
+from allinone.core.errors import NotFound, Refused
+from allinone.core.ids import Clock, Ids
+from allinone.core.sealing import Sealer
+from allinone.core.shapes import automation_models as shapes
+from allinone.core.shapes.models import (
     InputMessageParam,
     InputTextParam,
     MessageInputEvent,
     SessionCreate,
 )
-from allinone.core.errors import NotFound, Refused
-from allinone.core.ids import Clock, Ids
-from allinone.core.sealing import Sealer
 from storage import automations as rows
 from storage import sessions, tenancy, turns
 from storage import vaults as vault_rows

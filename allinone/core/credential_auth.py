@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 import msgspec
 from msgspec import UNSET
 
-from allinone.core.api import vault_models as m
 from allinone.core.errors import InvalidRequest
+from allinone.core.shapes import vault_models as m
 
 SECRET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RESERVED_NAMES = frozenset(

@@ -18,8 +18,8 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from allinone.core.api import template_models as m
 from allinone.core.errors import InvalidRequest
+from allinone.core.shapes import template_models as m
 
 DEFAULT_NETWORK: dict[str, Any] = {"access": "disabled", "allowed_domains": []}
 WORKSPACE = "/workspace"

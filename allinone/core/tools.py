@@ -19,8 +19,8 @@ from typing import Any
 
 import msgspec
 
-from allinone.core.api.tool_models import PersistedToolParam, SessionToolParam, ToolResource
 from allinone.core.errors import InvalidRequest
+from allinone.core.shapes.tool_models import PersistedToolParam, SessionToolParam, ToolResource
 
 MAX_TOOLS_BYTES = 3 * 1024 * 1024
 _encoder = msgspec.json.Encoder()

@@ -22,14 +22,14 @@ from starlette.routing import Route
 
 from allinone.core import agents as agent_config
 from allinone.core import tools as tool_lists
-from allinone.core.api import agent_resources as shapes
 from allinone.core.api.common import decode_body, json, list_params, project_for, read_page
 from allinone.core.api.errors import not_found
 from allinone.core.api.listing import page
-from allinone.core.api.models import AgentCreate, AgentUpdate
 from allinone.core.errors import NotFound
 from allinone.core.ids import Clock, Ids
 from allinone.core.model_providers import ModelProviders
+from allinone.core.shapes import agent_resources as shapes
+from allinone.core.shapes.models import AgentCreate, AgentUpdate
 from storage import agents as agent_rows
 from storage import vaults as vault_rows
 from storage.database import Database, Reader, Tx

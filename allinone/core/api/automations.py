@@ -22,7 +22,6 @@ from starlette.routing import Route
 
 from allinone.core import automation_targets
 from allinone.core.agents import check_metadata
-from allinone.core.api import automation_models as shapes
 from allinone.core.api.common import (
     MAX_SESSION_BODY_BYTES,
     decode_body,
@@ -37,6 +36,7 @@ from allinone.core.automations import Automations, cron_trigger
 from allinone.core.errors import Conflict
 from allinone.core.host_grants import HostGrants
 from allinone.core.ids import Clock, Ids
+from allinone.core.shapes import automation_models as shapes
 from storage import automations as rows
 from storage.database import Database, Tx
 

@@ -34,15 +34,15 @@ from allinone.core.api.common import (
 )
 from allinone.core.api.decoding import upload_filename
 from allinone.core.api.errors import from_validation, invalid, not_found
-from allinone.core.api.template_models import (
+from allinone.core.environments import WORKSPACE, Environments, check_path, decode_inline
+from allinone.core.errors import IdempotencyConflict, NotFound
+from allinone.core.ids import Clock, Ids
+from allinone.core.shapes.template_models import (
     EnvironmentParam,
     FileIdFileParam,
     FileParam,
     InlineFileParam,
 )
-from allinone.core.environments import WORKSPACE, Environments, check_path, decode_inline
-from allinone.core.errors import IdempotencyConflict, NotFound
-from allinone.core.ids import Clock, Ids
 from storage import environments as env_rows
 from storage import sessions
 from storage.database import Database, Tx

@@ -23,11 +23,11 @@ from allinone.core.api.common import (
     project_for,
 )
 from allinone.core.api.errors import not_found
-from allinone.core.api.models import InputEvents, SessionCreate, SessionUpdate
 from allinone.core.api.streams import SSE_HEADERS, CreationStop, journal_stream, never
 from allinone.core.hub import Hub
 from allinone.core.ids import Ids
 from allinone.core.recorder import session_view
+from allinone.core.shapes.models import InputEvents, SessionCreate, SessionUpdate
 from storage import journal, sessions, turns
 from storage.database import Database
 from storage.rows import record

@@ -15,7 +15,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core import environment_templates as config
-from allinone.core.api import template_models as shapes
 from allinone.core.api.common import (
     MAX_SESSION_BODY_BYTES,
     decode_body,
@@ -28,6 +27,7 @@ from allinone.core.api.errors import not_found
 from allinone.core.api.listing import page
 from allinone.core.ids import Clock, Ids
 from allinone.core.sealing import Sealer
+from allinone.core.shapes import template_models as shapes
 from storage import templates as rows
 from storage.database import Database, Tx
 

@@ -18,11 +18,11 @@ from starlette.routing import Route
 
 from allinone.core import credential_auth
 from allinone.core.agents import check_metadata
-from allinone.core.api import vault_models as shapes
 from allinone.core.api.common import decode_body, json, list_params, project_for, read_page
 from allinone.core.api.errors import not_found
 from allinone.core.api.listing import metadata_filter, page, status_filter
 from allinone.core.ids import Clock, Ids
+from allinone.core.shapes import vault_models as shapes
 from allinone.core.vault_secrets import VaultSecrets
 from storage import vaults as rows
 from storage.database import Database, Tx

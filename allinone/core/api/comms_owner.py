@@ -17,9 +17,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core.api.common import authenticate, json
-from allinone.core.comms.api import Handler, decode
+from allinone.core.api.comms import CommsApi, Handler, decode
 from allinone.core.comms.identities import Identities, render_role
 from allinone.core.comms.models import InstanceCreate, PrimarySet, RoleCreate, StreamRotate
+from allinone.core.comms.service import Comms
 from storage.database import Database
 
 PREFIX = "/core/v1/comms/roles"
@@ -83,3 +84,16 @@ class OwnerApi:
         return json(
             await self._identities.rotate_stream(project, request.path_params["role_id"], body)
         )
+
+
+def comms_routes(comms: Comms, db: Database) -> list[Route]:
+    """The routes of protocol 1.4 (`/api/v1`) and of the owner's identity management."""
+    runtime_side = CommsApi(
+        comms.identities,
+        comms.contacts,
+        comms.events,
+        comms.receipts,
+        comms.receivers,
+        comms.claims,
+    )
+    return [*runtime_side.routes(), *OwnerApi(db, comms.identities).routes()]
