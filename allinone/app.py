@@ -24,6 +24,7 @@ from allinone.config import Config
 from allinone.core.admission import Admission
 from allinone.core.api.agents import AgentsApi
 from allinone.core.api.app import build_app
+from allinone.core.api.auth import Keys
 from allinone.core.api.automations import AutomationsApi
 from allinone.core.api.comms_owner import comms_routes
 from allinone.core.api.devices import DevicesApi
@@ -327,7 +328,8 @@ class App:
                 *HarnessesApi(db, registry).routes(),
                 # Last: /v1/agents/{agent_id} would capture /v1/agents/<word> routes.
                 *AgentsApi(db, ids, clock, providers).routes(),
-            ]
+            ],
+            keys=Keys(db),
         )
         server = _Server(
             uvicorn.Config(

@@ -22,7 +22,8 @@ from starlette.routing import Route
 
 from allinone.core import agents as agent_config
 from allinone.core import tools as tool_lists
-from allinone.core.api.common import decode_body, json, list_params, project_for, read_page
+from allinone.core.api.auth import project_of
+from allinone.core.api.common import decode_body, json, list_params, read_page
 from allinone.core.api.errors import not_found
 from allinone.core.api.listing import page
 from allinone.core.errors import NotFound
@@ -58,7 +59,7 @@ class AgentsApi:
         ]
 
     async def create(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         body = await decode_body(request, AgentCreate, MAX_AGENT_BODY_BYTES)
         config = agent_config.from_create(body, seal_provider=self._seal)
         agent_config.harness_for(config)
@@ -74,7 +75,7 @@ class AgentsApi:
         return json(shapes.agent(await self._row(project, agent_id)))
 
     async def list_agents(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         params = list_params(request)
         rows, more = await read_page(
             self._db,
@@ -85,11 +86,11 @@ class AgentsApi:
         return json(page([shapes.agent(row) for row in rows], more))
 
     async def retrieve(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         return json(shapes.agent(await self._row(project, request.path_params["agent_id"])))
 
     async def update(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         agent_id = request.path_params["agent_id"]
         body = await decode_body(request, AgentUpdate, MAX_AGENT_BODY_BYTES)
         row = await self._row(project, agent_id)
@@ -111,7 +112,7 @@ class AgentsApi:
         return json(shapes.agent(await self._row(project, agent_id)))
 
     async def delete(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         agent_id = request.path_params["agent_id"]
         now = self._clock.now()
 

@@ -11,6 +11,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from allinone.core.api import openapi
+from allinone.core.api.auth import Keys, guard
 from allinone.core.api.bodies import BODY_IDLE_SECONDS, BODY_TOTAL_SECONDS, BodyDeadline
 from allinone.core.api.errors import (
     ApiError,
@@ -41,11 +42,15 @@ def build_app(
     routes: list[BaseRoute],
     body_idle_seconds: float = BODY_IDLE_SECONDS,
     body_total_seconds: float = BODY_TOTAL_SECONDS,
+    keys: Keys | None = None,
 ) -> ASGIApp:
-    """The app: `routes` (matched in order) plus `GET /openapi.json` describing them,
-    wrapped so every HTTP response, errors included, carries an `X-Request-Id`, and a
-    request body that stalls for `body_idle_seconds`, or is not complete within
-    `body_total_seconds`, is refused (408)."""
+    """The app: `routes` plus `GET /openapi.json` describing them, wrapped so every HTTP
+    response, errors included, carries an `X-Request-Id`, and a request body that stalls
+    for `body_idle_seconds`, or is not complete within `body_total_seconds`, is refused
+    (408). With `keys`, every route is authenticated under its path's policy
+    (`auth.POLICIES`) before its handler runs."""
+    if keys is not None:
+        guard(routes, keys)
     spec = msgspec.json.encode(openapi.document(routes))
 
     async def openapi_json(request: Request) -> Response:

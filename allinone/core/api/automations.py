@@ -22,12 +22,12 @@ from starlette.routing import Route
 
 from allinone.core import automation_targets
 from allinone.core.agents import check_metadata
+from allinone.core.api.auth import project_of
 from allinone.core.api.common import (
     MAX_SESSION_BODY_BYTES,
     decode_body,
     json,
     list_params,
-    project_for,
     read_page,
 )
 from allinone.core.api.errors import from_validation, invalid, not_found
@@ -108,7 +108,7 @@ class AutomationsApi:
         return row
 
     async def create(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         raw = await decode_body(request, dict, MAX_SESSION_BODY_BYTES)
         try:
             body: shapes.AutomationCreate = msgspec.convert(raw, shapes.AutomationCreate)
@@ -150,7 +150,7 @@ class AutomationsApi:
         return json(shapes.automation(stored))
 
     async def list_automations(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         params = list_params(request)
         session_id = single(request, "session_id")
         found, more = await read_page(
@@ -167,12 +167,12 @@ class AutomationsApi:
         return json(page([shapes.automation(row) for row in found], more))
 
     async def retrieve(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         row = await self._row(project, request.path_params["automation_id"])
         return json(shapes.automation(row))
 
     async def update(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         automation_id = request.path_params["automation_id"]
         body = await decode_body(request, shapes.AutomationUpdate, MAX_SESSION_BODY_BYTES)
         row = await self._row(project, automation_id)
@@ -222,7 +222,7 @@ class AutomationsApi:
             raise _conflict("This one-time automation already ran; run_at cannot change.")
 
     async def delete(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         automation_id = request.path_params["automation_id"]
         now = self._clock.now()
 
@@ -242,7 +242,7 @@ class AutomationsApi:
         return await self._move(request, "paused", "active")
 
     async def _move(self, request: Request, source: str, target: str) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         automation_id = request.path_params["automation_id"]
         row = await self._row(project, automation_id)
         if row["status"] == "completed":
@@ -259,12 +259,12 @@ class AutomationsApi:
         return json(shapes.automation(stored))
 
     async def invoke(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         invocation = await self._automations.invoke(project, request.path_params["automation_id"])
         return json(shapes.invocation(invocation))
 
     async def list_invocations(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         params = list_params(request)
         row = await self._row(project, request.path_params["automation_id"])
         found, more = await read_page(
@@ -276,7 +276,7 @@ class AutomationsApi:
         return json(page([shapes.invocation(item) for item in found], more))
 
     async def retrieve_invocation(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         row = await self._row(project, request.path_params["automation_id"])
         found = await self._db.read(
             lambda r: rows.get_invocation(r, row["id"], request.path_params["invocation_id"])

@@ -16,8 +16,7 @@ from starlette.responses import Response
 from allinone.core.api.bodies import read_body
 from allinone.core.api.decoding import decode_json
 from allinone.core.api.errors import invalid, not_found
-from allinone.core.errors import InvalidRequest, Refused, Unauthenticated
-from storage import tenancy
+from allinone.core.errors import InvalidRequest, Refused
 from storage.database import Database, Reader
 from storage.pages import CursorNotFound, keyset
 
@@ -39,23 +38,6 @@ def check_beta(request: Request) -> None:
             "To access the Agents API, set the 'OpenAI-Beta' header to 'agents=v1'.",
             code="invalid_beta",
         )
-
-
-async def authenticate(db: Database, request: Request) -> str:
-    """Return the project of the request's API key, or raise 401."""
-    header = request.headers.get("authorization", "")
-    key = header[len("Bearer ") :].strip() if header.startswith("Bearer ") else ""
-    project = None
-    if key:
-        project = await db.read(lambda r: tenancy.project_for_key(r, digest_key(key)))
-    if project is None:
-        raise Unauthenticated("A valid Agents API bearer key is required.")
-    return project
-
-
-async def project_for(db: Database, request: Request) -> str:
-    check_beta(request)
-    return await authenticate(db, request)
 
 
 async def decode_body(request: Request, type_: type[T], limit: int = MAX_BODY_BYTES) -> T:

@@ -25,7 +25,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core.api.common import decode_body, digest_key, json, keyset_page, list_params
-from allinone.core.api.core_auth import require_core_key
 from allinone.core.api.errors import not_found
 from allinone.core.api.listing import page
 from allinone.core.errors import Conflict
@@ -103,7 +102,6 @@ class DevicesApi:
         return row
 
     async def create(self, request: Request) -> Response:
-        await require_core_key(self._db, request)
         body = await decode_body(request, DeviceCreate)
         device_id = self._ids.new("dev")
         credential = f"{CREDENTIAL_PREFIX}{self._ids.secret(32)}"
@@ -120,13 +118,11 @@ class DevicesApi:
         )
 
     async def list_devices(self, request: Request) -> Response:
-        await require_core_key(self._db, request)
         params = list_params(request)
         rows, more = await keyset_page(self._db, params, table="devices", where="1 = 1", args=())
         return json(page([self._shape(dict(row)) for row in rows], more))
 
     async def retrieve(self, request: Request) -> Response:
-        await require_core_key(self._db, request)
         return json(self._shape(await self._device(request.path_params["device_id"])))
 
     def _refuse_local(self, device_id: str, action: str) -> None:
@@ -134,7 +130,6 @@ class DevicesApi:
             raise Conflict(f"The in-process Runtime's device cannot be {action}.")
 
     async def shut_down(self, request: Request) -> Response:
-        await require_core_key(self._db, request)
         device_id = request.path_params["device_id"]
         await self._device(device_id)
         self._refuse_local(device_id, "shut down")
@@ -143,7 +138,6 @@ class DevicesApi:
         return json(self._shape(await self._device(device_id)), status=202)
 
     async def revoke(self, request: Request) -> Response:
-        await require_core_key(self._db, request)
         device_id = request.path_params["device_id"]
         await self._device(device_id)
         self._refuse_local(device_id, "revoked")

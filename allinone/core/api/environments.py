@@ -21,16 +21,15 @@ from starlette.routing import Route
 
 from allinone.core import render
 from allinone.core.admission import digest
+from allinone.core.api.auth import project_of
 from allinone.core.api.bodies import limited
 from allinone.core.api.common import (
-    authenticate,
     decode_body,
     idempotency_key,
     json,
     keyset_page,
     list_limit,
     list_params,
-    project_for,
 )
 from allinone.core.api.decoding import upload_filename
 from allinone.core.api.errors import from_validation, invalid, not_found
@@ -88,7 +87,7 @@ class EnvironmentsApi:
         return render.environment_info(row, files)
 
     async def create(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         body = await decode_body(request, EnvironmentCreate, 16 * 1024 * 1024)
         spec: dict[str, Any] = msgspec.to_builtins(body.environment)
         if spec.get("type") != "openai_hosted":
@@ -129,7 +128,7 @@ class EnvironmentsApi:
         return json(await self._info(row))
 
     async def list(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         params = list_params(request)
         type_ = request.query_params.get("type")
         where = "project_id = ?"
@@ -155,12 +154,12 @@ class EnvironmentsApi:
         return row
 
     async def retrieve(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         row = await self._environment(project, request.path_params["environment_id"])
         return json(await self._info(row))
 
     async def create_file(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         environment_id = request.path_params["environment_id"]
         await self._environment(project, environment_id)
         raw = await decode_body(request, dict, 8 * 1024 * 1024)
@@ -186,7 +185,7 @@ class EnvironmentsApi:
         return json(written)
 
     async def list_files(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         environment_id = request.path_params["environment_id"]
         await self._environment(project, environment_id)
         query = request.query_params
@@ -206,7 +205,7 @@ class EnvironmentsApi:
         return json({"object": "page", "data": window, "has_more": more, "next": token})
 
     async def upload(self, request: Request) -> Response:
-        project = await authenticate(self._db, request)
+        project = project_of(request)
         content_type = request.headers.get("content-type", "")
         if not content_type.startswith("multipart/form-data"):
             raise invalid("Upload a file as multipart/form-data.")
@@ -249,7 +248,7 @@ class EnvironmentsApi:
         return row
 
     async def list_artifacts(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         session = await self._session(project, request.path_params["session_id"])
         params = list_params(request)
         where = "session_id = ? AND deleted_at IS NULL"
@@ -269,7 +268,7 @@ class EnvironmentsApi:
         return json(render.page([render.artifact(dict(row)) for row in rows], more))
 
     async def _artifact(self, request: Request) -> dict[str, Any]:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         session = await self._session(project, request.path_params["session_id"])
         row = await self._db.read(
             partial(

@@ -19,7 +19,6 @@ from starlette.routing import Route
 
 from allinone.core.api import project_models as shapes
 from allinone.core.api.common import decode_body, digest_key, json, keyset_page, list_params
-from allinone.core.api.core_auth import require_core_key
 from allinone.core.api.errors import invalid, not_found
 from allinone.core.api.listing import page
 from allinone.core.errors import Conflict
@@ -66,10 +65,6 @@ class ProjectsApi:
             Route(base + "/{project_id}/host_grants/trust", self.trust, methods=["POST"]),
         ]
 
-    async def authorize(self, request: Request) -> None:
-        """Raise 401 unless the request carries the Core key."""
-        await require_core_key(self._db, request)
-
     async def _project(self, project_id: str) -> dict[str, object]:
         row = await self._db.read(lambda r: tenancy.get_project(r, project_id))
         if row is None:
@@ -77,7 +72,6 @@ class ProjectsApi:
         return row
 
     async def create_project(self, request: Request) -> Response:
-        await self.authorize(request)
         body = await decode_body(request, shapes.ProjectCreate)
         name = body.name.strip()
         if not name:
@@ -93,17 +87,14 @@ class ProjectsApi:
         return json(shapes.project(await self._project(project_id)))
 
     async def list_projects(self, request: Request) -> Response:
-        await self.authorize(request)
         params = list_params(request)
         rows, more = await keyset_page(self._db, params, table="projects", where="1 = 1", args=())
         return json(page([shapes.project(dict(row)) for row in rows], more))
 
     async def retrieve_project(self, request: Request) -> Response:
-        await self.authorize(request)
         return json(shapes.project(await self._project(request.path_params["project_id"])))
 
     async def archive_project(self, request: Request) -> Response:
-        await self.authorize(request)
         project_id = request.path_params["project_id"]
         await self._project(project_id)
         now = self._clock.now()
@@ -116,7 +107,6 @@ class ProjectsApi:
         return json(shapes.project(await self._project(project_id)))
 
     async def create_key(self, request: Request) -> Response:
-        await self.authorize(request)
         project_id = request.path_params["project_id"]
         body = await decode_body(request, shapes.ApiKeyCreate)
         project = await self._project(project_id)
@@ -151,7 +141,6 @@ class ProjectsApi:
         )
 
     async def list_keys(self, request: Request) -> Response:
-        await self.authorize(request)
         project_id = request.path_params["project_id"]
         params = list_params(request)
         await self._project(project_id)
@@ -162,7 +151,6 @@ class ProjectsApi:
         return json(page(keys, more))
 
     async def revoke_key(self, request: Request) -> Response:
-        await self.authorize(request)
         project_id = request.path_params["project_id"]
         key_id = request.path_params["key_id"]
         if await self._db.read(lambda r: tenancy.get_key(r, project_id, key_id)) is None:
@@ -185,13 +173,11 @@ class ProjectsApi:
             raise Conflict("The project is archived; its grants cannot change.")
 
     async def host_grants(self, request: Request) -> Response:
-        await self.authorize(request)
         project_id = request.path_params["project_id"]
         await self._project(project_id)
         return json(self._grants.view(project_id))
 
     async def grant_root(self, request: Request) -> Response:
-        await self.authorize(request)
         project_id = request.path_params["project_id"]
         body = await decode_body(request, shapes.WorkspaceRootChange)
         await self._live_project(project_id)
@@ -201,7 +187,6 @@ class ProjectsApi:
         return json(self._grants.view(project_id))
 
     async def revoke_root(self, request: Request) -> Response:
-        await self.authorize(request)
         project_id = request.path_params["project_id"]
         body = await decode_body(request, shapes.WorkspaceRootChange)
         await self._project(project_id)
@@ -214,7 +199,6 @@ class ProjectsApi:
         return json(self._grants.view(project_id))
 
     async def trust(self, request: Request) -> Response:
-        await self.authorize(request)
         project_id = request.path_params["project_id"]
         body = await decode_body(request, shapes.TrustChange)
         await self._live_project(project_id)

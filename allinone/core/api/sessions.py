@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 from allinone.core import render
 from allinone.core.admission import Admission
+from allinone.core.api.auth import project_of
 from allinone.core.api.common import (
     MAX_SESSION_BODY_BYTES,
     decode_body,
@@ -20,7 +21,6 @@ from allinone.core.api.common import (
     json,
     keyset_page,
     list_params,
-    project_for,
 )
 from allinone.core.api.errors import not_found
 from allinone.core.api.streams import SSE_HEADERS, CreationStop, journal_stream, never
@@ -70,7 +70,7 @@ class SessionsApi:
         return row
 
     async def create_session(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         body = await decode_body(request, SessionCreate, MAX_SESSION_BODY_BYTES)
         key = idempotency_key(request)
         session_id, created = await self._admission.create_session(project, body, key)
@@ -86,7 +86,7 @@ class SessionsApi:
         return json(await self._db.read(lambda r: session_view(r, row)))
 
     async def list_sessions(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         params = list_params(request)
         where = "project_id = ? AND deleted_at IS NULL"
         args: list[Any] = [project]
@@ -115,7 +115,7 @@ class SessionsApi:
         return json(render.page(data, more))
 
     async def update_session(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         body = await decode_body(request, SessionUpdate)
         row = await self._session(project, request.path_params["session_id"])
         await self._admission.update_session(row, body)
@@ -123,25 +123,25 @@ class SessionsApi:
         return json(await self._db.read(lambda r: session_view(r, row)))
 
     async def delete_session(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         row = await self._session(project, request.path_params["session_id"])
         await self._admission.delete_session(row)
         return json({"id": row["id"], "object": "agent.session.deleted", "deleted": True})
 
     async def retrieve_session(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         row = await self._session(project, request.path_params["session_id"])
         return json(await self._db.read(lambda r: session_view(r, row)))
 
     async def stream_events(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         row = await self._session(project, request.path_params["session_id"])
         start = await self._db.read(lambda r: journal.latest_seq(r, row["id"]))
         stream = journal_stream(self._db, self._hub, self._ids, row["id"], start, never)
         return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
 
     async def post_events(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         body = await decode_body(request, InputEvents)
         await self._admission.admit_inputs(
             project, request.path_params["session_id"], body.events, idempotency_key(request)
@@ -149,7 +149,7 @@ class SessionsApi:
         return Response(status_code=202)
 
     async def list_items(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         params = list_params(request)
         row = await self._session(project, request.path_params["session_id"])
         rows, more = await keyset_page(
@@ -165,7 +165,7 @@ class SessionsApi:
         return json(render.page(data, more))
 
     async def list_turn_items(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         params = list_params(request)
         row = await self._session(project, request.path_params["session_id"])
         turn_id = request.path_params["turn_id"]
@@ -185,7 +185,7 @@ class SessionsApi:
         return json(render.page(data, more))
 
     async def list_turns(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         params = list_params(request)
         row = await self._session(project, request.path_params["session_id"])
         rows, more = await keyset_page(
@@ -199,7 +199,7 @@ class SessionsApi:
         return json(render.page(data, more))
 
     async def retrieve_turn(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         row = await self._session(project, request.path_params["session_id"])
         turn = await self._db.read(lambda r: turns.get(r, request.path_params["turn_id"]))
         if turn is None or turn["session_id"] != row["id"]:

@@ -15,12 +15,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core import environment_templates as config
+from allinone.core.api.auth import project_of
 from allinone.core.api.common import (
     MAX_SESSION_BODY_BYTES,
     decode_body,
     json,
     list_params,
-    project_for,
     read_page,
 )
 from allinone.core.api.errors import not_found
@@ -62,7 +62,7 @@ class TemplatesApi:
         return row
 
     async def create(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         body = await decode_body(request, shapes.TemplateBody, MAX_SESSION_BODY_BYTES)
         public, confidential = config.empty()
         name, public, confidential = config.merge(body, public, confidential, None)
@@ -84,7 +84,7 @@ class TemplatesApi:
         return json(shapes.template(await self._row(project, template_id)))
 
     async def list_templates(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         params = list_params(request)
         found, more = await read_page(
             self._db,
@@ -95,11 +95,11 @@ class TemplatesApi:
         return json(page([shapes.template(row) for row in found], more))
 
     async def retrieve(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         return json(shapes.template(await self._row(project, request.path_params["template_id"])))
 
     async def update(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         template_id = request.path_params["template_id"]
         body = await decode_body(request, shapes.TemplateBody, MAX_SESSION_BODY_BYTES)
         current = await self._row(project, template_id)
@@ -121,7 +121,7 @@ class TemplatesApi:
         return json(shapes.template(await self._row(project, template_id)))
 
     async def delete(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         template_id = request.path_params["template_id"]
         now = self._clock.now()
 

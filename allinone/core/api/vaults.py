@@ -18,7 +18,8 @@ from starlette.routing import Route
 
 from allinone.core import credential_auth
 from allinone.core.agents import check_metadata
-from allinone.core.api.common import decode_body, json, list_params, project_for, read_page
+from allinone.core.api.auth import project_of
+from allinone.core.api.common import decode_body, json, list_params, read_page
 from allinone.core.api.errors import not_found
 from allinone.core.api.listing import metadata_filter, page, status_filter
 from allinone.core.ids import Clock, Ids
@@ -69,7 +70,7 @@ class VaultsApi:
         return row
 
     async def create_vault(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         body = await decode_body(request, shapes.VaultCreate)
         name = None if body.name is UNSET else credential_auth.check_name(body.name)
         metadata = check_metadata(None if body.metadata is UNSET else body.metadata)
@@ -90,7 +91,7 @@ class VaultsApi:
         return json(shapes.vault(await self._vault(project, vault_id)))
 
     async def list_vaults(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         params = list_params(request)
         metadata = metadata_filter(request)
         statuses = status_filter(request, STATUSES)
@@ -109,11 +110,11 @@ class VaultsApi:
         return json(page([shapes.vault(row) for row in found], more))
 
     async def retrieve_vault(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         return json(shapes.vault(await self._vault(project, request.path_params["vault_id"])))
 
     async def update_vault(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         vault_id = request.path_params["vault_id"]
         body = await decode_body(request, shapes.VaultUpdate)
         current = await self._vault(project, vault_id)
@@ -133,7 +134,7 @@ class VaultsApi:
         return json(shapes.vault(await self._vault(project, vault_id)))
 
     async def delete_vault(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         vault_id = request.path_params["vault_id"]
         now = self._clock.now()
 
@@ -146,7 +147,7 @@ class VaultsApi:
         return json(shapes.VaultDeleted(id=vault_id))
 
     async def create_credential(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         vault_id = request.path_params["vault_id"]
         body = await decode_body(request, shapes.CredentialCreate)
         await self._vault(project, vault_id)
@@ -175,7 +176,7 @@ class VaultsApi:
         return json(shapes.credential(await self._credential(project, vault_id, credential_id)))
 
     async def list_credentials(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         vault_id = request.path_params["vault_id"]
         params = list_params(request)
         metadata = metadata_filter(request)
@@ -197,13 +198,13 @@ class VaultsApi:
         return json(page([shapes.credential(row) for row in found], more))
 
     async def retrieve_credential(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         params = request.path_params
         row = await self._credential(project, params["vault_id"], params["credential_id"])
         return json(shapes.credential(row))
 
     async def update_credential(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         vault_id = request.path_params["vault_id"]
         credential_id = request.path_params["credential_id"]
         body = await decode_body(request, shapes.CredentialUpdate)
@@ -236,7 +237,7 @@ class VaultsApi:
         return json(shapes.credential(await self._credential(project, vault_id, credential_id)))
 
     async def delete_credential(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         vault_id = request.path_params["vault_id"]
         credential_id = request.path_params["credential_id"]
         now = self._clock.now()
