@@ -3,9 +3,16 @@ first (404/405 whatever the key), then the policy, then the handler."""
 
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Match, Route
 
 from allinone.core.api.auth import POLICIES, Policy, policy_for
+from allinone.core.api.routing import literal_first
 from tests.api.support import core_key, http
 from tests.conftest import API_KEY, Server
 
@@ -63,3 +70,32 @@ def test_optional_policy_never_refuses_and_shows_more_to_a_key(server: Server) -
     assert status == 200 and "version" not in public
     status, known, _ = http(url, "GET", "/healthz", headers=bearer(API_KEY))
     assert status == 200 and "version" in known
+
+
+def _operations(server: Server) -> list[tuple[str, str]]:
+    status, spec, _ = http(server.base_url, "GET", "/openapi.json")
+    assert status == 200
+    return [(path, method.upper()) for path, item in spec["paths"].items() for method in item]
+
+
+async def _endpoint(request: Request) -> Response:
+    return Response()
+
+
+def test_no_route_captures_another(server: Server) -> None:
+    """Route order is not load-bearing: a concrete path of each served operation is fully
+    matched by its own route and by no other, in whatever order the routes are listed."""
+    operations = _operations(server)
+    assert len(operations) > 40
+    templates = sorted({path for path, _ in operations})
+    served = {path: [m for p, m in operations if p == path] for path in templates}
+    routes = literal_first([Route(p, _endpoint, methods=served[p]) for p in templates])
+    for order in (routes, routes[::-1], random.Random(7).sample(routes, len(routes))):
+        for path, method in operations:
+            scope = {"type": "http", "method": method, "path": re.sub(r"\{[^}]+\}", "x_1", path)}
+            full = [r.path for r in order if r.matches(scope)[0] is Match.FULL]
+            assert full == [path], (method, path, full)
+    # Without the rule, the same table is order-dependent: the test can fail.
+    plain = [Route(p, _endpoint, methods=served[p]) for p in templates]
+    scope = {"type": "http", "method": "GET", "path": "/v1/agents/sessions"}
+    assert len([r for r in plain if r.matches(scope)[0] is Match.FULL]) > 1

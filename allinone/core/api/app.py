@@ -25,6 +25,7 @@ from allinone.core.api.errors import (
     unknown_route,
 )
 from allinone.core.api.request_ids import RequestIds
+from allinone.core.api.routing import literal_first
 from allinone.core.errors import Refused
 from storage.errors import StorageUnavailable
 
@@ -44,11 +45,13 @@ def build_app(
     body_total_seconds: float = BODY_TOTAL_SECONDS,
     keys: Keys | None = None,
 ) -> ASGIApp:
-    """The app: `routes` plus `GET /openapi.json` describing them, wrapped so every HTTP
+    """The app: `routes` (in any order: a literal segment wins over a parameter, see
+    `routing`) plus `GET /openapi.json` describing them, wrapped so every HTTP
     response, errors included, carries an `X-Request-Id`, and a request body that stalls
     for `body_idle_seconds`, or is not complete within `body_total_seconds`, is refused
     (408). With `keys`, every route is authenticated under its path's policy
     (`auth.POLICIES`) before its handler runs."""
+    routes = literal_first(routes)
     if keys is not None:
         guard(routes, keys)
     spec = msgspec.json.encode(openapi.document(routes))
