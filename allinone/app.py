@@ -21,7 +21,6 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 
 from allinone import __version__
 from allinone.config import Config
-from allinone.core.admission import Admission
 from allinone.core.api.agents import AgentsApi
 from allinone.core.api.app import build_app
 from allinone.core.api.auth import Keys
@@ -53,6 +52,7 @@ from allinone.core.orchestration.projector import Projector
 from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.recorder import Recorder
 from allinone.core.sealing import Sealer
+from allinone.core.sessions.admission import Admission
 from allinone.core.vault_secrets import VaultSecrets
 from allinone.credentials import (
     LOCAL_DEVICE_ID,

@@ -93,3 +93,13 @@ async def delete(tx: Tx, session_id: str, now: int) -> bool:
         (now, session_id, session_id),
     )
     return changed == 1
+
+
+async def bind_environment(
+    tx: Tx, session_id: str, environment: dict[str, Any], environment_id: str
+) -> None:
+    """Store the session's rendered environment and the id of the environment it uses."""
+    await tx.execute(
+        "UPDATE sessions SET environment = ?, environment_id = ? WHERE id = ?",
+        (dumps(environment), environment_id, session_id),
+    )

@@ -173,3 +173,13 @@ def test_each_api_error_kind_has_one_construction_site() -> None:
             assert len(built) <= 1, f"{function.name} builds {len(built)} ApiErrors"
             owners += [function.name] * len(built)
     assert len(owners) == len(set(owners)) and owners, owners
+
+
+def test_sessions_hold_no_sql() -> None:
+    """The sessions room decides; its SQL lives in storage repositories."""
+    for path in modules("allinone/core/sessions"):
+        for call in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+                assert call.func.attr not in {"execute", "executemany", "fetchone", "fetchall"}, (
+                    f"{path}:{call.lineno}: runs SQL itself"
+                )

@@ -30,10 +30,10 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 
-from allinone.core.admission import Admission
 from allinone.core.errors import NotFound, Refused
 from allinone.core.ids import Clock, Ids
 from allinone.core.sealing import Sealer
+from allinone.core.sessions.admission import Admission
 from allinone.core.shapes import automation_models as shapes
 from allinone.core.shapes.models import (
     InputMessageParam,

@@ -20,7 +20,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core import render
-from allinone.core.admission import digest
 from allinone.core.api.auth import project_of
 from allinone.core.api.bodies import limited
 from allinone.core.api.common import (
@@ -36,6 +35,7 @@ from allinone.core.api.errors import from_validation, invalid, not_found
 from allinone.core.environments import WORKSPACE, Environments, check_path, decode_inline
 from allinone.core.errors import IdempotencyConflict, NotFound
 from allinone.core.ids import Clock, Ids
+from allinone.core.sessions.idempotency import digest
 from allinone.core.shapes.template_models import (
     EnvironmentParam,
     FileIdFileParam,

@@ -12,7 +12,6 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from allinone.core import render
-from allinone.core.admission import Admission
 from allinone.core.api.auth import project_of
 from allinone.core.api.common import (
     MAX_SESSION_BODY_BYTES,
@@ -27,6 +26,7 @@ from allinone.core.api.streams import SSE_HEADERS, CreationStop, journal_stream,
 from allinone.core.hub import Hub
 from allinone.core.ids import Ids
 from allinone.core.recorder import session_view
+from allinone.core.sessions.admission import Admission
 from allinone.core.shapes.models import InputEvents, SessionCreate, SessionUpdate
 from storage import journal, sessions, turns
 from storage.database import Database
