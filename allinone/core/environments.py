@@ -399,6 +399,27 @@ class Environments:
                 "The environment failed to initialize.", code="environment_unavailable"
             ) from exc
         row_id = self._ids.new("envfile")
+        await self._reserve_file(environment_id, row_id, path, type_, file_id, data)
+        await self._transfer(connection, environment, environment_id, row_id, path, data)
+        await self._set_file(row_id, "written")
+        return {
+            "environment_id": environment_id,
+            "object": "agent.environment.file",
+            "path": path,
+            "size_bytes": len(data),
+        }
+
+    async def _reserve_file(
+        self,
+        environment_id: str,
+        row_id: str,
+        path: str,
+        type_: str,
+        file_id: str | None,
+        data: bytes,
+    ) -> None:
+        """Reserve the file's row; refused while an earlier write is unsettled or when a
+        file already exists at `path`."""
 
         async def reserve(tx: Tx) -> None:
             if await env_rows.unsettled_files(tx, environment_id):
@@ -423,6 +444,18 @@ class Environments:
             raise
         except Exception as exc:
             raise InvalidRequest("A file already exists at that path.", "path") from exc
+
+    async def _transfer(
+        self,
+        connection: Connection,
+        environment: dict[str, Any],
+        environment_id: str,
+        row_id: str,
+        path: str,
+        data: bytes,
+    ) -> None:
+        """Write the reserved file into the workspace; an unknown outcome leaves the row
+        `unknown`, a refusal drops it."""
         try:
             async with self._client.read_only(
                 connection, DEFAULT_HARNESS, wire_uuid(environment_id), environment
@@ -451,13 +484,6 @@ class Environments:
                 "there, or the path is unsafe.",
                 "path",
             ) from exc
-        await self._set_file(row_id, "written")
-        return {
-            "environment_id": environment_id,
-            "object": "agent.environment.file",
-            "path": path,
-            "size_bytes": len(data),
-        }
 
     async def _set_file(self, row_id: str, state: str) -> None:
         async def job(tx: Tx) -> None:

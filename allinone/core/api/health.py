@@ -94,10 +94,7 @@ class Health:
                 await tenancy.probe(tx, now)
 
             await self._db.write(probe, probe=True)
-            row = await self._db.read(
-                lambda r: r.fetchone("SELECT written_at FROM health_probe WHERE id = 1")
-            )
-            ok = row is not None and int(row["written_at"]) == now
+            ok = await self._db.read(tenancy.probe_written_at) == now
         except StorageError as exc:
             return {"ok": False, "error": type(exc).__name__, **self._failure()}
         # The probe needs little space: a real write that failed since is what counts.

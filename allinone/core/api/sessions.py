@@ -88,26 +88,13 @@ class SessionsApi:
     async def list_sessions(self, request: Request) -> Response:
         project = project_of(request)
         params = list_params(request)
-        where = "project_id = ? AND deleted_at IS NULL"
-        args: list[Any] = [project]
-        agent_id = request.query_params.get("agent_id")
-        if agent_id:
-            where += " AND agent_id = ?"
-            args.append(agent_id)
-        for key, value in request.query_params.multi_items():
-            if key.startswith("metadata[") and key.endswith("]"):
-                where += (
-                    " AND EXISTS (SELECT 1 FROM json_each(sessions.metadata)"
-                    " WHERE json_each.key = ? AND json_each.value = ?)"
-                )
-                args.extend([key[len("metadata[") : -1], value])
-        rows, more = await keyset_page(
-            self._db,
-            params,
-            table="sessions",
-            where=where,
-            args=tuple(args),
-        )
+        metadata = [
+            (key[len("metadata[") : -1], value)
+            for key, value in request.query_params.multi_items()
+            if key.startswith("metadata[") and key.endswith("]")
+        ]
+        where, args = sessions.list_filter(project, request.query_params.get("agent_id"), metadata)
+        rows, more = await keyset_page(self._db, params, table="sessions", where=where, args=args)
         data = []
         for row in rows:
             decoded = record(row, sessions.JSON_COLUMNS) or {}
