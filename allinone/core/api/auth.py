@@ -32,8 +32,9 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from allinone.core.api.common import check_beta, digest_key
+from allinone.core.api.common import check_beta
 from allinone.core.errors import Unauthenticated
+from allinone.core.projects import digest_key
 from allinone.credentials import CORE_KEY_META
 from storage import tenancy
 from storage.database import Database

@@ -3,7 +3,6 @@ list parameters."""
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -25,10 +24,6 @@ T = TypeVar("T")
 BETA_VALUE = "agents=v1"
 MAX_BODY_BYTES = 1024 * 1024
 MAX_SESSION_BODY_BYTES = 16 * 1024 * 1024
-
-
-def digest_key(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
 
 
 def check_beta(request: Request) -> None:

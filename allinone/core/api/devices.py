@@ -24,12 +24,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from allinone.core.api.common import decode_body, digest_key, json, keyset_page, list_params
+from allinone.core.api.common import decode_body, json, keyset_page, list_params
 from allinone.core.api.errors import not_found
 from allinone.core.api.listing import page
 from allinone.core.errors import Conflict
 from allinone.core.gateway.registry import Registry
 from allinone.core.ids import Clock, Ids
+from allinone.core.projects import digest_key
 from storage import devices
 from storage.database import Database, Tx
 
