@@ -22,6 +22,7 @@ from typing import Any
 
 from allinone.core.errors import (
     Conflict,
+    IdempotencyConflict,
     InvalidRequest,
     NotFound,
     OutcomeUnknown,
@@ -362,6 +363,46 @@ class Environments:
     ) -> None:
         async def job(tx: Tx) -> None:
             await env_rows.set_initialization(tx, environment_id, initialization, status, failure)
+
+        await self._db.write(job)
+
+    async def create_standalone(
+        self, project_id: str, spec: dict[str, Any], key: str | None, request_hash: str
+    ) -> str:
+        """Create a hosted environment outside any session and start initializing it;
+        replay-safe by idempotency `key` (the same request gives the same environment)."""
+        config, secrets, files = await self.hosted_config(project_id, spec, "environment")
+
+        async def job(tx: Tx) -> tuple[str, bool]:
+            if key is not None:
+                earlier = await env_rows.by_idempotency_key(tx, project_id, key)
+                if earlier is not None:
+                    if earlier["request_hash"] != request_hash:
+                        raise IdempotencyConflict(
+                            "This idempotency key was used with a different request."
+                        )
+                    return str(earlier["id"]), False
+            environment_id = await self.insert_hosted(
+                tx, project_id, config, secrets, files, key, request_hash
+            )
+            return environment_id, True
+
+        environment_id, created = await self._db.write(job)
+        if created:
+            self.initialize_later(environment_id)
+        return environment_id
+
+    async def store_upload(self, row: dict[str, Any], source: Any) -> None:
+        """Store an uploaded file (`row` describes it; `source` is read in the write)."""
+
+        async def job(tx: Tx) -> None:
+            await env_rows.insert_upload_from(tx, row, source)
+
+        await self._db.write(job)
+
+    async def delete_artifact(self, artifact_id: str) -> None:
+        async def job(tx: Tx) -> None:
+            await env_rows.delete_artifact(tx, artifact_id, self._clock.now())
 
         await self._db.write(job)
 

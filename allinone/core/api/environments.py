@@ -33,7 +33,7 @@ from allinone.core.api.common import (
 from allinone.core.api.decoding import upload_filename
 from allinone.core.api.errors import from_validation, invalid, not_found
 from allinone.core.environments import WORKSPACE, Environments, check_path, decode_inline
-from allinone.core.errors import IdempotencyConflict, NotFound
+from allinone.core.errors import NotFound
 from allinone.core.ids import Clock, Ids
 from allinone.core.sessions.idempotency import digest
 from allinone.core.shapes.template_models import (
@@ -44,7 +44,7 @@ from allinone.core.shapes.template_models import (
 )
 from storage import environments as env_rows
 from storage import sessions
-from storage.database import Database, Tx
+from storage.database import Database
 
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 UPLOAD_CHUNK_BYTES = 256 * 1024
@@ -102,27 +102,9 @@ class EnvironmentsApi:
             )
         key = idempotency_key(request)
         request_hash = digest(spec)
-        config, secrets, files = await self._environments.hosted_config(
-            project, spec, "environment"
+        environment_id = await self._environments.create_standalone(
+            project, spec, key, request_hash
         )
-
-        async def job(tx: Tx) -> tuple[str, bool]:
-            if key is not None:
-                earlier = await env_rows.by_idempotency_key(tx, project, key)
-                if earlier is not None:
-                    if earlier["request_hash"] != request_hash:
-                        raise IdempotencyConflict(
-                            "This idempotency key was used with a different request."
-                        )
-                    return str(earlier["id"]), False
-            environment_id = await self._environments.insert_hosted(
-                tx, project, config, secrets, files, key, request_hash
-            )
-            return environment_id, True
-
-        environment_id, created = await self._db.write(job)
-        if created:
-            self._environments.initialize_later(environment_id)
         row = await self._db.read(partial(env_rows.get_any, environment_id=environment_id))
         assert row is not None
         return json(await self._info(row))
@@ -222,11 +204,7 @@ class EnvironmentsApi:
                 "sha256": sha256,
                 "created_at": now,
             }
-
-            async def job(tx: Tx) -> None:
-                await env_rows.insert_upload_from(tx, row, source)
-
-            await self._db.write(job)
+            await self._environments.store_upload(row, source)
         return json(
             {
                 "id": file_id,
@@ -290,11 +268,7 @@ class EnvironmentsApi:
 
     async def delete_artifact(self, request: Request) -> Response:
         row = await self._artifact(request)
-
-        async def job(tx: Tx) -> None:
-            await env_rows.delete_artifact(tx, row["id"], self._clock.now())
-
-        await self._db.write(job)
+        await self._environments.delete_artifact(row["id"])
         return json({"id": row["id"], "object": "agent.session.artifact.deleted", "deleted": True})
 
 
