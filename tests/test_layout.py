@@ -183,3 +183,24 @@ def test_sessions_hold_no_sql() -> None:
                 assert call.func.attr not in {"execute", "executemany", "fetchone", "fetchall"}, (
                     f"{path}:{call.lineno}: runs SQL itself"
                 )
+
+
+# The readiness check's own write: proving the store takes writes is its job.
+STORAGE_PROBES = {"allinone/core/api/health.py"}
+
+
+def test_api_handlers_run_no_transactions_or_sql() -> None:
+    """Transactions and SQL live in storage/ and the domain; handlers call the domain."""
+    for path in modules("allinone/core/api"):
+        relative = path.relative_to(ROOT).as_posix()
+        for call in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+                continue
+            name = call.func.attr
+            assert name not in {"execute", "executemany", "fetchone", "fetchall"}, (
+                f"{relative}:{call.lineno}: runs SQL itself"
+            )
+            target = call.func.value
+            on_db = isinstance(target, ast.Attribute) and target.attr == "_db"
+            if name == "write" and on_db and relative not in STORAGE_PROBES:
+                raise AssertionError(f"{relative}:{call.lineno}: runs a transaction itself")

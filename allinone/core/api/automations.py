@@ -38,7 +38,7 @@ from allinone.core.host_grants import HostGrants
 from allinone.core.ids import Clock, Ids
 from allinone.core.shapes import automation_models as shapes
 from storage import automations as rows
-from storage.database import Database, Tx
+from storage.database import Database
 
 log = logging.getLogger(__name__)
 BASE = "/v1/agents/automations"
@@ -139,15 +139,7 @@ class AutomationsApi:
             created_at=now,
         )
         sealed = self._automations.seal_target(project, automation_id, prepared.request)
-
-        async def job(tx: Tx) -> None:
-            await rows.insert(tx, row, sealed)
-
-        await self._db.write(job)
-        stored = await self._row(project, automation_id)
-        self._automations.schedule(stored)
-        log.info("created %s automation %s in project %s", row["type"], automation_id, project)
-        return json(shapes.automation(stored))
+        return json(shapes.automation(await self._automations.create(row, sealed)))
 
     async def list_automations(self, request: Request) -> Response:
         project = project_of(request)
@@ -201,15 +193,7 @@ class AutomationsApi:
             self._check_host(project, prepared.public)
             fields.update(target=prepared.public, target_session_id=prepared.session_id)
             sealed = self._automations.seal_target(project, automation_id, prepared.request)
-        now = self._clock.now()
-
-        async def job(tx: Tx) -> bool:
-            return await rows.update(tx, project, automation_id, fields, now, sealed)
-
-        if fields and not await self._db.write(job):
-            raise not_found()
-        stored = await self._row(project, automation_id)
-        self._automations.schedule(stored)
+        stored = await self._automations.change(project, automation_id, fields, sealed)
         return json(shapes.automation(stored))
 
     async def _check_run_at(self, row: dict[str, Any], run_at: int) -> None:
@@ -224,15 +208,7 @@ class AutomationsApi:
     async def delete(self, request: Request) -> Response:
         project = project_of(request)
         automation_id = request.path_params["automation_id"]
-        now = self._clock.now()
-
-        async def job(tx: Tx) -> bool:
-            return await rows.delete(tx, project, automation_id, now)
-
-        if not await self._db.write(job):
-            raise not_found()
-        self._automations.unschedule(automation_id)
-        log.info("deleted automation %s in project %s", automation_id, project)
+        await self._automations.delete(project, automation_id)
         return json(shapes.AutomationDeleted(id=automation_id))
 
     async def pause(self, request: Request) -> Response:
@@ -244,18 +220,7 @@ class AutomationsApi:
     async def _move(self, request: Request, source: str, target: str) -> Response:
         project = project_of(request)
         automation_id = request.path_params["automation_id"]
-        row = await self._row(project, automation_id)
-        if row["status"] == "completed":
-            raise _conflict("This one-time automation already ran.")
-        now = self._clock.now()
-
-        async def job(tx: Tx) -> bool:
-            return await rows.move_status(tx, automation_id, (source,), target, now)
-
-        if row["status"] == source:
-            await self._db.write(job)
-        stored = await self._row(project, automation_id)
-        self._automations.schedule(stored)
+        stored = await self._automations.move(project, automation_id, source, target)
         return json(shapes.automation(stored))
 
     async def invoke(self, request: Request) -> Response:
