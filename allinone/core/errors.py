@@ -29,9 +29,11 @@ else in the tree that reaches a handler is an internal fault and answers 500.
         +-- ObservationError           gateway/subscriptions.py
         +-- WorkspaceUnavailable       gateway/workspace.py
 
-Outside Core: storage.errors.StorageError (the storage tree: storage never imports
-allinone), runtime's own tree, and the process-level errors of allinone (ConfigError,
-SecretKeyError, AdminError, StartupError, ReceiverError).
+Beside this tree: `api.errors.ApiError` (the HTTP edge's own refusals: a body too large
+or too slow, an unknown route; built only in `api/errors.py`), storage.errors.StorageError
+(the storage tree: storage never imports allinone), the Runtime's own tree, and the
+process-level errors of allinone (ConfigError, SecretKeyError, AdminError, StartupError,
+RuntimeStopped, and the receiver's ReceiverError and IllegalJobTransition).
 
 Messages never contain a credential, a prompt body or a file's content.
 """
