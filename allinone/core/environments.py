@@ -111,53 +111,9 @@ class Environments:
         self, project_id: str, body: dict[str, Any], param: str
     ) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
         """Return (public config, confidential inputs, initial files) or raise 400."""
-        network = body.get("network") or {"access": "enabled"}
-        if network.get("access", "enabled") != "enabled":
-            raise InvalidRequest(
-                "corebox cannot enforce network restrictions; use access 'enabled'.",
-                f"{param}.network.access",
-                code="unsupported_or_invalid_configuration",
-            )
+        _check_supported(body, param)
+        files = await self._initial_files(project_id, body.get("files") or [], param)
         packages = body.get("packages") or {}
-        if packages.get("system"):
-            raise InvalidRequest(
-                "System packages cannot be installed here.",
-                f"{param}.packages.system",
-                code="unsupported_or_invalid_configuration",
-            )
-        for field in ("plugins", "skills"):
-            if body.get(field):
-                raise InvalidRequest(
-                    f"{field} are not supported in this build.",
-                    f"{param}.{field}",
-                    code="unsupported_or_invalid_configuration",
-                )
-        files: list[dict[str, Any]] = []
-        for index, entry in enumerate(body.get("files") or []):
-            where = f"{param}.files[{index}]"
-            path = check_path(entry.get("path"), f"{where}.path")
-            if entry.get("type") == "inline":
-                data = decode_inline(entry.get("data"), f"{where}.data")
-                files.append({"type": "inline", "path": path, "data": data, "file_id": None})
-            elif entry.get("type") == "file_id":
-                wanted = str(entry.get("file_id"))
-                upload = await self._db.read(
-                    partial(env_rows.upload, project_id=project_id, file_id=wanted)
-                )
-                if upload is None:
-                    raise NotFound(param=f"{where}.file_id")
-                files.append(
-                    {
-                        "type": "file_id",
-                        "path": path,
-                        "data": upload["content"],
-                        "file_id": upload["id"],
-                    }
-                )
-            else:
-                raise InvalidRequest(
-                    "files entries are of type inline or file_id.", f"{where}.type"
-                )
         config = {
             "capability_directories": list(body.get("capability_directories") or []),
             "network": {"access": "enabled", "allowed_domains": []},
@@ -184,6 +140,38 @@ class Environments:
                 code="unsupported_or_invalid_configuration",
             )
         return config, secrets, files
+
+    async def _initial_files(
+        self, project_id: str, entries: list[dict[str, Any]], param: str
+    ) -> list[dict[str, Any]]:
+        """The environment's initial files: inline data, or an upload of the project."""
+        files: list[dict[str, Any]] = []
+        for index, entry in enumerate(entries):
+            where = f"{param}.files[{index}]"
+            path = check_path(entry.get("path"), f"{where}.path")
+            if entry.get("type") == "inline":
+                data = decode_inline(entry.get("data"), f"{where}.data")
+                files.append({"type": "inline", "path": path, "data": data, "file_id": None})
+            elif entry.get("type") == "file_id":
+                wanted = str(entry.get("file_id"))
+                upload = await self._db.read(
+                    partial(env_rows.upload, project_id=project_id, file_id=wanted)
+                )
+                if upload is None:
+                    raise NotFound(param=f"{where}.file_id")
+                files.append(
+                    {
+                        "type": "file_id",
+                        "path": path,
+                        "data": upload["content"],
+                        "file_id": upload["id"],
+                    }
+                )
+            else:
+                raise InvalidRequest(
+                    "files entries are of type inline or file_id.", f"{where}.type"
+                )
+        return files
 
     async def insert_hosted(
         self,
@@ -614,3 +602,28 @@ class Environments:
 
 def _encoded(files: list[dict[str, Any]]) -> list[dict[str, str]]:
     return [{"path": f["path"], "data": base64.b64encode(f["data"]).decode()} for f in files]
+
+
+def _check_supported(body: dict[str, Any], param: str) -> None:
+    """Refuse what this build cannot provide: network restrictions, system packages,
+    plugins and skills."""
+    network = body.get("network") or {"access": "enabled"}
+    if network.get("access", "enabled") != "enabled":
+        raise InvalidRequest(
+            "corebox cannot enforce network restrictions; use access 'enabled'.",
+            f"{param}.network.access",
+            code="unsupported_or_invalid_configuration",
+        )
+    if (body.get("packages") or {}).get("system"):
+        raise InvalidRequest(
+            "System packages cannot be installed here.",
+            f"{param}.packages.system",
+            code="unsupported_or_invalid_configuration",
+        )
+    for field in ("plugins", "skills"):
+        if body.get(field):
+            raise InvalidRequest(
+                f"{field} are not supported in this build.",
+                f"{param}.{field}",
+                code="unsupported_or_invalid_configuration",
+            )
