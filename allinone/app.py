@@ -21,13 +21,15 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 
 from allinone import __version__
 from allinone.config import Config
-from allinone.core.admission import Admission
 from allinone.core.api.agents import AgentsApi
 from allinone.core.api.app import build_app
+from allinone.core.api.auth import Keys
 from allinone.core.api.automations import AutomationsApi
+from allinone.core.api.comms_owner import comms_routes
 from allinone.core.api.devices import DevicesApi
 from allinone.core.api.environments import EnvironmentsApi
 from allinone.core.api.harnesses import HarnessesApi
+from allinone.core.api.health import Health
 from allinone.core.api.projects import ProjectsApi
 from allinone.core.api.protocol import MAX_HEADER_BYTES, BoundedH11Protocol
 from allinone.core.api.sessions import SessionsApi
@@ -40,7 +42,6 @@ from allinone.core.environments import Environments
 from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
 from allinone.core.gateway.server import Gateway
-from allinone.core.health import Health
 from allinone.core.host_grants import HostGrants
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
@@ -52,6 +53,7 @@ from allinone.core.orchestration.projector import Projector
 from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.recorder import Recorder
 from allinone.core.sealing import Sealer
+from allinone.core.sessions.admission import Admission
 from allinone.core.vault_secrets import VaultSecrets
 from allinone.credentials import (
     LOCAL_DEVICE_ID,
@@ -333,11 +335,12 @@ class App:
                 *TracesApi(db).routes(),
                 *AutomationsApi(db, automations, ids, clock, grants).routes(),
                 *VaultsApi(db, VaultSecrets(db, sealer), ids, clock).routes(),
-                *comms.routes(),
+                *comms_routes(comms, db),
                 *HarnessesApi(db, registry).routes(),
                 # Last: /v1/agents/{agent_id} would capture /v1/agents/<word> routes.
                 *AgentsApi(db, ids, clock, providers).routes(),
-            ]
+            ],
+            keys=Keys(db),
         )
         server = _Server(
             uvicorn.Config(

@@ -93,3 +93,32 @@ async def delete(tx: Tx, session_id: str, now: int) -> bool:
         (now, session_id, session_id),
     )
     return changed == 1
+
+
+async def bind_environment(
+    tx: Tx, session_id: str, environment: dict[str, Any], environment_id: str
+) -> None:
+    """Store the session's rendered environment and the id of the environment it uses."""
+    await tx.execute(
+        "UPDATE sessions SET environment = ?, environment_id = ? WHERE id = ?",
+        (dumps(environment), environment_id, session_id),
+    )
+
+
+def list_filter(
+    project_id: str, agent_id: str | None, metadata: list[tuple[str, str]]
+) -> tuple[str, tuple[Any, ...]]:
+    """The WHERE clause (and its arguments) of a project's live sessions, optionally of
+    one agent and with every (key, value) of `metadata` among their metadata."""
+    where = "project_id = ? AND deleted_at IS NULL"
+    args: list[Any] = [project_id]
+    if agent_id:
+        where += " AND agent_id = ?"
+        args.append(agent_id)
+    for key, value in metadata:
+        where += (
+            " AND EXISTS (SELECT 1 FROM json_each(sessions.metadata)"
+            " WHERE json_each.key = ? AND json_each.value = ?)"
+        )
+        args.extend([key, value])
+    return where, tuple(args)

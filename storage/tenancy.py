@@ -154,3 +154,9 @@ async def revoke_grant(tx: Tx, project_id: str, kind: str, path: str) -> None:
         "DELETE FROM host_grants WHERE project_id = ? AND kind = ? AND path = ?",
         (project_id, kind, path),
     )
+
+
+async def probe_written_at(q: Queryable) -> int | None:
+    """When the readiness probe's row was last written, or None before the first probe."""
+    row = await q.fetchone("SELECT written_at FROM health_probe WHERE id = 1")
+    return None if row is None else int(row["written_at"])

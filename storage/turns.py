@@ -111,3 +111,11 @@ async def set_usage(tx: Tx, turn_id: str, usage: dict[str, Any], fencing_token: 
         (dumps(usage), turn_id, fencing_token, "in_progress", "waiting"),
     )
     return changed == 1
+
+
+async def request_cancel(tx: Tx, turn_id: str, now: int) -> None:
+    """Mark the turn's cancellation as requested (the first request's time is kept)."""
+    await tx.execute(
+        "UPDATE turns SET cancel_requested_at = COALESCE(cancel_requested_at, ?) WHERE id = ?",
+        (now, turn_id),
+    )

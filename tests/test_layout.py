@@ -87,3 +87,120 @@ def _stdlib(name: str) -> bool:
     import sys
 
     return name in sys.stdlib_module_names
+
+
+# The gateway's HTTP/WebSocket shell reads its bootstrap body with the API's bounded
+# reader; it is an edge like `api/`, not the domain.
+HTTP_EDGES = {"allinone/core/gateway/server.py"}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def absolute_imports_of(source: str, module: str, is_package: bool) -> set[str]:
+    """Every module `source` (the text of `module`) imports, relative imports resolved,
+    `from a import b` counted as both `a` and `a.b` (b may be a module)."""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            stem = ".".join([*base, *([node.module] if node.module else [])])
+            found.add(stem)
+            found.update(f"{stem}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_relative_imports_are_resolved() -> None:
+    source = "from .api import errors\nfrom ..core import api\nimport allinone.core.api.x\n"
+    found = absolute_imports_of(source, "allinone.core.sample", is_package=False)
+    assert {"allinone.core.api.errors", "allinone.core.api", "allinone.core.api.x"} <= found
+    found = absolute_imports_of("from . import api\n", "allinone.core", is_package=True)
+    assert "allinone.core.api" in found
+
+
+def test_the_domain_does_not_import_the_http_api() -> None:
+    for path in modules("allinone/core"):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative.startswith("allinone/core/api/") or relative in HTTP_EDGES:
+            continue
+        source = path.read_text(encoding="utf-8")
+        imported = absolute_imports_of(source, module_name(path), path.name == "__init__.py")
+        for name in imported:
+            assert name != "allinone.core.api" and not name.startswith("allinone.core.api."), (
+                f"{relative}: imports {name}; raise allinone.core.errors instead"
+            )
+
+
+def _calls_to(path: Path, name: str) -> list[ast.Call]:
+    calls = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if called == name:
+                calls.append(node)
+    return calls
+
+
+def test_api_errors_are_built_only_by_the_one_mapping() -> None:
+    home = ROOT / "allinone/core/api/errors.py"
+    for path in modules("allinone"):
+        if path != home:
+            assert not _calls_to(path, "ApiError"), f"{path}: builds an ApiError itself"
+        literals = {
+            node.value
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        }
+        if path != home:
+            assert "x-should-retry" not in literals, f"{path}: writes x-should-retry itself"
+
+
+def test_each_api_error_kind_has_one_construction_site() -> None:
+    tree = ast.parse((ROOT / "allinone/core/api/errors.py").read_text(encoding="utf-8"))
+    owners: list[str] = []
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            calls = [n for n in ast.walk(function) if isinstance(n, ast.Call)]
+            built = [c for c in calls if isinstance(c.func, ast.Name) and c.func.id == "ApiError"]
+            assert len(built) <= 1, f"{function.name} builds {len(built)} ApiErrors"
+            owners += [function.name] * len(built)
+    assert len(owners) == len(set(owners)) and owners, owners
+
+
+def test_sessions_hold_no_sql() -> None:
+    """The sessions room decides; its SQL lives in storage repositories."""
+    for path in modules("allinone/core/sessions"):
+        for call in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+                assert call.func.attr not in {"execute", "executemany", "fetchone", "fetchall"}, (
+                    f"{path}:{call.lineno}: runs SQL itself"
+                )
+
+
+# The readiness check's own write: proving the store takes writes is its job.
+STORAGE_PROBES = {"allinone/core/api/health.py"}
+
+
+def test_api_handlers_run_no_transactions_or_sql() -> None:
+    """Transactions and SQL live in storage/ and the domain; handlers call the domain."""
+    for path in modules("allinone/core/api"):
+        relative = path.relative_to(ROOT).as_posix()
+        for call in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+                continue
+            name = call.func.attr
+            assert name not in {"execute", "executemany", "fetchone", "fetchall"}, (
+                f"{relative}:{call.lineno}: runs SQL itself"
+            )
+            target = call.func.value
+            on_db = isinstance(target, ast.Attribute) and target.attr == "_db"
+            if name == "write" and on_db and relative not in STORAGE_PROBES:
+                raise AssertionError(f"{relative}:{call.lineno}: runs a transaction itself")

@@ -15,8 +15,8 @@ import msgspec
 from msgspec import UNSET
 
 from allinone.core import tools as tool_lists
-from allinone.core.api.errors import invalid
-from allinone.core.api.models import AgentCreate, AgentUpdate, SessionAgentParam
+from allinone.core.errors import InvalidRequest
+from allinone.core.shapes.models import AgentCreate, AgentUpdate, SessionAgentParam
 
 HARNESSES = ("scripted", "builtin")
 COMMAND_POLICIES = ("ask", "allow", "deny")
@@ -50,12 +50,12 @@ def check_metadata(metadata: dict[str, str] | None, param: str = "metadata") -> 
     if not metadata:
         return {}
     if len(metadata) > MAX_METADATA_KEYS:
-        raise invalid(f"{param} may have at most {MAX_METADATA_KEYS} keys.", param)
+        raise InvalidRequest(f"{param} may have at most {MAX_METADATA_KEYS} keys.", param)
     for key, value in metadata.items():
         if len(key) > 64:
-            raise invalid("Metadata keys may be at most 64 characters.", f"{param}.{key}")
+            raise InvalidRequest("Metadata keys may be at most 64 characters.", f"{param}.{key}")
         if len(value) > 512:
-            raise invalid("Metadata values may be at most 512 characters.", f"{param}.{key}")
+            raise InvalidRequest("Metadata values may be at most 512 characters.", f"{param}.{key}")
     return dict(metadata)
 
 
@@ -116,9 +116,9 @@ def check_extension(
     policy = extension.get("tool_policy")
     if policy is not None:
         if not isinstance(policy, dict) or set(policy) - {"run_command"}:
-            raise invalid("tool_policy may set only run_command.", f"{param}.tool_policy")
+            raise InvalidRequest("tool_policy may set only run_command.", f"{param}.tool_policy")
         if policy.get("run_command", "ask") not in COMMAND_POLICIES:
-            raise invalid(
+            raise InvalidRequest(
                 "tool_policy.run_command must be ask, allow or deny.",
                 f"{param}.tool_policy.run_command",
             )
@@ -126,7 +126,7 @@ def check_extension(
     if provider is not None:
         where = f"{param}.model_provider"
         if seal_provider is None:
-            raise invalid(
+            raise InvalidRequest(
                 "A model provider cannot be stored here.",
                 where,
                 code="unsupported_or_invalid_configuration",
@@ -156,7 +156,7 @@ def harness_for(
     harness = extension.get("harness")
     if harness is not None:
         if harness not in HARNESSES:
-            raise invalid(
+            raise InvalidRequest(
                 f"Unknown harness {str(harness)[:40]!r}.",
                 "agent.x_corebox.harness",
                 code="unsupported_or_invalid_configuration",

@@ -20,10 +20,10 @@ from msgspec import UNSET
 
 from allinone.core import agents as agent_config
 from allinone.core import environment_templates
-from allinone.core.api import automation_models as m
-from allinone.core.api.agent_resources import agent_config as render_agent_config
-from allinone.core.api.errors import ApiError, invalid
-from allinone.core.api.models import SessionAgentParam
+from allinone.core.errors import InvalidRequest, NotFound
+from allinone.core.shapes import automation_models as m
+from allinone.core.shapes.agent_resources import agent_config as render_agent_config
+from allinone.core.shapes.models import SessionAgentParam
 from storage import agents as agent_rows
 from storage import sessions
 from storage import templates as template_rows
@@ -38,15 +38,15 @@ class Prepared:
     session_id: str | None
 
 
-def _missing(param: str) -> ApiError:
-    return ApiError(404, "Resource not found.", code="not_found_error", param=param)
+def _missing(param: str) -> NotFound:
+    return NotFound(param=param)
 
 
 async def prepare(q: Queryable, project_id: str, target: m.TargetParam) -> Prepared:
     request = msgspec.to_builtins(target)
     if isinstance(target, m.ExistingSessionTargetParam):
         if not target.instructions.strip():
-            raise invalid("instructions must not be empty.", "target.instructions")
+            raise InvalidRequest("instructions must not be empty.", "target.instructions")
         if await sessions.get(q, project_id, target.session_id) is None:
             raise _missing("target.session_id")
         existing = {
@@ -57,14 +57,16 @@ async def prepare(q: Queryable, project_id: str, target: m.TargetParam) -> Prepa
         return Prepared(existing, request, target.session_id)
     agent_id = None if target.agent_id is UNSET else target.agent_id
     if (agent_id is None) == (target.agent is UNSET):
-        raise invalid("Give exactly one of target.agent and target.agent_id.", "target.agent")
+        raise InvalidRequest(
+            "Give exactly one of target.agent and target.agent_id.", "target.agent"
+        )
     agent_view = None
     if agent_id is not None:
         if await agent_rows.get(q, project_id, agent_id) is None:
             raise _missing("target.agent_id")
     elif isinstance(target.agent, SessionAgentParam):
         if target.agent.model is UNSET:
-            raise invalid("target.agent.model is required.", "target.agent.model")
+            raise InvalidRequest("target.agent.model is required.", "target.agent.model")
         config = agent_config.defaults()
         agent_config.apply_fields(config, target.agent)
         agent_config.harness_for(config)
@@ -74,10 +76,10 @@ async def prepare(q: Queryable, project_id: str, target: m.TargetParam) -> Prepa
         if await vault_rows.get_vault(q, project_id, vault_id) is None:
             raise _missing(f"target.vault_ids[{index}]")
     if not target.input:
-        raise invalid("target.input must contain at least one message.", "target.input")
+        raise InvalidRequest("target.input must contain at least one message.", "target.input")
     for index, message in enumerate(target.input):
         if not message.content:
-            raise invalid("A message needs content.", f"target.input[{index}].content")
+            raise InvalidRequest("A message needs content.", f"target.input[{index}].content")
     metadata = agent_config.check_metadata(
         None if target.metadata is UNSET else target.metadata, "target.metadata"
     )
@@ -114,7 +116,7 @@ async def _environment(
     if environment.environment_id is not UNSET and (
         template_id is not UNSET or _has_inline_config(environment)
     ):
-        raise invalid(
+        raise InvalidRequest(
             "environment_id cannot be combined with a template or inline configuration.",
             "target.environment.environment_id",
         )

@@ -30,22 +30,22 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 
-from allinone.core.admission import Admission
-from allinone.core.api import automation_models as shapes
-from allinone.core.api.errors import ApiError
-from allinone.core.api.models import (
+from allinone.core.errors import Conflict, NotFound, Refused
+from allinone.core.ids import Clock, Ids
+from allinone.core.sealing import Sealer
+from allinone.core.sessions.admission import Admission
+from allinone.core.shapes import automation_models as shapes
+from allinone.core.shapes.models import (
     InputMessageParam,
     InputTextParam,
     MessageInputEvent,
     SessionCreate,
 )
-from allinone.core.ids import Clock, Ids
-from allinone.core.sealing import Sealer
 from storage import automations as rows
 from storage import sessions, tenancy, turns
 from storage import vaults as vault_rows
 from storage.database import Database, Tx
-from storage.errors import Conflict
+from storage.errors import Conflict as StorageConflict
 
 log = logging.getLogger(__name__)
 LATE_LIMIT_SECONDS = 59
@@ -187,7 +187,7 @@ class Automations:
 
         try:
             await self._db.write(job)
-        except Conflict:
+        except StorageConflict:
             log.info("automation %s occurrence %d already recorded", automation_id, scheduled_at)
             return
         stored = await self._db.read(
@@ -196,12 +196,81 @@ class Automations:
         assert stored is not None
         await self._deliver(stored, row)
 
+    # Changes: each runs in one transaction; the schedule follows the committed row.
+    async def get(self, project_id: str, automation_id: str) -> dict[str, Any]:
+        row = await self._db.read(lambda r: rows.get(r, project_id, automation_id))
+        if row is None:
+            raise NotFound()
+        return row
+
+    async def create(self, row: dict[str, Any], sealed: bytes) -> dict[str, Any]:
+        """Store a checked automation (`row`, its target sealed) and schedule it."""
+
+        async def job(tx: Tx) -> None:
+            await rows.insert(tx, row, sealed)
+
+        await self._db.write(job)
+        stored = await self.get(row["project_id"], row["id"])
+        self.schedule(stored)
+        log.info(
+            "created %s automation %s in project %s", row["type"], row["id"], row["project_id"]
+        )
+        return stored
+
+    async def change(
+        self,
+        project_id: str,
+        automation_id: str,
+        fields: dict[str, Any],
+        sealed: bytes | None,
+    ) -> dict[str, Any]:
+        """Apply checked `fields` (and a new sealed target) and reschedule."""
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> bool:
+            return await rows.update(tx, project_id, automation_id, fields, now, sealed)
+
+        if fields and not await self._db.write(job):
+            raise NotFound()
+        stored = await self.get(project_id, automation_id)
+        self.schedule(stored)
+        return stored
+
+    async def delete(self, project_id: str, automation_id: str) -> None:
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> bool:
+            return await rows.delete(tx, project_id, automation_id, now)
+
+        if not await self._db.write(job):
+            raise NotFound()
+        self.unschedule(automation_id)
+        log.info("deleted automation %s in project %s", automation_id, project_id)
+
+    async def move(
+        self, project_id: str, automation_id: str, source: str, target: str
+    ) -> dict[str, Any]:
+        """Pause or resume: `source` -> `target` (no change from any other status)."""
+        row = await self.get(project_id, automation_id)
+        if row["status"] == "completed":
+            raise Conflict("This one-time automation already ran.")
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> bool:
+            return await rows.move_status(tx, automation_id, (source,), target, now)
+
+        if row["status"] == source:
+            await self._db.write(job)
+        stored = await self.get(project_id, automation_id)
+        self.schedule(stored)
+        return stored
+
     async def invoke(self, project_id: str, automation_id: str) -> dict[str, Any]:
         """A manual delivery now; the saved schedule is unchanged. Returns the settled
         invocation row. Raises 404 when the automation is not in the project."""
         row = await self._db.read(lambda r: rows.get(r, project_id, automation_id))
         if row is None:
-            raise ApiError(404, "Resource not found.", code="not_found_error")
+            raise NotFound()
         invocation: dict[str, Any] = {
             "id": self._ids.new("autoinv"),
             "automation_id": automation_id,
@@ -237,7 +306,7 @@ class Automations:
                 outcome = await self._post_to_session(project_id, target, key)
             else:
                 outcome = await self._new_session(project_id, target, key)
-        except ApiError as exc:
+        except Refused as exc:
             outcome = {"status": "failed", "error": (exc.code or "invalid_request", exc.message)}
         except Exception as exc:
             log.error(
@@ -297,7 +366,7 @@ class Automations:
             await self._admission.admit_inputs(
                 project_id, session_id, [MessageInputEvent(input=[message])], key
             )
-        except ApiError as exc:
+        except Refused as exc:
             if exc.status == 409 and exc.code in BUSY_CODES:
                 return {
                     "status": "skipped",

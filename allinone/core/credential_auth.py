@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 import msgspec
 from msgspec import UNSET
 
-from allinone.core.api import vault_models as m
-from allinone.core.api.errors import invalid
+from allinone.core.errors import InvalidRequest
+from allinone.core.shapes import vault_models as m
 
 SECRET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RESERVED_NAMES = frozenset(
@@ -52,7 +52,7 @@ def check_name(name: str, param: str = "name") -> str:
     """Trimmed; 1-256 UTF-8 bytes."""
     trimmed = name.strip()
     if not 1 <= len(trimmed.encode()) <= 256:
-        raise invalid(f"{param} must contain 1 to 256 UTF-8 bytes after trimming.", param)
+        raise InvalidRequest(f"{param} must contain 1 to 256 UTF-8 bytes after trimming.", param)
     return trimmed
 
 
@@ -105,7 +105,9 @@ def rotate(
         m.RotateEnvironmentVariableParam: "environment_variable",
     }[type(auth)]
     if wanted != kind:
-        raise invalid(f"auth.type must stay {kind!r}; create a new credential instead.", "auth")
+        raise InvalidRequest(
+            f"auth.type must stay {kind!r}; create a new credential instead.", "auth"
+        )
     public, secret = dict(public), dict(secret)
     if isinstance(auth, m.RotateStaticBearerParam):
         secret["token"] = auth.token
@@ -133,7 +135,9 @@ def _rotate_refresh(
 ) -> None:
     current = public.get("refresh")
     if current is None:
-        raise invalid("This credential has no refresh configuration to rotate.", "auth.refresh")
+        raise InvalidRequest(
+            "This credential has no refresh configuration to rotate.", "auth.refresh"
+        )
     current = dict(current)
     if isinstance(refresh.refresh_token, str):
         secret["refresh_token"] = refresh.refresh_token
@@ -144,7 +148,7 @@ def _rotate_refresh(
         if isinstance(endpoint.client_secret, str):
             secret["client_secret"] = endpoint.client_secret
         elif "client_secret" not in secret:
-            raise invalid(
+            raise InvalidRequest(
                 "A client_secret is required when switching to secret authentication.",
                 "auth.refresh.token_endpoint_auth.client_secret",
             )
@@ -158,7 +162,7 @@ def _url(value: str, param: str, *, https: bool = False) -> str:
     schemes = ("https",) if https and not loopback else ("http", "https")
     if parts.scheme not in schemes or not parts.hostname:
         kind = "an HTTPS" if https else "an HTTP(S)"
-        raise invalid(f"{param} must be {kind} URL.", param)
+        raise InvalidRequest(f"{param} must be {kind} URL.", param)
     return value
 
 
@@ -168,13 +172,15 @@ def _expiry(value: str | Any | None) -> str | None:
     try:
         datetime.fromisoformat(str(value))
     except ValueError as exc:
-        raise invalid("auth.expires_at must be an RFC 3339 timestamp.", "auth.expires_at") from exc
+        raise InvalidRequest(
+            "auth.expires_at must be an RFC 3339 timestamp.", "auth.expires_at"
+        ) from exc
     return str(value)
 
 
 def _secret_name(name: str) -> str:
     if not SECRET_NAME.match(name) or name.startswith("CODEX_") or name in RESERVED_NAMES:
-        raise invalid(
+        raise InvalidRequest(
             "auth.secret_name must be letters, digits and underscores, start with a letter"
             " or underscore, and not be reserved.",
             "auth.secret_name",
@@ -184,7 +190,9 @@ def _secret_name(name: str) -> str:
 
 def _secret_value(value: str, param: str) -> None:
     if any(ch in value for ch in "\r\n\x00"):
-        raise invalid("The secret must not contain carriage returns, newlines or NUL.", param)
+        raise InvalidRequest(
+            "The secret must not contain carriage returns, newlines or NUL.", param
+        )
 
 
 def _networking(networking: m.CredentialNetworking) -> dict[str, Any]:
@@ -195,7 +203,7 @@ def _networking(networking: m.CredentialNetworking) -> dict[str, Any]:
         normal = host.strip().lower()
         param = f"auth.networking.allowed_hosts[{index}]"
         if not _host_ok(normal):
-            raise invalid(
+            raise InvalidRequest(
                 "Allowed hosts are hostnames or IPv4 addresses without scheme, path, port"
                 " or wildcard.",
                 param,
@@ -203,7 +211,7 @@ def _networking(networking: m.CredentialNetworking) -> dict[str, Any]:
         if normal not in hosts:
             hosts.append(normal)
     if not 1 <= len(hosts) <= 16:
-        raise invalid(
+        raise InvalidRequest(
             "auth.networking.allowed_hosts needs 1 to 16 distinct hosts.",
             "auth.networking.allowed_hosts",
         )

@@ -18,8 +18,8 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from allinone.core.api import template_models as m
-from allinone.core.api.errors import invalid
+from allinone.core.errors import InvalidRequest
+from allinone.core.shapes import template_models as m
 
 DEFAULT_NETWORK: dict[str, Any] = {"access": "disabled", "allowed_domains": []}
 WORKSPACE = "/workspace"
@@ -67,7 +67,7 @@ def merge(
         dirs = body.capability_directories or []
         for index, directory in enumerate(dirs):
             if not directory.startswith("/"):
-                raise invalid(
+                raise InvalidRequest(
                     "Capability directories must be absolute paths.",
                     f"capability_directories[{index}]",
                 )
@@ -102,7 +102,9 @@ def merge(
         commands = body.setup_commands or []
         for index, command in enumerate(commands):
             if not command.command.strip():
-                raise invalid("A setup command must not be empty.", f"setup_commands[{index}]")
+                raise InvalidRequest(
+                    "A setup command must not be empty.", f"setup_commands[{index}]"
+                )
         confidential["setup_commands"] = msgspec.to_builtins(commands)
     if body.skills is not UNSET:
         skills = body.skills or []
@@ -129,7 +131,7 @@ def check_path(path: str, param: str) -> str:
         or any(path == p or path.startswith(p + "/") for p in RESERVED_PREFIXES)
         or path.startswith("/workspace/.managed-agents-")
     ):
-        raise invalid("path must be an absolute, unreserved path under /workspace/.", param)
+        raise InvalidRequest("path must be an absolute, unreserved path under /workspace/.", param)
     return path
 
 
@@ -153,22 +155,24 @@ def _network(network: m.NetworkParam) -> dict[str, Any]:
     allowed = list(network.allowed_domains or [])
     blocked = list(network.blocked_domains or [])
     if (allowed or blocked) and network.access != "restricted":
-        raise invalid("Domain lists require network access `restricted`.", "network.access")
+        raise InvalidRequest("Domain lists require network access `restricted`.", "network.access")
     if allowed and blocked:
-        raise invalid(
+        raise InvalidRequest(
             "blocked_domains cannot be combined with allowed_domains.", "network.blocked_domains"
         )
     for field, domains in (("allowed_domains", allowed), ("blocked_domains", blocked)):
         for index, domain in enumerate(domains):
             if "*" in domain or "/" in domain or not domain.strip():
-                raise invalid("Domains are plain host names.", f"network.{field}[{index}]")
+                raise InvalidRequest("Domains are plain host names.", f"network.{field}[{index}]")
     return {"access": network.access, "allowed_domains": allowed}
 
 
 def _env(env: dict[str, str]) -> dict[str, str]:
     for key in env:
         if not ENV_NAME.match(key):
-            raise invalid("Environment variable names are letters, digits and _.", f"env.{key}")
+            raise InvalidRequest(
+                "Environment variable names are letters, digits and _.", f"env.{key}"
+            )
     return dict(env)
 
 
@@ -176,4 +180,4 @@ def _base64(data: str, param: str) -> bytes:
     try:
         return base64.b64decode(data, validate=True)
     except (ValueError, binascii.Error) as exc:
-        raise invalid("data must be standard base64.", param) from exc
+        raise InvalidRequest("data must be standard base64.", param) from exc

@@ -20,7 +20,16 @@ import tarfile
 from functools import partial
 from typing import Any
 
-from allinone.core.api.errors import ApiError, invalid, not_found
+from allinone.core.errors import (
+    Conflict,
+    IdempotencyConflict,
+    InvalidRequest,
+    NotFound,
+    OutcomeUnknown,
+    Refused,
+    TurnConflict,
+    Unavailable,
+)
 from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
@@ -52,26 +61,26 @@ INTERRUPTED = (
 def check_path(path: Any, param: str) -> str:
     """An absolute POSIX path under /workspace/ with no empty, `.` or `..` segments."""
     if not isinstance(path, str) or not path.startswith(WORKSPACE + "/") or len(path) > 4096:
-        raise invalid("path must be an absolute path under /workspace/.", param)
+        raise InvalidRequest("path must be an absolute path under /workspace/.", param)
     segments = path[len(WORKSPACE) + 1 :].split("/")
     if any(s in ("", ".", "..") for s in segments) or any(c in path for c in "\\\0\r\n"):
-        raise invalid("path must not contain empty, '.' or '..' segments.", param)
+        raise InvalidRequest("path must not contain empty, '.' or '..' segments.", param)
     if path == WORKSPACE + "/outputs" or any(
         path == r or path.startswith(r + "/") or path.startswith(r + "-") for r in RESERVED
     ):
-        raise invalid("path is reserved.", param)
+        raise InvalidRequest("path is reserved.", param)
     return path
 
 
 def decode_inline(data: Any, param: str) -> bytes:
     if not isinstance(data, str):
-        raise invalid("data must be standard base64.", param)
+        raise InvalidRequest("data must be standard base64.", param)
     try:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise invalid("data must be standard base64.", param) from exc
+        raise InvalidRequest("data must be standard base64.", param) from exc
     if len(raw) > INLINE_LIMIT:
-        raise invalid("Inline files may be at most 5 MiB after decoding.", param)
+        raise InvalidRequest("Inline files may be at most 5 MiB after decoding.", param)
     return raw
 
 
@@ -104,53 +113,9 @@ class Environments:
         self, project_id: str, body: dict[str, Any], param: str
     ) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
         """Return (public config, confidential inputs, initial files) or raise 400."""
-        network = body.get("network") or {"access": "enabled"}
-        if network.get("access", "enabled") != "enabled":
-            raise invalid(
-                "corebox cannot enforce network restrictions; use access 'enabled'.",
-                f"{param}.network.access",
-                code="unsupported_or_invalid_configuration",
-            )
+        _check_supported(body, param)
+        files = await self._initial_files(project_id, body.get("files") or [], param)
         packages = body.get("packages") or {}
-        if packages.get("system"):
-            raise invalid(
-                "System packages cannot be installed here.",
-                f"{param}.packages.system",
-                code="unsupported_or_invalid_configuration",
-            )
-        for field in ("plugins", "skills"):
-            if body.get(field):
-                raise invalid(
-                    f"{field} are not supported in this build.",
-                    f"{param}.{field}",
-                    code="unsupported_or_invalid_configuration",
-                )
-        files: list[dict[str, Any]] = []
-        for index, entry in enumerate(body.get("files") or []):
-            where = f"{param}.files[{index}]"
-            path = check_path(entry.get("path"), f"{where}.path")
-            if entry.get("type") == "inline":
-                data = decode_inline(entry.get("data"), f"{where}.data")
-                files.append({"type": "inline", "path": path, "data": data, "file_id": None})
-            elif entry.get("type") == "file_id":
-                wanted = str(entry.get("file_id"))
-                upload = await self._db.read(
-                    partial(env_rows.upload, project_id=project_id, file_id=wanted)
-                )
-                if upload is None:
-                    raise ApiError(
-                        404, "Resource not found.", code="not_found_error", param=f"{where}.file_id"
-                    )
-                files.append(
-                    {
-                        "type": "file_id",
-                        "path": path,
-                        "data": upload["content"],
-                        "file_id": upload["id"],
-                    }
-                )
-            else:
-                raise invalid("files entries are of type inline or file_id.", f"{where}.type")
         config = {
             "capability_directories": list(body.get("capability_directories") or []),
             "network": {"access": "enabled", "allowed_domains": []},
@@ -170,13 +135,45 @@ class Environments:
             packages.get(kind) for kind in ("npm", "python")
         )
         if runs_commands and not self.grants.commands_allowed(project_id):
-            raise invalid(
+            raise InvalidRequest(
                 "Commands cannot be confined on this host and the server's owner has not"
                 " trusted this project to run them (corebox projects trust).",
                 f"{param}.setup_commands",
                 code="unsupported_or_invalid_configuration",
             )
         return config, secrets, files
+
+    async def _initial_files(
+        self, project_id: str, entries: list[dict[str, Any]], param: str
+    ) -> list[dict[str, Any]]:
+        """The environment's initial files: inline data, or an upload of the project."""
+        files: list[dict[str, Any]] = []
+        for index, entry in enumerate(entries):
+            where = f"{param}.files[{index}]"
+            path = check_path(entry.get("path"), f"{where}.path")
+            if entry.get("type") == "inline":
+                data = decode_inline(entry.get("data"), f"{where}.data")
+                files.append({"type": "inline", "path": path, "data": data, "file_id": None})
+            elif entry.get("type") == "file_id":
+                wanted = str(entry.get("file_id"))
+                upload = await self._db.read(
+                    partial(env_rows.upload, project_id=project_id, file_id=wanted)
+                )
+                if upload is None:
+                    raise NotFound(param=f"{where}.file_id")
+                files.append(
+                    {
+                        "type": "file_id",
+                        "path": path,
+                        "data": upload["content"],
+                        "file_id": upload["id"],
+                    }
+                )
+            else:
+                raise InvalidRequest(
+                    "files entries are of type inline or file_id.", f"{where}.type"
+                )
+        return files
 
     async def insert_hosted(
         self,
@@ -242,7 +239,7 @@ class Environments:
     ) -> str:
         directory = body.get("workspace_directory")
         if not isinstance(directory, str) or not directory.startswith("/"):
-            raise invalid(
+            raise InvalidRequest(
                 "workspace_directory must be an absolute path.", f"{param}.workspace_directory"
             )
         self.grants.check_directory(project_id, directory, f"{param}.workspace_directory")
@@ -269,8 +266,7 @@ class Environments:
     def connection(self, harness: str = DEFAULT_HARNESS) -> Connection:
         connection = self._registry.select(harness, WORKSPACE_CAPABILITIES)
         if connection is None:
-            raise ApiError(
-                503,
+            raise Unavailable(
                 "No Runtime that can serve workspaces is connected.",
                 code="runtime_node_unavailable",
             )
@@ -360,13 +356,53 @@ class Environments:
 
         await self._db.write(job)
 
+    async def create_standalone(
+        self, project_id: str, spec: dict[str, Any], key: str | None, request_hash: str
+    ) -> str:
+        """Create a hosted environment outside any session and start initializing it;
+        replay-safe by idempotency `key` (the same request gives the same environment)."""
+        config, secrets, files = await self.hosted_config(project_id, spec, "environment")
+
+        async def job(tx: Tx) -> tuple[str, bool]:
+            if key is not None:
+                earlier = await env_rows.by_idempotency_key(tx, project_id, key)
+                if earlier is not None:
+                    if earlier["request_hash"] != request_hash:
+                        raise IdempotencyConflict(
+                            "This idempotency key was used with a different request."
+                        )
+                    return str(earlier["id"]), False
+            environment_id = await self.insert_hosted(
+                tx, project_id, config, secrets, files, key, request_hash
+            )
+            return environment_id, True
+
+        environment_id, created = await self._db.write(job)
+        if created:
+            self.initialize_later(environment_id)
+        return environment_id
+
+    async def store_upload(self, row: dict[str, Any], source: Any) -> None:
+        """Store an uploaded file (`row` describes it; `source` is read in the write)."""
+
+        async def job(tx: Tx) -> None:
+            await env_rows.insert_upload_from(tx, row, source)
+
+        await self._db.write(job)
+
+    async def delete_artifact(self, artifact_id: str) -> None:
+        async def job(tx: Tx) -> None:
+            await env_rows.delete_artifact(tx, artifact_id, self._clock.now())
+
+        await self._db.write(job)
+
     def initialize_later(self, environment_id: str) -> None:
         """Start initializing a standalone Environment in the background."""
 
         async def run() -> None:
             try:
                 await self.ensure_initialized(environment_id, self.connection())
-            except (WorkspaceUnavailable, ApiError) as exc:
+            except (WorkspaceUnavailable, Refused) as exc:
                 log.warning("environment %s initialization failed: %s", environment_id, exc)
 
         task = asyncio.create_task(run(), name=f"init-{environment_id}")
@@ -385,27 +421,40 @@ class Environments:
     ) -> dict[str, Any]:
         environment = await self._db.read(lambda r: env_rows.get(r, project_id, environment_id))
         if environment is None:
-            raise not_found()
+            raise NotFound()
         connection = self.connection()
         try:
             await self.ensure_initialized(environment_id, connection)
         except WorkspaceUnavailable as exc:
-            raise ApiError(
-                409,
-                "The environment failed to initialize.",
-                code="environment_unavailable",
-                headers={"x-should-retry": "false"},
+            raise Conflict(
+                "The environment failed to initialize.", code="environment_unavailable"
             ) from exc
         row_id = self._ids.new("envfile")
+        await self._reserve_file(environment_id, row_id, path, type_, file_id, data)
+        await self._transfer(connection, environment, environment_id, row_id, path, data)
+        await self._set_file(row_id, "written")
+        return {
+            "environment_id": environment_id,
+            "object": "agent.environment.file",
+            "path": path,
+            "size_bytes": len(data),
+        }
+
+    async def _reserve_file(
+        self,
+        environment_id: str,
+        row_id: str,
+        path: str,
+        type_: str,
+        file_id: str | None,
+        data: bytes,
+    ) -> None:
+        """Reserve the file's row; refused while an earlier write is unsettled or when a
+        file already exists at `path`."""
 
         async def reserve(tx: Tx) -> None:
             if await env_rows.unsettled_files(tx, environment_id):
-                raise ApiError(
-                    409,
-                    "An earlier file write to this environment is unsettled.",
-                    code="turn_conflict",
-                    headers={"x-should-retry": "false"},
-                )
+                raise TurnConflict("An earlier file write to this environment is unsettled.")
             await env_rows.reserve_file(
                 tx,
                 {
@@ -422,10 +471,22 @@ class Environments:
 
         try:
             await self._db.write(reserve)
-        except ApiError:
+        except Refused:
             raise
         except Exception as exc:
-            raise invalid("A file already exists at that path.", "path") from exc
+            raise InvalidRequest("A file already exists at that path.", "path") from exc
+
+    async def _transfer(
+        self,
+        connection: Connection,
+        environment: dict[str, Any],
+        environment_id: str,
+        row_id: str,
+        path: str,
+        data: bytes,
+    ) -> None:
+        """Write the reserved file into the workspace; an unknown outcome leaves the row
+        `unknown`, a refusal drops it."""
         try:
             async with self._client.read_only(
                 connection, DEFAULT_HARNESS, wire_uuid(environment_id), environment
@@ -441,28 +502,19 @@ class Environments:
         except WorkspaceUnavailable as exc:
             if exc.unknown:
                 await self._set_file(row_id, "unknown")
-                raise ApiError(
-                    503,
+                raise OutcomeUnknown(
                     f"The file write's outcome is unknown ({exc.code}); it was not recorded "
                     "as written and will not be retried. Further writes to this environment "
                     "are refused until it is settled.",
                     code="file_transfer_unavailable",
-                    headers={"x-should-retry": "false"},
                 ) from exc
             # Refused, so nothing was written: the request leaves no row behind.
             await self._db.write(partial(env_rows.drop_reservation, file_row_id=row_id))
-            raise invalid(
+            raise InvalidRequest(
                 "The file could not be written: a file or directory already exists "
                 "there, or the path is unsafe.",
                 "path",
             ) from exc
-        await self._set_file(row_id, "written")
-        return {
-            "environment_id": environment_id,
-            "object": "agent.environment.file",
-            "path": path,
-            "size_bytes": len(data),
-        }
 
     async def _set_file(self, row_id: str, state: str) -> None:
         async def job(tx: Tx) -> None:
@@ -475,7 +527,7 @@ class Environments:
     ) -> list[dict[str, Any]]:
         environment = await self._db.read(lambda r: env_rows.get(r, project_id, environment_id))
         if environment is None:
-            raise not_found()
+            raise NotFound()
         connection = self.connection()
         relative = path[len(WORKSPACE) + 1 :] if path != WORKSPACE else ""
         try:
@@ -489,8 +541,8 @@ class Environments:
         except WorkspaceUnavailable as exc:
             if exc.code == "not_directory":
                 return []
-            raise ApiError(
-                503, "The workspace could not be read.", code="file_storage_unavailable"
+            raise Unavailable(
+                "The workspace could not be read.", code="file_storage_unavailable"
             ) from exc
         return [
             {
@@ -552,3 +604,28 @@ class Environments:
 
 def _encoded(files: list[dict[str, Any]]) -> list[dict[str, str]]:
     return [{"path": f["path"], "data": base64.b64encode(f["data"]).decode()} for f in files]
+
+
+def _check_supported(body: dict[str, Any], param: str) -> None:
+    """Refuse what this build cannot provide: network restrictions, system packages,
+    plugins and skills."""
+    network = body.get("network") or {"access": "enabled"}
+    if network.get("access", "enabled") != "enabled":
+        raise InvalidRequest(
+            "corebox cannot enforce network restrictions; use access 'enabled'.",
+            f"{param}.network.access",
+            code="unsupported_or_invalid_configuration",
+        )
+    if (body.get("packages") or {}).get("system"):
+        raise InvalidRequest(
+            "System packages cannot be installed here.",
+            f"{param}.packages.system",
+            code="unsupported_or_invalid_configuration",
+        )
+    for field in ("plugins", "skills"):
+        if body.get(field):
+            raise InvalidRequest(
+                f"{field} are not supported in this build.",
+                f"{param}.{field}",
+                code="unsupported_or_invalid_configuration",
+            )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from allinone.core.api.errors import invalid
+from allinone.core.errors import InvalidRequest
 from runtime.proto import matrix
 
 UNSUPPORTED = "unsupported_or_invalid_configuration"
@@ -73,13 +73,13 @@ def check(harness: str, protocol: str, wanted: list[tuple[str, str]]) -> list[di
     try:
         row = matrix.profile(harness, protocol)
     except matrix.UnknownProfile as exc:
-        raise invalid(
+        raise InvalidRequest(
             f"No capability profile for {harness} over {protocol}.", code=UNSUPPORTED
         ) from exc
     names = [feature for feature, _ in wanted]
     params = dict(wanted)
     for feature in matrix.refused(row, names):
-        raise invalid(
+        raise InvalidRequest(
             f"The {harness} harness does not support {matrix.FEATURES[feature]} "
             f"({feature}): {row[feature].note}.",
             params[feature],

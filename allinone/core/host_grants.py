@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from allinone.core.api.errors import invalid
+from allinone.core.errors import InvalidRequest
 from allinone.core.ids import Clock
 from storage import tenancy
 from storage.database import Database, Tx
@@ -116,17 +116,17 @@ class HostGrants:
         """Raise a 400 unless the project may use `directory` (see `refusal`)."""
         reason = self.refusal(project_id, directory)
         if reason is not None:
-            raise invalid(reason, param)
+            raise InvalidRequest(reason, param)
 
     def check_grantable(self, directory: str) -> Path:
         """The resolved root to grant, refused when it is relative or touches the data
         directory."""
         path = Path(directory)
         if not path.is_absolute() or ".." in path.parts:
-            raise invalid("path must be an absolute path without '..'.", "path")
+            raise InvalidRequest("path must be an absolute path without '..'.", "path")
         resolved = real(path)
         if within(resolved, self._data_dir) or within(self._data_dir, resolved):
-            raise invalid("path may not include corebox's data directory.", "path")
+            raise InvalidRequest("path may not include corebox's data directory.", "path")
         return resolved
 
     async def grant(self, project_id: str, kind: str, path: str = "") -> None:

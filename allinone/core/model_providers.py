@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from allinone.core.api.errors import invalid
+from allinone.core.errors import CoreError, InvalidRequest
 from allinone.core.sealing import Sealer, SealError
 from runtime.proto import execution as wire
 from runtime.proto import limits
@@ -40,7 +40,7 @@ SEAL_CONTEXT = "model_provider.api_key"
 UNSUPPORTED = "unsupported_or_invalid_configuration"
 
 
-class ProviderUnavailable(Exception):
+class ProviderUnavailable(CoreError):
     """A frozen provider cannot be opened (the sealing key changed)."""
 
 
@@ -72,20 +72,20 @@ def parse(value: Any, param: str) -> tuple[dict[str, Any], str | None]:
     """Validate one `model_provider` object; return (public part, api key or None).
     Raises a 400 naming the offending field; no message quotes a value."""
     if not isinstance(value, dict):
-        raise invalid("model_provider must be an object.", param, code=UNSUPPORTED)
+        raise InvalidRequest("model_provider must be an object.", param, code=UNSUPPORTED)
     unknown = sorted(set(value) - set(KEYS) - {"sealed_api_key"})
     if unknown:
-        raise invalid(f"model_provider has unknown field(s): {', '.join(unknown)}.", param)
+        raise InvalidRequest(f"model_provider has unknown field(s): {', '.join(unknown)}.", param)
     protocol = value.get("protocol", "chat_completions")
     if protocol not in PROTOCOLS:
-        raise invalid(
+        raise InvalidRequest(
             "model_provider.protocol must be chat_completions or responses.",
             f"{param}.protocol",
             code=UNSUPPORTED,
         )
     base_url = value.get("base_url")
     if not isinstance(base_url, str) or not _url_ok(base_url):
-        raise invalid(
+        raise InvalidRequest(
             "model_provider.base_url must be an http(s) URL without credentials, query or "
             "fragment.",
             f"{param}.base_url",
@@ -94,10 +94,12 @@ def parse(value: Any, param: str) -> tuple[dict[str, Any], str | None]:
     for name in ("context_window", "max_output_tokens"):
         number = value.get(name, 0)
         if not isinstance(number, int) or isinstance(number, bool) or number < 0:
-            raise invalid(f"model_provider.{name} must be a whole number.", f"{param}.{name}")
+            raise InvalidRequest(
+                f"model_provider.{name} must be a whole number.", f"{param}.{name}"
+            )
         public[name] = number
     if public["context_window"] and public["max_output_tokens"] > public["context_window"]:
-        raise invalid(
+        raise InvalidRequest(
             "model_provider.max_output_tokens cannot exceed context_window.",
             f"{param}.max_output_tokens",
         )
@@ -114,7 +116,7 @@ def check_key(api_key: Any, param: str) -> None:
         or len(api_key.encode()) > limits.MAX_API_KEY_BYTES
         or any(ch in api_key for ch in "\x00\r\n")
     ):
-        raise invalid("The API key is blank, too long or contains line breaks.", param)
+        raise InvalidRequest("The API key is blank, too long or contains line breaks.", param)
 
 
 def _url_ok(url: str) -> bool:
@@ -188,7 +190,7 @@ class ModelProviders:
             model = default.model
             source = "default"
         else:
-            raise invalid(
+            raise InvalidRequest(
                 "The builtin harness needs a model provider: set x_corebox.model_provider, "
                 "or start corebox with --model-base-url.",
                 "agent.x_corebox.model_provider",
@@ -204,8 +206,10 @@ class ModelProviders:
             try:
                 return base64.b64decode(stored, validate=True)
             except (ValueError, binascii.Error) as exc:
-                raise invalid("The stored API key is damaged.", param) from exc
-        raise invalid("model_provider needs an api_key.", f"{param}.api_key", code=UNSUPPORTED)
+                raise InvalidRequest("The stored API key is damaged.", param) from exc
+        raise InvalidRequest(
+            "model_provider needs an api_key.", f"{param}.api_key", code=UNSUPPORTED
+        )
 
     def open(self, public: dict[str, Any], sealed: bytes) -> wire.ModelProvider:
         """The provider as `execution_prepare` carries it, with the key opened."""

@@ -16,12 +16,14 @@ import msgspec
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from allinone.core.errors import CoreError
+
 VERSION = b"\x01"
 NONCE_BYTES = 12
 KEY_BYTES = 32
 
 
-class SealError(Exception):
+class SealError(CoreError):
     """A sealed value cannot be opened: wrong key, wrong context or damaged bytes."""
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from allinone.core.errors import CoreError
+
 
 class TurnStatus(StrEnum):
     QUEUED = "queued"
@@ -40,7 +42,7 @@ TURN_TRANSITIONS: dict[TurnStatus, frozenset[TurnStatus]] = {
 }
 
 
-class IllegalTransition(Exception):
+class IllegalTransition(CoreError):
     def __init__(self, current: str, target: str) -> None:
         super().__init__(f"turn cannot move from {current} to {target}")
         self.current = current

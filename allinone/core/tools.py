@@ -19,8 +19,8 @@ from typing import Any
 
 import msgspec
 
-from allinone.core.api.errors import invalid
-from allinone.core.api.tool_models import PersistedToolParam, SessionToolParam, ToolResource
+from allinone.core.errors import InvalidRequest
+from allinone.core.shapes.tool_models import PersistedToolParam, SessionToolParam, ToolResource
 
 MAX_TOOLS_BYTES = 3 * 1024 * 1024
 _encoder = msgspec.json.Encoder()
@@ -37,14 +37,14 @@ def normalize(tools: list[Any] | None, param: str = "tools", *, session: bool) -
         raw = msgspec.to_builtins(tool)
         where = f"{param}[{index}]"
         if not isinstance(raw, dict):
-            raise invalid("A tool must be an object.", where)
+            raise InvalidRequest("A tool must be an object.", where)
         try:
             parsed = msgspec.convert(raw, target)
         except msgspec.ValidationError as exc:
             raise _tool_error(exc, where) from exc
         result.append(_stored(msgspec.to_builtins(parsed)))
     if len(_encoder.encode(result)) > MAX_TOOLS_BYTES:
-        raise invalid("The tool list must fit within 3 MiB of compact JSON.", param)
+        raise InvalidRequest("The tool list must fit within 3 MiB of compact JSON.", param)
     return result
 
 
@@ -127,5 +127,5 @@ def _tool_error(exc: msgspec.ValidationError, where: str) -> Exception:
         message, _, path = text.partition(marker)
         suffix = path.rstrip("`")
         param = where + (suffix if suffix.startswith("[") else f".{suffix.lstrip('.')}")
-        return invalid(f"Invalid tool: {message}.", param.rstrip("."))
-    return invalid(f"Invalid tool: {text}.", where)
+        return InvalidRequest(f"Invalid tool: {message}.", param.rstrip("."))
+    return InvalidRequest(f"Invalid tool: {text}.", where)

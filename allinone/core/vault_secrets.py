@@ -12,12 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from allinone.core.errors import CoreError
 from allinone.core.sealing import Sealer
 from storage import vaults as vault_rows
 from storage.database import Database
 
 
-class CredentialNotFound(LookupError):
+class CredentialNotFound(CoreError, LookupError):
     """No live credential with that id in that project."""
 
 

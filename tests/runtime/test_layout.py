@@ -59,6 +59,7 @@ RULES = {
         "starlette",
         "runtime.proto",
         "allinone.core.gateway",
+        "allinone.core.errors",
         "allinone.core.api.bodies",
     ),
 }

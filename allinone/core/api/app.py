@@ -11,49 +11,49 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from allinone.core.api import openapi
+from allinone.core.api.auth import Keys, guard
 from allinone.core.api.bodies import BODY_IDLE_SECONDS, BODY_TOTAL_SECONDS, BodyDeadline
 from allinone.core.api.errors import (
     ApiError,
     error_response,
     handle_api_error,
+    handle_refused,
     handle_storage_unavailable,
     handle_unexpected,
+    http_error,
+    method_not_allowed,
+    unknown_route,
 )
 from allinone.core.api.request_ids import RequestIds
+from allinone.core.api.routing import literal_first
+from allinone.core.errors import Refused
 from storage.errors import StorageUnavailable
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 404:
-        return error_response(
-            ApiError(
-                404,
-                f"Unknown route {request.method} {request.url.path[:200]}.",
-                code="unsupported_operation",
-            )
-        )
+        return error_response(unknown_route(request.method, request.url.path))
     if exc.status_code == 405:
-        return error_response(
-            ApiError(
-                405,
-                f"Method {request.method} is not allowed here.",
-                code="unsupported_operation",
-                headers=dict(exc.headers or {}),
-            )
-        )
-    return error_response(ApiError(exc.status_code, str(exc.detail)))
+        return error_response(method_not_allowed(request.method, dict(exc.headers or {})))
+    return error_response(http_error(exc.status_code, str(exc.detail)))
 
 
 def build_app(
     routes: list[BaseRoute],
     body_idle_seconds: float = BODY_IDLE_SECONDS,
     body_total_seconds: float = BODY_TOTAL_SECONDS,
+    keys: Keys | None = None,
 ) -> ASGIApp:
-    """The app: `routes` (matched in order) plus `GET /openapi.json` describing them,
-    wrapped so every HTTP response, errors included, carries an `X-Request-Id`, and a
-    request body that stalls for `body_idle_seconds`, or is not complete within
-    `body_total_seconds`, is refused (408)."""
+    """The app: `routes` (in any order: a literal segment wins over a parameter, see
+    `routing`) plus `GET /openapi.json` describing them, wrapped so every HTTP
+    response, errors included, carries an `X-Request-Id`, and a request body that stalls
+    for `body_idle_seconds`, or is not complete within `body_total_seconds`, is refused
+    (408). With `keys`, every route is authenticated under its path's policy
+    (`auth.POLICIES`) before its handler runs."""
+    routes = literal_first(routes)
+    if keys is not None:
+        guard(routes, keys)
     spec = msgspec.json.encode(openapi.document(routes))
 
     async def openapi_json(request: Request) -> Response:
@@ -63,6 +63,7 @@ def build_app(
         routes=[*routes, Route("/openapi.json", openapi_json, methods=["GET"])],
         exception_handlers={
             ApiError: handle_api_error,
+            Refused: handle_refused,
             StorageUnavailable: handle_storage_unavailable,
             HTTPException: _http_error,
             Exception: handle_unexpected,

@@ -22,29 +22,30 @@ from starlette.routing import Route
 
 from allinone.core import automation_targets
 from allinone.core.agents import check_metadata
-from allinone.core.api import automation_models as shapes
+from allinone.core.api.auth import project_of
 from allinone.core.api.common import (
     MAX_SESSION_BODY_BYTES,
     decode_body,
     json,
     list_params,
-    project_for,
     read_page,
 )
-from allinone.core.api.errors import ApiError, from_validation, invalid, not_found
+from allinone.core.api.errors import from_validation, invalid, not_found
 from allinone.core.api.listing import page, single
 from allinone.core.automations import Automations, cron_trigger
+from allinone.core.errors import Conflict
 from allinone.core.host_grants import HostGrants
 from allinone.core.ids import Clock, Ids
+from allinone.core.shapes import automation_models as shapes
 from storage import automations as rows
-from storage.database import Database, Tx
+from storage.database import Database
 
 log = logging.getLogger(__name__)
 BASE = "/v1/agents/automations"
 
 
-def _conflict(message: str) -> ApiError:
-    return ApiError(409, message, code="conflict_error", headers={"x-should-retry": "false"})
+def _conflict(message: str) -> Conflict:
+    return Conflict(message)
 
 
 def check_schedule(expression: str, timezone: str) -> None:
@@ -107,7 +108,7 @@ class AutomationsApi:
         return row
 
     async def create(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         raw = await decode_body(request, dict, MAX_SESSION_BODY_BYTES)
         try:
             body: shapes.AutomationCreate = msgspec.convert(raw, shapes.AutomationCreate)
@@ -138,18 +139,10 @@ class AutomationsApi:
             created_at=now,
         )
         sealed = self._automations.seal_target(project, automation_id, prepared.request)
-
-        async def job(tx: Tx) -> None:
-            await rows.insert(tx, row, sealed)
-
-        await self._db.write(job)
-        stored = await self._row(project, automation_id)
-        self._automations.schedule(stored)
-        log.info("created %s automation %s in project %s", row["type"], automation_id, project)
-        return json(shapes.automation(stored))
+        return json(shapes.automation(await self._automations.create(row, sealed)))
 
     async def list_automations(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         params = list_params(request)
         session_id = single(request, "session_id")
         found, more = await read_page(
@@ -166,12 +159,12 @@ class AutomationsApi:
         return json(page([shapes.automation(row) for row in found], more))
 
     async def retrieve(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         row = await self._row(project, request.path_params["automation_id"])
         return json(shapes.automation(row))
 
     async def update(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         automation_id = request.path_params["automation_id"]
         body = await decode_body(request, shapes.AutomationUpdate, MAX_SESSION_BODY_BYTES)
         row = await self._row(project, automation_id)
@@ -200,15 +193,7 @@ class AutomationsApi:
             self._check_host(project, prepared.public)
             fields.update(target=prepared.public, target_session_id=prepared.session_id)
             sealed = self._automations.seal_target(project, automation_id, prepared.request)
-        now = self._clock.now()
-
-        async def job(tx: Tx) -> bool:
-            return await rows.update(tx, project, automation_id, fields, now, sealed)
-
-        if fields and not await self._db.write(job):
-            raise not_found()
-        stored = await self._row(project, automation_id)
-        self._automations.schedule(stored)
+        stored = await self._automations.change(project, automation_id, fields, sealed)
         return json(shapes.automation(stored))
 
     async def _check_run_at(self, row: dict[str, Any], run_at: int) -> None:
@@ -221,17 +206,9 @@ class AutomationsApi:
             raise _conflict("This one-time automation already ran; run_at cannot change.")
 
     async def delete(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         automation_id = request.path_params["automation_id"]
-        now = self._clock.now()
-
-        async def job(tx: Tx) -> bool:
-            return await rows.delete(tx, project, automation_id, now)
-
-        if not await self._db.write(job):
-            raise not_found()
-        self._automations.unschedule(automation_id)
-        log.info("deleted automation %s in project %s", automation_id, project)
+        await self._automations.delete(project, automation_id)
         return json(shapes.AutomationDeleted(id=automation_id))
 
     async def pause(self, request: Request) -> Response:
@@ -241,29 +218,18 @@ class AutomationsApi:
         return await self._move(request, "paused", "active")
 
     async def _move(self, request: Request, source: str, target: str) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         automation_id = request.path_params["automation_id"]
-        row = await self._row(project, automation_id)
-        if row["status"] == "completed":
-            raise _conflict("This one-time automation already ran.")
-        now = self._clock.now()
-
-        async def job(tx: Tx) -> bool:
-            return await rows.move_status(tx, automation_id, (source,), target, now)
-
-        if row["status"] == source:
-            await self._db.write(job)
-        stored = await self._row(project, automation_id)
-        self._automations.schedule(stored)
+        stored = await self._automations.move(project, automation_id, source, target)
         return json(shapes.automation(stored))
 
     async def invoke(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         invocation = await self._automations.invoke(project, request.path_params["automation_id"])
         return json(shapes.invocation(invocation))
 
     async def list_invocations(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         params = list_params(request)
         row = await self._row(project, request.path_params["automation_id"])
         found, more = await read_page(
@@ -275,7 +241,7 @@ class AutomationsApi:
         return json(page([shapes.invocation(item) for item in found], more))
 
     async def retrieve_invocation(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         row = await self._row(project, request.path_params["automation_id"])
         found = await self._db.read(
             lambda r: rows.get_invocation(r, row["id"], request.path_params["invocation_id"])

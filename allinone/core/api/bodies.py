@@ -22,6 +22,7 @@ import asyncio
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from allinone.core.api import errors
 from allinone.core.api.errors import ApiError
 
 BODY_IDLE_SECONDS = 30.0
@@ -30,12 +31,7 @@ CLOSE = {"connection": "close"}
 
 
 def too_large(limit: int) -> ApiError:
-    return ApiError(
-        413,
-        f"The request body is too large (at most {limit} bytes).",
-        code="request_too_large",
-        headers=dict(CLOSE),
-    )
+    return errors.too_large(limit, dict(CLOSE))
 
 
 def _declared_length(request: Request) -> int | None:
@@ -107,12 +103,7 @@ class BodyDeadline:
                 async with asyncio.timeout_at(min(deadline, loop.time() + self._idle)):
                     message = await receive()
             except TimeoutError:
-                raise ApiError(
-                    408,
-                    "The request body was not received in time.",
-                    code="request_timeout",
-                    headers=dict(CLOSE),
-                ) from None
+                raise errors.body_timeout(dict(CLOSE)) from None
             if message["type"] != "http.request" or not message.get("more_body", False):
                 body_done = True
             return message

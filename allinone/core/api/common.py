@@ -3,7 +3,6 @@ list parameters."""
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -15,8 +14,8 @@ from starlette.responses import Response
 
 from allinone.core.api.bodies import read_body
 from allinone.core.api.decoding import decode_json
-from allinone.core.api.errors import ApiError, invalid, not_found
-from storage import tenancy
+from allinone.core.api.errors import invalid, not_found
+from allinone.core.errors import InvalidRequest, Refused
 from storage.database import Database, Reader
 from storage.pages import CursorNotFound, keyset
 
@@ -27,40 +26,13 @@ MAX_BODY_BYTES = 1024 * 1024
 MAX_SESSION_BODY_BYTES = 16 * 1024 * 1024
 
 
-def digest_key(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
-
-
 def check_beta(request: Request) -> None:
     values = request.headers.getlist("openai-beta")
     if len(values) != 1 or values[0].strip() != BETA_VALUE:
-        raise ApiError(
-            400,
+        raise InvalidRequest(
             "To access the Agents API, set the 'OpenAI-Beta' header to 'agents=v1'.",
             code="invalid_beta",
         )
-
-
-async def authenticate(db: Database, request: Request) -> str:
-    """Return the project of the request's API key, or raise 401."""
-    header = request.headers.get("authorization", "")
-    key = header[len("Bearer ") :].strip() if header.startswith("Bearer ") else ""
-    project = None
-    if key:
-        project = await db.read(lambda r: tenancy.project_for_key(r, digest_key(key)))
-    if project is None:
-        raise ApiError(
-            401,
-            "A valid Agents API bearer key is required.",
-            type_="invalid_request_error",
-            headers={"www-authenticate": "Bearer"},
-        )
-    return project
-
-
-async def project_for(db: Database, request: Request) -> str:
-    check_beta(request)
-    return await authenticate(db, request)
 
 
 async def decode_body(request: Request, type_: type[T], limit: int = MAX_BODY_BYTES) -> T:
@@ -159,7 +131,7 @@ async def read_page(
         raise cursor_error(exc, cursor_message) from exc
 
 
-def cursor_error(exc: CursorNotFound, message: str | None = None) -> ApiError:
+def cursor_error(exc: CursorNotFound, message: str | None = None) -> Refused:
     if message is None:
         return not_found()
     return invalid(message, "after")

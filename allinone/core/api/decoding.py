@@ -22,17 +22,13 @@ from typing import Annotated, Any, TypeVar
 
 import msgspec
 
-from allinone.core.api.errors import ApiError, from_validation, invalid
+from allinone.core.api.errors import from_validation, invalid, not_json
 
 T = TypeVar("T")
 
 MAX_DEPTH = 64
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
-
-
-def not_json() -> ApiError:
-    return ApiError(400, "The request body is not valid JSON.", code="invalid_json")
 
 
 def decode_json(body: bytes, type_: type[T]) -> T:

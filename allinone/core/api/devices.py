@@ -16,7 +16,6 @@ start and revoking it would stop the server's own Runtime).
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -24,17 +23,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from allinone.core.api.common import decode_body, digest_key, json, keyset_page, list_params
-from allinone.core.api.core_auth import require_core_key
-from allinone.core.api.errors import ApiError, not_found
+from allinone.core.api.common import decode_body, json, keyset_page, list_params
 from allinone.core.api.listing import page
+from allinone.core.device_store import DeviceStore
 from allinone.core.gateway.registry import Registry
 from allinone.core.ids import Clock, Ids
-from storage import devices
-from storage.database import Database, Tx
-
-log = logging.getLogger(__name__)
-CREDENTIAL_PREFIX = "cbd-"
+from storage.database import Database
 
 
 class DeviceCreate(msgspec.Struct, forbid_unknown_fields=True):
@@ -69,10 +63,8 @@ class DevicesApi:
         self, db: Database, ids: Ids, clock: Clock, registry: Registry, local_device: str
     ) -> None:
         self._db = db
-        self._ids = ids
-        self._clock = clock
         self._registry = registry
-        self._local_device = local_device
+        self._store = DeviceStore(db, ids, clock, registry, local_device)
 
     def routes(self) -> list[Route]:
         base = "/core/v1/devices"
@@ -95,69 +87,28 @@ class DevicesApi:
             connected=connected,
         )
 
-    async def _device(self, device_id: str) -> dict[str, Any]:
-        row = await self._db.read(lambda r: devices.get_device(r, device_id))
-        if row is None:
-            raise not_found()
-        return row
-
     async def create(self, request: Request) -> Response:
-        await require_core_key(self._db, request)
         body = await decode_body(request, DeviceCreate)
-        device_id = self._ids.new("dev")
-        credential = f"{CREDENTIAL_PREFIX}{self._ids.secret(32)}"
-        now = self._clock.now()
-
-        async def job(tx: Tx) -> None:
-            await devices.insert_device(tx, device_id, body.name, digest_key(credential), now)
-
-        await self._db.write(job)
-        log.info("issued device %s", device_id)
-        shown = self._shape(await self._device(device_id))
+        device_id, credential = await self._store.issue(body.name)
+        shown = self._shape(await self._store.get(device_id))
         return json(
             IssuedDevice(**msgspec.structs.asdict(shown), credential=credential), status=201
         )
 
     async def list_devices(self, request: Request) -> Response:
-        await require_core_key(self._db, request)
         params = list_params(request)
         rows, more = await keyset_page(self._db, params, table="devices", where="1 = 1", args=())
         return json(page([self._shape(dict(row)) for row in rows], more))
 
     async def retrieve(self, request: Request) -> Response:
-        await require_core_key(self._db, request)
-        return json(self._shape(await self._device(request.path_params["device_id"])))
-
-    def _refuse_local(self, device_id: str, action: str) -> None:
-        if device_id == self._local_device:
-            raise ApiError(
-                409,
-                f"The in-process Runtime's device cannot be {action}.",
-                code="conflict_error",
-                headers={"x-should-retry": "false"},
-            )
+        return json(self._shape(await self._store.get(request.path_params["device_id"])))
 
     async def shut_down(self, request: Request) -> Response:
-        await require_core_key(self._db, request)
         device_id = request.path_params["device_id"]
-        await self._device(device_id)
-        self._refuse_local(device_id, "shut down")
-        if await self._registry.shut_down(device_id, "operator"):
-            log.info("asked device %s to shut down", device_id)
-        return json(self._shape(await self._device(device_id)), status=202)
+        await self._store.shut_down(device_id)
+        return json(self._shape(await self._store.get(device_id)), status=202)
 
     async def revoke(self, request: Request) -> Response:
-        await require_core_key(self._db, request)
         device_id = request.path_params["device_id"]
-        await self._device(device_id)
-        self._refuse_local(device_id, "revoked")
-        now = self._clock.now()
-
-        async def job(tx: Tx) -> bool:
-            return await devices.revoke_device(tx, device_id, now)
-
-        if await self._db.write(job):
-            log.info("revoked device %s", device_id)
-        # After the commit: the credential no longer authenticates, so close what is open.
-        self._registry.revoke(device_id)
-        return json(self._shape(await self._device(device_id)))
+        await self._store.revoke(device_id)
+        return json(self._shape(await self._store.get(device_id)))

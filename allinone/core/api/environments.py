@@ -20,31 +20,31 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core import render
-from allinone.core.admission import digest
+from allinone.core.api.auth import project_of
 from allinone.core.api.bodies import limited
 from allinone.core.api.common import (
-    authenticate,
     decode_body,
     idempotency_key,
     json,
     keyset_page,
     list_limit,
     list_params,
-    project_for,
 )
 from allinone.core.api.decoding import upload_filename
-from allinone.core.api.errors import ApiError, from_validation, invalid, not_found
-from allinone.core.api.template_models import (
+from allinone.core.api.errors import from_validation, invalid, not_found
+from allinone.core.environments import WORKSPACE, Environments, check_path, decode_inline
+from allinone.core.errors import NotFound
+from allinone.core.ids import Clock, Ids
+from allinone.core.sessions.idempotency import digest
+from allinone.core.shapes.template_models import (
     EnvironmentParam,
     FileIdFileParam,
     FileParam,
     InlineFileParam,
 )
-from allinone.core.environments import WORKSPACE, Environments, check_path, decode_inline
-from allinone.core.ids import Clock, Ids
 from storage import environments as env_rows
 from storage import sessions
-from storage.database import Database, Tx
+from storage.database import Database
 
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 UPLOAD_CHUNK_BYTES = 256 * 1024
@@ -87,7 +87,7 @@ class EnvironmentsApi:
         return render.environment_info(row, files)
 
     async def create(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         body = await decode_body(request, EnvironmentCreate, 16 * 1024 * 1024)
         spec: dict[str, Any] = msgspec.to_builtins(body.environment)
         if spec.get("type") != "openai_hosted":
@@ -102,36 +102,15 @@ class EnvironmentsApi:
             )
         key = idempotency_key(request)
         request_hash = digest(spec)
-        config, secrets, files = await self._environments.hosted_config(
-            project, spec, "environment"
+        environment_id = await self._environments.create_standalone(
+            project, spec, key, request_hash
         )
-
-        async def job(tx: Tx) -> tuple[str, bool]:
-            if key is not None:
-                earlier = await env_rows.by_idempotency_key(tx, project, key)
-                if earlier is not None:
-                    if earlier["request_hash"] != request_hash:
-                        raise ApiError(
-                            409,
-                            "This idempotency key was used with a different request.",
-                            code="idempotency_conflict",
-                            headers={"x-should-retry": "false"},
-                        )
-                    return str(earlier["id"]), False
-            environment_id = await self._environments.insert_hosted(
-                tx, project, config, secrets, files, key, request_hash
-            )
-            return environment_id, True
-
-        environment_id, created = await self._db.write(job)
-        if created:
-            self._environments.initialize_later(environment_id)
         row = await self._db.read(partial(env_rows.get_any, environment_id=environment_id))
         assert row is not None
         return json(await self._info(row))
 
     async def list(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         params = list_params(request)
         type_ = request.query_params.get("type")
         where = "project_id = ?"
@@ -157,12 +136,12 @@ class EnvironmentsApi:
         return row
 
     async def retrieve(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         row = await self._environment(project, request.path_params["environment_id"])
         return json(await self._info(row))
 
     async def create_file(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         environment_id = request.path_params["environment_id"]
         await self._environment(project, environment_id)
         raw = await decode_body(request, dict, 8 * 1024 * 1024)
@@ -179,7 +158,7 @@ class EnvironmentsApi:
                 partial(env_rows.upload, project_id=project, file_id=body.file_id)
             )
             if upload is None:
-                raise ApiError(404, "Resource not found.", code="not_found_error", param="file_id")
+                raise NotFound(param="file_id")
             data, file_id = upload["content"], upload["id"]
         kind = str(body.__struct_config__.tag)
         written = await self._environments.write_file(
@@ -188,7 +167,7 @@ class EnvironmentsApi:
         return json(written)
 
     async def list_files(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         environment_id = request.path_params["environment_id"]
         await self._environment(project, environment_id)
         query = request.query_params
@@ -208,7 +187,7 @@ class EnvironmentsApi:
         return json({"object": "page", "data": window, "has_more": more, "next": token})
 
     async def upload(self, request: Request) -> Response:
-        project = await authenticate(self._db, request)
+        project = project_of(request)
         content_type = request.headers.get("content-type", "")
         if not content_type.startswith("multipart/form-data"):
             raise invalid("Upload a file as multipart/form-data.")
@@ -225,11 +204,7 @@ class EnvironmentsApi:
                 "sha256": sha256,
                 "created_at": now,
             }
-
-            async def job(tx: Tx) -> None:
-                await env_rows.insert_upload_from(tx, row, source)
-
-            await self._db.write(job)
+            await self._environments.store_upload(row, source)
         return json(
             {
                 "id": file_id,
@@ -251,7 +226,7 @@ class EnvironmentsApi:
         return row
 
     async def list_artifacts(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         session = await self._session(project, request.path_params["session_id"])
         params = list_params(request)
         where = "session_id = ? AND deleted_at IS NULL"
@@ -271,7 +246,7 @@ class EnvironmentsApi:
         return json(render.page([render.artifact(dict(row)) for row in rows], more))
 
     async def _artifact(self, request: Request) -> dict[str, Any]:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         session = await self._session(project, request.path_params["session_id"])
         row = await self._db.read(
             partial(
@@ -293,11 +268,7 @@ class EnvironmentsApi:
 
     async def delete_artifact(self, request: Request) -> Response:
         row = await self._artifact(request)
-
-        async def job(tx: Tx) -> None:
-            await env_rows.delete_artifact(tx, row["id"], self._clock.now())
-
-        await self._db.write(job)
+        await self._environments.delete_artifact(row["id"])
         return json({"id": row["id"], "object": "agent.session.artifact.deleted", "deleted": True})
 
 

@@ -4,6 +4,11 @@ Body: `{"error": {"message", "type", "param", "code"}}`. The type follows the st
 `server_error` for 5xx, `conflict_error` for 409, `not_found_error` for 404,
 `invalid_beta` for that code, `authentication_error`... otherwise `invalid_request_error`.
 No credential, prompt or stack trace ever appears in an error body.
+
+The domain raises the Core tree (`allinone.core.errors`); `to_api_error` is the one
+mapping from it to this format, registered once as the app's handler for `Refused`.
+`ApiError` itself is built only in this module: one function per kind of refusal that
+belongs to HTTP alone (a body too large or too slow, an unknown route, a bad JSON body).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from allinone.core.errors import InvalidRequest, NotFound, Refused
 from storage.errors import StorageUnavailable
 
 log = logging.getLogger(__name__)
@@ -56,12 +62,67 @@ def _type_for(status: int, code: str | None) -> str:
     return "invalid_request_error"
 
 
-def not_found() -> ApiError:
-    return ApiError(404, "Resource not found.", code="not_found_error")
+def not_found() -> NotFound:
+    return NotFound()
 
 
-def invalid(message: str, param: str | None = None, code: str | None = None) -> ApiError:
-    return ApiError(400, message, param=param, code=code)
+def invalid(message: str, param: str | None = None, code: str | None = None) -> InvalidRequest:
+    return InvalidRequest(message, param, code=code)
+
+
+def to_api_error(exc: Refused) -> ApiError:
+    """The one mapping from the Core tree to the API's error: the status, code and param
+    the domain chose, `x-should-retry: false` where retrying cannot help, and the bearer
+    challenge on a 401."""
+    headers: dict[str, str] = {}
+    if exc.should_retry is False:
+        headers["x-should-retry"] = "false"
+    if exc.challenge:
+        headers["www-authenticate"] = "Bearer"
+    return ApiError(exc.status, exc.message, code=exc.code, param=exc.param, headers=headers)
+
+
+def recoded(error: ApiError, code: str) -> ApiError:
+    """`error` with another `code` (protocol 1.4 answers with its upper-case codes)."""
+    return ApiError(
+        error.status, error.message, code=code, param=error.param, headers=error.headers
+    )
+
+
+def not_json() -> ApiError:
+    return ApiError(400, "The request body is not valid JSON.", code="invalid_json")
+
+
+def too_large(limit: int, headers: dict[str, str]) -> ApiError:
+    return ApiError(
+        413,
+        f"The request body is too large (at most {limit} bytes).",
+        code="request_too_large",
+        headers=headers,
+    )
+
+
+def body_timeout(headers: dict[str, str]) -> ApiError:
+    return ApiError(
+        408, "The request body was not received in time.", code="request_timeout", headers=headers
+    )
+
+
+def unknown_route(method: str, path: str) -> ApiError:
+    return ApiError(404, f"Unknown route {method} {path[:200]}.", code="unsupported_operation")
+
+
+def method_not_allowed(method: str, headers: dict[str, str]) -> ApiError:
+    return ApiError(
+        405,
+        f"Method {method} is not allowed here.",
+        code="unsupported_operation",
+        headers=headers,
+    )
+
+
+def http_error(status: int, detail: str) -> ApiError:
+    return ApiError(status, detail)
 
 
 # "- at `$.a.b`", or "- at `key` in `$.a.b`" for a bad key of a mapping.
@@ -77,7 +138,7 @@ def from_validation(exc: msgspec.ValidationError | msgspec.DecodeError) -> ApiEr
         param = match.group(1) or None  # a JSON path such as `tools[0].type`
         text = text[: match.start()]
     if isinstance(exc, msgspec.DecodeError) and not isinstance(exc, msgspec.ValidationError):
-        return ApiError(400, "The request body is not valid JSON.", code="invalid_json")
+        return not_json()
     return ApiError(400, f"Invalid request: {text}.", param=param)
 
 
@@ -112,6 +173,11 @@ def storage_unavailable() -> ApiError:
         code="storage_unavailable",
         headers={"retry-after": str(RETRY_AFTER_SECONDS)},
     )
+
+
+async def handle_refused(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, Refused)
+    return error_response(to_api_error(exc))
 
 
 async def handle_storage_unavailable(request: Request, exc: Exception) -> Response:

@@ -16,9 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from allinone.core.api.common import authenticate, json
-from allinone.core.api.core_auth import require_core_key
-from allinone.core.api.errors import ApiError
+from allinone.core.api.common import json
 from allinone.core.gateway.registry import Registry
 from runtime.proto import matrix
 from storage.database import Database
@@ -32,14 +30,7 @@ class HarnessesApi:
     def routes(self) -> list[Route]:
         return [Route("/core/v1/harnesses", self.list, methods=["GET"])]
 
-    async def _authorize(self, request: Request) -> None:
-        try:
-            await require_core_key(self._db, request)
-        except ApiError:
-            await authenticate(self._db, request)
-
     async def list(self, request: Request) -> Response:
-        await self._authorize(request)
         kinds: dict[str, dict[str, Any]] = {}
         for connection in self._registry:
             if connection.closed.is_set() or connection.kinds is None:

@@ -11,20 +11,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from allinone.core.api import agent_resources as agents
-from allinone.core.api import automation_models as automations
 from allinone.core.api import project_models as projects
-from allinone.core.api import template_models as templates
-from allinone.core.api import vault_models as vaults
 from allinone.core.api.environments import EnvironmentCreate, EnvironmentFileCreate
-from allinone.core.api.models import (
+from allinone.core.api.traces import SessionTrace, Subagent
+from allinone.core.shapes import agent_resources as agents
+from allinone.core.shapes import automation_models as automations
+from allinone.core.shapes import template_models as templates
+from allinone.core.shapes import vault_models as vaults
+from allinone.core.shapes.models import (
     AgentCreate,
     AgentUpdate,
     InputEvents,
     SessionCreate,
     SessionUpdate,
 )
-from allinone.core.api.traces import SessionTrace, Subagent
 
 CURSOR = ("after", "limit", "order")
 SESSION = "/v1/agents/sessions/{session_id}"

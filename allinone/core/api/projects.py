@@ -1,9 +1,8 @@
 """`/core/v1`: projects and their API keys, authorised by the Core key.
 
-The Core key (`<data-dir>/secrets/core.key`) is compared by SHA-256 digest with the one
-stored at start; project keys are shown once, when issued, and stored only as digests.
-Revoking a key leaves the project's other keys working; archiving a project revokes all
-of them. No key is ever logged. The `host_grants` routes change what a project may make
+The Core key is checked by the authentication middleware (`api.auth`). Projects and
+keys are kept by `allinone.core.projects.ProjectStore`: project keys are shown once, when
+issued, and stored only as digests. The `host_grants` routes change what a project may make
 the in-process Runtime touch on the host (see `allinone.core.host_grants`).
 """
 
@@ -18,26 +17,23 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core.api import project_models as shapes
-from allinone.core.api.common import decode_body, digest_key, json, keyset_page, list_params
-from allinone.core.api.core_auth import require_core_key
-from allinone.core.api.errors import ApiError, invalid, not_found
+from allinone.core.api.common import decode_body, json, keyset_page, list_params
+from allinone.core.api.errors import invalid
 from allinone.core.api.listing import page
 from allinone.core.host_grants import TRUSTED, WORKSPACE_ROOT, HostGrants
 from allinone.core.ids import Clock, Ids
-from storage import tenancy
-from storage.database import Database, Tx
+from allinone.core.projects import ProjectStore
+from storage.database import Database
 from storage.rows import record
 
 log = logging.getLogger(__name__)
-KEY_PREFIX = "cbx-"
 
 
 class ProjectsApi:
     def __init__(self, db: Database, ids: Ids, clock: Clock, grants: HostGrants) -> None:
         self._grants = grants
         self._db = db
-        self._ids = ids
-        self._clock = clock
+        self._store = ProjectStore(db, ids, clock)
 
     def routes(self) -> list[Route]:
         base = "/core/v1/projects"
@@ -65,82 +61,30 @@ class ProjectsApi:
             Route(base + "/{project_id}/host_grants/trust", self.trust, methods=["POST"]),
         ]
 
-    async def authorize(self, request: Request) -> None:
-        """Raise 401 unless the request carries the Core key."""
-        await require_core_key(self._db, request)
-
-    async def _project(self, project_id: str) -> dict[str, object]:
-        row = await self._db.read(lambda r: tenancy.get_project(r, project_id))
-        if row is None:
-            raise not_found()
-        return row
-
     async def create_project(self, request: Request) -> Response:
-        await self.authorize(request)
         body = await decode_body(request, shapes.ProjectCreate)
-        name = body.name.strip()
-        if not name:
-            raise invalid("name must not be blank.", "name")
-        project_id = self._ids.new("proj")
-        now = self._clock.now()
-
-        async def job(tx: Tx) -> None:
-            await tenancy.insert_project(tx, project_id, name, now)
-
-        await self._db.write(job)
-        log.info("created project %s", project_id)
-        return json(shapes.project(await self._project(project_id)))
+        project_id = await self._store.create(body.name)
+        return json(shapes.project(await self._store.get(project_id)))
 
     async def list_projects(self, request: Request) -> Response:
-        await self.authorize(request)
         params = list_params(request)
         rows, more = await keyset_page(self._db, params, table="projects", where="1 = 1", args=())
         return json(page([shapes.project(dict(row)) for row in rows], more))
 
     async def retrieve_project(self, request: Request) -> Response:
-        await self.authorize(request)
-        return json(shapes.project(await self._project(request.path_params["project_id"])))
+        return json(shapes.project(await self._store.get(request.path_params["project_id"])))
 
     async def archive_project(self, request: Request) -> Response:
-        await self.authorize(request)
         project_id = request.path_params["project_id"]
-        await self._project(project_id)
-        now = self._clock.now()
-
-        async def job(tx: Tx) -> None:
-            await tenancy.archive_project(tx, project_id, now)
-
-        await self._db.write(job)
-        log.info("archived project %s and revoked its keys", project_id)
-        return json(shapes.project(await self._project(project_id)))
+        await self._store.archive(project_id)
+        return json(shapes.project(await self._store.get(project_id)))
 
     async def create_key(self, request: Request) -> Response:
-        await self.authorize(request)
         project_id = request.path_params["project_id"]
         body = await decode_body(request, shapes.ApiKeyCreate)
-        project = await self._project(project_id)
-        if project["archived_at"] is not None:
-            raise ApiError(
-                409,
-                "The project is archived; it cannot have new keys.",
-                code="conflict_error",
-                headers={"x-should-retry": "false"},
-            )
-        key = f"{KEY_PREFIX}{self._ids.secret(24)}"
-        key_id = self._ids.new("key")
         name = body.name if isinstance(body.name, str) else None
-        now = self._clock.now()
-
-        async def job(tx: Tx) -> None:
-            await tenancy.insert_key(
-                tx, key_id, project_id, digest_key(key), key[:8], now, name=name
-            )
-
-        await self._db.write(job)
-        log.info("issued key %s for project %s", key_id, project_id)
-        row = await self._db.read(lambda r: tenancy.get_key(r, project_id, key_id))
-        assert row is not None
-        listed = shapes.api_key(row)
+        key_id, key = await self._store.issue_key(project_id, name)
+        listed = shapes.api_key(await self._store.key(project_id, key_id))
         return json(
             shapes.IssuedApiKey(
                 id=listed.id,
@@ -155,10 +99,9 @@ class ProjectsApi:
         )
 
     async def list_keys(self, request: Request) -> Response:
-        await self.authorize(request)
         project_id = request.path_params["project_id"]
         params = list_params(request)
-        await self._project(project_id)
+        await self._store.get(project_id)
         rows, more = await keyset_page(
             self._db, params, table="api_keys", where="project_id = ?", args=(project_id,)
         )
@@ -166,41 +109,21 @@ class ProjectsApi:
         return json(page(keys, more))
 
     async def revoke_key(self, request: Request) -> Response:
-        await self.authorize(request)
         project_id = request.path_params["project_id"]
         key_id = request.path_params["key_id"]
-        if await self._db.read(lambda r: tenancy.get_key(r, project_id, key_id)) is None:
-            raise not_found()
-        now = self._clock.now()
-
-        async def job(tx: Tx) -> None:
-            await tenancy.revoke_key(tx, project_id, key_id, now)
-
-        await self._db.write(job)
-        log.info("revoked key %s of project %s", key_id, project_id)
-        row = await self._db.read(lambda r: tenancy.get_key(r, project_id, key_id))
-        assert row is not None
-        return json(shapes.api_key(row))
+        await self._store.revoke_key(project_id, key_id)
+        return json(shapes.api_key(await self._store.key(project_id, key_id)))
 
     # Host grants.
     async def _live_project(self, project_id: str) -> None:
-        project = await self._project(project_id)
-        if project["archived_at"] is not None:
-            raise ApiError(
-                409,
-                "The project is archived; its grants cannot change.",
-                code="conflict_error",
-                headers={"x-should-retry": "false"},
-            )
+        await self._store.live(project_id, "The project is archived; its grants cannot change.")
 
     async def host_grants(self, request: Request) -> Response:
-        await self.authorize(request)
         project_id = request.path_params["project_id"]
-        await self._project(project_id)
+        await self._store.get(project_id)
         return json(self._grants.view(project_id))
 
     async def grant_root(self, request: Request) -> Response:
-        await self.authorize(request)
         project_id = request.path_params["project_id"]
         body = await decode_body(request, shapes.WorkspaceRootChange)
         await self._live_project(project_id)
@@ -210,10 +133,9 @@ class ProjectsApi:
         return json(self._grants.view(project_id))
 
     async def revoke_root(self, request: Request) -> Response:
-        await self.authorize(request)
         project_id = request.path_params["project_id"]
         body = await decode_body(request, shapes.WorkspaceRootChange)
-        await self._project(project_id)
+        await self._store.get(project_id)
         if not body.path.startswith("/"):
             raise invalid("path must be an absolute path.", "path")
         granted = self._grants.view(project_id)["granted_workspace_roots"]
@@ -223,7 +145,6 @@ class ProjectsApi:
         return json(self._grants.view(project_id))
 
     async def trust(self, request: Request) -> Response:
-        await self.authorize(request)
         project_id = request.path_params["project_id"]
         body = await decode_body(request, shapes.TrustChange)
         await self._live_project(project_id)

@@ -12,7 +12,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from allinone.core import render
-from allinone.core.admission import Admission
+from allinone.core.api.auth import project_of
 from allinone.core.api.common import (
     MAX_SESSION_BODY_BYTES,
     decode_body,
@@ -20,14 +20,14 @@ from allinone.core.api.common import (
     json,
     keyset_page,
     list_params,
-    project_for,
 )
 from allinone.core.api.errors import not_found
-from allinone.core.api.models import InputEvents, SessionCreate, SessionUpdate
 from allinone.core.api.streams import SSE_HEADERS, CreationStop, journal_stream, never
 from allinone.core.hub import Hub
 from allinone.core.ids import Ids
 from allinone.core.recorder import session_view
+from allinone.core.sessions.admission import Admission
+from allinone.core.shapes.models import InputEvents, SessionCreate, SessionUpdate
 from storage import journal, sessions, turns
 from storage.database import Database
 from storage.rows import record
@@ -70,7 +70,7 @@ class SessionsApi:
         return row
 
     async def create_session(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         body = await decode_body(request, SessionCreate, MAX_SESSION_BODY_BYTES)
         key = idempotency_key(request)
         session_id, created = await self._admission.create_session(project, body, key)
@@ -86,28 +86,15 @@ class SessionsApi:
         return json(await self._db.read(lambda r: session_view(r, row)))
 
     async def list_sessions(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         params = list_params(request)
-        where = "project_id = ? AND deleted_at IS NULL"
-        args: list[Any] = [project]
-        agent_id = request.query_params.get("agent_id")
-        if agent_id:
-            where += " AND agent_id = ?"
-            args.append(agent_id)
-        for key, value in request.query_params.multi_items():
-            if key.startswith("metadata[") and key.endswith("]"):
-                where += (
-                    " AND EXISTS (SELECT 1 FROM json_each(sessions.metadata)"
-                    " WHERE json_each.key = ? AND json_each.value = ?)"
-                )
-                args.extend([key[len("metadata[") : -1], value])
-        rows, more = await keyset_page(
-            self._db,
-            params,
-            table="sessions",
-            where=where,
-            args=tuple(args),
-        )
+        metadata = [
+            (key[len("metadata[") : -1], value)
+            for key, value in request.query_params.multi_items()
+            if key.startswith("metadata[") and key.endswith("]")
+        ]
+        where, args = sessions.list_filter(project, request.query_params.get("agent_id"), metadata)
+        rows, more = await keyset_page(self._db, params, table="sessions", where=where, args=args)
         data = []
         for row in rows:
             decoded = record(row, sessions.JSON_COLUMNS) or {}
@@ -115,7 +102,7 @@ class SessionsApi:
         return json(render.page(data, more))
 
     async def update_session(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         body = await decode_body(request, SessionUpdate)
         row = await self._session(project, request.path_params["session_id"])
         await self._admission.update_session(row, body)
@@ -123,25 +110,25 @@ class SessionsApi:
         return json(await self._db.read(lambda r: session_view(r, row)))
 
     async def delete_session(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         row = await self._session(project, request.path_params["session_id"])
         await self._admission.delete_session(row)
         return json({"id": row["id"], "object": "agent.session.deleted", "deleted": True})
 
     async def retrieve_session(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         row = await self._session(project, request.path_params["session_id"])
         return json(await self._db.read(lambda r: session_view(r, row)))
 
     async def stream_events(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         row = await self._session(project, request.path_params["session_id"])
         start = await self._db.read(lambda r: journal.latest_seq(r, row["id"]))
         stream = journal_stream(self._db, self._hub, self._ids, row["id"], start, never)
         return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
 
     async def post_events(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         body = await decode_body(request, InputEvents)
         await self._admission.admit_inputs(
             project, request.path_params["session_id"], body.events, idempotency_key(request)
@@ -149,7 +136,7 @@ class SessionsApi:
         return Response(status_code=202)
 
     async def list_items(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         params = list_params(request)
         row = await self._session(project, request.path_params["session_id"])
         rows, more = await keyset_page(
@@ -165,7 +152,7 @@ class SessionsApi:
         return json(render.page(data, more))
 
     async def list_turn_items(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         params = list_params(request)
         row = await self._session(project, request.path_params["session_id"])
         turn_id = request.path_params["turn_id"]
@@ -185,7 +172,7 @@ class SessionsApi:
         return json(render.page(data, more))
 
     async def list_turns(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         params = list_params(request)
         row = await self._session(project, request.path_params["session_id"])
         rows, more = await keyset_page(
@@ -199,7 +186,7 @@ class SessionsApi:
         return json(render.page(data, more))
 
     async def retrieve_turn(self, request: Request) -> Response:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         row = await self._session(project, request.path_params["session_id"])
         turn = await self._db.read(lambda r: turns.get(r, request.path_params["turn_id"]))
         if turn is None or turn["session_id"] != row["id"]:

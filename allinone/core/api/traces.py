@@ -16,7 +16,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core import traces
-from allinone.core.api.common import json, keyset_page, list_params, project_for
+from allinone.core.api.auth import project_of
+from allinone.core.api.common import json, keyset_page, list_params
 from allinone.core.api.errors import invalid, not_found
 from allinone.core.api.listing import page
 from storage import sessions
@@ -73,7 +74,7 @@ class TracesApi:
         ]
 
     async def _session(self, request: Request) -> str:
-        project = await project_for(self._db, request)
+        project = project_of(request)
         session_id: str = request.path_params["session_id"]
         if await self._db.read(lambda r: sessions.get(r, project, session_id)) is None:
             raise not_found()

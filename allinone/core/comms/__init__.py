@@ -1,12 +1,14 @@
 """Continuous communication, protocol 1.4 (seed 002): roles, instances, contacts, event
 streams, receipts, receiver self-reports, claims with leases, progress and retention.
 
-Routes: the runtime protocol under `/api/v1` (`api.py`, authorised by an instance's
-runtime bearer token) and the owner's identity management under `/core/v1/comms`
-(`owner_api.py`, authorised by a project API key). `service.Comms` builds the parts.
+Routes (in `allinone.core.api`, since this package does not speak HTTP): the runtime
+protocol under `/api/v1` (`api/comms.py`, authorised by an instance's runtime bearer
+token) and the owner's identity management under `/core/v1/comms` (`api/comms_owner.py`,
+authorised by a project API key). `service.Comms` builds the parts.
 
-Exception tree (errors.py); `api.to_api_error` is the one place that turns it into the
-API's error body, with the protocol's upper-case code:
+Exception tree (errors.py), a subtree of `allinone.core.errors.Refused`; the app's one
+mapping (`allinone.core.api.errors.to_api_error`) turns it into the API's error body,
+with the protocol's upper-case code:
 
     CommsError                     anything this package refuses (400 INVALID_REQUEST)
     +-- Unauthenticated            401: no or unknown runtime token / project key

@@ -4,21 +4,21 @@ a lease id or message content."""
 
 from __future__ import annotations
 
+from allinone.core.errors import Refused
 
-class CommsError(Exception):
+
+class CommsError(Refused):
+    """The subtree of `allinone.core.errors.Refused` for protocol 1.4: its codes are the
+    protocol's upper-case ones and its 409s leave retrying to the client."""
+
     status = 400
-    default_code = "INVALID_REQUEST"
-
-    def __init__(self, message: str, *, code: str | None = None, param: str | None = None):
-        super().__init__(message)
-        self.message = message
-        self.code = code or self.default_code
-        self.param = param
+    default_code: str | None = "INVALID_REQUEST"
 
 
 class Unauthenticated(CommsError):
     status = 401
     default_code = "UNAUTHENTICATED"
+    challenge = True
 
 
 class Forbidden(CommsError):

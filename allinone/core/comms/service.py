@@ -1,16 +1,13 @@
 """Builds the communication platform's parts from the composition root's collaborators
-and exposes what `allinone/app.py` wires in: the routes and the retention sweep."""
+and exposes what `allinone/app.py` wires in: the parts (whose routes
+`allinone.core.api.comms.comms_routes` builds) and the retention sweep."""
 
 from __future__ import annotations
 
-from starlette.routing import Route
-
-from allinone.core.comms.api import CommsApi
 from allinone.core.comms.claims import Claims
 from allinone.core.comms.contacts import Contacts
 from allinone.core.comms.events import Events
 from allinone.core.comms.identities import Identities
-from allinone.core.comms.owner_api import OwnerApi
 from allinone.core.comms.receipts import Receipts
 from allinone.core.comms.receivers import Receivers
 from allinone.core.comms.retention import Retention
@@ -29,18 +26,6 @@ class Comms:
         self.receivers = Receivers(db, clock)
         self.claims = Claims(db, ids, clock)
         self.retention = Retention(db, clock)
-        self._api = CommsApi(
-            self.identities,
-            self.contacts,
-            self.events,
-            self.receipts,
-            self.receivers,
-            self.claims,
-        )
-        self._owner = OwnerApi(db, self.identities)
-
-    def routes(self) -> list[Route]:
-        return [*self._api.routes(), *self._owner.routes()]
 
     async def sweep(self) -> None:
         """The scheduler's retention job."""

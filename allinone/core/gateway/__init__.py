@@ -7,10 +7,14 @@
                       subscriptions `routing` delivers to
     subscriptions.py  buffered preparation and Run subscriptions
     registry.py       the connected devices and their capability snapshots
+    preparations.py   the one client for prepare, start and release, shared by turns and
+                      workspace operations
     workspace.py      workspace operations sent to a Runtime and their replies
+    workspace_rules.py  their protocol rules, without I/O
 
 It may import the standard library, starlette, msgspec, `runtime.proto` (never the
-Runtime daemon itself) and `allinone.core.gateway.*`; `server.py`, an HTTP edge, also
+Runtime daemon itself), `allinone.core.gateway.*` and the Core error tree
+(`allinone.core.errors`), whose subtree its signals are; `server.py`, an HTTP edge, also
 reads bounded bodies through `allinone.core.api.bodies`. What a frame means for a Turn is
 decided by orchestration, which imports the gateway, never the other way round.
 """

@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from allinone.core.errors import CoreError
 from allinone.core.gateway import routing
 from allinone.core.gateway.routing import (
     Nowhere,
@@ -52,7 +53,7 @@ CLOSE_POLICY_VIOLATION = 1008
 CLOSE_RETIRED = 4001
 
 
-class SendFailed(Exception):
+class SendFailed(CoreError):
     """The envelope did not enter the send queue; the peer never saw it."""
 
 

@@ -25,6 +25,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from allinone.core.errors import CoreError
 from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.subscriptions import PreparationSubscription
 from runtime.proto.errors import PreparationErrorCode
@@ -49,7 +50,7 @@ ENDED = frozenset(
 )
 
 
-class PreparationError(Exception):
+class PreparationError(CoreError):
     """A preparation or start did not reach its goal."""
 
 

@@ -11,11 +11,12 @@ import asyncio
 import contextlib
 from typing import Any
 
+from allinone.core.errors import CoreError
 from runtime.proto.codec import Frame
 from runtime.proto.execution import PreparationState, PreparationStatus
 
 
-class ObservationError(Exception):
+class ObservationError(CoreError):
     """Observation of a preparation or Run stopped; the native outcome is unknown."""
 
     def __init__(self, reason: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from allinone.core.errors import CoreError
 from runtime.proto.execution import (
     AgentOptions,
     ExecutionConfiguration,
@@ -22,7 +23,7 @@ WORKSPACE_CAPABILITIES = ["local_environment", "workspace_read_preparation"]
 _NAMESPACE = uuid.UUID("6f1c2d8e-7a41-4b5e-9c3a-2f0d7e1b9a64")
 
 
-class WorkspaceUnavailable(Exception):
+class WorkspaceUnavailable(CoreError):
     """The operation did not happen, or its outcome is unknown (`unknown` is set)."""
 
     def __init__(self, code: str, unknown: bool = False) -> None:

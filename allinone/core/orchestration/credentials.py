@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from allinone.core.errors import CoreError
 from allinone.core.model_providers import ModelProviders, ProviderUnavailable
 from allinone.core.sealing import SealError
 from allinone.core.vault_secrets import CredentialNotFound, VaultSecrets
@@ -26,7 +27,7 @@ from runtime.proto import execution as wire
 from storage import execution_settings
 
 
-class ResolutionFailed(Exception):
+class ResolutionFailed(CoreError):
     """An execution's secrets cannot be resolved; the message names what, never a value."""
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from allinone.core import render
+from allinone.core.errors import CoreError
 from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.transitions import move
 from allinone.core.recorder import Recorder
@@ -32,11 +33,11 @@ from storage import items as item_rows
 from storage.database import Tx
 
 
-class Fenced(Exception):
+class Fenced(CoreError):
     """The Run's claim was superseded; its writes are refused."""
 
 
-class ContractViolation(Exception):
+class ContractViolation(CoreError):
     """A Run frame breaks the protocol's contract (a repeated call id, a contradictory
     receipt). Nothing of the offending frame was written; the turn must fail with
     `contract_violation`, its effects unknown."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from allinone.core.api.errors import ApiError
+from allinone.core.errors import InvalidRequest
 from allinone.core.host_grants import TRUSTED, WORKSPACE_ROOT, HostGrants
 from allinone.core.ids import Clock, Ids
 from allinone.credentials import ensure_default_project
@@ -41,7 +41,7 @@ def test_grants_decide_roots_and_unconfined_commands(tmp_path: Path) -> None:
             assert grants.refusal("proj_other", str(home / "src")) is not None
             assert grants.commands_allowed(default)
             assert not grants.commands_allowed("proj_other")
-            with pytest.raises(ApiError):
+            with pytest.raises(InvalidRequest):
                 grants.check_grantable(str(data))
             await grants.grant("proj_other", WORKSPACE_ROOT, str(shared))
             await grants.grant("proj_other", TRUSTED)

@@ -12,9 +12,9 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from allinone.core.api import template_models as hosted
-from allinone.core.api.agent_resources import AutomationAgentConfig, showable_config
-from allinone.core.api.models import InputMessageParam, SessionAgentParam
+from allinone.core.shapes import template_models as hosted
+from allinone.core.shapes.agent_resources import AutomationAgentConfig, showable_config
+from allinone.core.shapes.models import InputMessageParam, SessionAgentParam
 
 _STRICT: dict[str, Any] = {"forbid_unknown_fields": True}
 _TAGGED: dict[str, Any] = {"forbid_unknown_fields": True, "tag_field": "type"}

@@ -25,8 +25,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone import __version__
-from allinone.core.api.common import digest_key, json
-from allinone.core.api.core_auth import is_core_key
+from allinone.core.api.auth import Kind, principal_of
+from allinone.core.api.common import json
 from allinone.core.gateway.registry import Registry
 from allinone.core.ids import Clock
 from storage import tenancy
@@ -45,6 +45,9 @@ class Access(enum.Enum):
     PUBLIC = "public"
     PROJECT = "project"
     OWNER = "owner"
+
+
+ACCESS = {Kind.ANONYMOUS: Access.PUBLIC, Kind.PROJECT: Access.PROJECT, Kind.CORE: Access.OWNER}
 
 
 class Health:
@@ -71,20 +74,10 @@ class Health:
         ]
 
     async def access(self, request: Request) -> Access:
-        """The caller's view; a missing or unknown key is the public view, never a 401,
-        so probes without credentials keep working."""
-        header = request.headers.get("authorization", "")
-        if not header.startswith("Bearer "):
-            return Access.PUBLIC
-        try:
-            if await is_core_key(self._db, request):
-                return Access.OWNER
-            key = header[len("Bearer ") :].strip()
-            digest = digest_key(key)
-            project = await self._db.read(lambda r: tenancy.project_for_key(r, digest))
-        except StorageError:
-            return Access.PUBLIC
-        return Access.PROJECT if project is not None else Access.PUBLIC
+        """The caller's view, from the principal the `OPTIONAL` policy resolved: a missing
+        or unknown key is the public view, never a 401, so probes without credentials
+        keep working."""
+        return ACCESS[principal_of(request).kind]
 
     async def healthz(self, request: Request) -> Response:
         body: dict[str, Any] = {"status": "alive"}
@@ -101,10 +94,7 @@ class Health:
                 await tenancy.probe(tx, now)
 
             await self._db.write(probe, probe=True)
-            row = await self._db.read(
-                lambda r: r.fetchone("SELECT written_at FROM health_probe WHERE id = 1")
-            )
-            ok = row is not None and int(row["written_at"]) == now
+            ok = await self._db.read(tenancy.probe_written_at) == now
         except StorageError as exc:
             return {"ok": False, "error": type(exc).__name__, **self._failure()}
         # The probe needs little space: a real write that failed since is what counts.

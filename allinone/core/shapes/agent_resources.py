@@ -11,8 +11,8 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from allinone.core.agents import defaults
-from allinone.core.api.showing import shown
-from allinone.core.api.tool_models import ToolResource
+from allinone.core.shapes.showing import shown
+from allinone.core.shapes.tool_models import ToolResource
 
 S = TypeVar("S", bound=msgspec.Struct)
 

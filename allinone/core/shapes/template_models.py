@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from allinone.core.api.showing import shown
+from allinone.core.shapes.showing import shown
 
 _STRICT: dict[str, Any] = {"forbid_unknown_fields": True}
 _TAGGED: dict[str, Any] = {"forbid_unknown_fields": True, "tag_field": "type"}

@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from allinone.core.api.template_models import EnvironmentParam
-from allinone.core.api.tool_models import PersistedToolParam, SessionToolParam
+from allinone.core.shapes.template_models import EnvironmentParam
+from allinone.core.shapes.tool_models import PersistedToolParam, SessionToolParam
 
 Metadata = dict[str, str]
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]

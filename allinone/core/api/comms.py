@@ -3,14 +3,14 @@ bearer token. Every request declares `X-A2A-Protocol: 1.4`; every write carries 
 `X-A2A-Primary-Epoch` from GET /me; message writes carry an `Idempotency-Key`; writes on
 a claimed contact carry `X-A2A-Task-Lease` and `X-A2A-Task-Epoch`.
 
-Handlers only parse the request, call one domain method and render its result;
-`to_api_error` is the one place a CommsError becomes the API's error body.
+Handlers only parse the request, call one domain method and render its result; a
+CommsError is part of the Core tree, so the app's one mapping
+(`allinone.core.api.errors.to_api_error`) turns it into the API's error body.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from functools import wraps
 from typing import Any, TypeVar
 
 from starlette.requests import Request
@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core.api.common import decode_body, json
-from allinone.core.api.errors import ApiError
+from allinone.core.api.errors import ApiError, recoded, to_api_error
 from allinone.core.comms.claims import Claims
 from allinone.core.comms.contacts import Contacts
 from allinone.core.comms.errors import CommsError, PreconditionRequired, Unauthenticated
@@ -47,36 +47,20 @@ from allinone.core.comms.models import (
 )
 from allinone.core.comms.receipts import Receipts as ReceiptLog
 from allinone.core.comms.receivers import Receivers
+from allinone.core.errors import Refused
 
 T = TypeVar("T")
 Handler = Callable[[Request], Awaitable[Response]]
 PREFIX = "/api/v1"
 
 
-def to_api_error(exc: CommsError) -> ApiError:
-    headers = {"www-authenticate": "Bearer"} if isinstance(exc, Unauthenticated) else None
-    return ApiError(exc.status, exc.message, code=exc.code, param=exc.param, headers=headers)
-
-
-def translated(handler: Handler) -> Handler:
-    @wraps(handler)
-    async def run(request: Request) -> Response:
-        try:
-            return await handler(request)
-        except CommsError as exc:
-            raise to_api_error(exc) from exc
-
-    return run
-
-
 async def decode(request: Request, type_: type[T]) -> T:
     try:
         return await decode_body(request, type_)
-    except ApiError as exc:
-        code = "REQUEST_TOO_LARGE" if exc.status == 413 else "INVALID_REQUEST"
-        raise ApiError(
-            exc.status, exc.message, code=code, param=exc.param, headers=exc.headers
-        ) from exc
+    except (ApiError, Refused) as exc:
+        error = exc if isinstance(exc, ApiError) else to_api_error(exc)
+        code = "REQUEST_TOO_LARGE" if error.status == 413 else "INVALID_REQUEST"
+        raise recoded(error, code) from exc
 
 
 def _int_header(request: Request, name: str) -> int | None:
@@ -153,7 +137,7 @@ class CommsApi:
             (PREFIX + "/communication/receiver", self.receiver_status, "GET"),
             (PREFIX + "/communication/receiver", self.receiver_report, "PUT"),
         ]
-        return [Route(path, translated(fn), methods=[method]) for path, fn, method in table]
+        return [Route(path, fn, methods=[method]) for path, fn, method in table]
 
     async def _caller(self, request: Request, *, write: bool) -> Caller:
         version = request.headers.get(PROTOCOL_HEADER)

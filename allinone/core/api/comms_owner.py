@@ -16,10 +16,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from allinone.core.api.common import authenticate, json
-from allinone.core.comms.api import Handler, decode, translated
+from allinone.core.api.auth import project_of
+from allinone.core.api.common import json
+from allinone.core.api.comms import CommsApi, Handler, decode
 from allinone.core.comms.identities import Identities, render_role
 from allinone.core.comms.models import InstanceCreate, PrimarySet, RoleCreate, StreamRotate
+from allinone.core.comms.service import Comms
 from storage.database import Database
 
 PREFIX = "/core/v1/comms/roles"
@@ -41,24 +43,24 @@ class OwnerApi:
             (role + "/primary", self.set_primary, "POST"),
             (role + "/rotate-stream", self.rotate_stream, "POST"),
         ]
-        return [Route(path, translated(fn), methods=[method]) for path, fn, method in table]
+        return [Route(path, fn, methods=[method]) for path, fn, method in table]
 
     async def create_role(self, request: Request) -> Response:
-        project = await authenticate(self._db, request)
+        project = project_of(request)
         body = await decode(request, RoleCreate)
         return json(await self._identities.create_role(project, body))
 
     async def list_roles(self, request: Request) -> Response:
-        project = await authenticate(self._db, request)
+        project = project_of(request)
         return json({"object": "list", "data": await self._identities.roles(project)})
 
     async def retrieve_role(self, request: Request) -> Response:
-        project = await authenticate(self._db, request)
+        project = project_of(request)
         role = await self._identities.role(project, request.path_params["role_id"])
         return json(render_role(role))
 
     async def create_instance(self, request: Request) -> Response:
-        project = await authenticate(self._db, request)
+        project = project_of(request)
         body = await decode(request, InstanceCreate)
         view = await self._identities.create_instance(project, request.path_params["role_id"], body)
         response = json(view)
@@ -66,20 +68,33 @@ class OwnerApi:
         return response
 
     async def list_instances(self, request: Request) -> Response:
-        project = await authenticate(self._db, request)
+        project = project_of(request)
         found = await self._identities.instances(project, request.path_params["role_id"])
         return json({"object": "list", "data": found})
 
     async def set_primary(self, request: Request) -> Response:
-        project = await authenticate(self._db, request)
+        project = project_of(request)
         body = await decode(request, PrimarySet)
         return json(
             await self._identities.set_primary(project, request.path_params["role_id"], body)
         )
 
     async def rotate_stream(self, request: Request) -> Response:
-        project = await authenticate(self._db, request)
+        project = project_of(request)
         body = await decode(request, StreamRotate)
         return json(
             await self._identities.rotate_stream(project, request.path_params["role_id"], body)
         )
+
+
+def comms_routes(comms: Comms, db: Database) -> list[Route]:
+    """The routes of protocol 1.4 (`/api/v1`) and of the owner's identity management."""
+    runtime_side = CommsApi(
+        comms.identities,
+        comms.contacts,
+        comms.events,
+        comms.receipts,
+        comms.receivers,
+        comms.claims,
+    )
+    return [*runtime_side.routes(), *OwnerApi(db, comms.identities).routes()]

@@ -1,0 +1,98 @@
+"""Saved agents as stored: each change runs in one transaction here.
+
+Update semantics (reference 4.1): an omitted field keeps its value; null clears `name`
+and `instructions` and resets the structured settings to their defaults; `metadata` and
+`tools` are replaced whole (null or `{}` clears metadata); `experimental` is merged by
+key. An MCP tool may name a vault credential only of the same project.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from msgspec import UNSET
+
+from allinone.core import agents as agent_config
+from allinone.core import tools as tool_lists
+from allinone.core.errors import NotFound
+from allinone.core.ids import Clock, Ids
+from allinone.core.shapes.models import AgentCreate, AgentUpdate
+from storage import agents as agent_rows
+from storage import vaults as vault_rows
+from storage.database import Database, Reader, Tx
+
+log = logging.getLogger(__name__)
+
+
+class AgentStore:
+    def __init__(
+        self, db: Database, ids: Ids, clock: Clock, seal: agent_config.SealProvider | None
+    ) -> None:
+        self._db = db
+        self._ids = ids
+        self._clock = clock
+        # Seals an `x_corebox.model_provider` API key; without it such a key is refused.
+        self._seal = seal
+
+    async def get(self, project: str, agent_id: str) -> dict[str, Any]:
+        row = await self._db.read(lambda r: agent_rows.get(r, project, agent_id))
+        if row is None:
+            raise NotFound()
+        return row
+
+    async def create(self, project: str, body: AgentCreate) -> str:
+        config = agent_config.from_create(body, seal_provider=self._seal)
+        agent_config.harness_for(config)
+        await self._check_credentials(project, config["tools"])
+        agent_id = self._ids.new("agent")
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> None:
+            await agent_rows.insert(tx, agent_id, project, config, now)
+
+        await self._db.write(job)
+        log.info("created agent %s in project %s", agent_id, project)
+        return agent_id
+
+    async def update(self, project: str, agent_id: str, body: AgentUpdate) -> None:
+        row = await self.get(project, agent_id)
+        config = dict(row["config"])
+        agent_config.apply_fields(config, body, seal_provider=self._seal)
+        if body.name is not UNSET:
+            config["name"] = body.name
+        if body.metadata is not UNSET:
+            config["metadata"] = agent_config.check_metadata(body.metadata)
+        agent_config.harness_for(config)
+        await self._check_credentials(project, config["tools"])
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> bool:
+            return await agent_rows.update(tx, project, agent_id, config, now)
+
+        if not await self._db.write(job):
+            raise NotFound()
+
+    async def delete(self, project: str, agent_id: str) -> None:
+        now = self._clock.now()
+
+        async def job(tx: Tx) -> bool:
+            return await agent_rows.delete(tx, project, agent_id, now)
+
+        if not await self._db.write(job):
+            raise NotFound()
+        log.info("deleted agent %s in project %s", agent_id, project)
+
+    async def _check_credentials(self, project: str, tools: list[Any]) -> None:
+        """Every `credential_id` must name a live credential of this project."""
+        refs = tool_lists.credential_ids(tools)
+
+        async def first_missing(r: Reader) -> int | None:
+            for index, credential_id in refs:
+                if await vault_rows.get_credential(r, project, None, credential_id) is None:
+                    return index
+            return None
+
+        index = await self._db.read(first_missing) if refs else None
+        if index is not None:
+            raise NotFound(param=f"tools[{index}].credential_id")

@@ -1,0 +1,90 @@
+"""Route matching that does not depend on the order routes are listed in.
+
+A literal path segment always wins over a path parameter at the same place:
+`/v1/agents/sessions` is never read as the agent `sessions`, whichever of
+`/v1/agents/{agent_id}` and `/v1/agents/sessions` comes first. `literal_first(routes)`
+gives each parameterised route the literals its parameters must not take (those of the
+other routes that share its path up to that segment); everything else about a route
+(endpoint, methods, path as published in `/openapi.json`) is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from starlette.routing import BaseRoute, Match, Route
+from starlette.types import Scope
+
+
+def _segments(path: str) -> list[str]:
+    return path.strip("/").split("/")
+
+
+def _is_param(segment: str) -> bool:
+    return segment.startswith("{") and segment.endswith("}")
+
+
+def _name(segment: str) -> str:
+    return segment[1:-1].split(":")[0]
+
+
+def _same(a: str, b: str) -> bool:
+    return a == b or (_is_param(a) and _is_param(b))
+
+
+def reserved_literals(path: str, others: Iterable[str]) -> dict[str, frozenset[str]]:
+    """For each parameter of `path`, the literal segments other paths have at its place
+    after the same leading segments."""
+    mine = _segments(path)
+    found: dict[str, set[str]] = {}
+    for other in others:
+        theirs = _segments(other)
+        for index, segment in enumerate(mine):
+            if index >= len(theirs) or not all(
+                _same(a, b) for a, b in zip(mine[:index], theirs[:index], strict=True)
+            ):
+                break
+            if _is_param(segment) and not _is_param(theirs[index]):
+                found.setdefault(_name(segment), set()).add(theirs[index])
+    return {name: frozenset(words) for name, words in found.items()}
+
+
+class LiteralFirst(Route):
+    """A Route whose parameters never take a literal segment another route owns."""
+
+    def __init__(
+        self,
+        path: str,
+        endpoint: Any,
+        *,
+        methods: Sequence[str] | None,
+        name: str | None,
+        reserved: dict[str, frozenset[str]],
+    ) -> None:
+        super().__init__(path, endpoint, methods=methods, name=name)
+        self.reserved = reserved
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = super().matches(scope)
+        if match is not Match.NONE:
+            params = child.get("path_params", {})
+            if any(params.get(name) in words for name, words in self.reserved.items()):
+                return Match.NONE, {}
+        return match, child
+
+
+def literal_first(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
+    """`routes` with every parameterised HTTP route made a `LiteralFirst`."""
+    paths = [route.path for route in routes if isinstance(route, Route)]
+    result: list[BaseRoute] = []
+    for route in routes:
+        if isinstance(route, Route) and "{" in route.path:
+            reserved = reserved_literals(route.path, (p for p in paths if p != route.path))
+            if reserved:
+                methods = sorted(route.methods) if route.methods is not None else None
+                route = LiteralFirst(
+                    route.path, route.endpoint, methods=methods, name=route.name, reserved=reserved
+                )
+        result.append(route)
+    return result

@@ -1,0 +1,26 @@
+"""An input batch: what every input of one admission shares, and what it leaves for the
+orchestrator once the transaction commits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class InputBatch:
+    """One admission's batch: its idempotency `key` and content hash `digest`; the turns
+    to cancel and the turns with new input, acted on only after the commit."""
+
+    session_id: str
+    key: str
+    digest: str
+    cancels: list[str] = field(default_factory=list)
+    steered: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """The place of one input in its batch."""
+
+    batch: InputBatch
+    position: int

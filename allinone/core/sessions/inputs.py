@@ -1,0 +1,206 @@
+"""Admission of an ordered batch of session inputs, atomically and replay-safe by key.
+
+Each input event is handled by one branch of one `match`; every branch writes its input
+row through `Writer.record` at its `Slot` in the `InputBatch`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from allinone.core.errors import Conflict, InvalidRequest, NotFound, TurnConflict
+from allinone.core.ids import Clock
+from allinone.core.recorder import Recorder
+from allinone.core.sessions.batch import InputBatch, Slot
+from allinone.core.sessions.idempotency import check_batch_replay
+from allinone.core.sessions.writer import Writer
+from allinone.core.shapes.models import (
+    CancelInputEvent,
+    InputEvent,
+    InputMessageParam,
+    McpApprovalResultInputEvent,
+    MessageInputEvent,
+    ToolResultInputEvent,
+)
+from allinone.core.states import TurnStatus, sources_for
+from storage import interactions as interaction_rows
+from storage import sessions, turn_inputs, turns
+from storage.database import Tx
+
+
+def messages_of(value: str | list[InputMessageParam]) -> list[dict[str, Any]]:
+    """The user messages of an `input` value (a string or a list of messages)."""
+    if isinstance(value, str):
+        if not value:
+            raise InvalidRequest("input must not be empty.", "input")
+        return [{"role": "user", "content": [{"type": "input_text", "text": value}]}]
+    if not value:
+        raise InvalidRequest("input must contain at least one message.", "input")
+    result = []
+    for index, message in enumerate(value):
+        content = msgspec.to_builtins(message.content)
+        if not content:
+            raise InvalidRequest("A message needs content.", f"input[{index}].content")
+        result.append({"role": "user", "content": content})
+    return result
+
+
+class Inputs:
+    def __init__(self, writer: Writer, recorder: Recorder, clock: Clock) -> None:
+        self._writer = writer
+        self._recorder = recorder
+        self._clock = clock
+
+    async def admit(
+        self, tx: Tx, project_id: str, batch: InputBatch, events: list[InputEvent]
+    ) -> bool:
+        """Admit `events` in `tx`; False when the batch was admitted before (a replay)."""
+        session = await sessions.get(tx, project_id, batch.session_id)
+        if session is None:
+            raise NotFound()
+        earlier = await turn_inputs.batch_hash(tx, batch.session_id, batch.key)
+        if earlier is not None:
+            check_batch_replay(earlier, batch.digest)
+            return False
+        for position, event in enumerate(events):
+            await self._admit_one(tx, session, Slot(batch, position), event)
+        return True
+
+    async def _admit_one(
+        self, tx: Tx, session: dict[str, Any], slot: Slot, event: InputEvent
+    ) -> None:
+        active = await turns.active(tx, slot.batch.session_id)
+        match event:
+            case MessageInputEvent():
+                await self._message(tx, session, slot, active, messages_of(event.input))
+            case CancelInputEvent():
+                await self._cancel(tx, slot, active)
+            case ToolResultInputEvent():
+                await self._tool_result(tx, slot, event)
+            case McpApprovalResultInputEvent():
+                decision = {"decision": event.response.decision}
+                await self._answer(tx, slot, event.request_id, "permission", decision)
+            case _:
+                answers = [
+                    {"question_id": a.question_id, "answers": list(a.answers)}
+                    for a in event.question_answers
+                ]
+                response = {"question_answers": answers, "cancelled": event.cancelled}
+                await self._answer(tx, slot, event.ask_id, "choice", response)
+
+    async def _message(
+        self,
+        tx: Tx,
+        session: dict[str, Any],
+        slot: Slot,
+        active: dict[str, Any] | None,
+        messages: list[dict[str, Any]],
+    ) -> None:
+        if active is None:
+            await self._writer.start_turn(tx, slot, session["agent_id"], messages)
+            return
+        # One active turn per session: the message joins it. A queued turn takes it as
+        # part of its initial input; a running turn is steered with it.
+        # Its items are named on the input so an unknown delivery can be marked on them.
+        queued = active["status"] == TurnStatus.QUEUED
+        item_ids = await self._writer.user_items(tx, session["id"], active["id"], messages)
+        payload = {"input": messages, "item_ids": item_ids}
+        state = "admitted" if queued else "pending"
+        await self._writer.record(tx, slot, active["id"], "message", payload, state)
+        if not queued:
+            slot.batch.steered.append(active["id"])
+
+    async def _cancel(self, tx: Tx, slot: Slot, active: dict[str, Any] | None) -> None:
+        turn_id = active["id"] if active else None
+        await self._writer.record(tx, slot, turn_id, "cancel", {}, "admitted")
+        if active is None:
+            return  # an idle session: accepted, no effect
+        session_id = slot.batch.session_id
+        now = self._clock.now()
+        if active["status"] == TurnStatus.QUEUED:
+            moved = await turns.transition(
+                tx,
+                active["id"],
+                sources_for(TurnStatus.CANCELLED),
+                TurnStatus.CANCELLED,
+                fields={"cancel_requested_at": now, "completed_at": now},
+            )
+            if moved:
+                await self._recorder.emit_turn(
+                    tx, "agent.session.turn.cancelled", active["id"], terminal=True
+                )
+                await self._recorder.emit_session_activity(tx, session_id)
+            return
+        await turns.request_cancel(tx, active["id"], now)
+        if active["status"] == TurnStatus.WAITING:
+            # Pending actions drop at once; the cancellation receipt settles the turn.
+            await interaction_rows.withdraw_open(tx, active["id"])
+            moved = await turns.transition(
+                tx, active["id"], (TurnStatus.WAITING,), TurnStatus.IN_PROGRESS
+            )
+            if moved:
+                await self._recorder.emit_session_activity(tx, session_id)
+        slot.batch.cancels.append(active["id"])
+
+    async def _tool_result(self, tx: Tx, slot: Slot, event: ToolResultInputEvent) -> None:
+        session_id = slot.batch.session_id
+        call = await interaction_rows.call(tx, session_id, event.call_id)
+        if call is None:
+            raise InvalidRequest(
+                f"Unknown pending tool call: {event.call_id}",
+                "events",
+                code="invalid_request_error",
+            )
+        if call["turn_id"] != event.turn_id:
+            raise InvalidRequest("The tool call belongs to a different Turn.", "events")
+        result = {
+            "success": event.success,
+            "output": msgspec.to_builtins(event.output),
+            "error": event.error,
+        }
+        if call["result"] is not None:
+            if call["result"] != result:
+                raise Conflict("The tool call already has a different result.")
+            return  # the same result again: nothing to do
+        turn = await turns.get(tx, call["turn_id"])
+        if (
+            turn is None
+            or turn["status"] not in (TurnStatus.IN_PROGRESS, TurnStatus.WAITING)
+            or call["delivery_state"] == "withdrawn"
+        ):
+            raise TurnConflict("The Turn cannot accept this input in its current state.")
+        await interaction_rows.answer_call(tx, session_id, event.call_id, result)
+        payload = {"call_id": event.call_id, **result}
+        await self._writer.record(tx, slot, call["turn_id"], "tool_result", payload, "admitted")
+        slot.batch.steered.append(call["turn_id"])
+
+    async def _answer(
+        self, tx: Tx, slot: Slot, interaction_id: str, kind: str, response: dict[str, Any]
+    ) -> None:
+        session_id = slot.batch.session_id
+        row = await interaction_rows.interaction(tx, session_id, interaction_id)
+        if row is None or row["kind"] != kind:
+            raise InvalidRequest(f"Unknown pending request: {interaction_id}", "events")
+        if row["response"] is not None:
+            if row["response"] != response:
+                raise Conflict("The request already has a different answer.")
+            return
+        if row["state"] != "pending":
+            raise TurnConflict("The request is no longer pending.")
+        if kind == "choice":
+            _check_choice(row, response)
+        await interaction_rows.answer_interaction(tx, session_id, interaction_id, response)
+        payload = {"id": interaction_id, **response}
+        await self._writer.record(tx, slot, row["turn_id"], kind, payload, "admitted")
+        slot.batch.steered.append(row["turn_id"])
+
+
+def _check_choice(row: dict[str, Any], response: dict[str, Any]) -> None:
+    issued = {q["id"] for q in row["request"].get("questions", [])}
+    ids = [a["question_id"] for a in response["question_answers"]]
+    if len(set(ids)) != len(ids) or not set(ids) <= issued:
+        raise InvalidRequest("Answers must name issued questions, each at most once.", "events")
+    if response["cancelled"] and ids:
+        raise InvalidRequest("A cancelled choice carries no answers.", "events")
