@@ -39,6 +39,7 @@ from allinone.core.orchestration.projector import (
 )
 from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.states import TurnStatus
+from allinone.core.tasks import cancel_and_wait
 from runtime.proto import execution as wire_exec
 from runtime.proto import run as wire_run
 from runtime.proto.capabilities import ALWAYS_REQUIRED, missing_capabilities
@@ -124,9 +125,7 @@ class Orchestrator:
         (they are failed as interrupted at the next start, never replayed)."""
         self._stopping = True
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
         if self._inflight:
             _, pending = await asyncio.wait(list(self._inflight.values()), timeout=timeout)
             for task in pending:
