@@ -67,6 +67,7 @@ from allinone.credentials import (
 )
 from allinone.lifecycle import Lifecycle
 from allinone.redaction import Redactor
+from allinone.route_order import specific_first
 from runtime.confinement import Confinement, Sandbox, probe
 from runtime.daemon import Daemon
 from runtime.harness.builtin.adapter import BuiltinHarness
@@ -176,6 +177,27 @@ class Parts:
     daemon: Daemon | None
 
 
+@dataclass(frozen=True)
+class _Domain:
+    """Core's domain objects: what the API routes and the parts are built from."""
+
+    config: Config
+    opened: Opened
+    clock: Clock
+    ids: Ids
+    hub: Hub
+    registry: Registry
+    sealer: Sealer
+    grants: HostGrants
+    providers: ModelProviders
+    environments: Environments
+    admission: Admission
+    automations: Automations
+    comms: Comms
+    scheduler: AsyncIOScheduler
+    ws_url: str
+
+
 def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) -> Parts:
     """The component graph: constructors only, collaborators passed in. Nothing here
     opens, reads or starts anything; `App` starts the parts in order."""
@@ -188,8 +210,9 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     outcomes = Outcomes(db, recorder, projector, clock, ids)
     ws_url = _runtime_ws_url(config, opened.port)
     sealer = Sealer(opened.vault_key)
-    described = opened.confinement.describe()
-    grants = HostGrants(db, clock, config.workspace_roots, config.data_dir, described)
+    grants = HostGrants(
+        db, clock, config.workspace_roots, config.data_dir, opened.confinement.describe()
+    )
     environments = Environments(
         db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants
     )
@@ -211,8 +234,31 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
         providers,
     )
     scheduler = AsyncIOScheduler()
-    comms = Comms(db, ids, clock)
     automations = Automations(db, admission, scheduler, sealer, ids, clock)
+    comms = Comms(db, ids, clock)
+    domain = _Domain(
+        config, opened, clock, ids, hub, registry, sealer, grants, providers,
+        environments, admission, automations, comms, scheduler, ws_url,
+    )  # fmt: skip
+    return Parts(
+        db=db,
+        scheduler=scheduler,
+        hub=hub,
+        grants=grants,
+        environments=environments,
+        orchestrator=orchestrator,
+        outcomes=outcomes,
+        automations=automations,
+        comms=comms,
+        server=_Server(_server_config(build_app(_routes(domain)), config.log_level)),
+        daemon=_local_daemon(config, opened, grants),
+    )
+
+
+def _routes(d: _Domain) -> list[BaseRoute]:
+    """Every HTTP and WebSocket route; `specific_first` decides the order they match in."""
+    db, ids, clock, registry, config = d.opened.db, d.ids, d.clock, d.registry, d.config
+    scheduler, ws_url = d.scheduler, d.ws_url
 
     async def device_digest(device_id: str) -> str | None:
         return await db.read(lambda r: tenancy.device_digest(r, device_id))
@@ -227,40 +273,27 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
         clock,
         {
             "data_dir": str(config.data_dir),
-            "port": opened.port,
+            "port": d.opened.port,
             "source": str(config.config_file) if config.config_file else "defaults",
         },
-        confinement=described,
+        confinement=d.opened.confinement.describe(),
     )
-    routes: list[BaseRoute] = [
-        *health.routes(),
-        *gateway.routes(),
-        *ProjectsApi(db, ids, clock, grants).routes(),
-        *DevicesApi(db, ids, clock, registry, LOCAL_DEVICE_ID).routes(),
-        *TemplatesApi(db, sealer, ids, clock).routes(),
-        # After templates: /environments/{id} would capture /environments/templates.
-        *EnvironmentsApi(db, environments, ids, clock).routes(),
-        *SessionsApi(db, admission, hub, ids).routes(),
-        *TracesApi(db).routes(),
-        *AutomationsApi(db, automations, ids, clock, grants).routes(),
-        *VaultsApi(db, VaultSecrets(db, sealer), ids, clock).routes(),
-        *comms.routes(),
-        *HarnessesApi(db, registry).routes(),
-        # Last: /v1/agents/{agent_id} would capture /v1/agents/<word> routes.
-        *AgentsApi(db, ids, clock, providers).routes(),
-    ]
-    return Parts(
-        db=db,
-        scheduler=scheduler,
-        hub=hub,
-        grants=grants,
-        environments=environments,
-        orchestrator=orchestrator,
-        outcomes=outcomes,
-        automations=automations,
-        comms=comms,
-        server=_Server(_server_config(build_app(routes), config.log_level)),
-        daemon=_local_daemon(config, opened, grants),
+    return specific_first(
+        [
+            *health.routes(),
+            *gateway.routes(),
+            *ProjectsApi(db, ids, clock, d.grants).routes(),
+            *DevicesApi(db, ids, clock, registry, LOCAL_DEVICE_ID).routes(),
+            *TemplatesApi(db, d.sealer, ids, clock).routes(),
+            *EnvironmentsApi(db, d.environments, ids, clock).routes(),
+            *SessionsApi(db, d.admission, d.hub, ids).routes(),
+            *TracesApi(db).routes(),
+            *AutomationsApi(db, d.automations, ids, clock, d.grants).routes(),
+            *VaultsApi(db, VaultSecrets(db, d.sealer), ids, clock).routes(),
+            *d.comms.routes(),
+            *HarnessesApi(db, registry).routes(),
+            *AgentsApi(db, ids, clock, d.providers).routes(),
+        ]
     )
 
 
