@@ -13,6 +13,7 @@ import signal
 import socket
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +176,8 @@ class Parts:
     comms: Comms
     server: _Server
     daemon: Daemon | None
+    health: Health
+    registry: Registry
 
 
 @dataclass(frozen=True)
@@ -195,6 +198,7 @@ class _Domain:
     automations: Automations
     comms: Comms
     scheduler: AsyncIOScheduler
+    health: Health
     ws_url: str
 
 
@@ -236,9 +240,21 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     scheduler = AsyncIOScheduler()
     automations = Automations(db, admission, scheduler, sealer, ids, clock)
     comms = Comms(db, ids, clock)
+    health = Health(
+        db,
+        registry,
+        lambda: bool(scheduler.running),
+        clock,
+        {
+            "data_dir": str(config.data_dir),
+            "port": opened.port,
+            "source": str(config.config_file) if config.config_file else "defaults",
+        },
+        confinement=opened.confinement.describe(),
+    )
     domain = _Domain(
         config, opened, clock, ids, hub, registry, sealer, grants, providers,
-        environments, admission, automations, comms, scheduler, ws_url,
+        environments, admission, automations, comms, scheduler, health, ws_url,
     )  # fmt: skip
     return Parts(
         db=db,
@@ -252,13 +268,14 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
         comms=comms,
         server=_Server(_server_config(build_app(_routes(domain)), config.log_level)),
         daemon=_local_daemon(config, opened, grants),
+        health=health,
+        registry=registry,
     )
 
 
 def _routes(d: _Domain) -> list[BaseRoute]:
     """Every HTTP and WebSocket route; `specific_first` decides the order they match in."""
-    db, ids, clock, registry, config = d.opened.db, d.ids, d.clock, d.registry, d.config
-    scheduler, ws_url = d.scheduler, d.ws_url
+    db, ids, clock, registry, ws_url = d.opened.db, d.ids, d.clock, d.registry, d.ws_url
 
     async def device_digest(device_id: str) -> str | None:
         return await db.read(lambda r: tenancy.device_digest(r, device_id))
@@ -266,21 +283,9 @@ def _routes(d: _Domain) -> list[BaseRoute]:
     gateway = Gateway(
         registry, device_digest, ids.new, limits.HEARTBEAT_SECONDS_DEFAULT, lambda: ws_url
     )
-    health = Health(
-        db,
-        registry,
-        lambda: bool(scheduler.running),
-        clock,
-        {
-            "data_dir": str(config.data_dir),
-            "port": d.opened.port,
-            "source": str(config.config_file) if config.config_file else "defaults",
-        },
-        confinement=d.opened.confinement.describe(),
-    )
     return specific_first(
         [
-            *health.routes(),
+            *d.health.routes(),
             *gateway.routes(),
             *ProjectsApi(db, ids, clock, d.grants).routes(),
             *DevicesApi(db, ids, clock, registry, LOCAL_DEVICE_ID).routes(),
@@ -363,11 +368,15 @@ class App:
         on_started: Callable[[Started], None] | None = None,
         local_runtime: bool = True,
         timers: Timers = PRODUCTION,
+        on_ready: Callable[[Started], None] | None = None,
     ) -> None:
-        """`local_runtime=False` serves Core without the in-process Runtime: turns wait
+        """`on_started` is called once the server listens; `on_ready` once `/readyz`
+        would answer 200 (a Runtime has connected and declared), at most once.
+        `local_runtime=False` serves Core without the in-process Runtime: turns wait
         (and /readyz reports the runtime check missing) until a remote daemon connects.
         `timers` are the seed's protocol timers; only tests pass shorter ones."""
         self._timers = timers
+        self._on_ready = on_ready
         self.config = config
         self._on_started = on_started
         self._local_runtime = local_runtime
@@ -401,8 +410,12 @@ class App:
                     self.config.host,
                     opened.port,
                 )
+                started = Started(opened.port, opened.api_key, opened.key_file)
                 if self._on_started is not None:
-                    self._on_started(Started(opened.port, opened.api_key, opened.key_file))
+                    self._on_started(started)
+                if self._on_ready is not None:
+                    announce = partial(self._on_ready, started)
+                    life.own(asyncio.create_task(_when_ready(parts, announce), name="ready"))
                 await self._until_stopped(vital)
                 log.info("corebox shutting down")
         finally:
@@ -501,6 +514,18 @@ async def _start_server(
     if not server.started:
         raise StartupError("the HTTP server stopped during start-up")
     return task
+
+
+async def _when_ready(parts: Parts, announce: Callable[[], None]) -> None:
+    """Call `announce` once the health evidence says ready, re-checking on every change
+    of the connected Runtimes (what readiness waits for after start-up)."""
+    while True:
+        changed = parts.registry.changed
+        ready, _ = await parts.health.evidence()
+        if ready:
+            announce()
+            return
+        await changed.wait()
 
 
 _ONCE: dict[str, Any] = {"coalesce": True, "max_instances": 1}
