@@ -10,11 +10,18 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from allinone import __version__, admin, devices
-from allinone.app import App, RuntimeStopped, Started, StartupError, run_daemon
 from allinone.config import ConfigError, load
 from allinone.receiver import commands as comms_commands
+
+if TYPE_CHECKING:
+    from allinone.app import Started
+
+# `allinone.app` (the server and the Runtime: uvicorn, starlette, the harnesses, mcp) is
+# imported by the two commands that run it, inside their functions: a static import that
+# PyInstaller sees, which the short-lived commands (admin, receiver, handler) do not pay.
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -145,6 +152,8 @@ def _serve(args: argparse.Namespace) -> int:
         level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     _quiet_libraries()
+    from allinone.app import App, StartupError
+
     ready_fd: int | None = args.ready_fd
 
     def ready(started: Started) -> None:
@@ -196,6 +205,8 @@ def _daemon(args: argparse.Namespace) -> int:
         print("corebox: error: --allowed-root needs absolute paths", file=sys.stderr)
         return 2
     print(f"corebox: runtime {target.device_id} connecting to {target.core_url}", flush=True)
+    from allinone.app import RuntimeStopped, run_daemon
+
     try:
         asyncio.run(
             run_daemon(
