@@ -240,18 +240,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     scheduler = AsyncIOScheduler()
     automations = Automations(db, admission, scheduler, sealer, ids, clock)
     comms = Comms(db, ids, clock)
-    health = Health(
-        db,
-        registry,
-        lambda: bool(scheduler.running),
-        clock,
-        {
-            "data_dir": str(config.data_dir),
-            "port": opened.port,
-            "source": str(config.config_file) if config.config_file else "defaults",
-        },
-        confinement=opened.confinement.describe(),
-    )
+    health = _health(config, opened, registry, scheduler, clock)
     domain = _Domain(
         config, opened, clock, ids, hub, registry, sealer, grants, providers,
         environments, admission, automations, comms, scheduler, health, ws_url,
@@ -270,6 +259,20 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
         daemon=_local_daemon(config, opened, grants),
         health=health,
         registry=registry,
+    )
+
+
+def _health(
+    config: Config, opened: Opened, registry: Registry, scheduler: AsyncIOScheduler, clock: Clock
+) -> Health:
+    source = str(config.config_file) if config.config_file else "defaults"
+    return Health(
+        opened.db,
+        registry,
+        lambda: bool(scheduler.running),
+        clock,
+        {"data_dir": str(config.data_dir), "port": opened.port, "source": source},
+        confinement=opened.confinement.describe(),
     )
 
 
