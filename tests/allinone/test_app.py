@@ -1,5 +1,5 @@
 """The composition root's stop: the real server, stopped while every component is busy,
-stops within its budget, in order, and ends what was open."""
+stops within its budget, in order, and ends what was open (streams, set-up commands)."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ async def _busy_stop(data_dir: Path) -> float:
             client.beta.agents.environments.create,
             environment={"type": "openai_hosted", "setup_commands": [{"command": setup}]},
         )
-        (await asyncio.to_thread(_accept, listener)).close()
+        setup_caller = await asyncio.to_thread(_accept, listener)
         turns = [BusyTurn(client) for _ in range(BUSY_TURNS)]
         for turn in turns:
             assert await asyncio.to_thread(turn.running.wait, WAIT), turn.events
@@ -110,6 +110,10 @@ async def _busy_stop(data_dir: Path) -> float:
         for turn in turns:
             await asyncio.to_thread(turn.thread.join, WAIT)
             assert not turn.thread.is_alive(), "an SSE stream stayed open after the stop"
+        # The set-up command did not outlive the stop: its end of the connection closed.
+        setup_caller.settimeout(WAIT)
+        with setup_caller:
+            assert await asyncio.to_thread(setup_caller.recv, 1) == b""
         return elapsed
     finally:
         listener.close()
