@@ -13,10 +13,14 @@ import signal
 import socket
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from starlette.routing import BaseRoute
+from starlette.types import ASGIApp
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from allinone import __version__
@@ -54,6 +58,7 @@ from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.recorder import Recorder
 from allinone.core.sealing import Sealer
 from allinone.core.sessions.admission import Admission
+from allinone.core.tasks import cancel_and_wait
 from allinone.core.vault_secrets import VaultSecrets
 from allinone.credentials import (
     LOCAL_DEVICE_ID,
@@ -64,8 +69,9 @@ from allinone.credentials import (
     issue_device_credential,
     read_core_key,
 )
+from allinone.lifecycle import Lifecycle
 from allinone.redaction import Redactor
-from runtime.confinement import Sandbox, probe
+from runtime.confinement import Confinement, Sandbox, probe
 from runtime.daemon import Daemon
 from runtime.harness.builtin.adapter import BuiltinHarness
 from runtime.harness.registry import HarnessRegistry
@@ -143,7 +149,240 @@ class Started:
     registry: Registry | None = None  # the device registry, for contract tests
 
 
+@dataclass(frozen=True)
+class Opened:
+    """What start-up opened and read before anything is built: the listening socket, the
+    database, the data directory's keys and credentials, the host's confinement."""
+
+    sock: socket.socket
+    port: int
+    db: Database
+    api_key: str | None
+    key_file: Path | None
+    vault_key: bytes
+    confinement: Confinement
+    runtime_credential: str | None
+
+
+@dataclass(frozen=True)
+class Parts:
+    """Every long-lived component, built and wired without I/O by `build`."""
+
+    db: Database
+    scheduler: AsyncIOScheduler
+    hub: Hub
+    grants: HostGrants
+    environments: Environments
+    orchestrator: Orchestrator
+    outcomes: Outcomes
+    automations: Automations
+    comms: Comms
+    server: _Server
+    daemon: Daemon | None
+    health: Health
+    registry: Registry
+
+
+@dataclass(frozen=True)
+class _Domain:
+    """Core's domain objects: what the API routes and the parts are built from."""
+
+    config: Config
+    opened: Opened
+    clock: Clock
+    ids: Ids
+    hub: Hub
+    registry: Registry
+    sealer: Sealer
+    grants: HostGrants
+    providers: ModelProviders
+    environments: Environments
+    admission: Admission
+    automations: Automations
+    comms: Comms
+    scheduler: AsyncIOScheduler
+    health: Health
+    ws_url: str
+
+
+def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) -> Parts:
+    """The component graph: constructors only, collaborators passed in. Nothing here
+    opens, reads or starts anything; `App` starts the parts in order."""
+    clock = Clock()
+    ids = Ids(clock)
+    db = opened.db
+    hub, registry = Hub(), Registry()
+    recorder = Recorder(hub, ids, clock)
+    projector = Projector(recorder, ids, clock)
+    outcomes = Outcomes(db, recorder, projector, clock, ids)
+    ws_url = _runtime_ws_url(config, opened.port)
+    sealer = Sealer(opened.vault_key)
+    grants = HostGrants(
+        db, clock, config.workspace_roots, config.data_dir, opened.confinement.describe()
+    )
+    preparations = Preparations(ids.new)  # shared by turns and workspace operations
+    environments = Environments(
+        db,
+        registry,
+        ids,
+        clock,
+        remote_url=ws_url,
+        sealer=sealer,
+        grants=grants,
+        preparations=preparations,
+    )
+    reveal = redactor.add  # secrets opened for runs are kept out of the log
+    providers = ModelProviders(sealer, default_provider(config), reveal)
+    credentials = RunCredentials(providers, VaultSecrets(db, sealer, reveal))
+    orchestrator = Orchestrator(
+        db,
+        registry,
+        projector,
+        outcomes,
+        ids,
+        clock,
+        environments,
+        credentials,
+        timers=timers,
+        preparations=preparations,
+    )
+    admission = Admission(
+        db,
+        recorder,
+        ids,
+        clock,
+        orchestrator.wake,
+        orchestrator.request_cancel,
+        orchestrator.input_admitted,
+        environments,
+        providers,
+    )
+    scheduler = AsyncIOScheduler()
+    automations = Automations(db, admission, scheduler, sealer, ids, clock)
+    comms = Comms(db, ids, clock)
+    health = _health(config, opened, registry, scheduler, clock)
+    domain = _Domain(
+        config, opened, clock, ids, hub, registry, sealer, grants, providers,
+        environments, admission, automations, comms, scheduler, health, ws_url,
+    )  # fmt: skip
+    return Parts(
+        db=db,
+        scheduler=scheduler,
+        hub=hub,
+        grants=grants,
+        environments=environments,
+        orchestrator=orchestrator,
+        outcomes=outcomes,
+        automations=automations,
+        comms=comms,
+        server=_Server(_server_config(build_app(_routes(domain), keys=Keys(db)), config.log_level)),
+        daemon=_local_daemon(config, opened, grants),
+        health=health,
+        registry=registry,
+    )
+
+
+def _health(
+    config: Config, opened: Opened, registry: Registry, scheduler: AsyncIOScheduler, clock: Clock
+) -> Health:
+    source = str(config.config_file) if config.config_file else "defaults"
+    return Health(
+        opened.db,
+        registry,
+        lambda: bool(scheduler.running),
+        clock,
+        {"data_dir": str(config.data_dir), "port": opened.port, "source": source},
+        confinement=opened.confinement.describe(),
+    )
+
+
+def _routes(d: _Domain) -> list[BaseRoute]:
+    """Every HTTP and WebSocket route, in any order (`build_app` makes a literal path
+    segment win over a parameter)."""
+    db, ids, clock, registry, ws_url = d.opened.db, d.ids, d.clock, d.registry, d.ws_url
+
+    async def device_digest(device_id: str) -> str | None:
+        return await db.read(lambda r: tenancy.device_digest(r, device_id))
+
+    gateway = Gateway(
+        registry, device_digest, ids.new, limits.HEARTBEAT_SECONDS_DEFAULT, lambda: ws_url
+    )
+    return [
+        *d.health.routes(),
+        *gateway.routes(),
+        *ProjectsApi(db, ids, clock, d.grants).routes(),
+        *DevicesApi(db, ids, clock, registry, LOCAL_DEVICE_ID).routes(),
+        *TemplatesApi(db, d.sealer, ids, clock).routes(),
+        *EnvironmentsApi(db, d.environments, ids, clock).routes(),
+        *SessionsApi(db, d.admission, d.hub, ids).routes(),
+        *TracesApi(db).routes(),
+        *AutomationsApi(db, d.automations, ids, clock, d.grants).routes(),
+        *VaultsApi(db, VaultSecrets(db, d.sealer), ids, clock).routes(),
+        *comms_routes(d.comms, db),
+        *HarnessesApi(db, registry).routes(),
+        *AgentsApi(db, ids, clock, d.providers).routes(),
+    ]
+
+
+def _runtime_ws_url(config: Config, port: int) -> str:
+    """Where Runtimes connect: the loopback address for the in-process one, the public
+    URL for Runtimes elsewhere when one is configured (never a loopback address)."""
+    if config.public_url:
+        return "ws" + config.public_url.removeprefix("http") + "/api/v1/agent-daemon/ws"
+    return f"ws://{_url_host(_local_host(config))}:{port}/api/v1/agent-daemon/ws"
+
+
+def _local_host(config: Config) -> str:
+    return "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
+
+
+def _server_config(app: ASGIApp, log_level: str) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        http=BoundedH11Protocol,
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+        ws=WebSocketsSansIOProtocol,
+        ws_max_size=limits.MAX_FRAME_BYTES,
+        ws_ping_interval=None,
+        timeout_graceful_shutdown=2,
+        log_level=log_level,
+    )
+
+
+def _local_daemon(config: Config, opened: Opened, grants: HostGrants) -> Daemon | None:
+    """The in-process Runtime, or None when Core serves without one."""
+    if opened.runtime_credential is None:
+        return None
+    return Daemon(
+        f"http://{_url_host(_local_host(config))}:{opened.port}/api/v1",
+        LOCAL_DEVICE_ID,
+        opened.runtime_credential,
+        runtime_harnesses(),
+        __version__,
+        workspaces=Workspaces(
+            config.data_dir / WORKSPACES_DIR,
+            grants.all_roots,
+            denied=(config.data_dir,),
+            # Core allows a project's commands unconfined only when it is trusted.
+            sandbox=Sandbox(opened.confinement, (config.data_dir,), unconfined_allowed=True),
+        ),
+    )
+
+
 class App:
+    """`corebox serve`: opens the data directory, builds the parts, starts them in order
+    and stops them in reverse (see `Lifecycle`) within SHUTDOWN_BUDGET_SECONDS.
+
+    Start-up order, and so the reverse shutdown order: listening socket, database,
+    scheduler, HTTP server (and the event hub its streams wait on), in-process Runtime,
+    environment set-ups, orchestrator, automations, periodic jobs. Stopping therefore
+    stops firing schedules, then stops claiming turns and settles or cancels the running
+    ones, then cancels environment set-ups, closes the Runtime, ends open streams and the
+    server, the scheduler, the database and the socket."""
+
     def __init__(
         self,
         config: Config,
@@ -151,11 +390,15 @@ class App:
         on_started: Callable[[Started], None] | None = None,
         local_runtime: bool = True,
         timers: Timers = PRODUCTION,
+        on_ready: Callable[[Started], None] | None = None,
     ) -> None:
-        """`local_runtime=False` serves Core without the in-process Runtime: turns wait
+        """`on_started` is called once the server listens; `on_ready` once `/readyz`
+        would answer 200 (a Runtime has connected and declared), at most once.
+        `local_runtime=False` serves Core without the in-process Runtime: turns wait
         (and /readyz reports the runtime check missing) until a remote daemon connects.
         `timers` are the seed's protocol timers; only tests pass shorter ones."""
         self._timers = timers
+        self._on_ready = on_ready
         self.config = config
         self._on_started = on_started
         self._local_runtime = local_runtime
@@ -179,283 +422,152 @@ class App:
         redactor.add(self.config.model_api_key)
         redactor.install()
         try:
-            await self._run()
+            async with Lifecycle(SHUTDOWN_BUDGET_SECONDS) as life:
+                opened = await self._open(life)
+                parts = build(self.config, opened, self._timers, self._redactor)
+                vital = await self._start(life, parts, opened.sock)
+                log.info(
+                    "corebox %s serving on http://%s:%d/v1",
+                    __version__,
+                    self.config.host,
+                    opened.port,
+                )
+                started = Started(opened.port, opened.api_key, opened.key_file, parts.registry)
+                if self._on_started is not None:
+                    self._on_started(started)
+                if self._on_ready is not None:
+                    announce = partial(self._on_ready, started)
+                    life.own(asyncio.create_task(_when_ready(parts, announce), name="ready"))
+                await self._until_stopped(vital)
+                log.info("corebox shutting down")
         finally:
             redactor.uninstall()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
 
-    async def _run(self) -> None:
+    async def _open(self, life: Lifecycle) -> Opened:
+        """Bind, open the database and read or create the data directory's keys."""
         config = self.config
         prepare_data_dir(config.data_dir)
         sock = bind(config.host, config.port)
-        port = sock.getsockname()[1]
-        clock = Clock()
-        ids = Ids(clock)
+        life.on_stop_sync("listening socket", sock.close)
         try:
             db = await Database.open(config.data_dir / DATABASE_FILE)
         except StorageError as exc:
-            sock.close()
             raise StartupError(str(exc)) from exc
-        scheduler = AsyncIOScheduler()
+        life.on_stop("database", db.close)
+        clock = Clock()
+        ids = Ids(clock)
+        first = await ensure_default_project(db, ids, clock, config.data_dir, config.api_key)
+        self._redactor.add(first.api_key)
+        await ensure_core_key(db, ids, config.data_dir)
+        self._redactor.add(read_core_key(config.data_dir))
         try:
-            first = await ensure_default_project(db, ids, clock, config.data_dir, config.api_key)
-            self._redactor.add(first.api_key)
-            await ensure_core_key(db, ids, config.data_dir)
-            self._redactor.add(read_core_key(config.data_dir))
-            try:
-                vault_key = await ensure_vault_key(db, config.data_dir)
-            except SecretKeyError as exc:
-                raise StartupError(str(exc)) from exc
-            scheduler.add_job(
-                _checkpoint,
-                "interval",
-                minutes=5,
-                args=[db],
-                id="wal-checkpoint",
-                coalesce=True,
-                max_instances=1,
-            )
-            scheduler.start()
-            await self._serve(
-                config,
-                sock,
-                port,
-                db,
-                scheduler,
-                clock,
-                ids,
-                first.api_key,
-                first.key_file,
-                vault_key,
-            )
-        finally:
-            if scheduler.running:
-                scheduler.shutdown(wait=False)
-            await db.close()
-            sock.close()
-
-    async def _serve(
-        self,
-        config: Config,
-        sock: socket.socket,
-        port: int,
-        db: Database,
-        scheduler: AsyncIOScheduler,
-        clock: Clock,
-        ids: Ids,
-        api_key: str | None,
-        key_file: Path | None,
-        vault_key: bytes,
-    ) -> None:
-        hub = Hub()
-        registry = Registry()
-        recorder = Recorder(hub, ids, clock)
-        projector = Projector(recorder, ids, clock)
-        outcomes = Outcomes(db, recorder, projector, clock, ids)
-        local_host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
-        ws_url = f"ws://{_url_host(local_host)}:{port}/api/v1/agent-daemon/ws"
-        if config.public_url:
-            # Runtimes elsewhere are told the address they can reach, never a loopback one.
-            ws_url = "ws" + config.public_url.removeprefix("http") + "/api/v1/agent-daemon/ws"
-        sealer = Sealer(vault_key)
-        confinement = probe()
-        grants = HostGrants(
-            db, clock, config.workspace_roots, config.data_dir, confinement.describe()
-        )
-        await grants.load()
-        preparations = Preparations(ids.new)  # shared by turns and workspace operations
-        environments = Environments(
-            db,
-            registry,
-            ids,
-            clock,
-            remote_url=ws_url,
-            sealer=sealer,
-            grants=grants,
-            preparations=preparations,
-        )
-        reveal = self._redactor.add  # secrets opened for runs are kept out of the log
-        providers = ModelProviders(sealer, default_provider(config), reveal)
-        orchestrator = Orchestrator(
-            db,
-            registry,
-            projector,
-            outcomes,
-            ids,
-            clock,
-            environments,
-            RunCredentials(providers, VaultSecrets(db, sealer, reveal)),
-            timers=self._timers,
-            preparations=preparations,
-        )
-        admission = Admission(
-            db,
-            recorder,
-            ids,
-            clock,
-            orchestrator.wake,
-            orchestrator.request_cancel,
-            orchestrator.input_admitted,
-            environments,
-            providers,
-        )
-
-        async def device_digest(device_id: str) -> str | None:
-            return await db.read(lambda r: tenancy.device_digest(r, device_id))
-
-        gateway = Gateway(
-            registry, device_digest, ids.new, limits.HEARTBEAT_SECONDS_DEFAULT, lambda: ws_url
-        )
-        health = Health(
-            db,
-            registry,
-            lambda: bool(scheduler.running),
-            clock,
-            {
-                "data_dir": str(config.data_dir),
-                "port": port,
-                "source": str(config.config_file) if config.config_file else "defaults",
-            },
-            confinement=confinement.describe(),
-        )
-        comms = Comms(db, ids, clock)
-        automations = Automations(db, admission, scheduler, sealer, ids, clock)
-        app = build_app(
-            [
-                *health.routes(),
-                *gateway.routes(),
-                *ProjectsApi(db, ids, clock, grants).routes(),
-                *DevicesApi(db, ids, clock, registry, LOCAL_DEVICE_ID).routes(),
-                *TemplatesApi(db, sealer, ids, clock).routes(),
-                # After templates: /environments/{id} would capture /environments/templates.
-                *EnvironmentsApi(db, environments, ids, clock).routes(),
-                *SessionsApi(db, admission, hub, ids).routes(),
-                *TracesApi(db).routes(),
-                *AutomationsApi(db, automations, ids, clock, grants).routes(),
-                *VaultsApi(db, VaultSecrets(db, sealer), ids, clock).routes(),
-                *comms_routes(comms, db),
-                *HarnessesApi(db, registry).routes(),
-                # Last: /v1/agents/{agent_id} would capture /v1/agents/<word> routes.
-                *AgentsApi(db, ids, clock, providers).routes(),
-            ],
-            keys=Keys(db),
-        )
-        server = _Server(
-            uvicorn.Config(
-                app,
-                log_config=None,
-                access_log=False,
-                lifespan="off",
-                http=BoundedH11Protocol,
-                h11_max_incomplete_event_size=MAX_HEADER_BYTES,
-                ws=WebSocketsSansIOProtocol,
-                ws_max_size=limits.MAX_FRAME_BYTES,
-                ws_ping_interval=None,
-                timeout_graceful_shutdown=2,
-                log_level=config.log_level,
-            )
-        )
-        server_task = asyncio.create_task(server.serve(sockets=[sock]), name="http-server")
-        listening = asyncio.create_task(server.listening.wait())
-        await asyncio.wait({listening, server_task}, return_when=asyncio.FIRST_COMPLETED)
-        if not server.started:
-            listening.cancel()
-            if server_task.done():
-                await server_task
-            raise StartupError("the HTTP server stopped during start-up")
-
-        daemon: Daemon | None = None
-        daemon_task: asyncio.Task[None] | None = None
+            vault_key = await ensure_vault_key(db, config.data_dir)
+        except SecretKeyError as exc:
+            raise StartupError(str(exc)) from exc
+        credential = None
         if self._local_runtime:
             credential = await issue_device_credential(db, ids, clock)
             self._redactor.add(credential)
-            daemon = Daemon(
-                f"http://{_url_host(local_host)}:{port}/api/v1",
-                LOCAL_DEVICE_ID,
-                credential,
-                runtime_harnesses(),
-                __version__,
-                workspaces=Workspaces(
-                    config.data_dir / WORKSPACES_DIR,
-                    grants.all_roots,
-                    denied=(config.data_dir,),
-                    # Core allows a project's commands unconfined only when it is trusted.
-                    sandbox=Sandbox(confinement, (config.data_dir,), unconfined_allowed=True),
-                ),
-            )
-        await orchestrator.start()
-        await automations.start()
-        scheduler.add_job(
-            _prune_journal,
-            "interval",
-            seconds=60,
-            args=[db],
-            id="journal-prune",
-            coalesce=True,
-            max_instances=1,
+        return Opened(
+            sock=sock,
+            port=sock.getsockname()[1],
+            db=db,
+            api_key=first.api_key,
+            key_file=first.key_file,
+            vault_key=vault_key,
+            confinement=probe(),
+            runtime_credential=credential,
         )
-        scheduler.add_job(
-            outcomes.expire_leases,
-            "interval",
-            seconds=self._timers.lease_sweep_seconds,
-            args=[orchestrator.abandon],
-            id="lease-expiry",
-            coalesce=True,
-            max_instances=1,
-        )
-        scheduler.add_job(
-            comms.sweep,
-            "interval",
-            minutes=10,
-            id="comms-retention",
-            coalesce=True,
-            max_instances=1,
-        )
-        log.info("corebox %s serving on http://%s:%d/v1", __version__, config.host, port)
-        if self._on_started is not None:
-            self._on_started(Started(port, api_key, key_file, registry))
-        if daemon is not None:
-            # Last, so readiness (a connected Runtime) follows everything above, the
-            # first-start key notice included.
-            daemon_task = asyncio.create_task(daemon.run(), name="runtime-daemon")
 
-        stop = asyncio.create_task(self._stop.wait())
-        watched = {stop, server_task, *([daemon_task] if daemon_task is not None else [])}
-        await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
-        log.info("corebox shutting down")
-        automations.stop()
+    async def _start(
+        self, life: Lifecycle, parts: Parts, sock: socket.socket
+    ) -> set[asyncio.Task[None]]:
+        """Start every part in order, registering each one's stop as soon as it runs.
+        Returns the tasks whose end means the process must stop (server, Runtime)."""
+        await parts.grants.load()
+        parts.scheduler.add_job(
+            _checkpoint, "interval", minutes=5, args=[parts.db], id="wal-checkpoint", **_ONCE
+        )
+        parts.scheduler.start()
+        life.on_stop_sync("scheduler", lambda: parts.scheduler.shutdown(wait=False))
+        vital = {await _start_server(life, parts.server, parts.hub, sock)}
+        if parts.daemon is not None:
+            daemon_task = asyncio.create_task(parts.daemon.run(), name="runtime-daemon")
+            life.own(daemon_task)
+            life.on_stop("runtime", parts.daemon.stop)
+            vital.add(daemon_task)
+        life.on_stop("environment set-ups", parts.environments.stop)
+        await parts.orchestrator.start()
+        life.on_stop("orchestrator", lambda: parts.orchestrator.stop(timeout=3.0))
+        await parts.automations.start()
+        life.on_stop_sync("automations", parts.automations.stop)
+        _add_periodic_jobs(parts, self._timers)
+        return vital
+
+    async def _until_stopped(self, vital: set[asyncio.Task[None]]) -> None:
+        """Serve until a stop is requested or a vital task ends on its own."""
+        stop = asyncio.create_task(self._stop.wait(), name="stop-requested")
         try:
-            await asyncio.wait_for(
-                self._shutdown(orchestrator, daemon, daemon_task, hub, server, server_task),
-                SHUTDOWN_BUDGET_SECONDS,
-            )
-        except TimeoutError:
-            log.error("shutdown exceeded %.0fs; stopping anyway", SHUTDOWN_BUDGET_SECONDS)
+            await asyncio.wait({stop, *vital}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            stop.cancel()
+            await cancel_and_wait(stop)
 
-    async def _shutdown(
-        self,
-        orchestrator: Orchestrator,
-        daemon: Daemon | None,
-        daemon_task: asyncio.Task[None] | None,
-        hub: Hub,
-        server: uvicorn.Server,
-        server_task: asyncio.Task[None],
-    ) -> None:
-        """Stop accepting work, settle or cancel it, close peers, then the server."""
-        await orchestrator.stop(timeout=3.0)
-        if daemon is not None and daemon_task is not None:
-            await daemon.stop()
-            daemon_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await daemon_task
-        hub.close()
+
+async def _start_server(
+    life: Lifecycle, server: _Server, hub: Hub, sock: socket.socket
+) -> asyncio.Task[None]:
+    """Serve on the bound socket; return the server's task once it listens. Stopping ends
+    the hub's open streams first, then lets uvicorn finish its connections."""
+    task = asyncio.create_task(server.serve(sockets=[sock]), name="http-server")
+    life.own(task)
+
+    async def graceful() -> None:
         server.should_exit = True
-        with contextlib.suppress(asyncio.CancelledError):
-            await server_task
+        await asyncio.wait({task})
+
+    life.on_stop("http server", graceful)
+    life.on_stop_sync("event hub", hub.close)
+    listening = asyncio.create_task(server.listening.wait(), name="http-listening")
+    await asyncio.wait({listening, task}, return_when=asyncio.FIRST_COMPLETED)
+    await cancel_and_wait(listening)
+    if not server.started:
+        raise StartupError("the HTTP server stopped during start-up")
+    return task
+
+
+async def _when_ready(parts: Parts, announce: Callable[[], None]) -> None:
+    """Call `announce` once the health evidence says ready, re-checking on every change
+    of the connected Runtimes (what readiness waits for after start-up)."""
+    while True:
+        changed = parts.registry.changed
+        ready, _ = await parts.health.evidence()
+        if ready:
+            announce()
+            return
+        await changed.wait()
+
+
+_ONCE: dict[str, Any] = {"coalesce": True, "max_instances": 1}
+
+
+def _add_periodic_jobs(parts: Parts, timers: Timers) -> None:
+    """Housekeeping that runs while serving; the scheduler's shutdown stops it."""
+    scheduler = parts.scheduler
+    scheduler.add_job(
+        _prune_journal, "interval", seconds=60, args=[parts.db], id="journal-prune", **_ONCE
+    )
+    scheduler.add_job(
+        parts.outcomes.expire_leases,
+        "interval",
+        seconds=timers.lease_sweep_seconds,
+        args=[parts.orchestrator.abandon],
+        id="lease-expiry",
+        **_ONCE,
+    )
+    scheduler.add_job(parts.comms.sweep, "interval", minutes=10, id="comms-retention", **_ONCE)
 
 
 def runtime_harnesses() -> HarnessRegistry:
@@ -527,13 +639,11 @@ async def run_daemon(
             running.result()
             return
         await asyncio.wait_for(daemon.stop(), SHUTDOWN_BUDGET_SECONDS)
-        running.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await running
+        await cancel_and_wait(running)
     except PermanentError as exc:
         raise RuntimeStopped(str(exc)) from exc
     finally:
-        stopping.cancel()
+        await cancel_and_wait(stopping)
         redactor.uninstall()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):

@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from allinone import __version__, admin, devices
-from allinone.app import App, RuntimeStopped, Started, StartupError, run_daemon
 from allinone.config import ConfigError, load
 from allinone.receiver import commands as comms_commands
+
+if TYPE_CHECKING:
+    from allinone.app import Started
+
+# `allinone.app` (the server and the Runtime: uvicorn, starlette, the harnesses, mcp) is
+# imported by the two commands that run it, inside their functions: a static import that
+# PyInstaller sees, which the short-lived commands (admin, receiver, handler) do not pay.
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,6 +60,13 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         help="a directory under which the default project may bind self_hosted workspaces"
         " (repeatable; default: the home directory)",
+    )
+    serve.add_argument(
+        "--ready-fd",
+        dest="ready_fd",
+        type=int,
+        help="once ready (as /readyz), write `ready PORT` to this inherited file descriptor"
+        " and close it (for supervisors and tests: a ready signal instead of polling)",
     )
     serve.add_argument(
         "--no-local-runtime",
@@ -108,40 +123,69 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "daemon":
         return _daemon(args)
     if args.command == "serve":
-        flags = {
-            k: getattr(args, k)
-            for k in (
-                "host",
-                "port",
-                "data_dir",
-                "log_level",
-                "config",
-                "model_base_url",
-                "model",
-                "model_protocol",
-                "public_url",
-                "workspace_roots",
-            )
-        }
-        try:
-            config = load(flags, os.environ, Path.cwd())
-        except ConfigError as exc:
-            print(f"corebox: error: {exc}", file=sys.stderr)
-            return 2
-        logging.basicConfig(
-            level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-        )
-        _quiet_libraries()
-        try:
-            app = App(config, on_started=_announce, local_runtime=not args.no_local_runtime)
-            asyncio.run(app.run())
-        except StartupError as exc:
-            print(f"corebox: error: {exc}", file=sys.stderr)
-            return 1
-        except KeyboardInterrupt:
-            return 130
-        return 0
+        return _serve(args)
     return 2
+
+
+def _serve(args: argparse.Namespace) -> int:
+    flags = {
+        k: getattr(args, k)
+        for k in (
+            "host",
+            "port",
+            "data_dir",
+            "log_level",
+            "config",
+            "model_base_url",
+            "model",
+            "model_protocol",
+            "public_url",
+            "workspace_roots",
+        )
+    }
+    try:
+        config = load(flags, os.environ, Path.cwd())
+    except ConfigError as exc:
+        print(f"corebox: error: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    _quiet_libraries()
+    from allinone.app import App, StartupError
+
+    ready_fd: int | None = args.ready_fd
+
+    def ready(started: Started) -> None:
+        if ready_fd is not None:
+            _signal_ready(ready_fd, started.port)
+
+    try:
+        app = App(
+            config,
+            on_started=_announce,
+            local_runtime=not args.no_local_runtime,
+            on_ready=ready if ready_fd is not None else None,
+        )
+        asyncio.run(app.run())
+    except StartupError as exc:
+        print(f"corebox: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def _signal_ready(fd: int, port: int) -> None:
+    """Tell whoever waits on `fd` that the server answers on `port`; closing it means a
+    reader that sees end-of-file without the line knows the server never became ready."""
+    try:
+        os.write(fd, f"ready {port}\n".encode())
+    except OSError as exc:
+        logging.getLogger(__name__).warning("cannot write the ready signal: %s", exc.strerror)
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _daemon(args: argparse.Namespace) -> int:
@@ -161,6 +205,8 @@ def _daemon(args: argparse.Namespace) -> int:
         print("corebox: error: --allowed-root needs absolute paths", file=sys.stderr)
         return 2
     print(f"corebox: runtime {target.device_id} connecting to {target.core_url}", flush=True)
+    from allinone.app import RuntimeStopped, run_daemon
+
     try:
         asyncio.run(
             run_daemon(

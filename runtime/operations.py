@@ -467,6 +467,12 @@ async def _wait(argv: list[str], directory: Path, env: dict[str, str]) -> int:
         process.kill()
         await process.wait()
         return 124
+    except asyncio.CancelledError:
+        # The preparation was stopped (the Runtime is stopping): the command must not
+        # outlive it. SIGKILL ends it at once; the cancellation then carries on.
+        process.kill()
+        await process.wait()
+        raise
 
 
 def _prepare_result(

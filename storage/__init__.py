@@ -1,5 +1,14 @@
 """SQLite persistence: connection management, migrations, group commit, repositories.
 
+What lives here: `database.py` (one writer with group commit, readers, the durability
+contract), `migrations.py` and `migrations/*.sql` (numbered, applied in order at open),
+and one repository module per table family (`sessions`, `turns`, `items`, `journal`,
+`environments`, ...): plain functions over a transaction or a reader, returning rows.
+
+May import: the standard library, aiosqlite and msgspec only; never `allinone` or
+`runtime` (a layout test checks this). Callers own transactions through `Database.write`
+and `Database.read`; no repository function opens its own.
+
 Exception tree:
 
     StorageError                  anything the store could not do

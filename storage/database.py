@@ -202,13 +202,18 @@ class Database:
         if self._closed:
             return
         self._closed = True
-        if self._task is not None:
-            await self._queue.join()
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        for conn in (self._writer, *self._readers):
-            await conn.close()
+        try:
+            if self._task is not None:
+                await self._queue.join()
+                self._task.cancel()
+                # asyncio.wait never raises the writer's own cancellation, so a cancellation
+                # aimed at the caller is the only one that can leave here, and it does.
+                await asyncio.wait({self._task})
+                if not self._task.cancelled():
+                    self._task.result()  # what the writer ended with, if it failed
+        finally:
+            for conn in (self._writer, *self._readers):
+                await conn.close()
 
     async def _run_writer(self) -> None:
         while True:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import os
+import select
 import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,19 +40,19 @@ class Server:
         return self.process.wait(timeout)
 
 
-def wait_ready(base_url: str, process: subprocess.Popen[bytes], deadline: float = 30.0) -> None:
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited early with {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{base_url}/readyz", timeout=2) as reply:
-                if reply.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError):
-            pass
-        time.sleep(0.05)
-    raise TimeoutError("server did not become ready")
+def wait_ready(ready: int, process: subprocess.Popen[bytes], deadline: float = 30.0) -> None:
+    """Block until the server writes its ready line to the pipe `ready` (read end; the
+    server holds the write end through `--ready-fd`). End-of-file means it exited first."""
+    try:
+        readable, _, _ = select.select([ready], [], [], deadline)
+        line = os.read(ready, 64) if readable else None
+    finally:
+        os.close(ready)
+    if line is None:
+        raise TimeoutError("server did not become ready")
+    if not line.startswith(b"ready "):
+        process.wait(timeout=deadline)
+        raise RuntimeError(f"server exited early with {process.returncode}")
 
 
 def start_server(
@@ -75,6 +73,7 @@ def start_server(
     env["COREBOX_WORKSPACE_ROOTS"] = str(data_dir.parent.parent)
     env.update(extra_env or {})
     log = data_dir.parent / f"{data_dir.name}.log"
+    ready, ready_w = os.pipe()
     with log.open("ab") as handle:
         process = subprocess.Popen(
             [
@@ -88,15 +87,19 @@ def start_server(
                 str(data_dir),
                 "--log-level",
                 log_level,
+                "--ready-fd",
+                str(ready_w),
             ],
             stdout=handle,
             stderr=subprocess.STDOUT,
             env=env,
             cwd=str(data_dir.parent),
+            pass_fds=(ready_w,),
         )
+    os.close(ready_w)
     server = Server(port, data_dir, process, log)
     try:
-        wait_ready(server.base_url, process)
+        wait_ready(ready, process)
     except BaseException:
         server.stop()
         raise

@@ -46,6 +46,32 @@ def test_storage_never_imports_core_or_runtime() -> None:
             assert not name.startswith(("allinone", "runtime")), f"{path}: imports {name}"
 
 
+def test_storage_imports_only_stdlib_aiosqlite_and_msgspec() -> None:
+    for path in modules("storage"):
+        for name in imports_of(path):
+            top = name.split(".")[0]
+            assert top in {"aiosqlite", "msgspec", "storage", "__future__"} or _stdlib(top), (
+                f"{path}: imports {name}"
+            )
+
+
+def test_the_receiver_is_a_remote_client_of_core() -> None:
+    for path in modules("allinone/receiver"):
+        for name in imports_of(path):
+            assert not name.startswith(("allinone.core", "runtime", "storage")), (
+                f"{path}: imports {name}"
+            )
+            if name.startswith("allinone"):
+                assert name.startswith("allinone.receiver"), f"{path}: imports {name}"
+
+
+def test_every_package_says_what_lives_there_and_what_it_may_import() -> None:
+    for package in ("allinone", "allinone/core", "allinone/receiver", "storage"):
+        docstring = ast.get_docstring(ast.parse((ROOT / package / "__init__.py").read_text()))
+        assert docstring is not None, package
+        assert "import" in docstring, f"{package}/__init__.py does not state what it may import"
+
+
 def test_core_imports_only_the_protocol_of_the_runtime() -> None:
     for path in modules("allinone/core"):
         for name in imports_of(path):

@@ -42,6 +42,7 @@ from allinone.core.gateway.workspace import (
 from allinone.core.host_grants import HostGrants
 from allinone.core.ids import Clock, Ids
 from allinone.core.sealing import Sealer
+from allinone.core.tasks import cancel_and_wait
 from storage import environments as env_rows
 from storage import sessions
 from storage.database import Database, Tx
@@ -408,6 +409,12 @@ class Environments:
         task = asyncio.create_task(run(), name=f"init-{environment_id}")
         self._initializing[environment_id] = task
         task.add_done_callback(lambda _t: self._initializing.pop(environment_id, None))
+
+    async def stop(self) -> None:
+        """Cancel the background initializations still running and wait for them. Each
+        stays `running` in the database and is failed as interrupted at the next start."""
+        for task in list(self._initializing.values()):
+            await cancel_and_wait(task)
 
     # Files.
     async def write_file(

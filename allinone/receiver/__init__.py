@@ -3,6 +3,10 @@ the owner's comms commands (`corebox comms ...`) and the agent handler
 (`corebox handler agent`). Everything here is a remote client: it talks HTTP to a
 platform's `/api/v1` (or `/core/v1/comms` for the owner) and imports nothing of Core.
 
+May import: the standard library, msgspec, openai (the agent handler) and its own
+modules; never `allinone.core`, `runtime` or `storage` (it keeps a small SQLite store of
+its own through sqlite3, translated in `errors.py`). A layout test checks this.
+
 Exception tree (errors.py):
 
     ReceiverError                 anything the receiver cannot do; the CLI prints it

@@ -121,3 +121,13 @@ def test_sigint_also_stops_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
     server = start_server(tmp_path / "data")
     server.process.send_signal(sig)
     assert server.process.wait(timeout=10) == 0
+
+
+def test_the_ready_signal_reports_a_server_that_exited_before_it_was_ready(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        with pytest.raises(RuntimeError, match="exited early"):
+            start_server(tmp_path / "data", port=busy.getsockname()[1])

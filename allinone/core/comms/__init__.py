@@ -27,4 +27,8 @@ with the protocol's upper-case code:
 
 storage.Conflict raised by a lost compare-and-set is translated to Rejected where it
 happens; nothing from sqlite3 crosses this package.
+
+May import: `storage`, `allinone.core.ids`, msgspec and the standard library; only its
+HTTP adapters (`api.py`, `owner_api.py`) import Starlette and `allinone.core.api`
+(`service.py` hands their routes to the composition root).
 """

@@ -10,7 +10,6 @@ receipt never came is recorded `unknown` and is never sent again.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Any
 
@@ -20,6 +19,7 @@ from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.projector import Projector, RunProjection
 from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.recorder import Recorder
+from allinone.core.tasks import cancel_and_wait
 from runtime.proto.errors import ValidationError
 from runtime.proto.functions import FunctionResult
 from runtime.proto.inputs import InputContent, InputImage, InputText, Message
@@ -260,9 +260,7 @@ class Delivery:
 
 
 async def stop(task: asyncio.Task[None]) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
+    await cancel_and_wait(task)
 
 
 __all__ = ["Delivery", "messages_of", "stop"]

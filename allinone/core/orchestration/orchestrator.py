@@ -12,7 +12,6 @@ through it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from functools import partial
 from typing import Any
@@ -28,6 +27,7 @@ from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Projector
 from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.orchestration.turn import TurnExecution
+from allinone.core.tasks import cancel_and_wait
 from storage import environments as env_rows
 from storage import sessions, turns
 from storage.database import Database
@@ -103,9 +103,7 @@ class Orchestrator:
         (they are failed as interrupted at the next start, never replayed)."""
         self._stopping = True
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
         if self._inflight:
             _, pending = await asyncio.wait(list(self._inflight.values()), timeout=timeout)
             for task in pending:

@@ -1,5 +1,8 @@
-"""Setting up real receiver processes against a real server: private directories,
-configuration files, and running `corebox receiver ...` as a user would."""
+"""Setting up real receivers against a real server: private directories, configuration
+files, and driving the receive cycle. `once` and `status` run the cycle in this process
+(the same `runner` functions `corebox receiver once|status` call, on the same files);
+`receiver` runs `corebox receiver ...` as a separate process, as a user would, for the
+tests about the process itself (locks, exit codes, signals, a crash)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from allinone.receiver import runner
+from allinone.receiver.config import load
 from tests.allinone.comms.comms_helpers import Inst
 from tests.conftest import ROOT, Server
 
@@ -121,16 +126,18 @@ def receiver(
     )
 
 
-def once(side: Side, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
-    done = receiver(side, "once", extra_env=extra_env)
-    assert done.returncode == 0, done.stderr
-    return dict(json.loads(done.stdout))
+def once(side: Side) -> dict[str, Any]:
+    """One receive cycle in this process; its report as `corebox receiver once` prints it."""
+    return _as_printed(runner.once(load(side.config)).as_dict())
 
 
 def status(side: Side) -> dict[str, Any]:
-    done = receiver(side, "status")
-    assert done.returncode == 0, done.stderr
-    return dict(json.loads(done.stdout))
+    """The receiver's status in this process, as `corebox receiver status` prints it."""
+    return _as_printed(runner.status(load(side.config)))
+
+
+def _as_printed(value: Any) -> dict[str, Any]:
+    return dict(json.loads(json.dumps(value)))
 
 
 def resolve(side: Side, resolution: dict[str, Any]) -> subprocess.CompletedProcess[str]:
