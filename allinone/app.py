@@ -222,41 +222,20 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     )
     preparations = Preparations(ids.new)  # shared by turns and workspace operations
     environments = Environments(
-        db,
-        registry,
-        ids,
-        clock,
-        remote_url=ws_url,
-        sealer=sealer,
-        grants=grants,
+        db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants,
         preparations=preparations,
-    )
+    )  # fmt: skip
     reveal = redactor.add  # secrets opened for runs are kept out of the log
     providers = ModelProviders(sealer, default_provider(config), reveal)
     credentials = RunCredentials(providers, VaultSecrets(db, sealer, reveal))
     orchestrator = Orchestrator(
-        db,
-        registry,
-        projector,
-        outcomes,
-        ids,
-        clock,
-        environments,
-        credentials,
-        timers=timers,
-        preparations=preparations,
-    )
+        db, registry, projector, outcomes, ids, clock, environments, credentials,
+        timers=timers, preparations=preparations,
+    )  # fmt: skip
     admission = Admission(
-        db,
-        recorder,
-        ids,
-        clock,
-        orchestrator.wake,
-        orchestrator.request_cancel,
-        orchestrator.input_admitted,
-        environments,
-        providers,
-    )
+        db, recorder, ids, clock, orchestrator.wake, orchestrator.request_cancel,
+        orchestrator.input_admitted, environments, providers,
+    )  # fmt: skip
     scheduler = AsyncIOScheduler()
     automations = Automations(db, admission, scheduler, sealer, ids, clock)
     comms = Comms(db, ids, clock)

@@ -230,3 +230,19 @@ def test_api_handlers_run_no_transactions_or_sql() -> None:
             on_db = isinstance(target, ast.Attribute) and target.attr == "_db"
             if name == "write" and on_db and relative not in STORAGE_PROBES:
                 raise AssertionError(f"{relative}:{call.lineno}: runs a transaction itself")
+
+
+MAX_FUNCTION_LINES = 60
+
+
+def test_no_function_is_over_sixty_lines() -> None:
+    """STYLE.md: past 60 lines a function is doing two jobs."""
+    long = []
+    for folder in ("allinone", "runtime", "storage"):
+        for path in modules(folder):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                    if lines > MAX_FUNCTION_LINES:
+                        long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+    assert long == []

@@ -65,41 +65,13 @@ class Claims:
         self._clock = clock
 
     async def claim(self, caller: Caller, contact_id: str, body: Claim) -> dict[str, Any]:
-        if not LEASE_ID.match(body.lease_id):
-            raise CommsError(
-                "lease_id must be 48 lower-case hex characters from 24 random bytes.",
-                code="INVALID_LEASE_ID",
-                param="lease_id",
-            )
-        if body.resume and not body.owner_confirmed:
-            raise CommsError(
-                "resume needs owner_confirmed: true.",
-                code="OWNER_CONFIRMATION_REQUIRED",
-                param="owner_confirmed",
-            )
-        if body.renew and body.expected_lease_epoch is None:
-            raise CommsError(
-                "A renewal must carry expected_lease_epoch.", param="expected_lease_epoch"
-            )
+        _check_claim_body(body)
         digest = lease_digest(body.lease_id)
         now = self._clock.now()
 
         async def job(tx: Tx) -> dict[str, Any]:
             role = await writer_role(tx, caller, primary_only=True)
-            contact = await member_contact(tx, contact_id, role["id"])
-            if now >= contact["expires_at"]:
-                raise Rejected("The contact has expired.", code="CONTACT_CLOSED")
-            event = await event_rows.at(tx, role["id"], body.through_seq)
-            if (
-                event is None
-                or event["contact_id"] != contact_id
-                or event["direction"] != ("inbound")
-            ):
-                raise CommsError(
-                    "through_seq must be the seq of an inbound event of this contact.",
-                    code="INVALID_WATERMARK",
-                    param="through_seq",
-                )
+            await _claimable(tx, contact_id, role["id"], body.through_seq, now)
             claim = await rows.get(tx, contact_id, role["id"])
             if claim is not None and claim["lease_digest"] == digest:
                 return await self._same_lease(tx, claim, role, body, now)
@@ -244,3 +216,37 @@ class Claims:
             return render_claim(stored, now)
 
         return await self._db.write(job)
+
+
+def _check_claim_body(body: Claim) -> None:
+    """The checks a claim request passes before any read: the lease id's shape, resume's
+    owner confirmation and a renewal's expected epoch."""
+    if not LEASE_ID.match(body.lease_id):
+        raise CommsError(
+            "lease_id must be 48 lower-case hex characters from 24 random bytes.",
+            code="INVALID_LEASE_ID",
+            param="lease_id",
+        )
+    if body.resume and not body.owner_confirmed:
+        raise CommsError(
+            "resume needs owner_confirmed: true.",
+            code="OWNER_CONFIRMATION_REQUIRED",
+            param="owner_confirmed",
+        )
+    if body.renew and body.expected_lease_epoch is None:
+        raise CommsError("A renewal must carry expected_lease_epoch.", param="expected_lease_epoch")
+
+
+async def _claimable(tx: Tx, contact_id: str, role_id: str, through_seq: int, now: int) -> None:
+    """The contact is the role's, still open, and `through_seq` names one of its inbound
+    events."""
+    contact = await member_contact(tx, contact_id, role_id)
+    if now >= contact["expires_at"]:
+        raise Rejected("The contact has expired.", code="CONTACT_CLOSED")
+    event = await event_rows.at(tx, role_id, through_seq)
+    if event is None or event["contact_id"] != contact_id or event["direction"] != "inbound":
+        raise CommsError(
+            "through_seq must be the seq of an inbound event of this contact.",
+            code="INVALID_WATERMARK",
+            param="through_seq",
+        )
