@@ -115,9 +115,8 @@ def _stdlib(name: str) -> bool:
     return name in sys.stdlib_module_names
 
 
-# The gateway's HTTP/WebSocket shell reads its bootstrap body with the API's bounded
-# reader; it is an edge like `api/`, not the domain.
-HTTP_EDGES = {"allinone/core/gateway/server.py"}
+# Every module allowed to import the HTTP layer lives in `api/`: no exceptions.
+HTTP_EDGES: set[str] = set()
 
 
 def module_name(path: Path) -> str:

@@ -60,7 +60,6 @@ RULES = {
         "runtime.proto",
         "allinone.core.gateway",
         "allinone.core.errors",
-        "allinone.core.api.bodies",
     ),
 }
 

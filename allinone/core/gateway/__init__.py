@@ -14,7 +14,7 @@
 
 It may import the standard library, starlette, msgspec, `runtime.proto` (never the
 Runtime daemon itself), `allinone.core.gateway.*` and the Core error tree
-(`allinone.core.errors`), whose subtree its signals are; `server.py`, an HTTP edge, also
-reads bounded bodies through `allinone.core.api.bodies`. What a frame means for a Turn is
+(`allinone.core.errors`), whose subtree its signals are; never `allinone.core.api`
+(`server.py` answers the Runtime's HTTP in its own format). What a frame means for a Turn is
 decided by orchestration, which imports the gateway, never the other way round.
 """

@@ -18,7 +18,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from allinone.core.api.bodies import read_body
 from allinone.core.gateway.connection import (
     CLOSE_POLICY_VIOLATION,
     CONNECTION_CLOSED,
@@ -38,6 +37,24 @@ MAX_BOOTSTRAP_BYTES = 64 * 1024
 
 def _error(status: int, code: str, detail: str) -> JSONResponse:
     return JSONResponse({"error": code, "detail": detail}, status_code=status)
+
+
+class _TooLarge(Exception):
+    """A bootstrap body past its limit; answered 413 in this endpoint's own format."""
+
+
+async def _bounded_body(request: Request, limit: int) -> bytes:
+    """The request body, refused (`_TooLarge`) by its declared length or as soon as the
+    bytes received pass `limit`: never more than `limit` plus one chunk is held."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _TooLarge
+    received = bytearray()
+    async for chunk in request.stream():
+        received += chunk
+        if len(received) > limit:
+            raise _TooLarge
+    return bytes(received)
 
 
 def _bearer(header: str | None) -> str | None:
@@ -83,8 +100,10 @@ class Gateway:
         if credential is None:
             return _error(401, "missing_bearer", "a bearer credential is required")
         try:
-            raw = await read_body(request, MAX_BOOTSTRAP_BYTES)
+            raw = await _bounded_body(request, MAX_BOOTSTRAP_BYTES)
             body = msgspec.json.decode(raw, type=dict[str, str])
+        except _TooLarge:
+            return _error(413, "too_large", f"the body is limited to {MAX_BOOTSTRAP_BYTES} bytes")
         except msgspec.DecodeError:
             return _error(400, "bad_json", "the body must be a JSON object of strings")
         device_id = body.get("device_id", "")

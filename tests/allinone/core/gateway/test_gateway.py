@@ -16,6 +16,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from allinone.core.gateway.connection import Connection
+from allinone.core.gateway.server import MAX_BOOTSTRAP_BYTES
 from runtime.proto.version import VERSION
 from tests.contract.core_gateway import WAIT_SECONDS, GatewayHost
 from tests.contract.scripted_runtime import RuntimePeer, ScriptedRuntime
@@ -57,6 +58,7 @@ def test_bootstrap_answers_finite_errors(tmp_path: Path) -> None:
                 (b"{}", bearer, 400, "missing_device_id"),
                 (json.dumps({"device_id": "other"}).encode(), bearer, 401, "unknown_device"),
                 (body, {"Authorization": "Bearer wrong"}, 401, "bad_credential"),
+                (b" " * (MAX_BOOTSTRAP_BYTES + 1), bearer, 413, "too_large"),
             ]
             for data, headers, status, code in cases:
                 got = await asyncio.to_thread(post, url, data, headers)
