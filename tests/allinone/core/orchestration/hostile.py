@@ -14,7 +14,8 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -271,6 +272,17 @@ class RealCore:
         peer = ScriptedPeer(ws)
         await peer.declare(capabilities or CAPABILITIES)
         return peer
+
+
+@asynccontextmanager
+async def connected(
+    tmp_path: Path, timers: Timers = TIMERS
+) -> AsyncIterator[tuple[ScriptedPeer, OpenAI]]:
+    """A running Core with a scripted Runtime connected to it and an SDK client for it."""
+    async with RealCore(tmp_path, timers) as core:
+        peer = await core.runtime()
+        with core.client() as client:
+            yield peer, client
 
 
 async def in_thread(call: Callable[[], T]) -> T:

@@ -11,8 +11,8 @@ from typing import Any
 from openai import OpenAI
 
 from tests.allinone.core.orchestration.hostile import (
-    RealCore,
     ScriptedPeer,
+    connected,
     create_streamed,
     in_thread,
 )
@@ -84,38 +84,32 @@ def test_a_runtime_silent_after_a_cancellation_leaves_the_turn_cancel_unconfirme
     tmp_path: Path,
 ) -> None:
     async def main() -> None:
-        async with RealCore(tmp_path) as core:
-            peer = await core.runtime()
-            with core.client() as client:
-                session_id, events = await _cancelled_turn(client, peer, "silence")
-                await in_thread(lambda: _check_unconfirmed(client, session_id, events))
-                await _next_turn_runs(client, peer, session_id)
+        async with connected(tmp_path) as (peer, client):
+            session_id, events = await _cancelled_turn(client, peer, "silence")
+            await in_thread(lambda: _check_unconfirmed(client, session_id, events))
+            await _next_turn_runs(client, peer, session_id)
 
     asyncio.run(main())
 
 
 def test_a_receipt_without_done_or_outcome_is_cancel_unconfirmed(tmp_path: Path) -> None:
     async def main() -> None:
-        async with RealCore(tmp_path) as core:
-            peer = await core.runtime()
-            with core.client() as client:
-                session_id, events = await _cancelled_turn(client, peer, "receipt only")
-                await in_thread(lambda: _check_unconfirmed(client, session_id, events))
-                await _next_turn_runs(client, peer, session_id)
+        async with connected(tmp_path) as (peer, client):
+            session_id, events = await _cancelled_turn(client, peer, "receipt only")
+            await in_thread(lambda: _check_unconfirmed(client, session_id, events))
+            await _next_turn_runs(client, peer, session_id)
 
     asyncio.run(main())
 
 
 def test_a_receipt_carrying_the_outcome_cancels_the_turn_without_done(tmp_path: Path) -> None:
     async def main() -> None:
-        async with RealCore(tmp_path) as core:
-            peer = await core.runtime()
-            with core.client() as client:
-                session_id, events = await _cancelled_turn(client, peer, "receipt with outcome")
-                types = [e.type for e in events]
-                assert types[-2:] == ["agent.session.turn.cancelled", "agent.session.idle"]
-                turns = await in_thread(lambda: client.beta.agents.sessions.turns.list(session_id))
-                assert turns.data[0].status == "cancelled"
-                await _next_turn_runs(client, peer, session_id)
+        async with connected(tmp_path) as (peer, client):
+            session_id, events = await _cancelled_turn(client, peer, "receipt with outcome")
+            types = [e.type for e in events]
+            assert types[-2:] == ["agent.session.turn.cancelled", "agent.session.idle"]
+            turns = await in_thread(lambda: client.beta.agents.sessions.turns.list(session_id))
+            assert turns.data[0].status == "cancelled"
+            await _next_turn_runs(client, peer, session_id)
 
     asyncio.run(main())

@@ -10,7 +10,7 @@ from typing import Any
 
 from openai import OpenAI
 
-from tests.allinone.core.orchestration.hostile import RealCore, ScriptedPeer, in_thread
+from tests.allinone.core.orchestration.hostile import ScriptedPeer, connected, in_thread
 
 TOOL = {
     "type": "function",
@@ -62,66 +62,58 @@ async def _next_turn_runs(client: OpenAI, peer: ScriptedPeer, session_id: str) -
 
 def test_a_repeated_call_id_fails_the_turn_with_contract_violation(tmp_path: Path) -> None:
     async def main() -> None:
-        async with RealCore(tmp_path) as core:
-            peer = await core.runtime()
-            with core.client() as client:
-                created = asyncio.create_task(in_thread(lambda: _create(client)))
-                await peer.start_run()
-                await _call(peer, "call_1")
-                await _call(peer, "call_1")
-                cancel = await peer.receive("prompt_cancel")
-                assert cancel["id"] == peer.run_id
-                events = await asyncio.wait_for(created, 20)
-                session_id = await in_thread(lambda: _check_violation(client, events))
-                items = await in_thread(
-                    lambda: client.beta.agents.sessions.items.list(session_id).data
-                )
-                assert [i.type for i in items].count("function_call") == 1
-                await _next_turn_runs(client, peer, session_id)
+        async with connected(tmp_path) as (peer, client):
+            created = asyncio.create_task(in_thread(lambda: _create(client)))
+            await peer.start_run()
+            await _call(peer, "call_1")
+            await _call(peer, "call_1")
+            cancel = await peer.receive("prompt_cancel")
+            assert cancel["id"] == peer.run_id
+            events = await asyncio.wait_for(created, 20)
+            session_id = await in_thread(lambda: _check_violation(client, events))
+            items = await in_thread(lambda: client.beta.agents.sessions.items.list(session_id).data)
+            assert [i.type for i in items].count("function_call") == 1
+            await _next_turn_runs(client, peer, session_id)
 
     asyncio.run(main())
 
 
 def test_an_applied_receipt_with_an_error_code_is_not_a_success(tmp_path: Path) -> None:
     async def main() -> None:
-        async with RealCore(tmp_path) as core:
-            peer = await core.runtime()
-            with core.client() as client:
-                created = asyncio.create_task(in_thread(lambda: _create(client)))
-                run_id = await peer.start_run()
-                await _call(peer, "call_1")
-                await in_thread(
-                    lambda: client.beta.agents.sessions.events.create(
-                        _session_of(client, run_id),
-                        events=[
-                            {
-                                "type": "agent.session.input.tool_result",
-                                "turn_id": run_id,
-                                "call_id": "call_1",
-                                "success": True,
-                                "output": "sunny",
-                            }
-                        ],
-                    )
+        async with connected(tmp_path) as (peer, client):
+            created = asyncio.create_task(in_thread(lambda: _create(client)))
+            run_id = await peer.start_run()
+            await _call(peer, "call_1")
+            await in_thread(
+                lambda: client.beta.agents.sessions.events.create(
+                    _session_of(client, run_id),
+                    events=[
+                        {
+                            "type": "agent.session.input.tool_result",
+                            "turn_id": run_id,
+                            "call_id": "call_1",
+                            "success": True,
+                            "output": "sunny",
+                        }
+                    ],
                 )
-                result = await peer.receive("function_result")
-                await peer.send(
-                    "interaction_decision_ack",
-                    run_id,
-                    {
-                        "delivery_id": result["payload"]["delivery_id"],
-                        "applied": True,
-                        "error_code": "runtime_error",
-                    },
-                )
-                await peer.receive("prompt_cancel")
-                events = await asyncio.wait_for(created, 20)
-                session_id = await in_thread(lambda: _check_violation(client, events))
-                items = await in_thread(
-                    lambda: client.beta.agents.sessions.items.list(session_id).data
-                )
-                assert "function_call_output" not in [i.type for i in items]
-                await _next_turn_runs(client, peer, session_id)
+            )
+            result = await peer.receive("function_result")
+            await peer.send(
+                "interaction_decision_ack",
+                run_id,
+                {
+                    "delivery_id": result["payload"]["delivery_id"],
+                    "applied": True,
+                    "error_code": "runtime_error",
+                },
+            )
+            await peer.receive("prompt_cancel")
+            events = await asyncio.wait_for(created, 20)
+            session_id = await in_thread(lambda: _check_violation(client, events))
+            items = await in_thread(lambda: client.beta.agents.sessions.items.list(session_id).data)
+            assert "function_call_output" not in [i.type for i in items]
+            await _next_turn_runs(client, peer, session_id)
 
     asyncio.run(main())
 

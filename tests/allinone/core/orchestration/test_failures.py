@@ -16,8 +16,8 @@ from openai import OpenAI
 
 from tests.allinone.core.orchestration.hostile import (
     WAIT,
-    RealCore,
     ScriptedPeer,
+    connected,
     create_streamed,
     in_thread,
 )
@@ -39,41 +39,37 @@ def test_a_connection_lost_while_running_fails_the_turn_event_stream_incomplete(
     tmp_path: Path,
 ) -> None:
     async def main() -> None:
-        async with RealCore(tmp_path) as core:
-            peer = await core.runtime()
-            with core.client() as client:
-                created = asyncio.create_task(in_thread(lambda: create_streamed(client, "hi")))
-                run_id = await peer.start_run()
-                await peer.send("output_message", run_id, {"id": "m1", "status": "in_progress"})
-                await peer.ws.close()
-                events = await asyncio.wait_for(created, WAIT)
-                message = await in_thread(
-                    lambda: _failed_with(client, events, "event_stream_incomplete")
-                )
-                assert "effects are unknown" in message
-                session_id = events[0].session.id
-                page = await in_thread(
-                    lambda: client.beta.agents.sessions.items.list(session_id, order="asc")
-                )
-                items = page.data
-                # What arrived before the loss is kept; nothing is fabricated after it.
-                assert [
-                    i.status for i in items if i.type == "message" and i.role == "assistant"
-                ] == ["incomplete"]
+        async with connected(tmp_path) as (peer, client):
+            created = asyncio.create_task(in_thread(lambda: create_streamed(client, "hi")))
+            run_id = await peer.start_run()
+            await peer.send("output_message", run_id, {"id": "m1", "status": "in_progress"})
+            await peer.ws.close()
+            events = await asyncio.wait_for(created, WAIT)
+            message = await in_thread(
+                lambda: _failed_with(client, events, "event_stream_incomplete")
+            )
+            assert "effects are unknown" in message
+            session_id = events[0].session.id
+            page = await in_thread(
+                lambda: client.beta.agents.sessions.items.list(session_id, order="asc")
+            )
+            items = page.data
+            # What arrived before the loss is kept; nothing is fabricated after it.
+            assert [i.status for i in items if i.type == "message" and i.role == "assistant"] == [
+                "incomplete"
+            ]
 
     asyncio.run(main())
 
 
 def test_an_unanswered_preparation_fails_the_turn_delivery_unknown(tmp_path: Path) -> None:
     async def main() -> None:
-        async with RealCore(tmp_path) as core:
-            peer = await core.runtime()
-            with core.client() as client:
-                created = asyncio.create_task(in_thread(lambda: create_streamed(client, "hi")))
-                await peer.receive("execution_prepare")  # never answered
-                events = await asyncio.wait_for(created, WAIT)
-                message = await in_thread(lambda: _failed_with(client, events, "delivery_unknown"))
-                assert "preparation_timeout" in message
+        async with connected(tmp_path) as (peer, client):
+            created = asyncio.create_task(in_thread(lambda: create_streamed(client, "hi")))
+            await peer.receive("execution_prepare")  # never answered
+            events = await asyncio.wait_for(created, WAIT)
+            message = await in_thread(lambda: _failed_with(client, events, "delivery_unknown"))
+            assert "preparation_timeout" in message
 
     asyncio.run(main())
 
@@ -82,15 +78,13 @@ def test_a_connection_lost_while_preparing_fails_the_turn_delivery_unknown(
     tmp_path: Path,
 ) -> None:
     async def main() -> None:
-        async with RealCore(tmp_path) as core:
-            peer = await core.runtime()
-            with core.client() as client:
-                created = asyncio.create_task(in_thread(lambda: create_streamed(client, "hi")))
-                await peer.receive("execution_prepare")
-                await peer.ws.close()
-                events = await asyncio.wait_for(created, WAIT)
-                message = await in_thread(lambda: _failed_with(client, events, "delivery_unknown"))
-                assert "preparation outcome is unknown" in message
+        async with connected(tmp_path) as (peer, client):
+            created = asyncio.create_task(in_thread(lambda: create_streamed(client, "hi")))
+            await peer.receive("execution_prepare")
+            await peer.ws.close()
+            events = await asyncio.wait_for(created, WAIT)
+            message = await in_thread(lambda: _failed_with(client, events, "delivery_unknown"))
+            assert "preparation outcome is unknown" in message
 
     asyncio.run(main())
 
@@ -108,43 +102,37 @@ async def _ready(peer: ScriptedPeer) -> dict[str, Any]:
 
 def test_an_unanswered_start_fails_the_running_turn_delivery_unknown(tmp_path: Path) -> None:
     async def main() -> None:
-        async with RealCore(tmp_path) as core:
-            peer = await core.runtime()
-            with core.client() as client:
-                created = asyncio.create_task(in_thread(lambda: create_streamed(client, "hi")))
-                await _ready(peer)
-                await peer.receive("execution_start")  # never answered
-                events = await asyncio.wait_for(created, WAIT)
-                assert "agent.session.turn.in_progress" in [e.type for e in events]
-                message = await in_thread(lambda: _failed_with(client, events, "delivery_unknown"))
-                assert "start of the execution is unconfirmed" in message
+        async with connected(tmp_path) as (peer, client):
+            created = asyncio.create_task(in_thread(lambda: create_streamed(client, "hi")))
+            await _ready(peer)
+            await peer.receive("execution_start")  # never answered
+            events = await asyncio.wait_for(created, WAIT)
+            assert "agent.session.turn.in_progress" in [e.type for e in events]
+            message = await in_thread(lambda: _failed_with(client, events, "delivery_unknown"))
+            assert "start of the execution is unconfirmed" in message
 
     asyncio.run(main())
 
 
 def test_a_refused_start_fails_the_turn_execution_unavailable(tmp_path: Path) -> None:
     async def main() -> None:
-        async with RealCore(tmp_path) as core:
-            peer = await core.runtime()
-            with core.client() as client:
-                created = asyncio.create_task(in_thread(lambda: create_streamed(client, "hi")))
-                status = await _ready(peer)
-                await peer.receive("execution_start")
-                # No write is open on any Environment: the refusal is final.
-                await peer.status(
-                    {
-                        "revision": 0,
-                        "state": "rejected",
-                        "operation": "execution_start",
-                        "error_code": "resource_unavailable",
-                    }
-                    | status
-                )
-                events = await asyncio.wait_for(created, WAIT)
-                message = await in_thread(
-                    lambda: _failed_with(client, events, "execution_unavailable")
-                )
-                assert "resource_unavailable" in message
+        async with connected(tmp_path) as (peer, client):
+            created = asyncio.create_task(in_thread(lambda: create_streamed(client, "hi")))
+            status = await _ready(peer)
+            await peer.receive("execution_start")
+            # No write is open on any Environment: the refusal is final.
+            await peer.status(
+                {
+                    "revision": 0,
+                    "state": "rejected",
+                    "operation": "execution_start",
+                    "error_code": "resource_unavailable",
+                }
+                | status
+            )
+            events = await asyncio.wait_for(created, WAIT)
+            message = await in_thread(lambda: _failed_with(client, events, "execution_unavailable"))
+            assert "resource_unavailable" in message
 
     asyncio.run(main())
 
@@ -188,77 +176,75 @@ def test_a_start_refused_during_an_open_write_is_retried_once_it_settled(
     tmp_path: Path,
 ) -> None:
     async def main() -> None:
-        async with RealCore(tmp_path) as core:
-            peer = await core.runtime()
-            with core.client() as client:
-                environment = await in_thread(
-                    lambda: client.beta.agents.environments.create(
-                        environment={"type": "openai_hosted"}
+        async with connected(tmp_path) as (peer, client):
+            environment = await in_thread(
+                lambda: client.beta.agents.environments.create(
+                    environment={"type": "openai_hosted"}
+                )
+            )
+            await peer.read_only_ready()  # initialization: nothing to transfer
+            await peer.released()
+            writing = asyncio.create_task(
+                in_thread(
+                    lambda: client.beta.agents.environments.files.create(
+                        environment.id, type="inline", path="/workspace/a.txt", data="aGk="
                     )
                 )
-                await peer.read_only_ready()  # initialization: nothing to transfer
-                await peer.released()
-                writing = asyncio.create_task(
-                    in_thread(
-                        lambda: client.beta.agents.environments.files.create(
-                            environment.id, type="inline", path="/workspace/a.txt", data="aGk="
+            )
+            commit = await _open_write(peer)
+            write_prep = peer.prep_id
+            created = asyncio.create_task(
+                in_thread(
+                    lambda: list(
+                        client.beta.agents.sessions.create(
+                            agent={"model": "scripted"},
+                            environment={
+                                "type": "openai_hosted",
+                                "environment_id": environment.id,
+                            },
+                            input="hi",
+                            stream=True,
                         )
                     )
                 )
-                commit = await _open_write(peer)
-                write_prep = peer.prep_id
-                created = asyncio.create_task(
-                    in_thread(
-                        lambda: list(
-                            client.beta.agents.sessions.create(
-                                agent={"model": "scripted"},
-                                environment={
-                                    "type": "openai_hosted",
-                                    "environment_id": environment.id,
-                                },
-                                input="hi",
-                                stream=True,
-                            )
-                        )
-                    )
-                )
-                status = await _ready(peer)
-                start = await peer.receive("execution_start")
-                await peer.status(
-                    {
-                        "revision": 0,
-                        "state": "rejected",
-                        "operation": "execution_start",
-                        "error_code": "resource_unavailable",
-                    }
-                    | status
-                )
-                # The write settles: its receipt, then its release and the start sent
-                # again on the same, still ready, handle (in either order).
-                await peer.send(
-                    "workspace_write_result",
-                    commit["id"],
-                    {"outcome": "completed", "size_bytes": 2},
-                )
-                frames = [await _any(peer), await _any(peer)]
-                by_type = {f["type"]: f for f in frames}
-                assert by_type["execution_release"]["id"] == write_prep
-                again = by_type["execution_start"]
-                assert again["id"] == start["id"] and again["payload"] == start["payload"]
-                await asyncio.wait_for(writing, WAIT)
-                run_id = start["payload"]["run_id"]
-                running = status | {"run_id": run_id}
-                await peer.status({"revision": 3, "state": "starting"} | running)
-                await peer.status({"revision": 4, "state": "started"} | running)
-                peer.run_id = run_id
-                await peer.message("m1", "after the write")
-                await peer.send("done", run_id, {})
-                await _capture_nothing(peer)
-                events = await asyncio.wait_for(created, WAIT)
-                assert [e.type for e in events][-2:] == [
-                    "agent.session.turn.completed",
-                    "agent.session.idle",
-                ]
+            )
+            status = await _ready(peer)
+            start = await peer.receive("execution_start")
+            await peer.status(
+                {
+                    "revision": 0,
+                    "state": "rejected",
+                    "operation": "execution_start",
+                    "error_code": "resource_unavailable",
+                }
+                | status
+            )
+            # The write settles: its receipt, then its release and the start sent
+            # again on the same, still ready, handle (in either order).
+            await peer.send(
+                "workspace_write_result",
+                commit["id"],
+                {"outcome": "completed", "size_bytes": 2},
+            )
+            frames = [await _any(peer), await _any(peer)]
+            by_type = {f["type"]: f for f in frames}
+            assert by_type["execution_release"]["id"] == write_prep
+            again = by_type["execution_start"]
+            assert again["id"] == start["id"] and again["payload"] == start["payload"]
+            await asyncio.wait_for(writing, WAIT)
+            run_id = start["payload"]["run_id"]
+            running = status | {"run_id": run_id}
+            await peer.status({"revision": 3, "state": "starting"} | running)
+            await peer.status({"revision": 4, "state": "started"} | running)
+            peer.run_id = run_id
+            await peer.message("m1", "after the write")
+            await peer.send("done", run_id, {})
+            await _capture_nothing(peer)
+            events = await asyncio.wait_for(created, WAIT)
+            assert [e.type for e in events][-2:] == [
+                "agent.session.turn.completed",
+                "agent.session.idle",
+            ]
 
     asyncio.run(main())
 

@@ -12,7 +12,7 @@ from typing import Any
 from openai import OpenAI
 
 from allinone.core.orchestration.timers import Timers
-from tests.allinone.core.orchestration.hostile import RealCore, in_thread
+from tests.allinone.core.orchestration.hostile import connected, in_thread
 
 SHORT_LEASE = Timers(
     preparation_seconds=2.0,
@@ -45,22 +45,20 @@ def _create(client: OpenAI) -> list[Any]:
 
 def test_a_quiet_observed_turn_outlives_its_lease(tmp_path: Path) -> None:
     async def main() -> None:
-        async with RealCore(tmp_path, SHORT_LEASE) as core:
-            peer = await core.runtime()
-            with core.client() as client:
-                created = asyncio.create_task(in_thread(lambda: _create(client)))
-                run_id = await peer.start_run()
-                await peer.send(
-                    "function_call",
-                    run_id,
-                    {"call_id": "c1", "name": "get_weather", "arguments": {}},
-                )
-                await asyncio.sleep(QUIET)
-                assert not created.done()
-                await peer.message("m1", "still here")
-                await peer.send("done", run_id, {})
-                events = await asyncio.wait_for(created, 20)
-                completed = [e for e in events if e.type == "agent.session.turn.completed"]
-                assert len(completed) == 1, [e.type for e in events]
+        async with connected(tmp_path, SHORT_LEASE) as (peer, client):
+            created = asyncio.create_task(in_thread(lambda: _create(client)))
+            run_id = await peer.start_run()
+            await peer.send(
+                "function_call",
+                run_id,
+                {"call_id": "c1", "name": "get_weather", "arguments": {}},
+            )
+            await asyncio.sleep(QUIET)
+            assert not created.done()
+            await peer.message("m1", "still here")
+            await peer.send("done", run_id, {})
+            events = await asyncio.wait_for(created, 20)
+            completed = [e for e in events if e.type == "agent.session.turn.completed"]
+            assert len(completed) == 1, [e.type for e in events]
 
     asyncio.run(main())

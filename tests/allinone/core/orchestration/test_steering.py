@@ -11,7 +11,7 @@ from typing import Any
 from openai import OpenAI
 
 from tests.allinone.core.orchestration.hostile import (
-    RealCore,
+    connected,
     create_streamed,
     in_thread,
     settled_after,
@@ -40,35 +40,33 @@ def test_undelivered_steering_starts_the_next_turn_and_unknown_is_marked(
     tmp_path: Path,
 ) -> None:
     async def main() -> None:
-        async with RealCore(tmp_path) as core:
-            peer = await core.runtime()
-            with core.client() as client:
-                created = asyncio.create_task(in_thread(lambda: create_streamed(client, "first")))
-                run_id = await peer.start_run()
-                session_id = await in_thread(lambda: _session_of(client, run_id))
-                # The first steering message is sent and never confirmed; the second waits
-                # for its receipt, so Core never delivers it.
-                await in_thread(lambda: _steer(client, session_id, "steer one"))
-                steer = await peer.receive("prompt_steer")
-                assert steer["payload"]["input"][0]["content"][0]["text"] == "steer one"
-                await in_thread(lambda: _steer(client, session_id, "steer two"))
-                await peer.message("m1", "answer one")
-                await peer.send("done", run_id, {})
-                events = await asyncio.wait_for(created, 20)
-                types = [e.type for e in events]
-                assert types[-2:] == ["agent.session.turn.completed", "agent.session.idle"]
-                assert events[-2].turn.x_corebox["unknown_inputs"] == 1
+        async with connected(tmp_path) as (peer, client):
+            created = asyncio.create_task(in_thread(lambda: create_streamed(client, "first")))
+            run_id = await peer.start_run()
+            session_id = await in_thread(lambda: _session_of(client, run_id))
+            # The first steering message is sent and never confirmed; the second waits
+            # for its receipt, so Core never delivers it.
+            await in_thread(lambda: _steer(client, session_id, "steer one"))
+            steer = await peer.receive("prompt_steer")
+            assert steer["payload"]["input"][0]["content"][0]["text"] == "steer one"
+            await in_thread(lambda: _steer(client, session_id, "steer two"))
+            await peer.message("m1", "answer one")
+            await peer.send("done", run_id, {})
+            events = await asyncio.wait_for(created, 20)
+            types = [e.type for e in events]
+            assert types[-2:] == ["agent.session.turn.completed", "agent.session.idle"]
+            assert events[-2].turn.x_corebox["unknown_inputs"] == 1
 
-                async def next_turn() -> None:
-                    await peer.play_turn("answer two")
+            async def next_turn() -> None:
+                await peer.play_turn("answer two")
 
-                rest = await settled_after(client, session_id, next_turn)
-                assert [e.type for e in rest][-2:] == [
-                    "agent.session.turn.completed",
-                    "agent.session.idle",
-                ]
-                assert [m["content"][0]["text"] for m in peer.started_with] == ["steer two"]
-                await in_thread(lambda: _check_history(client, session_id, run_id))
+            rest = await settled_after(client, session_id, next_turn)
+            assert [e.type for e in rest][-2:] == [
+                "agent.session.turn.completed",
+                "agent.session.idle",
+            ]
+            assert [m["content"][0]["text"] for m in peer.started_with] == ["steer two"]
+            await in_thread(lambda: _check_history(client, session_id, run_id))
 
     asyncio.run(main())
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from openai import OpenAI
 
-from tests.allinone.core.orchestration.hostile import RealCore, in_thread
+from tests.allinone.core.orchestration.hostile import RealCore, connected, in_thread
 
 
 def _listing(names: list[str]) -> dict[str, Any]:
@@ -26,25 +26,23 @@ def _listing(names: list[str]) -> dict[str, Any]:
 
 def test_a_read_only_preparation_is_followed_past_preparing(tmp_path: Path) -> None:
     async def main() -> None:
-        async with RealCore(tmp_path) as core:
-            peer = await core.runtime()
-            with core.client() as client:
-                environment = await in_thread(
-                    lambda: client.beta.agents.environments.create(
-                        environment={"type": "openai_hosted"}
-                    )
+        async with connected(tmp_path) as (peer, client):
+            environment = await in_thread(
+                lambda: client.beta.agents.environments.create(
+                    environment={"type": "openai_hosted"}
                 )
-                await peer.read_only_ready()  # initialization: nothing to transfer
-                await peer.released()
-                listed = asyncio.create_task(
-                    in_thread(lambda: client.beta.agents.environments.files.list(environment.id))
-                )
-                await peer.read_only_ready()
-                read = await peer.receive("workspace_read")
-                await peer.send("workspace_read_result", read["id"], _listing(["a.txt"]))
-                await peer.released()
-                page = await asyncio.wait_for(listed, 20)
-                assert [f.path for f in page.data] == ["/workspace/a.txt"]
+            )
+            await peer.read_only_ready()  # initialization: nothing to transfer
+            await peer.released()
+            listed = asyncio.create_task(
+                in_thread(lambda: client.beta.agents.environments.files.list(environment.id))
+            )
+            await peer.read_only_ready()
+            read = await peer.receive("workspace_read")
+            await peer.send("workspace_read_result", read["id"], _listing(["a.txt"]))
+            await peer.released()
+            page = await asyncio.wait_for(listed, 20)
+            assert [f.path for f in page.data] == ["/workspace/a.txt"]
 
     asyncio.run(main())
 
@@ -53,21 +51,19 @@ def test_a_rejected_set_up_fails_the_environment_and_its_session_promptly(
     tmp_path: Path,
 ) -> None:
     async def main() -> None:
-        async with RealCore(tmp_path) as core:
-            peer = await core.runtime()
-            with core.client() as client:
-                created = asyncio.create_task(in_thread(lambda: _create(client)))
-                await peer.read_only_ready()
-                begin = await peer.receive("runtime_prepare")
-                assert begin["payload"]["initialization"]["action"] == "setup"
-                await peer.send(
-                    "runtime_prepare_result",
-                    begin["id"],
-                    {"outcome": "rejected", "error_code": "runtime_preparation_rejected"},
-                )
-                await peer.released()
-                events = await asyncio.wait_for(created, 20)
-                await in_thread(lambda: _check_failed(client, events))
+        async with connected(tmp_path) as (peer, client):
+            created = asyncio.create_task(in_thread(lambda: _create(client)))
+            await peer.read_only_ready()
+            begin = await peer.receive("runtime_prepare")
+            assert begin["payload"]["initialization"]["action"] == "setup"
+            await peer.send(
+                "runtime_prepare_result",
+                begin["id"],
+                {"outcome": "rejected", "error_code": "runtime_preparation_rejected"},
+            )
+            await peer.released()
+            events = await asyncio.wait_for(created, 20)
+            await in_thread(lambda: _check_failed(client, events))
 
     asyncio.run(main())
 
@@ -175,43 +171,41 @@ def test_a_session_behind_a_failed_environment_fails_with_no_runtime_connected(
     tmp_path: Path,
 ) -> None:
     async def main() -> None:
-        async with RealCore(tmp_path) as core:
-            peer = await core.runtime()
-            with core.client() as client:
-                environment = await in_thread(
-                    lambda: client.beta.agents.environments.create(
+        async with connected(tmp_path) as (peer, client):
+            environment = await in_thread(
+                lambda: client.beta.agents.environments.create(
+                    environment={
+                        "type": "openai_hosted",
+                        "setup_commands": [{"command": "true"}],
+                    }
+                )
+            )
+            await peer.read_only_ready()
+            begin = await peer.receive("runtime_prepare")
+            await peer.send(
+                "runtime_prepare_result",
+                begin["id"],
+                {"outcome": "failed", "error_code": "runtime_preparation_failed"},
+            )
+            await peer.released()
+            await peer.ws.close()
+            events = await in_thread(
+                lambda: list(
+                    client.beta.agents.sessions.create(
+                        agent={"model": "scripted"},
                         environment={
                             "type": "openai_hosted",
-                            "setup_commands": [{"command": "true"}],
-                        }
+                            "environment_id": environment.id,
+                        },  # type: ignore[typeddict-unknown-key]
+                        input="never runs",
+                        stream=True,
                     )
                 )
-                await peer.read_only_ready()
-                begin = await peer.receive("runtime_prepare")
-                await peer.send(
-                    "runtime_prepare_result",
-                    begin["id"],
-                    {"outcome": "failed", "error_code": "runtime_preparation_failed"},
-                )
-                await peer.released()
-                await peer.ws.close()
-                events = await in_thread(
-                    lambda: list(
-                        client.beta.agents.sessions.create(
-                            agent={"model": "scripted"},
-                            environment={
-                                "type": "openai_hosted",
-                                "environment_id": environment.id,
-                            },  # type: ignore[typeddict-unknown-key]
-                            input="never runs",
-                            stream=True,
-                        )
-                    )
-                )
-                assert [e.type for e in events][-2:] == [
-                    "agent.session.turn.failed",
-                    "agent.session.failed",
-                ]
-                assert "runtime_preparation_failed" in events[-1].session.error
+            )
+            assert [e.type for e in events][-2:] == [
+                "agent.session.turn.failed",
+                "agent.session.failed",
+            ]
+            assert "runtime_preparation_failed" in events[-1].session.error
 
     asyncio.run(main())
