@@ -72,6 +72,18 @@ def _env() -> dict[str, str]:
     return env
 
 
+def start_daemon(base_url: str, credential_file: str) -> subprocess.Popen[str]:
+    """`corebox daemon` for a device of `base_url`, its errors readable from `stderr`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "allinone", "daemon", "--core", base_url,
+         "--credential-file", credential_file],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=_env(),
+        text=True,
+    )  # fmt: skip
+
+
 def corebox(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "allinone", *args],
@@ -361,22 +373,7 @@ def test_corebox_daemon_runs_turns_until_its_device_is_revoked(tmp_path: Path) -
     data_dir = tmp_path / "data"
     with serve_core_only(data_dir) as base_url:
         device = new_device(base_url, data_dir, "elsewhere")
-        daemon = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "allinone",
-                "daemon",
-                "--core",
-                base_url,
-                "--credential-file",
-                device["file"],
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env=_env(),
-            text=True,
-        )
+        daemon = start_daemon(base_url, device["file"])
         try:
             with sdk(base_url) as client:  # the turn waits until the daemon has declared
                 events = scripted_session(client, "from elsewhere")

@@ -6,20 +6,18 @@ cleanly without reconnecting; the credential stays valid."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from allinone.credentials import read_core_key
 from tests.contract.test_remote_runtime import (
     WAIT,
     RawRuntime,
-    _env,
     http,
     new_device,
     scripted_session,
     sdk,
     serve_core_only,
+    start_daemon,
 )
 
 
@@ -27,22 +25,7 @@ def test_a_device_asked_to_shut_down_stops_its_daemon(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     with serve_core_only(data_dir) as base_url:
         device = new_device(base_url, data_dir, "elsewhere")
-        daemon = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "allinone",
-                "daemon",
-                "--core",
-                base_url,
-                "--credential-file",
-                device["file"],
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env=_env(),
-            text=True,
-        )
+        daemon = start_daemon(base_url, device["file"])
         try:
             with sdk(base_url) as client:  # the turn waits until the daemon has declared
                 events = scripted_session(client, "before the shutdown")
