@@ -192,12 +192,8 @@ class WorkspaceOperations:
             binding = self._bound(request.environment_id)
             if binding is None:
                 return result(TransferOutcome.REJECTED, code="resource_unavailable")
-            receiver = TransferReceiver(
-                TransferKind.WORKSPACE_WRITE, request.size_bytes, request.sha256
-            )
-            try:
-                receiver.begin()
-            except ValidationError:
+            receiver = _begun(TransferKind.WORKSPACE_WRITE, request.size_bytes, request.sha256)
+            if receiver is None:
                 return result(TransferOutcome.REJECTED, code="invalid_request")
             self._transfers[mutation_id] = _Transfer(
                 TransferKind.WORKSPACE_WRITE, receiver, binding, path=request.path
@@ -343,12 +339,8 @@ class WorkspaceOperations:
             return result(TransferOutcome.REJECTED, code="resource_unavailable")
         if request.action in ("skill", "plugin"):
             return result(TransferOutcome.REJECTED, code="runtime_preparation_unsupported")
-        receiver = TransferReceiver(
-            TransferKind.RUNTIME_PREPARE, request.size_bytes, request.sha256
-        )
-        try:
-            receiver.begin()
-        except ValidationError:
+        receiver = _begun(TransferKind.RUNTIME_PREPARE, request.size_bytes, request.sha256)
+        if receiver is None:
             return result(TransferOutcome.REJECTED, code="invalid_request")
         path = request.file.path if request.file else ""
         self._transfers[transfer_id] = _Transfer(
@@ -481,6 +473,16 @@ def _prepare_result(
     return RuntimePrepareResult(
         outcome=outcome, offset=offset, size_bytes=size, error_code=code, exit_code=exit_code
     )
+
+
+def _begun(kind: TransferKind, size_bytes: int, sha256: str) -> TransferReceiver | None:
+    """A receiver for a transfer that has begun, or None when its declaration is invalid."""
+    receiver = TransferReceiver(kind, size_bytes, sha256)
+    try:
+        receiver.begin()
+    except ValidationError:
+        return None
+    return receiver
 
 
 def _read_rejected(code: str) -> WorkspaceReadResult:
