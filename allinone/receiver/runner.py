@@ -116,6 +116,8 @@ def status(loaded: Loaded) -> dict[str, Any]:
                 "history_gap_detected_at",
                 "stream_changed_at",
                 "cursor_reset_at",
+                "orphaned_events",
+                "halted",
                 "last_cycle_at",
                 "me_checked_at",
             )
