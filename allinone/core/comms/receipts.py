@@ -53,28 +53,10 @@ class Receipts:
             acknowledged: list[int] = []
             ignored: list[int] = []
             for seq in seqs:
-                if seq > role["last_seq"]:
-                    raise CommsError(
-                        f"Seq {seq} is not in this stream.",
-                        code="UNKNOWN_EVENT_SEQ",
-                        param="event_seqs",
-                    )
-                event = await event_rows.at(tx, role["id"], seq)
+                event = await _receiptable(tx, role, seq, named)
                 if event is None:
                     ignored.append(seq)
                     continue
-                if seq in named and named[seq] != event["event_id"]:
-                    raise Rejected(
-                        f"Seq {seq} names another event than the one receipted.",
-                        code="EVENT_MISMATCH",
-                        param="event_ids",
-                    )
-                if event["direction"] != "inbound":
-                    raise CommsError(
-                        f"Seq {seq} is an outbound event; receipt inbound events only.",
-                        code="RECEIPT_NOT_INBOUND",
-                        param="event_seqs",
-                    )
                 await event_rows.insert_receipt(
                     tx, caller.instance_id, seq, event["contact_id"], now
                 )
@@ -106,3 +88,30 @@ def _named(body: ReceiptsBody) -> dict[int, str]:
             param="event_ids",
         )
     return dict(zip(body.event_seqs, body.event_ids, strict=True))
+
+
+async def _receiptable(
+    tx: Tx, role: dict[str, Any], seq: int, named: dict[int, str]
+) -> dict[str, Any] | None:
+    """The inbound event `seq` names in the role's stream, checked against the event_id
+    the receipt names for it; None when retention already deleted it."""
+    if seq > role["last_seq"]:
+        raise CommsError(
+            f"Seq {seq} is not in this stream.", code="UNKNOWN_EVENT_SEQ", param="event_seqs"
+        )
+    event = await event_rows.at(tx, role["id"], seq)
+    if event is None:
+        return None
+    if seq in named and named[seq] != event["event_id"]:
+        raise Rejected(
+            f"Seq {seq} names another event than the one receipted.",
+            code="EVENT_MISMATCH",
+            param="event_ids",
+        )
+    if event["direction"] != "inbound":
+        raise CommsError(
+            f"Seq {seq} is an outbound event; receipt inbound events only.",
+            code="RECEIPT_NOT_INBOUND",
+            param="event_seqs",
+        )
+    return event
