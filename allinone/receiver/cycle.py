@@ -30,6 +30,7 @@ from allinone.receiver.errors import Halted, PlatformError, RemoteError
 from allinone.receiver.handling import Handling
 from allinone.receiver.jobs import JobState, NoticeState
 from allinone.receiver.notices import deliver_pending
+from allinone.receiver.selfcheck import VERIFIED_KEY, handler_digest, run_checks
 from allinone.receiver.store import Store
 
 log = logging.getLogger(__name__)
@@ -85,9 +86,39 @@ class Receiver:
             )
 
     def handler_state(self) -> str:
-        if self._config.handler is not None and self._config.dispatch_authorized:
-            return "configured"
-        return "unsupported"
+        """`verified_reported` while the handler last passed `receiver check` with its
+        present configuration; `configured` otherwise; `unsupported` without one."""
+        if self._config.handler is None or not self._config.dispatch_authorized:
+            return "unsupported"
+        verified = self._store.meta(VERIFIED_KEY) or {}
+        if verified.get("digest") == handler_digest(self._config):
+            return "verified_reported"
+        return "configured"
+
+    def self_check(self) -> dict[str, Any]:
+        """`corebox receiver check` (selfcheck.py): GET /me, then the synthetic probes;
+        record and report the handler's state."""
+        me = self._check_platform()
+        result = run_checks(self._config, me)
+        digest = handler_digest(self._config) if result["ok"] else None
+        self._store.put_meta(
+            {VERIFIED_KEY: None if digest is None else {"digest": digest, "at": self._now()}}
+        )
+        state = self.handler_state()
+        if self._config.enabled:
+            self._client.report_receiver("polling", state, True, int(me["primary_epoch"]))
+        return {
+            "platform": {
+                "role_id": me["role"]["id"],
+                "instance_id": me["instance"]["id"],
+                "is_primary": me["is_primary"],
+                "primary_epoch": me["primary_epoch"],
+                "protocol": me["protocol"],
+                "server_time": me["server_time"],
+            },
+            **result,
+            "handler_state": state,
+        }
 
     def cycle(self, mode: str = "polling") -> CycleReport:
         """One cycle; a halt is recorded for `status` before it is raised."""

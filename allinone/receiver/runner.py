@@ -47,6 +47,11 @@ def once(loaded: Loaded, fault: str | None = None) -> CycleReport:
         return receiver.cycle()
 
 
+def check(loaded: Loaded) -> dict[str, Any]:
+    with opened(loaded) as receiver:
+        return receiver.self_check()
+
+
 def run(loaded: Loaded, stop: threading.Event, fault: str | None = None) -> None:
     interval = loaded.config.poll_interval_ms / 1000
     with opened(loaded, fault) as receiver, _stop_on_signals(stop):
