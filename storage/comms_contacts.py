@@ -138,3 +138,22 @@ async def delete_contact(tx: Tx, contact_id: str) -> list[tuple[str, int]]:
         await tx.execute(f"DELETE FROM {table} WHERE contact_id = ?", (contact_id,))
     await tx.execute("DELETE FROM comms_contacts WHERE id = ?", (contact_id,))
     return [(str(row["role_id"]), int(row["seq"])) for row in rows]
+
+
+async def project_contacts(q: Queryable, project_id: str, limit: int) -> list[dict[str, Any]]:
+    """Contacts one of whose two roles belongs to the project, newest first."""
+    rows = await q.fetchall(
+        "SELECT c.* FROM comms_contacts c WHERE EXISTS (SELECT 1 FROM comms_roles r"
+        " WHERE r.project_id = ? AND r.id IN (c.opener_role_id, c.recipient_role_id))"
+        " ORDER BY c.created_at DESC, c.id DESC LIMIT ?",
+        (project_id, limit),
+    )
+    return [r for r in (record(row) for row in rows) if r is not None]
+
+
+async def messages(q: Queryable, contact_id: str) -> list[dict[str, Any]]:
+    rows = await q.fetchall(
+        "SELECT * FROM comms_messages WHERE contact_id = ? ORDER BY created_at, id",
+        (contact_id,),
+    )
+    return [r for r in (record(row) for row in rows) if r is not None]

@@ -1,5 +1,6 @@
-"""The reference receiver of protocol 1.4 (`corebox receiver once|status|run|resolve`),
-the owner's comms commands (`corebox comms ...`) and the agent handler
+"""The reference receiver of protocol 1.4 (`corebox receiver
+once|status|run|resolve|jobs|check`), the owner's comms commands (`corebox comms ...`)
+and the agent handler
 (`corebox handler agent`). Everything here is a remote client: it talks HTTP to a
 platform's `/api/v1` (or `/core/v1/comms` for the owner) and imports nothing of Core.
 

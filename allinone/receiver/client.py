@@ -146,8 +146,19 @@ class PlatformClient:
         query = {"after": after, "limit": limit, "stream_id": stream_id}
         return self._call("GET", "/communication/events", query=query)[0]
 
-    def receipts(self, seqs: list[int], epoch: int) -> dict[str, Any]:
-        body = {"event_seqs": seqs, "persisted": True}
+    def receipts(
+        self, saved: list[tuple[int, str]], epoch: int, stream_id: str | None
+    ) -> dict[str, Any]:
+        """Confirm saved events, (seq, event_id) each. The platform refuses with
+        STREAM_CHANGED when its stream is no longer `stream_id`, and with EVENT_MISMATCH
+        when a seq now names another event, instead of confirming what was not saved."""
+        body: dict[str, Any] = {
+            "event_seqs": [seq for seq, _ in saved],
+            "event_ids": [event_id for _, event_id in saved],
+            "persisted": True,
+        }
+        if stream_id is not None:
+            body["stream_id"] = stream_id
         return self._call("POST", "/communication/receipts", body=body, epoch=epoch)[0]
 
     def report_receiver(self, mode: str, handler_state: str, enabled: bool, epoch: int) -> None:

@@ -1,8 +1,10 @@
 """The CLI subcommands of this package: `receiver`, `handler` and `comms`.
 
 `add_commands` adds them to the `corebox` parser; `run_command` runs one and returns the
-exit status: 0 success, 1 an error (one line on stderr), 3 the receiver halted and needs
-the owner, 4 another receiver process holds the store's lock. Results are JSON on
+exit status: 0 success, 1 an error (one line on stderr), 2 `receiver check` found a
+probe that failed (its JSON says which), 3 the receiver halted and needs
+the owner (`status` shows why under `local.halted`), 4 another receiver process holds
+the store's lock. Results are JSON on
 stdout. The COREBOX_RECEIVER_FAULT environment variable is a seeded test hook
 (`crash_before_receipt`: the receiver kills itself after saving a page of events and
 before sending its receipt).
@@ -37,11 +39,15 @@ def add_commands(commands: Any) -> None:
         ("status", "show local state and the platform's live view"),
         ("run", "poll every 30 s with backoff until stopped (its own scheduler)"),
         ("resolve", "apply an owner-confirmed resolution.json to a job"),
+        ("jobs", "list the jobs that await the owner, with their ids (--all: every job)"),
+        ("check", "self-check: the platform, a synthetic message to the handler, a notice"),
     ):
         action = actions.add_parser(name, help=text)
         action.add_argument("--config", required=True, help="the private config.json")
         if name == "resolve":
             action.add_argument("--resolution", required=True, help="a private resolution.json")
+        if name == "jobs":
+            action.add_argument("--all", action="store_true", help="every job, not only open ones")
         action.add_argument(
             "--log-level",
             default="warning",
@@ -119,6 +125,12 @@ def _dispatch(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         _print(runner.once(loaded, fault).as_dict())
     elif command == "status":
         _print(runner.status(loaded))
+    elif command == "jobs":
+        _print(runner.jobs(loaded, every=args.all))
+    elif command == "check":
+        result = runner.check(loaded)
+        _print(result)
+        return 0 if result["ok"] else 2
     elif command == "run":
         runner.run(loaded, threading.Event(), fault)
     else:

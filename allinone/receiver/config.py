@@ -5,8 +5,8 @@ The configuration lives in a private directory (mode 0700, owned by the user run
 the receiver); the configuration file and the token file are mode 0600 and owned by the
 same user; the local store (`receiver.db`) is created in the same directory with mode
 0600. Anything else is refused. Handler and notifier adapters are fixed commands:
-an absolute `command`, fixed `args`, an absolute `cwd` and `timeout_ms` of at most
-180 000; nothing in them can come from a message or from model output. All
+an absolute `command`, fixed `args`, an absolute, existing and private (0700) `cwd` and
+`timeout_ms` of at most 180 000; nothing in them can come from a message or from model output. All
 authorisations default to false.
 """
 
@@ -88,6 +88,7 @@ def _check_command(name: str, command: CommandConfig) -> None:
         raise ConfigError(f"{name}.command must be an absolute path")
     if not os.path.isabs(command.cwd) or not os.path.isdir(command.cwd):
         raise ConfigError(f"{name}.cwd must be an absolute path to an existing directory")
+    check_private(Path(command.cwd), directory=True)
 
 
 def load(path: Path) -> Loaded:

@@ -43,7 +43,8 @@ class PlatformError(RemoteError):
 
 
 class Halted(ReceiverError):
-    """Stop the cycle; `code` says why (PROTOCOL_MISMATCH, ROLE_MISMATCH, SEQ_CONFLICT)."""
+    """Stop the cycle; `code` says why (PROTOCOL_MISMATCH, ROLE_MISMATCH, SEQ_CONFLICT,
+    STREAM_ROLLED_BACK). The cycle records it for `status`."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(f"{code}: {message}")

@@ -8,6 +8,10 @@ decision is saved before anything is sent; the reply uses the job's idempotency 
 fixed when the job was created, so a lost answer is retried safely and a changed body
 is an IDEMPOTENCY_CONFLICT. A decision made under another primary epoch is not reused
 unless the owner confirmed it.
+
+Whatever a handler returns, `accept_contact` is applied only together with a reply the
+owner authorised (`reply_authorized`), and a reply repeating the owner instruction is
+held for the owner instead of being sent.
 """
 
 from __future__ import annotations
@@ -233,7 +237,13 @@ class Handling:
         job, lease = self._ensure_lease(job)
         if lease is None:
             return job, None
-        if choice.get("accept_contact"):
+        if choice["action"] == "reply" and self._discloses(choice):
+            choice = {
+                "action": "waiting_owner",
+                "owner_summary": f"The reply on contact {job['contact_id']} repeats the owner"
+                " instruction; nothing was sent.",
+            }
+        if choice.get("accept_contact") and self._may_accept(choice):
             try:
                 self._client.accept(job["contact_id"], self._epoch, lease)
             except PlatformError as exc:
@@ -263,6 +273,18 @@ class Handling:
         if summary:
             self._notify(job, summary)
         return self._move(job, JobState.REPLIED), lease
+
+    def _may_accept(self, choice: dict[str, Any]) -> bool:
+        """Accepting raises what the peer may send; it is applied only with a reply the
+        owner authorised this receiver to send."""
+        return choice["action"] == "reply" and self._config.reply_authorized
+
+    def _discloses(self, choice: dict[str, Any]) -> bool:
+        """Whether the reply repeats the owner instruction, which never leaves the
+        instance whatever a handler returns."""
+        wanted = " ".join(self._config.owner_instruction.split()).casefold()
+        message = " ".join(str(choice.get("message") or "").split()).casefold()
+        return bool(wanted) and wanted in message
 
     def _wait_for_owner(
         self, job: dict[str, Any], lease: Lease, code: str | None, summary: str | None

@@ -1,5 +1,11 @@
-"""`corebox comms ...`: the project owner's commands for roles and instances, calling a
-running server's `/core/v1/comms` routes with a project API key.
+"""`corebox comms ...`: the project owner's commands for roles, instances and
+conversations, calling a running server's `/core/v1/comms` routes with a project API key.
+
+`open` and `close` act as one of the project's instances (`--from-instance`); `open`
+sends a new random Idempotency-Key unless `--idempotency-key` names one to retry with.
+`contacts` lists the project's contacts; `show` prints one conversation with each
+message's status (`sent`, or `received` once the peer's receiver saved it) and the
+project's claims on it.
 
 The key comes from `--api-key-file` or the COREBOX_API_KEY environment variable, never
 from a command-line value. A new instance's runtime token is written once to a new
@@ -10,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,10 +27,12 @@ from allinone.receiver.errors import ConfigError
 
 DEFAULT_URL = "http://127.0.0.1:8800"
 PREFIX = "/core/v1/comms/roles"
+CONTACTS = "/core/v1/comms/contacts"
+INSTANCES = "/core/v1/comms/instances"
 
 
 def add_parser(commands: Any) -> None:
-    comms = commands.add_parser("comms", help="manage communication roles and instances")
+    comms = commands.add_parser("comms", help="communication roles, instances and conversations")
     comms.add_argument("--url", help=f"the corebox server (default $COREBOX_URL or {DEFAULT_URL})")
     comms.add_argument(
         "--api-key-file", help="file holding a project API key (default: $COREBOX_API_KEY)"
@@ -67,6 +76,18 @@ def add_parser(commands: Any) -> None:
     rotate.add_argument("--role", required=True)
     rotate.add_argument("--expected-stream-id", required=True)
 
+    opening = what.add_parser("open", help="open a contact from one of your instances")
+    opening.add_argument("--from-instance", required=True, help="the sending instance's id")
+    opening.add_argument("--to-role", required=True, help="the recipient role's id")
+    opening.add_argument("--idempotency-key", help="retry an earlier open with its key")
+    opening.add_argument("text", help="the opening message")
+    what.add_parser("contacts", help="list the project's contacts")
+    shown = what.add_parser("show", help="one conversation, with message statuses")
+    shown.add_argument("contact", help="the contact's id")
+    closing = what.add_parser("close", help="close a contact from one of your instances")
+    closing.add_argument("--from-instance", required=True, help="the closing instance's id")
+    closing.add_argument("contact", help="the contact's id")
+
 
 def _key(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
     if args.api_key_file:
@@ -82,13 +103,35 @@ def _role(role_id: str) -> str:
     return f"{PREFIX}/{urllib.parse.quote(role_id, safe='')}"
 
 
+def _segment(value: str) -> str:
+    return urllib.parse.quote(value, safe="")
+
+
+def _conversations(http: Http, args: argparse.Namespace) -> dict[str, Any]:
+    command = args.comms_command
+    if command == "contacts":
+        return http.call("GET", CONTACTS)[0]
+    if command == "show":
+        return http.call("GET", f"{CONTACTS}/{_segment(args.contact)}")[0]
+    instance = f"{INSTANCES}/{_segment(args.from_instance)}/contacts"
+    if command == "close":
+        return http.call("POST", f"{instance}/{_segment(args.contact)}/close", body={})[0]
+    key = args.idempotency_key or "cli-" + secrets.token_hex(16)
+    body = {"to_role_id": args.to_role, "message": args.text}
+    found = http.call("POST", instance, body=body, headers={"Idempotency-Key": key})[0]
+    return {**found, "idempotency_key": key}
+
+
 def run(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, Any]:
     try:
         origin = check_origin(args.url or environ.get("COREBOX_URL") or DEFAULT_URL)
     except ValueError as exc:
         raise ConfigError(f"--url: {exc}") from exc
     http = Http(origin, _key(args, environ))
-    command, action = args.comms_command, args.action
+    command = args.comms_command
+    if command in ("open", "contacts", "show", "close"):
+        return _conversations(http, args)
+    action = args.action
     if command == "roles" and action == "create":
         body: dict[str, Any] = {"name": args.name}
         if args.agent_id:

@@ -19,6 +19,7 @@ from allinone.receiver.client import Http, PlatformClient
 from allinone.receiver.config import Loaded
 from allinone.receiver.cycle import CycleReport, Receiver
 from allinone.receiver.errors import Halted, RemoteError, StoreError
+from allinone.receiver.jobs import JobState
 from allinone.receiver.store import Store
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,11 @@ def opened(loaded: Loaded, fault: str | None = None) -> Iterator[Receiver]:
 def once(loaded: Loaded, fault: str | None = None) -> CycleReport:
     with opened(loaded, fault) as receiver:
         return receiver.cycle()
+
+
+def check(loaded: Loaded) -> dict[str, Any]:
+    with opened(loaded) as receiver:
+        return receiver.self_check()
 
 
 def run(loaded: Loaded, stop: threading.Event, fault: str | None = None) -> None:
@@ -116,6 +122,8 @@ def status(loaded: Loaded) -> dict[str, Any]:
                 "history_gap_detected_at",
                 "stream_changed_at",
                 "cursor_reset_at",
+                "orphaned_events",
+                "halted",
                 "last_cycle_at",
                 "me_checked_at",
             )
@@ -128,7 +136,7 @@ def status(loaded: Loaded) -> dict[str, Any]:
                     "state": j["state"],
                     "code": j["code"],
                 }
-                for j in store.jobs_in(("waiting_owner", "uncertain", "blocked"))
+                for j in store.jobs_in(ATTENTION)
             ]
             local["cached"] = True
             result["local"] = local
@@ -140,3 +148,36 @@ def status(loaded: Loaded) -> dict[str, Any]:
     except RemoteError as exc:
         result["platform"] = {"error": getattr(exc, "code", type(exc).__name__)}
     return result
+
+
+ATTENTION = ("waiting_owner", "uncertain", "blocked")
+
+
+def jobs(loaded: Loaded, *, every: bool = False) -> dict[str, Any]:
+    """The jobs that await the owner (or every job), from the local store, read-only:
+    each with its id (what resolution.json names), contact, state, code, the decision
+    the handler made, and the summary the owner was or will be notified with."""
+    store = Store.peek(loaded.store_path)
+    if store is None:
+        return {"object": "list", "data": [], "cached": True}
+    try:
+        states = tuple(s.value for s in JobState) if every else ATTENTION
+        data = []
+        for job in store.jobs_in(states):
+            notice = store.notification(job["notification_id"])
+            data.append(
+                {
+                    "job_id": job["job_id"],
+                    "contact_id": job["contact_id"],
+                    "state": job["state"],
+                    "code": job["code"],
+                    "through_seq": job["through_seq"],
+                    "decision": job["decision"],
+                    "owner_summary": None if notice is None else notice["summary"],
+                    "created_at": job["created_at"],
+                    "updated_at": job["updated_at"],
+                }
+            )
+    finally:
+        store.close()
+    return {"object": "list", "data": data, "cached": True}

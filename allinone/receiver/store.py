@@ -2,25 +2,31 @@
 an exclusive process lock beside it.
 
 Contract:
-- `Store.open` takes the lock (fcntl, non-blocking) before touching the database; a
-  second `once`, `run` or `resolve` on the same directory gets LockHeld. `Store.peek`
+- `Store.open` takes the lock (flock, or msvcrt on Windows; non-blocking) before
+  touching the database, then brings its schema up to date (schema.py: numbered
+  migrations; a store from a newer build is refused); a second `once`, `run` or
+  `resolve` on the same directory gets LockHeld. `Store.peek`
   opens read-only without the lock (for `status`).
 - `transaction()` is one local transaction (BEGIN IMMEDIATE ... COMMIT with
   synchronous=FULL): what it wrote is durable when the block exits.
 - `save_page` stores a page of events, their pending-handling state, `next_after` and
   the stream id in one transaction. Events are deduplicated by event_id; a seq that
-  another event_id already holds halts the cycle (SEQ_CONFLICT), nothing is written.
+  another event_id already holds in the same stream halts the cycle (SEQ_CONFLICT),
+  nothing is written. An event already saved under an earlier stream and replayed by
+  a new one (after a platform restore and a stream rotation) moves to the new stream
+  and its seq there. Receipts go out only for events of the current stream: a seq
+  saved under an earlier stream is never confirmed to a later one.
 sqlite3 errors become StoreError here.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import sqlite3
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,55 +39,19 @@ from allinone.receiver.jobs import (
     check_job,
     check_notice,
 )
+from allinone.receiver.schema import migrate
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS events (
-    event_id TEXT PRIMARY KEY,
-    seq INTEGER NOT NULL UNIQUE,
-    contact_id TEXT NOT NULL,
-    type TEXT NOT NULL,
-    direction TEXT NOT NULL,
-    body TEXT NOT NULL,
-    created_at INTEGER NOT NULL,
-    contact_expires_at INTEGER NOT NULL,
-    receipted INTEGER NOT NULL,
-    pending INTEGER NOT NULL,
-    job_id TEXT,
-    saved_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_contact ON events(contact_id, seq);
-CREATE TABLE IF NOT EXISTS jobs (
-    job_id TEXT PRIMARY KEY,
-    contact_id TEXT NOT NULL,
-    through_seq INTEGER NOT NULL,
-    state TEXT NOT NULL,
-    lease_id TEXT,
-    lease_epoch INTEGER,
-    primary_epoch INTEGER NOT NULL,
-    reply_key TEXT NOT NULL,
-    notification_id TEXT NOT NULL,
-    decision TEXT,
-    owner_confirmed INTEGER NOT NULL DEFAULT 0,
-    code TEXT,
-    contact_expires_at INTEGER NOT NULL,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS jobs_contact ON jobs(contact_id, state);
-CREATE TABLE IF NOT EXISTS notifications (
-    notification_id TEXT PRIMARY KEY,
-    job_id TEXT,
-    contact_id TEXT NOT NULL,
-    summary TEXT NOT NULL,
-    state TEXT NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    code TEXT,
-    contact_expires_at INTEGER NOT NULL,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
-);
-"""
+if sys.platform == "win32":
+    import msvcrt
+
+    def _lock(fd: int) -> None:
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+
+else:
+    import fcntl
+
+    def _lock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 def _rows(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
@@ -97,7 +67,7 @@ class Store:
     def open(cls, path: Path, lock_path: Path) -> Store:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _lock(fd)
         except OSError as exc:
             os.close(fd)
             raise LockHeld(f"another receiver process holds {lock_path}") from exc
@@ -110,7 +80,11 @@ class Store:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA busy_timeout=5000")
-            conn.executescript(SCHEMA)
+            try:
+                migrate(conn)
+            except (StoreError, sqlite3.Error):
+                conn.close()
+                raise
         except StoreError:
             os.close(fd)
             raise
@@ -200,23 +174,31 @@ class Store:
 
     @staticmethod
     def _save_event(conn: sqlite3.Connection, item: dict[str, Any], now: int) -> bool:
-        seq = int(item["seq"])
+        seq, stream = int(item["seq"]), str(item["stream_id"])
         known = conn.execute(
-            "SELECT seq FROM events WHERE event_id = ?", (item["event_id"],)
+            "SELECT stream_id, seq FROM events WHERE event_id = ?", (item["event_id"],)
         ).fetchone()
-        holder = conn.execute("SELECT event_id FROM events WHERE seq = ?", (seq,)).fetchone()
+        holder = conn.execute(
+            "SELECT event_id FROM events WHERE stream_id = ? AND seq = ?", (stream, seq)
+        ).fetchone()
         if holder is not None and holder["event_id"] != item["event_id"]:
-            raise Halted("SEQ_CONFLICT", f"seq {seq} now names a different event")
+            raise Halted("SEQ_CONFLICT", f"seq {seq} of stream {stream} now names another event")
         if known is not None:
+            if known["stream_id"] != stream:
+                conn.execute(
+                    "UPDATE events SET stream_id = ?, seq = ? WHERE event_id = ?",
+                    (stream, seq, item["event_id"]),
+                )
             return False
         inbound = item["direction"] == "inbound"
         pending = inbound and item["type"] == "message"
         conn.execute(
-            "INSERT INTO events (event_id, seq, contact_id, type, direction, body, created_at,"
-            " contact_expires_at, receipted, pending, saved_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO events (event_id, stream_id, seq, contact_id, type, direction, body,"
+            " created_at, contact_expires_at, receipted, pending, saved_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 item["event_id"],
+                stream,
                 seq,
                 item["contact_id"],
                 item["type"],
@@ -231,15 +213,40 @@ class Store:
         )
         return True
 
-    def unreceipted(self, limit: int = 100) -> list[int]:
+    def unreceipted(self, limit: int = 100) -> list[tuple[int, str]]:
+        """(seq, event_id) of the current stream's events saved and not yet receipted."""
         found = self._query(
-            "SELECT seq FROM events WHERE receipted = 0 ORDER BY seq LIMIT ?", (limit,)
+            "SELECT seq, event_id FROM events WHERE receipted = 0 AND stream_id ="
+            " (SELECT json_extract(value, '$') FROM meta WHERE key = 'stream_id')"
+            " ORDER BY seq LIMIT ?",
+            (limit,),
         )
-        return [int(row["seq"]) for row in found]
+        return [(int(row["seq"]), str(row["event_id"])) for row in found]
 
     def mark_receipted(self, seqs: list[int]) -> None:
         with self.transaction() as conn:
-            conn.executemany("UPDATE events SET receipted = 1 WHERE seq = ?", [(s,) for s in seqs])
+            conn.executemany(
+                "UPDATE events SET receipted = 1 WHERE seq = ? AND stream_id ="
+                " (SELECT json_extract(value, '$') FROM meta WHERE key = 'stream_id')",
+                [(s,) for s in seqs],
+            )
+
+    def settle_orphans(self) -> int:
+        """After a changed stream was replayed to its end: events it did not replay are
+        history the platform no longer has. They stay for the owner to read, are never
+        receipted and are no longer waiting to be handled (no claim could name them).
+        Return how many there are."""
+        stream = self.meta("stream_id")
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE events SET pending = 0 WHERE stream_id != ? AND job_id IS NULL",
+                (stream,),
+            )
+            found = conn.execute(
+                "SELECT COUNT(*) FROM events WHERE stream_id != ?", (stream,)
+            ).fetchone()
+            self.set_meta(conn, "orphaned_events", int(found[0]))
+        return int(found[0])
 
     def contact_events(self, contact_id: str) -> list[dict[str, Any]]:
         return self._query("SELECT * FROM events WHERE contact_id = ? ORDER BY seq", (contact_id,))

@@ -2,9 +2,11 @@
 
 It reads the turn's user text; lines starting with `/` and a directive word are
 directives, run top to bottom; other lines are plain text, replied verbatim when the turn
-has no `/say`. Replies stream as `output_message` in_progress, deltas of at most 16
-characters, then `output_message` completed with the full text. It never pretends to be a
-model: usage without `/usage` is a word count, labelled `scripted-word-count`.
+has no `/say`. `/ack` replies one short line naming the last block of quoted (`> `)
+lines instead (the agent handler's offline reply for messaging). Replies stream as
+`output_message` in_progress, deltas of at most 16 characters, then `output_message`
+completed with the full text. It never pretends to be a model: usage without `/usage` is
+a word count, labelled `scripted-word-count`.
 """
 
 from __future__ import annotations
@@ -42,7 +44,11 @@ DIRECTIVES = (
     "fail",
     "usage",
     "stream",
+    "ack",
 )
+ACK_PREFIX = "Received: "
+ACK_SHOWN_CHARS = 60
+REPLIES = ("say", "stream", "ack")
 
 DECLARATION = AgentKindCapabilities(
     subagent_observations=False,
@@ -81,6 +87,27 @@ DECLARATION = AgentKindCapabilities(
 class Line:
     directive: str  # "" for plain text
     argument: str
+
+
+def acknowledgement(lines: list[Line]) -> str:
+    """`/ack`'s reply: one short line naming the last block of quoted (`> `) lines, or
+    an empty reply when there is none or it is itself an acknowledgement (so two
+    scripted agents acknowledging each other stop after one exchange)."""
+    blocks: list[list[str]] = []
+    previous = False
+    for line in lines:
+        quoted = not line.directive and line.argument.startswith("> ")
+        if quoted and not previous:
+            blocks.append([])
+        if quoted:
+            blocks[-1].append(line.argument[2:])
+        previous = quoted
+    block = blocks[-1] if blocks else []
+    received = " ".join(part.strip() for part in block).strip()
+    if not received or received.startswith(ACK_PREFIX):
+        return ""
+    shown = received[:ACK_SHOWN_CHARS] + ("..." if len(received) > ACK_SHOWN_CHARS else "")
+    return f'{ACK_PREFIX}"{shown}" ({len(received)} characters).'
 
 
 def parse(text: str) -> list[Line]:
@@ -164,8 +191,12 @@ class _ScriptedTurn:
     def _queue(self, text: str) -> None:
         """Add a set of lines; plain text becomes one reply when the set has no `/say`."""
         self._input_words += len(text.split())
-        lines = parse(text)
-        if not any(line.directive in ("say", "stream") for line in lines):
+        lines = [
+            Line("ack", acknowledgement(parsed)) if line.directive == "ack" else line
+            for parsed in [parse(text)]
+            for line in parsed
+        ]
+        if not any(line.directive in REPLIES for line in lines):
             plain = "\n".join(line.argument for line in lines if not line.directive)
             lines = [line for line in lines if line.directive]
             lines.append(Line("say", plain))
@@ -176,11 +207,13 @@ class _ScriptedTurn:
             self._queue(text_of(messages))
 
     def _final(self) -> bool:
-        return not any(line.directive in ("say", "stream") for line in self._lines)
+        return not any(line.directive in REPLIES for line in self._lines)
 
     async def _step(self, line: Line) -> None:
         if line.directive == "say":
             await self._reply(self._substitute(line.argument))
+        elif line.directive == "ack":
+            await self._reply(line.argument)  # quoted peer text: no substitution
         elif line.directive == "stream":
             await self._reply("x" * _int(line.argument, "stream"), max_delta=1)
         else:

@@ -169,7 +169,7 @@ class CommsApi:
         caller = await self._caller(request, write=True)
         body = await decode(request, OpenContact)
         view, replayed = await self._contacts.open(caller, body, idempotency_key(request))
-        return _message_response(view, replayed)
+        return message_response(view, replayed)
 
     async def communication(self, request: Request) -> Response:
         caller = await self._caller(request, write=False)
@@ -185,7 +185,7 @@ class CommsApi:
             idempotency_key(request),
             lease_headers(request),
         )
-        return _message_response(view, replayed)
+        return message_response(view, replayed)
 
     async def accept(self, request: Request) -> Response:
         caller = await self._caller(request, write=True)
@@ -243,7 +243,7 @@ class CommsApi:
         return json(await self._receivers.status(caller))
 
 
-def _message_response(view: dict[str, Any], replayed: bool) -> Response:
+def message_response(view: dict[str, Any], replayed: bool) -> Response:
     response = json(view)
     if replayed:
         response.headers["idempotent-replayed"] = "true"

@@ -8,6 +8,14 @@ API key (the same Bearer key the `/v1` API takes). corebox-only, so not under `/
     GET  /core/v1/comms/roles/{role_id}/instances
     POST /core/v1/comms/roles/{role_id}/primary        {instance_id, expected_epoch}
     POST /core/v1/comms/roles/{role_id}/rotate-stream  {expected_stream_id}
+    GET  /core/v1/comms/contacts                       the project's contacts
+    GET  /core/v1/comms/contacts/{contact_id}          one conversation, with statuses
+    POST /core/v1/comms/instances/{instance_id}/contacts
+                                                       {to_role_id, message}, Idempotency-Key
+    POST /core/v1/comms/instances/{instance_id}/contacts/{contact_id}/close
+
+The last two act as the project's instance, with its role's current primary epoch;
+the protocol's rules apply as to the instance's own calls.
 """
 
 from __future__ import annotations
@@ -18,19 +26,45 @@ from starlette.routing import Route
 
 from allinone.core.api.auth import project_of
 from allinone.core.api.common import json
-from allinone.core.api.comms import CommsApi, Handler, decode
+from allinone.core.api.comms import (
+    CommsApi,
+    Handler,
+    decode,
+    idempotency_key,
+    lease_headers,
+    message_response,
+)
+from allinone.core.comms.contacts import Contacts
+from allinone.core.comms.conversations import Conversations
 from allinone.core.comms.identities import Identities, render_role
-from allinone.core.comms.models import InstanceCreate, PrimarySet, RoleCreate, StreamRotate
+from allinone.core.comms.models import (
+    Close,
+    InstanceCreate,
+    OpenContact,
+    PrimarySet,
+    RoleCreate,
+    StreamRotate,
+)
 from allinone.core.comms.service import Comms
 from storage.database import Database
 
 PREFIX = "/core/v1/comms/roles"
+CONTACTS = "/core/v1/comms/contacts"
+INSTANCE = "/core/v1/comms/instances/{instance_id}"
 
 
 class OwnerApi:
-    def __init__(self, db: Database, identities: Identities) -> None:
+    def __init__(
+        self,
+        db: Database,
+        identities: Identities,
+        conversations: Conversations,
+        contacts: Contacts,
+    ) -> None:
         self._db = db
         self._identities = identities
+        self._conversations = conversations
+        self._contacts = contacts
 
     def routes(self) -> list[Route]:
         role = PREFIX + "/{role_id}"
@@ -42,6 +76,10 @@ class OwnerApi:
             (role + "/instances", self.list_instances, "GET"),
             (role + "/primary", self.set_primary, "POST"),
             (role + "/rotate-stream", self.rotate_stream, "POST"),
+            (CONTACTS, self.list_contacts, "GET"),
+            (CONTACTS + "/{contact_id}", self.conversation, "GET"),
+            (INSTANCE + "/contacts", self.open_contact, "POST"),
+            (INSTANCE + "/contacts/{contact_id}/close", self.close_contact, "POST"),
         ]
         return [Route(path, fn, methods=[method]) for path, fn, method in table]
 
@@ -86,6 +124,29 @@ class OwnerApi:
             await self._identities.rotate_stream(project, request.path_params["role_id"], body)
         )
 
+    async def list_contacts(self, request: Request) -> Response:
+        project = project_of(request)
+        return json({"object": "list", "data": await self._conversations.contacts(project)})
+
+    async def conversation(self, request: Request) -> Response:
+        project = project_of(request)
+        contact_id = request.path_params["contact_id"]
+        return json(await self._conversations.conversation(project, contact_id))
+
+    async def open_contact(self, request: Request) -> Response:
+        project = project_of(request)
+        caller = await self._conversations.as_instance(project, request.path_params["instance_id"])
+        body = await decode(request, OpenContact)
+        view, replayed = await self._contacts.open(caller, body, idempotency_key(request))
+        return message_response(view, replayed)
+
+    async def close_contact(self, request: Request) -> Response:
+        project = project_of(request)
+        caller = await self._conversations.as_instance(project, request.path_params["instance_id"])
+        await decode(request, Close)
+        contact_id = request.path_params["contact_id"]
+        return json(await self._contacts.close(caller, contact_id, lease_headers(request)))
+
 
 def comms_routes(comms: Comms, db: Database) -> list[Route]:
     """The routes of protocol 1.4 (`/api/v1`) and of the owner's identity management."""
@@ -97,4 +158,5 @@ def comms_routes(comms: Comms, db: Database) -> list[Route]:
         comms.receivers,
         comms.claims,
     )
-    return [*runtime_side.routes(), *OwnerApi(db, comms.identities).routes()]
+    owner_side = OwnerApi(db, comms.identities, comms.conversations, comms.contacts)
+    return [*runtime_side.routes(), *owner_side.routes()]

@@ -3,7 +3,8 @@
 `claim` grants a LEASE_SECONDS lease on a watermark (`through_seq`, an inbound event of
 the contact in the role's stream) to the role's primary instance. A retry with the same
 lease is safe; `renew` extends it while it is valid; another lease while one is valid
-gets TASK_BUSY; a new lease increments `lease_epoch` (compare-and-set), so an earlier
+gets TASK_BUSY (a lease granted under an earlier primary epoch is void and blocks no
+one); a new lease increments `lease_epoch` (compare-and-set), so an earlier
 executor's writes are refused. A watermark at or below the role's `handled_seq` gets
 TASK_ALREADY_HANDLED; leaving waiting_owner or failed needs resume and owner_confirmed.
 `progress` reports a phase for exactly the claimed watermark; waiting_reply and completed
@@ -18,7 +19,7 @@ from allinone.core.comms.contacts import member_contact
 from allinone.core.comms.errors import CommsError, PreconditionRequired, Rejected
 from allinone.core.comms.events import emit
 from allinone.core.comms.identities import Caller, writer_role
-from allinone.core.comms.leases import LeaseHeaders, lease_digest, require_lease
+from allinone.core.comms.leases import LeaseHeaders, is_live, lease_digest, require_lease
 from allinone.core.comms.limits import LEASE_ID, LEASE_SECONDS
 from allinone.core.comms.models import Claim, Progress
 from allinone.core.comms.states import (
@@ -87,7 +88,7 @@ class Claims:
             if body.expected_lease_epoch is not None and body.expected_lease_epoch != epoch:
                 raise _stale(epoch)
             if claim is not None:
-                self._check_competition(claim, body, now)
+                self._check_competition(claim, role, body, now)
             granted = {
                 "contact_id": contact_id,
                 "role_id": role["id"],
@@ -109,7 +110,9 @@ class Claims:
         return await self._db.write(job)
 
     @staticmethod
-    def _check_competition(claim: dict[str, Any], body: Claim, now: int) -> None:
+    def _check_competition(
+        claim: dict[str, Any], role: dict[str, Any], body: Claim, now: int
+    ) -> None:
         if body.through_seq <= claim["handled_seq"]:
             raise Rejected(
                 f"Events through seq {claim['handled_seq']} were already handled by this role.",
@@ -117,7 +120,7 @@ class Claims:
                 param="through_seq",
             )
         state = ClaimState(claim["state"])
-        if state is ClaimState.LEASED and now < claim["lease_expires_at"]:
+        if is_live(claim, role, now):
             raise Rejected(
                 f"Another executor holds this task until {claim['lease_expires_at']}.",
                 code="TASK_BUSY",

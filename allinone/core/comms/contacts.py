@@ -19,7 +19,7 @@ import msgspec
 from allinone.core.comms.errors import CommsError, Forbidden, NotFound, Rejected
 from allinone.core.comms.events import emit, peer_of
 from allinone.core.comms.identities import Caller, writer_role
-from allinone.core.comms.leases import LeaseHeaders, require_lease
+from allinone.core.comms.leases import LeaseHeaders, require_lease, require_lease_to_close
 from allinone.core.comms.limits import (
     ACCEPTED_REPLY_LIMIT,
     CONTACT_TTL_SECONDS,
@@ -269,13 +269,14 @@ class Contacts:
         return await self._db.write(job)
 
     async def close(self, caller: Caller, contact_id: str, lease: LeaseHeaders) -> dict[str, Any]:
-        """Close the contact; either party may. Closing a closed contact changes nothing."""
+        """Close the contact; either party may. Closing a closed contact changes nothing.
+        The lease is needed only while an executor of this role holds a live one."""
         now = self._clock.now()
 
         async def job(tx: Tx) -> dict[str, Any]:
             role = await writer_role(tx, caller, primary_only=True)
             contact = await member_contact(tx, contact_id, role["id"])
-            await require_lease(tx, contact_id, role, lease, now)
+            await require_lease_to_close(tx, contact_id, role, lease, now)
             if contact["state"] != ContactState.CLOSED:
                 check_writable(contact, now)
                 check_contact(contact["state"], ContactState.CLOSED)

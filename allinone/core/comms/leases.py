@@ -4,6 +4,11 @@ Once a role has claimed a contact, reply, close, accept and progress from that r
 the current lease (X-A2A-Task-Lease) and its epoch (X-A2A-Task-Epoch), unexpired and
 granted under the role's current primary epoch. There is no way around it: the check
 runs inside the write's transaction. Lease ids are compared as SHA-256 digests.
+
+A lease is live while its claim is `leased`, unexpired and granted under the role's
+current primary epoch; only a live lease excludes others. Closing, which either party
+may always do, needs the lease only while one is live: a role whose lease expired, or
+whose executor finished or handed the task to the owner, closes without one.
 """
 
 from __future__ import annotations
@@ -57,3 +62,23 @@ async def require_lease(
             "The lease has expired; claim again with a new lease_id.", code="TASK_LEASE_EXPIRED"
         )
     return claim
+
+
+def is_live(claim: dict[str, Any], role: dict[str, Any], now: int) -> bool:
+    """Whether an executor holds the claim now: leased, unexpired and granted under the
+    role's current primary epoch (a primary switch voids the old primary's lease)."""
+    return bool(
+        claim["state"] == "leased"
+        and now < claim["lease_expires_at"]
+        and claim["primary_epoch"] == role["primary_epoch"]
+    )
+
+
+async def require_lease_to_close(
+    tx: Tx, contact_id: str, role: dict[str, Any], lease: LeaseHeaders, now: int
+) -> None:
+    """Closing needs the current lease only while an executor holds a live one."""
+    claim = await claim_rows.get(tx, contact_id, role["id"])
+    if claim is None or not is_live(claim, role, now):
+        return
+    await require_lease(tx, contact_id, role, lease, now)

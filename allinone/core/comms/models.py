@@ -52,6 +52,8 @@ class Progress(msgspec.Struct, forbid_unknown_fields=True):
 class Receipts(msgspec.Struct, forbid_unknown_fields=True):
     event_seqs: Annotated[list[Seq], msgspec.Meta(min_length=1, max_length=MAX_RECEIPT_SEQS)]
     persisted: bool
+    stream_id: Id | None = None
+    event_ids: Annotated[list[Id], msgspec.Meta(max_length=MAX_RECEIPT_SEQS)] | None = None
 
 
 class ReceiverReport(msgspec.Struct, forbid_unknown_fields=True):

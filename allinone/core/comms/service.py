@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from allinone.core.comms.claims import Claims
 from allinone.core.comms.contacts import Contacts
+from allinone.core.comms.conversations import Conversations
 from allinone.core.comms.events import Events
 from allinone.core.comms.identities import Identities
 from allinone.core.comms.receipts import Receipts
@@ -26,6 +27,7 @@ class Comms:
         self.receivers = Receivers(db, clock)
         self.claims = Claims(db, ids, clock)
         self.retention = Retention(db, clock)
+        self.conversations = Conversations(db, clock)
 
     async def sweep(self) -> None:
         """The scheduler's retention job."""

@@ -33,7 +33,7 @@ def test_claim_retry_renew_and_competition(server: Server) -> None:
     assert bob.claim(contact, new_lease(), seq + 1000).code == "INVALID_WATERMARK"
 
 
-def test_a_second_instance_gets_task_busy_while_the_lease_holds(server: Server) -> None:
+def test_a_primary_switch_voids_the_old_primarys_lease(server: Server) -> None:
     owner = Owner(server.base_url)
     alice, _ = pair(server.base_url, owner)
     role = owner.role("pair-of-instances")
@@ -45,12 +45,17 @@ def test_a_second_instance_gets_task_busy_while_the_lease_holds(server: Server) 
     seq = one.inbound(contact)[0]["seq"]
     lease_id = new_lease()
     claim = one.claim(contact, lease_id, seq).body
+    assert two.claim(contact, new_lease(), seq).code == "NOT_PRIMARY_INSTANCE"
     assert owner.set_primary(role["id"], two.instance_id, expected_epoch=1).status == 200
-    busy = two.claim(contact, new_lease(), seq)
-    assert busy.status == 409 and busy.code == "TASK_BUSY"
-    # The old primary's lease no longer writes anything.
+    # The old primary's lease no longer writes anything, and no longer blocks the new
+    # primary: its claim takes the task at once with the next lease epoch.
     old = one.reply(contact, "late", lease=(lease_id, claim["lease_epoch"]))
     assert old.status == 403 and old.code == "NOT_PRIMARY_INSTANCE"
+    taken = two.claim(contact, new_lease(), seq)
+    assert taken.status == 200, taken.body
+    assert taken.body["lease_epoch"] == claim["lease_epoch"] + 1
+    busy = two.claim(contact, new_lease(), seq)
+    assert busy.status == 409 and busy.code == "TASK_BUSY"
 
 
 def test_once_claimed_writes_need_the_current_lease_and_epoch(server: Server) -> None:

@@ -108,6 +108,29 @@ def test_leases_last_300_seconds(tmp_path: Path) -> None:
     run(tmp_path, scenario)
 
 
+def test_a_role_whose_lease_expired_can_still_close_the_contact(tmp_path: Path) -> None:
+    async def scenario(comms: Comms, alice: Caller, bob: Caller, clock: ManualClock) -> None:
+        opened, _ = await comms.contacts.open(alice, OpenContact(bob.role_id, "hi"), "k")
+        contact = opened["contact_id"]
+        await comms.claims.claim(bob, contact, Claim(lease(1), 1))
+        held = LeaseHeaders(lease(1), 1)
+        await comms.claims.progress(bob, contact, Progress(1, "processing"), held)
+        # While the lease is live, closing needs it.
+        without = comms.contacts.close(bob, contact, LeaseHeaders())
+        assert await _code(without) == "TASK_LEASE_REQUIRED"
+        await comms.claims.progress(bob, contact, Progress(1, "completed"), held)
+        clock.at += 300
+        # Everything handled, the lease expired: no new claim is possible, and the
+        # expired lease, or none, still closes the contact.
+        again = comms.claims.claim(bob, contact, Claim(lease(2), 1))
+        assert await _code(again) == "TASK_ALREADY_HANDLED"
+        closed = await comms.contacts.close(bob, contact, held)
+        assert closed["state"] == "closed" and closed["closed_by"] == "self"
+        assert (await comms.contacts.close(bob, contact, LeaseHeaders()))["state"] == "closed"
+
+    run(tmp_path, scenario)
+
+
 def test_receiver_reports_go_stale_after_120_seconds(tmp_path: Path) -> None:
     async def scenario(comms: Comms, alice: Caller, bob: Caller, clock: ManualClock) -> None:
         await comms.receivers.report(alice, ReceiverReport("polling", "configured", True))

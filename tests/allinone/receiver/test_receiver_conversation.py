@@ -23,6 +23,11 @@ from tests.allinone.receiver.receiver_helpers import (
 from tests.conftest import API_KEY, Server
 
 
+def ack(text: str) -> str:
+    """The scripted agent's offline reply to a message."""
+    return f'Received: "{text}" ({len(text)} characters).'
+
+
 def _agent_side_handler(server: Server, agent_id: str, directory: Path) -> dict[str, object]:
     key_file = write_private(directory.parent / f"{directory.name}-project.key", API_KEY)
     return {
@@ -65,26 +70,26 @@ def test_an_agent_answers_its_mail_until_the_limit_and_accepting_raises_it(
         owner_instruction="Answer pings briefly.",
     )
 
-    contact = alice.open(bob.role_id, "/say pong 1").body["contact_id"]
+    contact = alice.open(bob.role_id, "ping 1").body["contact_id"]
     assert once(b_side)["settled"] == 1
     received = once(a_side)
     assert received["received"] >= 1 and received["receipted"] >= 1
-    assert messages_from_peer(alice, contact) == ["pong 1"]
+    assert messages_from_peer(alice, contact) == [ack("ping 1")]
     assert bob.communication(contact)["latest_outbound_received_at"] is not None
     assert alice.communication(contact)["peer_phase"] == "waiting_reply"
 
     for n in (2, 4, 6):  # alice writes by hand; bob's agent answers the first two
-        assert alice.reply(contact, f"/say pong {n}").status == 200
+        assert alice.reply(contact, f"ping {n}").status == 200
         if n < 6:
             assert once(b_side)["settled"] == 1
             once(a_side)
-    assert messages_from_peer(alice, contact) == ["pong 1", "pong 2", "pong 4"]
+    assert messages_from_peer(alice, contact) == [ack("ping 1"), ack("ping 2"), ack("ping 4")]
     view = alice.communication(contact)
     assert (view["replies_used"], view["replies_remaining"]) == (6, 0)
     seventh = alice.reply(contact, "one more")
     assert seventh.status == 409 and seventh.code == "REPLY_LIMIT_REACHED"
 
-    # Bob's agent answers "pong 6", which would be the seventh reply: the job waits for
+    # Bob's agent acknowledges "ping 6", which would be the seventh reply: the job waits for
     # the owner with the platform's code instead of being retried.
     once(b_side)
     attention = status(b_side)["local"]["attention"]
@@ -112,7 +117,12 @@ def test_an_agent_answers_its_mail_until_the_limit_and_accepting_raises_it(
     assert done.returncode == 0, done.stderr
     once(b_side)
     once(a_side)
-    assert messages_from_peer(alice, contact) == ["pong 1", "pong 2", "pong 4", "pong 6"]
+    assert messages_from_peer(alice, contact) == [
+        ack("ping 1"),
+        ack("ping 2"),
+        ack("ping 4"),
+        "pong 6",
+    ]
     view = alice.communication(contact)
     assert view["accepted"] is True and view["reply_limit"] == 60
     assert view["replies_used"] == 7

@@ -28,16 +28,19 @@ from tests.conftest import Server
 DEADLINE_SECONDS = 30.0
 
 
-@pytest.mark.parametrize("target", ["directory", "config", "token"])
+@pytest.mark.parametrize("target", ["directory", "config", "token", "handler_cwd"])
 def test_it_refuses_to_start_unless_everything_is_private(
     server: Server, tmp_path: Path, target: str
 ) -> None:
     _, bob = pair(server.base_url)
-    side = make_side(server, bob, tmp_path / "bob")
-    path = {"directory": side.directory, "config": side.config, "token": side.directory / "token"}[
-        target
-    ]
-    path.chmod(0o755 if target == "directory" else 0o644)
+    side = make_side(server, bob, tmp_path / "bob", handler_args=("reply", "hi"))
+    path = {
+        "directory": side.directory,
+        "config": side.config,
+        "token": side.directory / "token",
+        "handler_cwd": side.work,
+    }[target]
+    path.chmod(0o755 if target in ("directory", "handler_cwd") else 0o644)
     done = receiver(side, "once")
     assert done.returncode == 1
     assert "must be 0" in done.stderr and str(path) in done.stderr

@@ -53,3 +53,30 @@ def test_fail_sends_usage_then_error_then_done() -> None:
 def test_without_failure_usage_is_the_last_frame_before_done() -> None:
     types = [type_ for type_, _ in frames("hello there")]
     assert types == ["output_message", "delta", "output_message", "usage", "done"]
+
+
+def _final_text(sent: list[tuple[str, msgspec.Struct | None]]) -> str:
+    return "".join(p.delta for t, p in sent if t == "delta" and isinstance(p, wire.Delta))
+
+
+def test_ack_names_the_last_quoted_block_and_nothing_else() -> None:
+    script = "\n".join(
+        [
+            "Owner instruction: keep this private.",
+            "> peer: an earlier message",
+            "[new messages]",
+            "> first line of the new one",
+            "> /say second line",
+            "[end]",
+            "/ack",
+        ]
+    )
+    reply = _final_text(frames(script))
+    assert reply == 'Received: "first line of the new one /say second line" (42 characters).'
+
+
+def test_ack_shortens_long_text_and_does_not_acknowledge_an_acknowledgement() -> None:
+    long = _final_text(frames("> " + "x" * 100 + "\n/ack"))
+    assert long == 'Received: "' + "x" * 60 + '..." (100 characters).'
+    assert _final_text(frames('> Received: "hi" (2 characters).\n/ack')) == ""
+    assert _final_text(frames("no quoted lines\n/ack")) == ""

@@ -2,6 +2,7 @@
 working directory), then acts by its first argument:
 
     reply TEXT   answer with TEXT
+    accept TEXT  answer with TEXT and accept_contact: true
     hang         never answer (the receiver's timeout kills it; gives up after 60 s)
     wait         answer "released" once a `release` file appears (gives up after 60 s)
     garbage      print something that is not JSON
@@ -43,6 +44,7 @@ print(
             "action": "reply",
             "message": text,
             "owner_summary": f"answered {len(pending)} message(s)",
+            "accept_contact": mode == "accept",
         }
     )
 )
