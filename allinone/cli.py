@@ -82,8 +82,7 @@ def _parser() -> argparse.ArgumentParser:
 
 # Client libraries that log request bodies or URLs below warning: a prompt or an API key
 # must never reach the log, whatever the log level.
-# aiosqlite logs every statement with its parameters (prompts, file contents) at debug.
-QUIET_LIBRARIES = ("openai", "httpx", "httpx2", "httpcore", "httpcore2", "mcp", "aiosqlite")
+QUIET_LIBRARIES = ("openai", "httpx", "httpx2", "httpcore", "httpcore2", "mcp")
 
 
 def _quiet_libraries() -> None:

@@ -147,7 +147,8 @@ class Daemon:
             data = codec.encode(payload, id_).decode()
             assert codec.type_of(payload) == type_, "the payload names its own type"
             async with lock:
-                await asyncio.wait_for(socket.send(data), limits.WRITE_DEADLINE_SECONDS)
+                async with asyncio.timeout(limits.WRITE_DEADLINE_SECONDS):
+                    await socket.send(data)
 
         dispatcher = Dispatcher(
             self._harnesses,

@@ -183,7 +183,8 @@ class Dispatcher:
             else limits.WRITE_DEADLINE_SECONDS
         )
         try:
-            await asyncio.wait_for(self._send(type_, id_, payload), deadline)
+            async with asyncio.timeout(deadline):
+                await self._send(type_, id_, payload)
         except Exception:
             log.warning("%s for %s could not be sent", type_, id_)
 

@@ -9,6 +9,11 @@ Contract:
   run after the commit, before the caller is resumed.
 - `read(job)` runs `job(conn)` on a reader connection; in WAL mode it sees every
   transaction committed before it started.
+- Each connection belongs to one thread of its own. A job runs whole on that thread: a
+  writer batch (every job, savepoint and the COMMIT) or a read job is one hand-off from
+  the event loop, not one per statement. Jobs are coroutines that await only their `Tx`
+  or `Reader` (whose methods never suspend), so the thread drives each one to its end
+  synchronously; a job that awaits anything else is a programming error, raised as one.
 - A disk or file fault (full, read-only, I/O error, locked) raises `StorageUnavailable`
   from `write` and `read`; nothing of the failed transaction was committed. `failure`
   names the last write fault until a later (non-probe) write commits, and
@@ -23,11 +28,10 @@ import contextlib
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
-
-import aiosqlite
 
 from storage import migrations
 from storage.errors import Conflict, StorageError, StorageUnavailable, translate
@@ -42,71 +46,121 @@ BLOB_CHUNK_BYTES = 256 * 1024
 
 
 class Tx:
-    """The writer's view of one job inside a group-committed transaction."""
+    """The writer's view of one job inside a group-committed transaction. Its methods are
+    coroutines that never suspend: the job runs on the writer's thread."""
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
+    def __init__(self, conn: _Connection) -> None:
         self._conn = conn
         self._after: list[Callable[[], None]] = []
 
     async def execute(self, sql: str, params: Iterable[Any] = ()) -> int:
         """Run one statement; return the number of rows it changed."""
         try:
-            cursor = await self._conn.execute(sql, tuple(params))
+            return self._conn.execute(sql, params).rowcount
         except sqlite3.IntegrityError as exc:
             raise Conflict(str(exc)) from exc
-        # One hop to the database thread per statement: the cursor is not closed
-        # explicitly (it holds no resources once the statement has run).
-        return cursor.rowcount
 
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
-        rows = await self._conn.execute_fetchall(sql, tuple(params))
-        return next(iter(rows), None)
+        row: sqlite3.Row | None = self._conn.execute(sql, params).fetchone()
+        return row
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        return list(await self._conn.execute_fetchall(sql, tuple(params)))
+        return self._conn.execute(sql, params).fetchall()
 
     async def insert(self, sql: str, params: Iterable[Any] = ()) -> int:
         """Run one INSERT; return the new row's rowid."""
         try:
-            cursor = await self._conn.execute(sql, tuple(params))
+            rowid = self._conn.execute(sql, params).lastrowid
         except sqlite3.IntegrityError as exc:
             raise Conflict(str(exc)) from exc
-        rowid = cursor.lastrowid
         assert rowid is not None
         return rowid
 
     async def write_blob(self, table: str, column: str, rowid: int, source: BinaryIO) -> None:
         """Copy `source`, from its current position to its end, into the blob
         `table.column` of row `rowid`, which must hold exactly that many bytes already
-        (inserted as `zeroblob(n)`). The copy runs in the database thread one chunk at
-        a time: the content never sits in memory whole."""
-
-        def copy(conn: sqlite3.Connection) -> None:
-            with conn.blobopen(table, column, rowid) as blob:
-                while chunk := source.read(BLOB_CHUNK_BYTES):
-                    blob.write(chunk)
-
-        # aiosqlite offers no blob API: the copy is queued on its connection's thread,
-        # the only thread that may use the sqlite3 connection.
-        await self._conn._execute(copy, self._conn._conn)  # type: ignore[no-untyped-call]
+        (inserted as `zeroblob(n)`), one chunk at a time: the content never sits in
+        memory whole."""
+        with self._conn.conn.blobopen(table, column, rowid) as blob:
+            while chunk := source.read(BLOB_CHUNK_BYTES):
+                blob.write(chunk)
 
     def after_commit(self, callback: Callable[[], None]) -> None:
-        """Run `callback` once this job's transaction has committed."""
+        """Run `callback` once this job's transaction has committed (on the event loop)."""
         self._after.append(callback)
 
 
 class Reader:
-    """A read-only view over a reader connection."""
+    """A read-only view over a reader connection; its methods never suspend."""
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
+    def __init__(self, conn: _Connection) -> None:
         self._conn = conn
 
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
-        rows = await self._conn.execute_fetchall(sql, tuple(params))
-        return next(iter(rows), None)
+        row: sqlite3.Row | None = self._conn.execute(sql, params).fetchone()
+        return row
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        return list(await self._conn.execute_fetchall(sql, tuple(params)))
+        return self._conn.execute(sql, params).fetchall()
+
+
+class JobSuspended(RuntimeError):
+    """A storage job awaited something other than its `Tx` or `Reader`."""
+
+
+def _drive(job: Awaitable[T]) -> T:
+    """Run a job to its end on the calling thread. It awaits only methods that never
+    suspend, so its first step finishes it; one that suspends is closed and refused."""
+    steps = job.__await__()
+    try:
+        next(steps)
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
+    close = getattr(steps, "close", None)
+    if close is not None:
+        close()
+    raise JobSuspended("a storage job may await only its transaction or reader")
+
+
+class _Connection:
+    """A sqlite3 connection, the one thread that uses it, and how many statements and jobs
+    it ran (counted on that thread only)."""
+
+    def __init__(self, conn: sqlite3.Connection, thread: ThreadPoolExecutor) -> None:
+        self.conn = conn
+        self._thread = thread
+        self.statements = 0
+        self.jobs = 0
+
+    def execute(self, sql: str, params: Iterable[Any]) -> sqlite3.Cursor:
+        self.statements += 1
+        return self.conn.execute(sql, tuple(params))
+
+    def job(self, fn: Callable[[Reader], Awaitable[T]]) -> T:
+        """On this connection's thread: one read job, whole."""
+        self.jobs += 1
+        return _drive(fn(Reader(self)))
+
+    @classmethod
+    async def open(cls, path: Path, synchronous: str, name: str) -> _Connection:
+        thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        try:
+            loop = asyncio.get_running_loop()
+            conn = await loop.run_in_executor(thread, _connect, path, synchronous)
+        except BaseException:
+            thread.shutdown(wait=False)
+            raise
+        return cls(conn, thread)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
+
+    async def close(self) -> None:
+        try:
+            await self.run(self.conn.close)
+        finally:
+            self._thread.shutdown(wait=False)
 
 
 @dataclass
@@ -126,8 +180,8 @@ class Database:
     def __init__(
         self,
         path: Path,
-        writer: aiosqlite.Connection,
-        readers: list[aiosqlite.Connection],
+        writer: _Connection,
+        readers: list[_Connection],
         schema_version: int,
     ) -> None:
         self.path = path
@@ -147,8 +201,11 @@ class Database:
         """Open (creating if needed) and migrate the database file at `path`."""
         try:
             version = await asyncio.to_thread(_migrate, path)
-            writer = await _connect(path, synchronous)
-            reader_conns = [await _connect(path, synchronous) for _ in range(readers)]
+            writer = await _Connection.open(path, synchronous, "storage-writer")
+            reader_conns = [
+                await _Connection.open(path, synchronous, f"storage-reader-{n}")
+                for n in range(readers)
+            ]
         except sqlite3.Error as exc:
             raise StorageUnavailable(f"cannot open database {path}: {exc}") from exc
         except OSError as exc:
@@ -158,6 +215,18 @@ class Database:
         db = cls(path, writer, reader_conns, version)
         db._task = asyncio.create_task(db._run_writer(), name="storage-writer")
         return db
+
+    def counters(self) -> dict[str, int]:
+        """What this database did since it opened: group commits, write and read jobs, and
+        the statements they ran (the figures the benchmarks divide per turn)."""
+        readers = self._readers
+        return {
+            "commits": self.commits,
+            "write_jobs": self._writer.jobs,
+            "write_statements": self._writer.statements,
+            "read_jobs": sum(r.jobs for r in readers),
+            "read_statements": sum(r.statements for r in readers),
+        }
 
     async def write(self, fn: Callable[[Tx], Awaitable[T]], *, probe: bool = False) -> T:
         """Run `fn` in a group-committed transaction; return once it is durable.
@@ -193,7 +262,7 @@ class Database:
         conn = self._readers[self._next_reader % len(self._readers)]
         self._next_reader += 1
         try:
-            return await fn(Reader(conn))
+            return await conn.run(conn.job, fn)
         except sqlite3.Error as exc:
             raise translate(exc) from exc
 
@@ -227,31 +296,17 @@ class Database:
                     self._queue.task_done()
 
     async def _commit_batch(self, batch: list[_Job]) -> None:
-        conn = self._writer
-        fault: StorageUnavailable | None = None  # a job met a disk fault: remembered
         try:
-            await conn.execute("BEGIN IMMEDIATE")
-            for index, job in enumerate(batch):
-                if job.future.cancelled():
-                    continue
-                savepoint = f"job{index}"
-                await conn.execute(f"SAVEPOINT {savepoint}")
-                job.tx = Tx(conn)
-                try:
-                    job.result = await job.fn(job.tx)
-                except Exception as exc:
-                    job.error = translate(exc) if isinstance(exc, sqlite3.Error) else exc
-                    if isinstance(job.error, StorageUnavailable):
-                        fault = job.error
-                    await conn.execute(f"ROLLBACK TO {savepoint}")
-                await conn.execute(f"RELEASE {savepoint}")
-            await conn.execute("COMMIT")
+            fault = await self._writer.run(self._run_batch, batch)
             self.commits += 1
         except sqlite3.Error as exc:
-            error = fault or translate(exc, "commit failed")
+            error = translate(exc, "commit failed")
+            fault = next(
+                (job.error for job in batch if isinstance(job.error, StorageUnavailable)),
+                None,
+            )
+            error = fault or error
             log.error("storage commit failed: %s", error)
-            with contextlib.suppress(sqlite3.Error):
-                await conn.execute("ROLLBACK")
             self._failed(error)
             for job in batch:
                 if not job.future.done():
@@ -274,6 +329,36 @@ class Database:
                     except Exception:
                         log.exception("after-commit callback failed")
             job.future.set_result(job.result)
+
+    def _run_batch(self, batch: list[_Job]) -> StorageUnavailable | None:
+        """On the writer's thread: every job of `batch` in its own savepoint, then one
+        COMMIT. Returns the disk fault a job met, if any; raises what the COMMIT raised
+        (after rolling the transaction back)."""
+        conn = self._writer.conn
+        fault: StorageUnavailable | None = None
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for index, job in enumerate(batch):
+                if job.future.cancelled():
+                    continue
+                savepoint = f"job{index}"
+                conn.execute(f"SAVEPOINT {savepoint}")
+                job.tx = Tx(self._writer)
+                self._writer.jobs += 1
+                try:
+                    job.result = _drive(job.fn(job.tx))
+                except Exception as exc:
+                    job.error = translate(exc) if isinstance(exc, sqlite3.Error) else exc
+                    if isinstance(job.error, StorageUnavailable):
+                        fault = job.error
+                    conn.execute(f"ROLLBACK TO {savepoint}")
+                conn.execute(f"RELEASE {savepoint}")
+            conn.execute("COMMIT")
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+        return fault
 
     def _failed(self, error: StorageError) -> None:
         if isinstance(error, StorageUnavailable):
@@ -307,11 +392,12 @@ def _migrate(path: Path) -> int:
         conn.close()
 
 
-async def _connect(path: Path, synchronous: str) -> aiosqlite.Connection:
-    conn = await aiosqlite.connect(path, isolation_level=None)
+def _connect(path: Path, synchronous: str) -> sqlite3.Connection:
+    # Made on the thread that will use it; sqlite3's own check stays on.
+    conn = sqlite3.connect(path, isolation_level=None)
     conn.row_factory = sqlite3.Row
-    await conn.execute("PRAGMA journal_mode=WAL")
-    await conn.execute(f"PRAGMA synchronous={synchronous}")
-    await conn.execute("PRAGMA foreign_keys=ON")
-    await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={synchronous}")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     return conn

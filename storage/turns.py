@@ -11,8 +11,6 @@ from typing import Any
 from storage.database import Tx
 from storage.rows import Queryable, dumps, record
 
-ACTIVE = ("queued", "in_progress", "waiting")
-
 
 async def insert(tx: Tx, turn_id: str, session_id: str, agent_id: str, now: int) -> None:
     await tx.execute(
@@ -28,8 +26,12 @@ async def get(q: Queryable, turn_id: str) -> dict[str, Any] | None:
 
 
 async def active(q: Queryable, session_id: str) -> dict[str, Any] | None:
+    # The condition repeats the partial unique index's own, word for word, so SQLite
+    # answers from that index instead of reading every turn of the session.
     row = await q.fetchone(
-        "SELECT * FROM turns WHERE session_id = ? AND status IN (?, ?, ?)", (session_id, *ACTIVE)
+        "SELECT * FROM turns WHERE session_id = ?"
+        " AND status IN ('queued', 'in_progress', 'waiting')",
+        (session_id,),
     )
     return record(row, ("usage",))
 
@@ -43,21 +45,19 @@ async def latest(q: Queryable, session_id: str) -> dict[str, Any] | None:
 
 
 async def usage_total(q: Queryable, session_id: str) -> dict[str, Any] | None:
-    """The sum of the session's turn usages, computed in one query; None (unknown, never
-    zero) while any turn is active or ended unmeasured, or when there is no turn."""
+    """The sum of the session's turn usages, from the running total the database keeps
+    (migration 21's triggers); None (unknown, never zero) while any turn is active or
+    ended unmeasured, or when there is no turn."""
     row = await q.fetchone(
-        "SELECT COUNT(*) AS turns,"
-        " COALESCE(SUM(status IN ('queued', 'in_progress', 'waiting') OR usage IS NULL), 0)"
-        " AS unknown,"
-        " SUM(json_extract(usage, '$.input_tokens')) AS input,"
-        " SUM(json_extract(usage, '$.input_tokens_details.cached_tokens')) AS cached,"
-        " SUM(json_extract(usage, '$.output_tokens')) AS output,"
-        " SUM(json_extract(usage, '$.output_tokens_details.reasoning_tokens')) AS reasoning,"
-        " SUM(json_extract(usage, '$.total_tokens')) AS total"
-        " FROM turns WHERE session_id = ?",
+        "SELECT s.usage_turns AS turns, s.usage_unmeasured AS unmeasured,"
+        " s.usage_input AS input, s.usage_cached AS cached, s.usage_output AS output,"
+        " s.usage_reasoning AS reasoning, s.usage_total AS total,"
+        " EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id"
+        " AND t.status IN ('queued', 'in_progress', 'waiting')) AS active"
+        " FROM sessions s WHERE s.id = ?",
         (session_id,),
     )
-    if row is None or not row["turns"] or row["unknown"]:
+    if row is None or not row["turns"] or row["unmeasured"] or row["active"]:
         return None
     return {
         "input_tokens": row["input"],

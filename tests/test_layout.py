@@ -46,11 +46,11 @@ def test_storage_never_imports_core_or_runtime() -> None:
             assert not name.startswith(("allinone", "runtime")), f"{path}: imports {name}"
 
 
-def test_storage_imports_only_stdlib_aiosqlite_and_msgspec() -> None:
+def test_storage_imports_only_stdlib_and_msgspec() -> None:
     for path in modules("storage"):
         for name in imports_of(path):
             top = name.split(".")[0]
-            assert top in {"aiosqlite", "msgspec", "storage", "__future__"} or _stdlib(top), (
+            assert top in {"msgspec", "storage", "__future__"} or _stdlib(top), (
                 f"{path}: imports {name}"
             )
 

@@ -6,6 +6,7 @@ Without COREBOX_BINARY it runs `python -m allinone serve` from this checkout ins
 Every server gets a free loopback port, a fresh data directory and a clean environment.
 Measured:
 - cold start: process start to the first `GET /readyz` 200, median over fresh data dirs;
+  for the binary, beside a bare one-file hello built with the same options (its floor);
 - idle RSS: VmRSS from /proc after readiness. A PyInstaller one-file executable is a
   bootloader whose child process is the real server; both are reported, and the table's
   headline figure is the server process (the child when there is one);
@@ -219,7 +220,8 @@ class EventStream:
         self._conn.close()
 
 
-def turn_latencies(port: int, turns: int) -> list[float]:
+def new_session(port: int) -> str:
+    """A scripted session that ran its first turn to idle; its id."""
     # Sessions without an environment need initial input: run that first turn to idle on
     # the creation stream, which the server closes after it, so the session is idle.
     creation = EventStream(
@@ -246,6 +248,13 @@ def turn_latencies(port: int, turns: int) -> list[float]:
             event_type, _ = creation.next(deadline)
     finally:
         creation.close()
+    return session_id
+
+
+def turn_latencies(port: int, turns: int, session_id: str | None = None) -> list[float]:
+    """Latencies of `turns` one-line echo turns, one after another, on `session_id` (a new
+    session when None)."""
+    session_id = session_id or new_session(port)
     path = f"/v1/agents/sessions/{session_id}/events"
     stream = EventStream(port, "GET", path)
     poster = http.client.HTTPConnection("127.0.0.1", port, timeout=TURN_DEADLINE_SECONDS)
@@ -299,6 +308,38 @@ def mib(kib: int | None) -> str:
     return "n/a" if kib is None else f"{kib / 1024:.1f} MiB"
 
 
+HELLO = "import sys\nsys.stdout.write('hello\\n')\n"
+
+
+def bare_onefile_hello() -> Path:
+    """A one-file executable of a two-line script, built by PyInstaller with the options
+    `build/corebox.spec` uses (stripped, no UPX): the floor a one-file start cannot beat."""
+    work = ROOT / "build" / "work" / "hello"
+    work.mkdir(parents=True, exist_ok=True)
+    script = work / "hello.py"
+    script.write_text(HELLO)
+    subprocess.run(
+        [
+            sys.executable, "-m", "PyInstaller", "--onefile", "--strip", "--noupx",
+            "--log-level", "ERROR", "--noconfirm", "--distpath", str(work / "dist"),
+            "--workpath", str(work / "build"), "--specpath", str(work), str(script),
+        ],
+        check=True,
+    )  # fmt: skip
+    return work / "dist" / "hello"
+
+
+def hello_start_seconds(executable: Path, starts: int) -> float:
+    """Median seconds from process start to its exit, after one unmeasured run."""
+    subprocess.run([str(executable)], check=True, capture_output=True)
+    samples = []
+    for _ in range(starts):
+        started = time.monotonic()
+        subprocess.run([str(executable)], check=True, capture_output=True)
+        samples.append(time.monotonic() - started)
+    return statistics.median(samples)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--starts", type=int, default=3, help="cold starts to time")
@@ -335,6 +376,14 @@ def main() -> int:
         ),
         (f"idle RSS after readiness ({where})", mib(idle.server_kib)),
     ]
+    if os.environ.get("COREBOX_BINARY"):
+        hello = hello_start_seconds(bare_onefile_hello(), args.starts)
+        rows.append(
+            (
+                "  bare one-file hello start (same build options)",
+                f"{hello * 1000:.0f} ms; corebox ratio {statistics.median(starts) / hello:.2f}",
+            )
+        )
     if idle.server_is_child:
         rows.append(
             ("  bootloader RSS / total", f"{mib(idle.launcher_kib)} / {mib(idle.total_kib)}")

@@ -10,7 +10,6 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
-from allinone.core.api import openapi
 from allinone.core.api.auth import Keys, guard
 from allinone.core.api.bodies import BODY_IDLE_SECONDS, BODY_TOTAL_SECONDS, BodyDeadline
 from allinone.core.api.errors import (
@@ -54,10 +53,14 @@ def build_app(
     routes = literal_first(routes)
     if keys is not None:
         guard(routes, keys)
-    spec = msgspec.json.encode(openapi.document(routes))
+    spec: list[bytes] = []  # built by the first request for it, not at start-up
 
     async def openapi_json(request: Request) -> Response:
-        return Response(spec, media_type="application/json")
+        if not spec:
+            from allinone.core.api import openapi
+
+            spec.append(msgspec.json.encode(openapi.document(routes)))
+        return Response(spec[0], media_type="application/json")
 
     app = Starlette(
         routes=[*routes, Route("/openapi.json", openapi_json, methods=["GET"])],

@@ -85,8 +85,12 @@ class Connection:
             raise SendFailed(self.close_reason or CONNECTION_CLOSED)
         data = codec.encode(payload, id_)
         assert codec.type_of(payload) == type_, "the payload names its own type"
+        if not self.outbox.full():
+            self.outbox.put_nowait(data)  # the common case: no timer, no task
+            return
         try:
-            await asyncio.wait_for(self.outbox.put(data), limits.WRITE_DEADLINE_SECONDS)
+            async with asyncio.timeout(limits.WRITE_DEADLINE_SECONDS):
+                await self.outbox.put(data)
         except TimeoutError as exc:
             raise SendFailed("send_queue_full") from exc
 

@@ -170,7 +170,8 @@ class Gateway:
     async def _read(self, ws: WebSocket, connection: Connection) -> None:
         while not connection.closed.is_set():
             try:
-                message = await asyncio.wait_for(ws.receive(), limits.READ_TIMEOUT_SECONDS)
+                async with asyncio.timeout(limits.READ_TIMEOUT_SECONDS):
+                    message = await ws.receive()
             except (TimeoutError, WebSocketDisconnect):
                 return
             if message["type"] == "websocket.disconnect":
@@ -206,7 +207,8 @@ class Gateway:
             data = await connection.outbox.get()
             if data is None:
                 break
-            await asyncio.wait_for(ws.send_text(data.decode()), limits.WRITE_DEADLINE_SECONDS)
+            async with asyncio.timeout(limits.WRITE_DEADLINE_SECONDS):
+                await ws.send_text(data.decode())
         with contextlib.suppress(Exception):  # the peer may already be gone
             await ws.close(code=connection.close_code, reason=connection.close_reason)
 

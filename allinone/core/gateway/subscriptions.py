@@ -34,8 +34,12 @@ class _Subscription:
         """Deliver one frame; a reader that does not keep up within `timeout` overflows."""
         if self.closed:
             return
+        if not self._queue.full():
+            self._queue.put_nowait(item)  # the common case: no timer, no task
+            return
         try:
-            await asyncio.wait_for(self._queue.put(item), timeout)
+            async with asyncio.timeout(timeout):
+                await self._queue.put(item)
         except TimeoutError:
             self.fail("subscriber_overflow")
 
@@ -59,8 +63,10 @@ class _Subscription:
         """Return the next item, or None once closed (check `error`)."""
         if self.closed and self._queue.empty():
             return None
-        item = await asyncio.wait_for(self._queue.get(), timeout)
-        return item
+        if not self._queue.empty():
+            return self._queue.get_nowait()
+        async with asyncio.timeout(timeout):
+            return await self._queue.get()
 
     def drain_nowait(self) -> list[Any]:
         items: list[Any] = []

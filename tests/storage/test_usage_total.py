@@ -1,0 +1,176 @@
+"""A session's usage is a running total the database keeps: it must always equal the sum
+over the session's turns that it replaced, whatever way the turns arrive or end, and a
+database migrated from before the total existed starts from that sum."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from storage import Database, migrations, turns
+from storage.database import Tx
+
+TERMINAL = ("completed", "failed", "cancelled")
+USAGE_VERSION = 21  # the migration that introduced the running total
+
+# The sum over the turns, computed the way it was before the running total existed.
+ORACLE = (
+    "SELECT COUNT(*) AS turns,"
+    " COALESCE(SUM(status IN ('queued', 'in_progress', 'waiting') OR usage IS NULL), 0)"
+    " AS unknown,"
+    " SUM(json_extract(usage, '$.input_tokens')) AS input,"
+    " SUM(json_extract(usage, '$.input_tokens_details.cached_tokens')) AS cached,"
+    " SUM(json_extract(usage, '$.output_tokens')) AS output,"
+    " SUM(json_extract(usage, '$.output_tokens_details.reasoning_tokens')) AS reasoning,"
+    " SUM(json_extract(usage, '$.total_tokens')) AS total"
+    " FROM turns WHERE session_id = ?"
+)
+
+
+def oracle(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
+    conn.row_factory = sqlite3.Row
+    row = conn.execute(ORACLE, (session_id,)).fetchone()
+    if not row["turns"] or row["unknown"]:
+        return None
+    return {
+        "input_tokens": row["input"],
+        "input_tokens_details": {"cached_tokens": row["cached"]},
+        "output_tokens": row["output"],
+        "output_tokens_details": {"reasoning_tokens": row["reasoning"]},
+        "total_tokens": row["total"],
+    }
+
+
+def a_usage(rng: random.Random) -> str | None:
+    """A usage as harnesses report it: sometimes none, sometimes without the details."""
+    if rng.random() < 0.2:
+        return None
+    usage: dict[str, Any] = {
+        "input_tokens": rng.randint(0, 500),
+        "output_tokens": rng.randint(0, 500),
+        "total_tokens": rng.randint(0, 1000),
+    }
+    if rng.random() < 0.7:
+        usage["input_tokens_details"] = {"cached_tokens": rng.randint(0, 50)}
+        usage["output_tokens_details"] = {"reasoning_tokens": rng.randint(0, 50)}
+    return json.dumps(usage)
+
+
+def create_session(conn: sqlite3.Connection, session_id: str) -> None:
+    conn.execute("INSERT OR IGNORE INTO projects (id, name, created_at) VALUES ('p', 'p', 0)")
+    conn.execute(
+        "INSERT INTO sessions (id, project_id, agent_id, harness, created_at, last_active_at,"
+        " agent, environment, metadata, vault_ids) VALUES (?, 'p', 'a', 'scripted', 0, 0,"
+        " '{}', '{}', '{}', '[]')",
+        (session_id,),
+    )
+
+
+def play(conn: sqlite3.Connection, session_id: str, rng: random.Random, steps: int) -> None:
+    """Turns that run and end one at a time, and turns that arrive already ended (an
+    import or a copy does that), with and without usage."""
+    for n in range(steps):
+        turn_id = f"turn_{session_id}_{n}"
+        if rng.random() < 0.3:
+            conn.execute(
+                "INSERT INTO turns (id, session_id, agent_id, status, created_at, completed_at,"
+                " usage) VALUES (?, ?, 'a', ?, 0, 1, ?)",
+                (turn_id, session_id, rng.choice(TERMINAL), a_usage(rng)),
+            )
+            continue
+        conn.execute(
+            "INSERT INTO turns (id, session_id, agent_id, status, created_at)"
+            " VALUES (?, ?, 'a', 'queued', 0)",
+            (turn_id, session_id),
+        )
+        conn.execute("UPDATE turns SET status = 'in_progress' WHERE id = ?", (turn_id,))
+        conn.execute("UPDATE turns SET usage = ? WHERE id = ?", (a_usage(rng), turn_id))
+        conn.execute(
+            "UPDATE turns SET status = ?, completed_at = 1 WHERE id = ?",
+            (rng.choice(TERMINAL), turn_id),
+        )
+
+
+async def read_total(path: Path, session_id: str) -> dict[str, Any] | None:
+    db = await Database.open(path)
+    try:
+        return await db.read(lambda r: turns.usage_total(r, session_id))
+    finally:
+        await db.close()
+
+
+def test_the_running_total_equals_the_sum_over_the_turns(tmp_path: Path) -> None:
+    path = tmp_path / "usage.db"
+    asyncio.run(read_total(path, "none"))  # creates and migrates the file
+    conn = sqlite3.connect(path, isolation_level=None)
+    rng = random.Random(7)
+    checked = 0
+    for index in range(12):
+        session_id = f"sess_{index}"
+        create_session(conn, session_id)
+        assert asyncio.run(read_total(path, session_id)) is None  # no turn: unknown
+        play(conn, session_id, rng, rng.randint(1, 12))
+        assert asyncio.run(read_total(path, session_id)) == oracle(conn, session_id)
+        checked += oracle(conn, session_id) is not None
+    assert checked > 0  # some sessions had every turn measured: real sums were compared
+    conn.close()
+
+
+def test_an_active_turn_makes_the_total_unknown(tmp_path: Path) -> None:
+    path = tmp_path / "active.db"
+
+    async def main() -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        db = await Database.open(path)
+        try:
+
+            async def setup(tx: Tx) -> None:
+                await tx.execute("INSERT INTO projects (id, name, created_at) VALUES ('p', 'p', 0)")
+                await tx.execute(
+                    "INSERT INTO sessions (id, project_id, agent_id, harness, created_at,"
+                    " last_active_at, agent, environment, metadata, vault_ids)"
+                    " VALUES ('s', 'p', 'a', 'scripted', 0, 0, '{}', '{}', '{}', '[]')"
+                )
+                await tx.execute(
+                    "INSERT INTO turns (id, session_id, agent_id, status, created_at,"
+                    " completed_at, usage) VALUES ('t1', 's', 'a', 'completed', 0, 1, ?)",
+                    (json.dumps({"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}),),
+                )
+
+            await db.write(setup)
+            before = await db.read(lambda r: turns.usage_total(r, "s"))
+            await db.write(lambda tx: turns.insert(tx, "t2", "s", "a", 2))
+            during = await db.read(lambda r: turns.usage_total(r, "s"))
+            return before, during
+        finally:
+            await db.close()
+
+    before, during = asyncio.run(main())
+    assert before is not None and before["total_tokens"] == 3
+    assert during is None
+
+
+def test_a_database_from_before_the_total_is_migrated_to_the_sum(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER)")
+    for version, sql in migrations.available():
+        if version >= USAGE_VERSION:
+            break
+        for statement in migrations._statements(sql):
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_version VALUES (?, 0)", (version,))
+    rng = random.Random(11)
+    for index in range(6):
+        create_session(conn, f"sess_{index}")
+        play(conn, f"sess_{index}", rng, rng.randint(1, 10))
+    conn.close()
+
+    for index in range(6):
+        migrated = asyncio.run(read_total(path, f"sess_{index}"))
+        conn = sqlite3.connect(path)
+        assert migrated == oracle(conn, f"sess_{index}")
+        conn.close()
