@@ -12,6 +12,7 @@ from allinone.core.gateway.workspace import wire_uuid
 from allinone.core.orchestration.credentials import Resolved
 from runtime.proto import execution as wire_exec
 from runtime.proto.capabilities import ALWAYS_REQUIRED, missing_capabilities
+from runtime.proto.initialization import CapabilitySources, SkillMetadata
 
 
 def still_declared(connection: Connection, session: dict[str, Any]) -> bool:
@@ -60,10 +61,15 @@ def local_environment(session: dict[str, Any]) -> wire_exec.LocalEnvironment | N
     environment = session["environment"]
     if environment["type"] == "none":
         return None
+    skills = [
+        SkillMetadata(name=skill["name"], description=skill.get("description") or "")
+        for skill in environment.get("skills") or []
+    ]
     return wire_exec.LocalEnvironment(
         id=wire_uuid(session["environment_id"]),
         type=environment["type"],
         workspace_directory=environment.get("workspace_directory") or "",
+        capability_sources=CapabilitySources(skills=skills) if skills else None,
     )
 
 

@@ -17,6 +17,7 @@ from runtime.harness.builtin.conversation import Conversation
 from runtime.harness.builtin.mcp_servers import McpServers
 from runtime.harness.builtin.model import ModelProtocol, Settings
 from runtime.harness.builtin.responses import Responses
+from runtime.harness.builtin.skills import with_skills
 from runtime.harness.builtin.tools import Toolbox
 from runtime.harness.builtin.turn import BuiltinTurn
 from runtime.harness.builtin.workspace_tools import WorkspaceTools
@@ -44,7 +45,9 @@ class BuiltinExecutor:
             max_output_tokens=provider.max_output_tokens if provider else 0,
         )
         self._context_window = provider.context_window if provider else 0
-        self._conversation = Conversation(system_prompt=options.system_prompt)
+        self._conversation = Conversation(
+            system_prompt=with_skills(options.system_prompt, configuration)
+        )
         policy = (options.harness_config or {}).get("tool_policy") or {}
         self._command_policy = str(policy.get("run_command") or "ask")
 
