@@ -38,6 +38,7 @@ from allinone.core.api.projects import ProjectsApi
 from allinone.core.api.protocol import MAX_HEADER_BYTES, BoundedH11Protocol
 from allinone.core.api.sessions import SessionsApi
 from allinone.core.api.skills import SkillsApi
+from allinone.core.api.subagents import SubagentsApi
 from allinone.core.api.templates import TemplatesApi
 from allinone.core.api.traces import TracesApi
 from allinone.core.api.vaults import VaultsApi
@@ -299,6 +300,7 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         *EnvironmentsApi(db, d.environments, ids, clock).routes(),
         *SessionsApi(db, d.admission, d.hub, ids).routes(),
         *TracesApi(db).routes(),
+        *SubagentsApi(db).routes(),
         *AutomationsApi(db, d.automations, ids, clock, d.grants).routes(),
         *VaultsApi(db, VaultSecrets(db, d.sealer), ids, clock).routes(),
         *comms_routes(d.comms, db),

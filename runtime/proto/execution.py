@@ -199,6 +199,7 @@ class ExecutionConfiguration(msgspec.Struct, **_STRICT):
     observe_messages: bool = False
     observe_subagent_identities: bool = False
     disable_subagents: bool = False
+    max_concurrent_subagents: int = 0  # 0 = the harness's own bound
     disable_execution_environment: bool = False
     local_environment: LocalEnvironment | None = None
     require_existing_native_session: bool = False

@@ -1,4 +1,5 @@
--- corebox schema 18: skills, their immutable versions, and the bundles they hold.
+-- corebox schema 18: skills (their immutable versions and the bundles they hold), and
+-- the subagents harnesses open in sessions.
 -- A version's bundle is stored once per content (`skill_bodies`, keyed by SHA-256) and
 -- removed when no version refers to it any more.
 
@@ -32,3 +33,51 @@ CREATE TABLE skill_versions (
     created_at INTEGER NOT NULL,
     UNIQUE (skill_id, version)
 );
+
+-- Subagents a harness opened inside a session, their turns and items (what the
+-- `sessions.subagents.*` routes read). Native ids are the harness's own; each row has
+-- a public id of its own.
+
+CREATE TABLE subagents (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    parent_turn_id TEXT NOT NULL,
+    parent_agent_id TEXT NOT NULL,
+    native_id TEXT NOT NULL,
+    name TEXT,
+    instructions TEXT,
+    status TEXT NOT NULL CHECK (status IN ('active', 'closed')),
+    opened_at INTEGER NOT NULL,
+    closed_at INTEGER,
+    created_at INTEGER NOT NULL,
+    UNIQUE (session_id, native_id)
+);
+CREATE INDEX subagents_page ON subagents (session_id, created_at, id);
+
+CREATE TABLE subagent_turns (
+    id TEXT PRIMARY KEY,
+    subagent_id TEXT NOT NULL REFERENCES subagents(id),
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    native_id TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('in_progress', 'completed', 'failed', 'cancelled')),
+    created_at INTEGER NOT NULL,
+    started_at INTEGER,
+    completed_at INTEGER,
+    usage TEXT,
+    UNIQUE (subagent_id, native_id)
+);
+CREATE INDEX subagent_turns_page ON subagent_turns (subagent_id, created_at, id);
+
+CREATE TABLE subagent_items (
+    id TEXT PRIMARY KEY,
+    subagent_id TEXT NOT NULL REFERENCES subagents(id),
+    turn_id TEXT NOT NULL REFERENCES subagent_turns(id),
+    native_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    status TEXT,
+    payload TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    UNIQUE (turn_id, native_id)
+);
+CREATE INDEX subagent_items_page ON subagent_items (subagent_id, created_at, id);

@@ -13,7 +13,8 @@ from typing import Any
 
 from allinone.core.api import project_models as projects
 from allinone.core.api.environments import EnvironmentCreate, EnvironmentFileCreate
-from allinone.core.api.traces import SessionTrace, Subagent
+from allinone.core.api.subagents import Subagent
+from allinone.core.api.traces import SessionTrace
 from allinone.core.shapes import agent_resources as agents
 from allinone.core.shapes import automation_models as automations
 from allinone.core.shapes import skill_models as skills

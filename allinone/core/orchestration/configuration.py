@@ -80,6 +80,7 @@ def configuration(
     settings resolved for this execution (credentials.py)."""
     resolved = resolved or Resolved()
     agent = session["agent"]
+    multi_agent = agent.get("multi_agent") or {}
     text = agent.get("text") or {}
     text_format = text.get("format") or {}
     output_format = None
@@ -105,7 +106,11 @@ def configuration(
             reasoning_effort=(agent.get("reasoning") or {}).get("effort"),
         ),
         observe_messages=observe,
-        disable_subagents=not (agent.get("multi_agent") or {}).get("enabled", False),
+        disable_subagents=not multi_agent.get("enabled", False),
+        observe_subagent_identities=bool(multi_agent.get("enabled", False)),
+        max_concurrent_subagents=int(multi_agent.get("max_concurrent_subagents") or 0)
+        if multi_agent.get("enabled")
+        else 0,
         disable_execution_environment=session["environment"]["type"] == "none",
         local_environment=local_environment(session),
         function_tools=[
