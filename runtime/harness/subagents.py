@@ -7,8 +7,8 @@ order seed 000 requires: `subagent_identity`, `subagent_lifecycle` active,
 then `subagent_lifecycle` closed. A failing `answer` ends the subagent's turn `failed`
 (the subagent still closes) and the failure propagates to the caller.
 
-Harnesses call it only when Core enabled subagents for the execution
-(`disable_subagents` false); `allowed` says so.
+Harnesses call it only when Core enabled subagents for the execution; `allowed` says
+so.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ Answer = Callable[[str], Awaitable[str]]
 
 
 def allowed(configuration: ExecutionConfiguration) -> bool:
-    return not configuration.disable_subagents
+    """Subagents run only on Core's explicit opt-in: it asks to observe their
+    identities and has not disabled them."""
+    return configuration.observe_subagent_identities and not configuration.disable_subagents
 
 
 def _now_ms() -> int:

@@ -14,6 +14,7 @@ import openai
 from runtime.harness.base import RunContext
 from runtime.harness.builtin.chat import ChatCompletions
 from runtime.harness.builtin.conversation import Conversation
+from runtime.harness.builtin.delegation import Delegation
 from runtime.harness.builtin.mcp_servers import McpServers
 from runtime.harness.builtin.model import ModelProtocol, Settings
 from runtime.harness.builtin.responses import Responses
@@ -21,6 +22,7 @@ from runtime.harness.builtin.skills import with_skills
 from runtime.harness.builtin.tools import Toolbox
 from runtime.harness.builtin.turn import BuiltinTurn
 from runtime.harness.builtin.workspace_tools import WorkspaceTools
+from runtime.harness.subagents import allowed as subagents_allowed
 from runtime.proto.execution import ExecutionConfiguration, ModelProvider
 from runtime.proto.inputs import MessageInput
 
@@ -67,7 +69,19 @@ class BuiltinExecutor:
                 context,
                 self._conversation,
                 self._protocol,
-                Toolbox(self._configuration.function_tools, mcp, workspace),
+                Toolbox(
+                    self._configuration.function_tools,
+                    mcp,
+                    workspace,
+                    Delegation(
+                        self._configuration,
+                        self._protocol,
+                        self._settings,
+                        self._conversation.system_prompt,
+                    )
+                    if subagents_allowed(self._configuration)
+                    else None,
+                ),
                 self._settings,
                 self._context_window,
             )
