@@ -5,6 +5,12 @@ directives, run top to bottom; other lines are plain text, replied verbatim when
 has no `/say`. Replies stream as `output_message` in_progress, deltas of at most 16
 characters, then `output_message` completed with the full text. It never pretends to be a
 model: usage without `/usage` is a word count, labelled `scripted-word-count`.
+
+`/subagent TEXT` (only when Core enabled subagents, `multi_agent.enabled`): opens a
+subagent named `subagent-N` whose task is TEXT, plays its one turn (the user message
+TEXT, the reply TEXT) and closes it, reporting each step to Core as subagent
+observation frames; `{subagent}` in a later directive is its reply. Without
+`multi_agent.enabled` it fails the turn with `invalid_request`.
 """
 
 from __future__ import annotations
