@@ -6,12 +6,14 @@ from __future__ import annotations
 import base64
 import io
 import zipfile
+from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
 from openai import OpenAI
 
+from allinone import cli
 from tests.api.support import Surface
 
 MANIFEST = b"---\nname: csv-report\ndescription: Turn a CSV into a short report.\n---\n# Use\n"
@@ -222,3 +224,30 @@ def test_an_automation_resolves_its_skill_when_it_starts_a_session(client: OpenA
     environment = client.beta.agents.sessions.retrieve(invocation.session_id).environment
     assert environment.type == "openai_hosted"
     assert [(s.name, s.version) for s in environment.skills] == [("digest", "2")]  # type: ignore[union-attr]
+
+
+def test_the_skills_command(surface: Surface, tmp_path: Path, capsys: Any) -> None:
+    _, key = surface.project("skills-cli")
+    key_file = tmp_path / "key"
+    key_file.write_text(key)
+    folder = tmp_path / "csv-report"
+    (folder / "scripts").mkdir(parents=True)
+    (folder / "SKILL.md").write_bytes(MANIFEST)
+    (folder / "scripts" / "report.py").write_text("print('report')\n")
+    common = ["--url", surface.server.base_url, "--api-key-file", str(key_file)]
+
+    assert cli.main(["skills", "create", str(folder), *common]) == 0
+    skill_id, name = capsys.readouterr().out.split()[:2]
+    assert name == "csv-report"
+    archive = tmp_path / "v2.zip"
+    archive.write_bytes(skill_zip(extra="v2\n"))
+    assert cli.main(["skills", "version", skill_id, str(archive), "--default", *common]) == 0
+    assert capsys.readouterr().out.startswith(f"{skill_id}  version 2  csv-report")
+    assert cli.main(["skills", "list", *common]) == 0
+    assert f"{skill_id}  csv-report  default 2  latest 2" in capsys.readouterr().out
+    assert cli.main(["skills", "default", skill_id, "9", *common]) == 1
+    assert "refused" in capsys.readouterr().err
+    assert cli.main(["skills", "delete", skill_id, *common]) == 0
+    assert capsys.readouterr().out.strip() == f"{skill_id}  deleted"
+    client = surface.client(key)
+    assert list(client.skills.list()) == []
