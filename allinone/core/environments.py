@@ -137,10 +137,7 @@ class Environments:
         secrets = {
             "env": dict(body.get("env") or {}),
             "setup_commands": list(body.get("setup_commands") or []),
-            "skills": [
-                {"name": s.name, "description": s.description, "data": _b64(s.archive)}
-                for s in skills
-            ],
+            "skills": [skill.secret() for skill in skills],
         }
         runs_commands = bool(secrets["setup_commands"]) or any(
             packages.get(kind) for kind in ("npm", "python")
@@ -305,12 +302,9 @@ class Environments:
         files = [
             (entry["path"], base64.b64decode(entry["data"])) for entry in secrets.get("files") or []
         ]
-        skills = [
-            InstalledSkill(entry["name"], entry["description"], base64.b64decode(entry["data"]))
-            for entry in secrets.get("skills") or []
-        ]
         config = environment["config"]
         try:
+            skills = await self._installed_skills(secrets.get("skills") or [])
             async with self._client.read_only(
                 connection, DEFAULT_HARNESS, wire_uuid(environment_id), environment
             ):
@@ -351,6 +345,17 @@ class Environments:
             )
 
         await self._db.write(written)
+
+    async def _installed_skills(self, kept: list[dict[str, str]]) -> list[InstalledSkill]:
+        """The bundles of the environment's skills; a referenced version deleted since
+        the environment was made fails the initialization (`skill_missing`)."""
+        installed = []
+        for entry in kept:
+            archive = await self._skills.bundle(entry)
+            if archive is None:
+                raise WorkspaceUnavailable("skill_missing")
+            installed.append(InstalledSkill(entry["name"], entry["description"], archive))
+        return installed
 
     async def recover_interrupted(self) -> int:
         """At start, before any turn runs: an initialization that was running when the

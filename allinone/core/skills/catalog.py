@@ -28,12 +28,24 @@ MAX_SKILLS_PER_ENVIRONMENT = 50
 
 @dataclass(frozen=True)
 class Installed:
-    """A skill as a workspace installs it, and as an environment shows it."""
+    """A skill as a workspace installs it, and as an environment shows it. An inline
+    skill carries its bundle; a referenced one names the stored bundle by digest (read
+    with `bundle` when the workspace is prepared)."""
 
     name: str
     description: str
-    archive: bytes
     public: dict[str, Any]
+    archive: bytes | None = None
+    sha256: str | None = None
+
+    def secret(self) -> dict[str, str]:
+        """What an environment keeps (sealed) to install the skill later."""
+        kept = {"name": self.name, "description": self.description}
+        if self.archive is not None:
+            kept["data"] = base64.b64encode(self.archive).decode()
+        else:
+            kept["sha256"] = str(self.sha256)
+        return kept
 
 
 def version_number(raw: str | int | None, param: str = "version") -> int:
@@ -169,6 +181,13 @@ class Catalog:
 
         await self._db.write(job)
 
+    async def bundle(self, kept: dict[str, str]) -> bytes | None:
+        """The bundle of a skill an environment kept (`Installed.secret`); None when a
+        referenced version's bundle is gone (its skill or version was deleted)."""
+        if "data" in kept:
+            return base64.b64decode(kept["data"])
+        return await self._db.read(partial(bodies.get, digest=kept["sha256"]))
+
     async def archive(self, project_id: str, skill_id: str, number: int | None) -> bytes:
         """A version's bundle (the default version when `number` is None)."""
         if number is None:
@@ -214,9 +233,6 @@ class Catalog:
         found = await self._db.read(partial(rows.version, skill_id=skill_id, number=number))
         if found is None:
             raise NotFound(param=f"{where}.version")
-        data = await self._db.read(partial(bodies.get, digest=found["sha256"]))
-        if data is None:
-            raise NotFound(param=f"{where}.skill_id")
         public = {
             "type": "skill_reference",
             "skill_id": skill_id,
@@ -224,7 +240,7 @@ class Catalog:
             "description": found["description"],
             "version": str(number),
         }
-        return Installed(found["name"], found["description"], data, public)
+        return Installed(found["name"], found["description"], public, sha256=found["sha256"])
 
 
 def _inline(entry: dict[str, Any], where: str) -> Installed:
@@ -242,4 +258,4 @@ def _inline(entry: dict[str, Any], where: str) -> Installed:
     if name != bundle.name:
         raise InvalidRequest("name must match the name in the skill's SKILL.md.", f"{where}.name")
     public = {"type": "inline", "name": name, "description": description or bundle.description}
-    return Installed(name, public["description"], bundle.archive, public)
+    return Installed(name, public["description"], public, archive=bundle.archive)
