@@ -251,3 +251,35 @@ def test_the_skills_command(surface: Surface, tmp_path: Path, capsys: Any) -> No
     assert capsys.readouterr().out.strip() == f"{skill_id}  deleted"
     client = surface.client(key)
     assert list(client.skills.list()) == []
+
+
+def test_an_automation_checks_an_inline_skill_when_it_is_made(client: OpenAI) -> None:
+    bad = base64.b64encode(skill_zip("notes")).decode()
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.beta.agents.automations.create(
+            type="periodic",
+            name="inline",
+            expression="0 0 1 1 *",
+            timezone="UTC",
+            target={
+                "type": "new_session",
+                "agent": {"model": "scripted"},
+                "environment": {
+                    "type": "openai_hosted",
+                    "skills": [
+                        {
+                            "type": "inline",
+                            "name": "other",
+                            "description": "d",
+                            "source": {
+                                "type": "base64",
+                                "media_type": "application/zip",
+                                "data": bad,
+                            },
+                        }
+                    ],
+                },
+                "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+            },
+        )
+    assert "SKILL.md" in caught.value.message
