@@ -283,3 +283,23 @@ def test_an_automation_checks_an_inline_skill_when_it_is_made(client: OpenAI) ->
             },
         )
     assert "SKILL.md" in caught.value.message
+
+
+def test_a_skill_belongs_to_its_project(client: OpenAI, surface: Surface) -> None:
+    skill = client.skills.create(files=("s.zip", skill_zip("private"), "application/zip"))
+    other = surface.new_client("skills-other")
+    with pytest.raises(openai.NotFoundError):
+        other.skills.retrieve(skill.id)
+    with pytest.raises(openai.NotFoundError):
+        other.skills.content.retrieve(skill.id)
+    with pytest.raises(openai.NotFoundError):
+        other.skills.delete(skill.id)
+    with pytest.raises(openai.NotFoundError):
+        other.beta.agents.environments.create(
+            environment={
+                "type": "openai_hosted",
+                "skills": [{"type": "skill_reference", "skill_id": skill.id}],
+            }
+        )
+    assert skill.id not in [s.id for s in other.skills.list()]
+    assert client.skills.retrieve(skill.id).id == skill.id
