@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from allinone.core import render
 from allinone.core.api.auth import project_of
 from allinone.core.api.bodies import limited
 from allinone.core.api.common import decode_body, json, keyset_page, list_params
@@ -65,7 +66,7 @@ class SkillsApi:
         rows, more = await keyset_page(
             self._db, params, table="skills", where="project_id = ?", args=(project,)
         )
-        return json(_page([shapes.skill(dict(row)) for row in rows], more))
+        return json(render.page([shapes.skill(dict(row)) for row in rows], more))
 
     async def retrieve(self, request: Request) -> Response:
         row = await self._catalog.skill(project_of(request), request.path_params["skill_id"])
@@ -114,7 +115,7 @@ class SkillsApi:
             args=(skill_id,),
             keys=("version", "id"),
         )
-        return json(_page([shapes.version(dict(row)) for row in rows], more))
+        return json(render.page([shapes.version(dict(row)) for row in rows], more))
 
     def _version(self, request: Request) -> tuple[str, str, int]:
         params = request.path_params
@@ -125,8 +126,7 @@ class SkillsApi:
 
     async def delete_version(self, request: Request) -> Response:
         project, skill_id, number = self._version(request)
-        found = await self._catalog.version(project, skill_id, number)
-        await self._catalog.delete_version(project, skill_id, number)
+        found = await self._catalog.delete_version(project, skill_id, number)
         return json(
             {
                 "id": found["id"],
@@ -138,16 +138,6 @@ class SkillsApi:
 
     async def version_content(self, request: Request) -> Response:
         return _zip(await self._catalog.archive(*self._version(request)))
-
-
-def _page(data: list[dict[str, object]], more: bool) -> dict[str, object]:
-    return {
-        "object": "list",
-        "data": data,
-        "first_id": data[0]["id"] if data else None,
-        "last_id": data[-1]["id"] if data else None,
-        "has_more": more,
-    }
 
 
 def _zip(data: bytes) -> Response:

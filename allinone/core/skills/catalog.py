@@ -164,22 +164,27 @@ class Catalog:
 
         await self._db.write(job)
 
-    async def delete_version(self, project_id: str, skill_id: str, number: int) -> None:
-        found = await self.version(project_id, skill_id, number)
-        skill = await self.skill(project_id, skill_id)
-        if int(skill["default_version"]) == number:
-            raise InvalidRequest(
-                "The default version cannot be deleted; make another version the default"
-                " first, or delete the skill.",
-                "version",
-            )
+    async def delete_version(self, project_id: str, skill_id: str, number: int) -> dict[str, Any]:
+        """Delete one version (never the default one); return what was deleted."""
+        await self.version(project_id, skill_id, number)
 
-        async def job(tx: Tx) -> None:
+        async def job(tx: Tx) -> dict[str, Any]:
+            skill = await rows.get(tx, project_id, skill_id)
+            found = await rows.version(tx, skill_id, number)
+            if skill is None or found is None:
+                raise NotFound()
+            if int(skill["default_version"]) == number:
+                raise InvalidRequest(
+                    "The default version cannot be deleted; make another version the default"
+                    " first, or delete the skill.",
+                    "version",
+                )
             await rows.delete_version(tx, skill_id, number)
             await bodies.release(tx, found["sha256"])
             await self._point(tx, skill_id, int(skill["default_version"]))
+            return found
 
-        await self._db.write(job)
+        return await self._db.write(job)
 
     async def bundle(self, kept: dict[str, str]) -> bytes | None:
         """The bundle of a skill an environment kept (`Installed.secret`); None when a
