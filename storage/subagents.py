@@ -122,3 +122,13 @@ async def upsert_item(tx: Tx, row: dict[str, Any]) -> None:
             row["created_at"],
         ),
     )
+
+
+async def outputs_before(q: Queryable, turn_id: str, position: int) -> int:
+    """How many output items (assistant messages) of the turn come before `position`."""
+    row = await q.fetchone(
+        "SELECT COUNT(*) AS n FROM subagent_items WHERE turn_id = ? AND position < ?"
+        " AND json_extract(payload, '$.role') = 'assistant'",
+        (turn_id, position),
+    )
+    return int(row["n"]) if row is not None else 0

@@ -84,6 +84,12 @@ def test_a_scripted_subagent_has_turns_and_items(surface: Surface) -> None:
     assert [c.agent_id for c in calls] == [s.id for s in listed]  # type: ignore[union-attr]
     assert calls[0].content[0].text == "count the apples"  # type: ignore[union-attr]
 
+    # The SDK's helpers follow the root turn and are not ended by a subagent's turn.
+    with client.beta.agents.sessions.stream(session_id, input="/subagent peel\n/say done") as live:
+        final = live.get_final_result()
+    assert (final.output_text, final.turn.subagent_id) == ("done", None)
+    assert len(client.beta.agents.sessions.subagents.list(session_id).data) == 3
+
 
 def test_subagents_are_refused_without_multi_agent(client: OpenAI) -> None:
     session_id, events = run(client, "/subagent hello", enabled=False)

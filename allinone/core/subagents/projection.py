@@ -6,7 +6,10 @@ turn before its items) is checked: a frame about a subagent or turn Core has not
 told of is a contract violation and changes nothing.
 
 A subagent opened by the root agent also gives the root turn a `create_subagent_call`
-item naming it, so the root conversation shows where it came from.
+item naming it, so the root conversation shows where it came from. The session's event
+stream carries `agent.session.subagent.created|active|closed`, and each subagent turn's
+`agent.session.turn.*` and `turn.item.*` events with `turn.subagent_id` set (clients
+following the root turn tell them apart by turn id, as the official SDK's helpers do).
 """
 
 from __future__ import annotations
@@ -118,26 +121,36 @@ class SubagentProjection:
     async def _turn(self, tx: Tx, session_id: str, frame: wire.SubagentTurn) -> None:
         subagent = await self._known(tx, session_id, frame.native_id)
         existing = await rows.turn_by_native(tx, subagent["id"], frame.turn_id)
+        if existing is not None and existing["status"] != "in_progress":
+            return  # a terminal snapshot is final
         usage = None
         if frame.usage is not None and frame.usage.tokens is not None:
             usage = render.token_usage(frame.usage.tokens)
         terminal = frame.status != "in_progress"
-        await rows.upsert_turn(
-            tx,
-            {
-                "id": existing["id"] if existing else self._ids.new("turn"),
-                "subagent_id": subagent["id"],
-                "session_id": session_id,
-                "native_id": frame.turn_id,
-                "status": frame.status,
-                "created_at": frame.created_at_ms // 1000 or self._clock.now(),
-                "started_at": _seconds(frame.started_at_ms),
-                "completed_at": (_seconds(frame.completed_at_ms) or self._clock.now())
-                if terminal
-                else None,
-                "usage": usage,
-            },
-        )
+        row = {
+            "id": existing["id"] if existing else self._ids.new("turn"),
+            "subagent_id": subagent["id"],
+            "session_id": session_id,
+            "native_id": frame.turn_id,
+            "status": frame.status,
+            "created_at": existing["created_at"]
+            if existing
+            else frame.created_at_ms // 1000 or self._clock.now(),
+            "started_at": _seconds(frame.started_at_ms),
+            "completed_at": (_seconds(frame.completed_at_ms) or self._clock.now())
+            if terminal
+            else None,
+            "usage": usage,
+        }
+        await rows.upsert_turn(tx, row)
+        body = {"session_id": session_id, "turn_id": row["id"], "turn": views.turn(row)}
+        if existing is None:
+            await self._recorder.emit(tx, session_id, "agent.session.turn.created", body)
+        if terminal:
+            event = f"agent.session.turn.{frame.status}"
+            await self._recorder.emit(tx, session_id, event, {**body, "usage": usage})
+        elif existing is None:
+            await self._recorder.emit(tx, session_id, "agent.session.turn.in_progress", body)
 
     async def _item(self, tx: Tx, session_id: str, frame: wire.SubagentItem) -> None:
         subagent = await self._known(tx, session_id, frame.native_id)
@@ -153,20 +166,34 @@ class SubagentProjection:
         }
         if message.role == "assistant":
             payload["phase"] = None
-        await rows.upsert_item(
-            tx,
-            {
-                "id": existing["id"] if existing else self._ids.new("msg"),
-                "subagent_id": subagent["id"],
-                "turn_id": turn["id"],
-                "native_id": frame.item_id,
-                "position": frame.position,
-                "type": "message",
-                "status": message.status,
-                "payload": payload,
-                "created_at": self._clock.now(),
-            },
+        row = {
+            "id": existing["id"] if existing else self._ids.new("msg"),
+            "subagent_id": subagent["id"],
+            "turn_id": turn["id"],
+            "native_id": frame.item_id,
+            "position": frame.position,
+            "type": "message",
+            "status": message.status,
+            "payload": payload,
+            "created_at": self._clock.now(),
+        }
+        await rows.upsert_item(tx, row)
+        output_index = (
+            await rows.outputs_before(tx, turn["id"], frame.position)
+            if message.role == "assistant"
+            else None
         )
+        body = {
+            "session_id": session_id,
+            "turn_id": turn["id"],
+            "item": views.item(row),
+            "output_index": output_index,
+        }
+        if existing is None:
+            await self._recorder.emit(tx, session_id, "agent.session.turn.item.added", body)
+        if message.role == "assistant" and message.status != "in_progress":
+            # `item.done` carries output items only; an input message is only `added`.
+            await self._recorder.emit(tx, session_id, "agent.session.turn.item.done", body)
 
 
 def _seconds(ms: int | None) -> int | None:
