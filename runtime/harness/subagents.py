@@ -5,7 +5,8 @@
 order seed 000 requires: `subagent_identity`, `subagent_lifecycle` active,
 `subagent_turn` in_progress, the turn's `subagent_item`s, the terminal `subagent_turn`,
 then `subagent_lifecycle` closed. A failing `answer` ends the subagent's turn `failed`
-(the subagent still closes) and the failure propagates to the caller.
+(`cancelled` when the Run is being cancelled; the subagent still closes) and the
+failure propagates to the caller.
 
 Harnesses call it only when Core enabled subagents for the execution; `allowed` says
 so.
@@ -13,9 +14,11 @@ so.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from typing import Literal
 
 from runtime.harness.base import RunContext
 from runtime.proto import subagents as wire
@@ -65,23 +68,21 @@ async def run_subagent(
     turn = wire.SubagentTurn(native_id, turn_id, "in_progress", opened, started_at_ms=opened)
     await context.emit("subagent_turn", turn)
     await _item(context, native_id, turn_id, 0, wire.SubagentMessage("user", task))
-    status = "failed"
+    status: Literal["completed", "failed", "cancelled"] = "failed"
     try:
         reply = await answer(task)
         await _item(context, native_id, turn_id, 1, wire.SubagentMessage("assistant", reply))
         status = "completed"
         return reply
+    except asyncio.CancelledError:
+        status = "cancelled"
+        raise
     finally:
         ended = _now_ms()
         await context.emit(
             "subagent_turn",
             wire.SubagentTurn(
-                native_id,
-                turn_id,
-                "completed" if status == "completed" else "failed",
-                opened,
-                started_at_ms=opened,
-                completed_at_ms=ended,
+                native_id, turn_id, status, opened, started_at_ms=opened, completed_at_ms=ended
             ),
         )
         await context.emit("subagent_lifecycle", wire.SubagentLifecycle(native_id, "closed", ended))

@@ -67,3 +67,21 @@ def test_without_multi_agent_no_delegation_tool_is_offered(
     session_id, _ = create(client, model, "hi")
     assert latest_turn(client, session_id).status == "completed"
     assert "create_subagent" not in tool_names(model.requests[0].body)
+
+
+def test_a_failing_subagent_is_reported_and_the_root_turn_goes_on(
+    client: OpenAI, model: ModelServer
+) -> None:
+    model.queue(
+        Reply.call("create_subagent", {"task": "Do the impossible."}),
+        Reply.fail(400, "invalid_request"),
+        Reply.say("It could not be done."),
+    )
+    session_id, _ = create(client, model, "try it", agent={"multi_agent": {"enabled": True}})
+    assert latest_turn(client, session_id).status == "completed"
+    told = model.requests[2].body["messages"][-1]["content"]
+    assert told.startswith("error: the subagent failed")
+    (subagent,) = client.beta.agents.sessions.subagents.list(session_id).data
+    assert (subagent.name, subagent.status) == ("subagent-1", "closed")
+    turns = client.beta.agents.sessions.subagents.turns.list(subagent.id, session_id=session_id)
+    assert [(t.status, t.error is not None) for t in turns.data] == [("failed", True)]
