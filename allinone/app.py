@@ -37,6 +37,8 @@ from allinone.core.api.health import Health
 from allinone.core.api.projects import ProjectsApi
 from allinone.core.api.protocol import MAX_HEADER_BYTES, BoundedH11Protocol
 from allinone.core.api.sessions import SessionsApi
+from allinone.core.api.skills import SkillsApi
+from allinone.core.api.subagents import SubagentsApi
 from allinone.core.api.templates import TemplatesApi
 from allinone.core.api.traces import TracesApi
 from allinone.core.api.vaults import VaultsApi
@@ -58,6 +60,7 @@ from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.recorder import Recorder
 from allinone.core.sealing import Sealer
 from allinone.core.sessions.admission import Admission
+from allinone.core.skills.catalog import Catalog
 from allinone.core.tasks import cancel_and_wait
 from allinone.core.vault_secrets import VaultSecrets
 from allinone.credentials import (
@@ -203,6 +206,7 @@ class _Domain:
     scheduler: AsyncIOScheduler
     health: Health
     ws_url: str
+    skills: Catalog
 
 
 def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) -> Parts:
@@ -221,9 +225,10 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
         db, clock, config.workspace_roots, config.data_dir, opened.confinement.describe()
     )
     preparations = Preparations(ids.new)  # shared by turns and workspace operations
+    skills = Catalog(db, ids, clock)
     environments = Environments(
         db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants,
-        preparations=preparations,
+        preparations=preparations, skills=skills,
     )  # fmt: skip
     reveal = redactor.add  # secrets opened for runs are kept out of the log
     providers = ModelProviders(sealer, default_provider(config), reveal)
@@ -242,7 +247,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     health = _health(config, opened, registry, scheduler, clock)
     domain = _Domain(
         config, opened, clock, ids, hub, registry, sealer, grants, providers,
-        environments, admission, automations, comms, scheduler, health, ws_url,
+        environments, admission, automations, comms, scheduler, health, ws_url, skills,
     )  # fmt: skip
     return Parts(
         db=db,
@@ -295,11 +300,13 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         *EnvironmentsApi(db, d.environments, ids, clock).routes(),
         *SessionsApi(db, d.admission, d.hub, ids).routes(),
         *TracesApi(db).routes(),
+        *SubagentsApi(db).routes(),
         *AutomationsApi(db, d.automations, ids, clock, d.grants).routes(),
         *VaultsApi(db, VaultSecrets(db, d.sealer), ids, clock).routes(),
         *comms_routes(d.comms, db),
         *HarnessesApi(db, registry).routes(),
         *AgentsApi(db, ids, clock, d.providers).routes(),
+        *SkillsApi(db, d.skills).routes(),
     ]
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from allinone import __version__, admin, devices
+from allinone import __version__, admin, devices, skill_commands
 from allinone.config import ConfigError, load
 from allinone.receiver import commands as comms_commands
 
@@ -77,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     admin.add_commands(commands)
     comms_commands.add_commands(commands)
     devices.add_commands(commands)
+    skill_commands.add_commands(commands)
     return parser
 
 
@@ -119,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"corebox: error: {exc}", file=sys.stderr)
             return 1
         return 0
+    if args.command == skill_commands.COMMAND:
+        return skill_commands.run_command(args, os.environ)
     if args.command == "daemon":
         return _daemon(args)
     if args.command == "serve":

@@ -25,6 +25,7 @@ from runtime.proto.transfer_lifecycle import TransferReceiver
 from runtime.proto.transfers import TransferKind, TransferOutcome, TransferStep
 from runtime.proto.workspace import ReadOutcome, WorkspaceRead, WorkspaceReadResult
 from runtime.proto.writes import WorkspaceWrite, WorkspaceWriteResult
+from runtime.skills import install_skill
 from runtime.timers import Timers
 from runtime.workspaces import (
     WORKSPACE_PREFIX,
@@ -337,7 +338,7 @@ class WorkspaceOperations:
         binding = self._bound(request.environment_id)
         if binding is None:
             return result(TransferOutcome.REJECTED, code="resource_unavailable")
-        if request.action in ("skill", "plugin"):
+        if request.action == "plugin":
             return result(TransferOutcome.REJECTED, code="runtime_preparation_unsupported")
         receiver = _begun(TransferKind.RUNTIME_PREPARE, request.size_bytes, request.sha256)
         if receiver is None:
@@ -358,9 +359,12 @@ class WorkspaceOperations:
     ) -> RuntimePrepareResult:
         receiver = transfer.receiver
         binding = transfer.binding
-        if transfer.action == "file":
+        if transfer.action in ("file", "skill"):
             try:
-                write_new_file(binding, transfer.path, bytes(transfer.body))
+                if transfer.action == "skill" and transfer.request and transfer.request.skill:
+                    install_skill(binding, transfer.request.skill.name, bytes(transfer.body))
+                else:
+                    write_new_file(binding, transfer.path, bytes(transfer.body))
             except WorkspaceError:
                 receiver.reject()
                 return result(TransferOutcome.REJECTED, code="runtime_preparation_rejected")

@@ -20,10 +20,11 @@ from msgspec import UNSET
 
 from allinone.core.errors import InvalidRequest
 from allinone.core.shapes import template_models as m
+from allinone.core.skills.bundles import normalise
 
 DEFAULT_NETWORK: dict[str, Any] = {"access": "disabled", "allowed_domains": []}
 WORKSPACE = "/workspace"
-RESERVED_PREFIXES = ("/workspace/.codex", "/workspace/.managed-agents")
+RESERVED_PREFIXES = ("/workspace/.codex", "/workspace/.managed-agents", "/workspace/.skills")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PUBLIC_FIELDS = (
     "capability_directories",
@@ -147,7 +148,10 @@ def _skill(skill: m.SkillReferenceParam | m.InlineSkillParam, param: str) -> dic
     if isinstance(skill, m.SkillReferenceParam):
         version = None if skill.version is UNSET else skill.version
         return {"type": "skill_reference", "skill_id": skill.skill_id, "version": version}
-    _base64(skill.source.data, f"{param}.source.data")
+    where = f"{param}.source.data"
+    bundle = normalise([("skill.zip", _base64(skill.source.data, where))], where)
+    if bundle.name != skill.name:
+        raise InvalidRequest("name must match the name in the skill's SKILL.md.", f"{param}.name")
     return {"type": "inline", "name": skill.name, "description": skill.description}
 
 

@@ -35,6 +35,7 @@ from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
 from allinone.core.gateway.workspace import (
     WORKSPACE_CAPABILITIES,
+    InstalledSkill,
     WorkspaceClient,
     WorkspaceUnavailable,
     wire_uuid,
@@ -42,6 +43,7 @@ from allinone.core.gateway.workspace import (
 from allinone.core.host_grants import HostGrants
 from allinone.core.ids import Clock, Ids
 from allinone.core.sealing import Sealer
+from allinone.core.skills.catalog import Catalog
 from allinone.core.tasks import cancel_and_wait
 from storage import environments as env_rows
 from storage import sessions
@@ -52,7 +54,7 @@ log = logging.getLogger(__name__)
 
 INLINE_LIMIT = 5 * 1024 * 1024
 WORKSPACE = "/workspace"
-RESERVED = ("/workspace/.codex", "/workspace/.managed-agents")
+RESERVED = ("/workspace/.codex", "/workspace/.managed-agents", "/workspace/.skills")
 DEFAULT_HARNESS = "scripted"
 INTERRUPTED = (
     "initialization interrupted: the server stopped during set-up; its effects are unknown"
@@ -97,8 +99,10 @@ class Environments:
         *,
         grants: HostGrants,
         preparations: Preparations,
+        skills: Catalog,
     ) -> None:
         self.grants = grants
+        self._skills = skills
         self._sealer = sealer
         self._remote_url = remote_url
         self._db = db
@@ -116,9 +120,11 @@ class Environments:
         """Return (public config, confidential inputs, initial files) or raise 400."""
         _check_supported(body, param)
         files = await self._initial_files(project_id, body.get("files") or [], param)
+        skills = await self._skills.resolve(project_id, body.get("skills") or [], f"{param}.skills")
         packages = body.get("packages") or {}
         config = {
             "capability_directories": list(body.get("capability_directories") or []),
+            "skills": [skill.public for skill in skills],
             "network": {"access": "enabled", "allowed_domains": []},
             "packages": {
                 "npm": list(packages.get("npm") or []),
@@ -131,6 +137,7 @@ class Environments:
         secrets = {
             "env": dict(body.get("env") or {}),
             "setup_commands": list(body.get("setup_commands") or []),
+            "skills": [skill.secret() for skill in skills],
         }
         runs_commands = bool(secrets["setup_commands"]) or any(
             packages.get(kind) for kind in ("npm", "python")
@@ -297,6 +304,7 @@ class Environments:
         ]
         config = environment["config"]
         try:
+            skills = await self._installed_skills(secrets.get("skills") or [])
             async with self._client.read_only(
                 connection, DEFAULT_HARNESS, wire_uuid(environment_id), environment
             ):
@@ -305,6 +313,7 @@ class Environments:
                     environment,
                     wire_uuid(environment_id),
                     files,
+                    skills,
                     secrets.get("env") or {},
                     config.get("packages") or {},
                     secrets.get("setup_commands") or [],
@@ -327,14 +336,26 @@ class Environments:
                 " WHERE environment_id = ? AND state = 'reserved'",
                 (environment_id,),
             )
-            # Initial file bodies are written now; keep only what later steps may need.
-            remaining = {k: v for k, v in secrets.items() if k != "files"}
+            # Initial file and skill bodies are written now; keep only what later steps
+            # may need.
+            remaining = {k: v for k, v in secrets.items() if k not in ("files", "skills")}
             await tx.execute(
                 "UPDATE environments SET secrets = ? WHERE id = ?",
                 (dumps(self._seal(environment_id, remaining)), environment_id),
             )
 
         await self._db.write(written)
+
+    async def _installed_skills(self, kept: list[dict[str, str]]) -> list[InstalledSkill]:
+        """The bundles of the environment's skills; a referenced version deleted since
+        the environment was made fails the initialization (`skill_missing`)."""
+        installed = []
+        for entry in kept:
+            archive = await self._skills.bundle(entry)
+            if archive is None:
+                raise WorkspaceUnavailable("skill_missing")
+            installed.append(InstalledSkill(entry["name"], entry["description"], archive))
+        return installed
 
     async def recover_interrupted(self) -> int:
         """At start, before any turn runs: an initialization that was running when the
@@ -610,12 +631,16 @@ class Environments:
 
 
 def _encoded(files: list[dict[str, Any]]) -> list[dict[str, str]]:
-    return [{"path": f["path"], "data": base64.b64encode(f["data"]).decode()} for f in files]
+    return [{"path": f["path"], "data": _b64(f["data"])} for f in files]
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
 
 
 def _check_supported(body: dict[str, Any], param: str) -> None:
-    """Refuse what this build cannot provide: network restrictions, system packages,
-    plugins and skills."""
+    """Refuse what this build cannot provide: network restrictions, system packages and
+    plugins."""
     network = body.get("network") or {"access": "enabled"}
     if network.get("access", "enabled") != "enabled":
         raise InvalidRequest(
@@ -629,10 +654,9 @@ def _check_supported(body: dict[str, Any], param: str) -> None:
             f"{param}.packages.system",
             code="unsupported_or_invalid_configuration",
         )
-    for field in ("plugins", "skills"):
-        if body.get(field):
-            raise InvalidRequest(
-                f"{field} are not supported in this build.",
-                f"{param}.{field}",
-                code="unsupported_or_invalid_configuration",
-            )
+    if body.get("plugins"):
+        raise InvalidRequest(
+            "plugins are not supported in this build.",
+            f"{param}.plugins",
+            code="unsupported_or_invalid_configuration",
+        )

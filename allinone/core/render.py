@@ -166,7 +166,7 @@ def environment(row: dict[str, Any], files: list[dict[str, Any]]) -> dict[str, A
         "network": config["network"],
         "packages": config["packages"],
         "plugins": [],
-        "skills": [],
+        "skills": config.get("skills", []),
         "container_size": config.get("container_size"),
         "desktop": config.get("desktop"),
     }
@@ -180,7 +180,7 @@ def environment_info(row: dict[str, Any], files: list[dict[str, Any]]) -> dict[s
         "status": row["status"],
         "files": [environment_file(f) for f in files],
         "plugins": [],
-        "skills": [],
+        "skills": row["config"].get("skills", []) if row["type"] == "openai_hosted" else [],
         # corebox extension: why set-up failed (the session's error says the same).
         "x_corebox": {"failure": row.get("failure")},
     }

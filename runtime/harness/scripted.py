@@ -7,6 +7,12 @@ lines instead (the agent handler's offline reply for messaging). Replies stream 
 `output_message` in_progress, deltas of at most 16 characters, then `output_message`
 completed with the full text. It never pretends to be a model: usage without `/usage` is
 a word count, labelled `scripted-word-count`.
+
+`/subagent TEXT` (only when Core enabled subagents, `multi_agent.enabled`): opens a
+subagent named `subagent-N` whose task is TEXT, plays its one turn (the user message
+TEXT, the reply TEXT) and closes it, reporting each step to Core as subagent
+observation frames; `{subagent}` in a later directive is its reply. Without
+`multi_agent.enabled` it fails the turn with `invalid_request`.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from runtime.errors import RuntimeFault
+from runtime.harness import subagents
 from runtime.harness.base import RunContext
 from runtime.proto import run as wire
 from runtime.proto.capabilities import AgentKindCapabilities
@@ -45,13 +52,14 @@ DIRECTIVES = (
     "usage",
     "stream",
     "ack",
+    "subagent",
 )
 ACK_PREFIX = "Received: "
 ACK_SHOWN_CHARS = 60
 REPLIES = ("say", "stream", "ack")
 
 DECLARATION = AgentKindCapabilities(
-    subagent_observations=False,
+    subagent_observations=True,
     streaming=True,
     permissions=True,
     usage=True,
@@ -149,6 +157,9 @@ class _ScriptedTurn:
 
     def __init__(self, context: RunContext, configuration: ExecutionConfiguration) -> None:
         self._context = context
+        self._configuration = configuration
+        self._subagents = 0
+        self._native_turn = f"scripted_turn_{secrets.token_hex(6)}"
         self._functions = {tool.name for tool in configuration.function_tools}
         self._output_words = 0
         self._input_words = 0
@@ -257,6 +268,7 @@ class _ScriptedTurn:
             "choose": self._choose,
             "write": self._write,
             "read": self._read,
+            "subagent": self._subagent,
         }[line.directive]
         await handler(argument)
 
@@ -346,6 +358,28 @@ class _ScriptedTurn:
         outcome = await self._context.ask_choice(f"ask_{secrets.token_hex(8)}", [question])
         self._values["choice"] = (
             "cancelled" if outcome.cancelled else ", ".join(outcome.answers.get("q1", []))
+        )
+
+    async def _subagent(self, argument: str) -> None:
+        """`/subagent TEXT`: open a subagent whose task is TEXT; it replies with TEXT
+        (the scripted harness has no model) and closes. `{subagent}` is its reply."""
+        if not subagents.allowed(self._configuration):
+            raise ScriptedFailure("invalid_request", "/subagent needs multi_agent enabled")
+        task = self._substitute(argument.strip())
+        if not task:
+            raise ScriptedFailure("invalid_request", "/subagent needs a task")
+        self._subagents += 1
+
+        async def echo(text: str) -> str:
+            return text
+
+        self._values["subagent"] = await subagents.run_subagent(
+            self._context,
+            parent_turn_id=self._native_turn,
+            source_item_id=f"scripted_call_{secrets.token_hex(6)}",
+            name=f"subagent-{self._subagents}",
+            task=task,
+            answer=echo,
         )
 
     def _binding(self, directive: str) -> Binding:

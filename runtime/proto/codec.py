@@ -28,6 +28,7 @@ from runtime.proto import (
     interactions,
     run,
     steering,
+    subagents,
     suspension,
     workspace,
     writes,
@@ -84,6 +85,7 @@ RUNTIME_TO_CORE: dict[str, type[msgspec.Struct]] = {
     "workspace_export_result": exports.WorkspaceExportResult,
     "environment_quiesced": suspension.EnvironmentQuiesced,
     "environment_resumed": suspension.EnvironmentResumed,
+    **subagents.SUBAGENT_FRAMES,
 }
 
 # The type each payload class travels as: the inverse of both tables, so `encode` never
@@ -104,7 +106,16 @@ PAYLOAD_LIMITS: dict[str, int] = {
 
 # Frames whose envelope id is a Run ID (Runtime -> Core).
 RUN_EVENT_TYPES = frozenset(
-    {"delta", "thinking", "output_message", "tool_call", "usage", "error", "done"}
+    {
+        "delta",
+        "thinking",
+        "output_message",
+        "tool_call",
+        "usage",
+        "error",
+        "done",
+        *subagents.SUBAGENT_FRAMES,
+    }
 )
 
 

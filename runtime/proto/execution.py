@@ -20,6 +20,7 @@ import msgspec
 from runtime.proto import limits
 from runtime.proto.errors import PreparationErrorCode, ValidationError
 from runtime.proto.identities import validate_frame_id
+from runtime.proto.initialization import CapabilitySources
 from runtime.proto.inputs import MessageInput, validate_message_input
 from runtime.proto.strictness import STRICT
 
@@ -186,6 +187,9 @@ class LocalEnvironment(msgspec.Struct, **_STRICT):
     id: str
     type: Literal["openai_hosted", "self_hosted"]
     workspace_directory: str = ""
+    # What the workspace's initialization installed: each skill is at
+    # `/workspace/.skills/<name>/` with its SKILL.md.
+    capability_sources: CapabilitySources | None = None
 
 
 class ExecutionConfiguration(msgspec.Struct, **_STRICT):
@@ -195,6 +199,7 @@ class ExecutionConfiguration(msgspec.Struct, **_STRICT):
     observe_messages: bool = False
     observe_subagent_identities: bool = False
     disable_subagents: bool = False
+    max_concurrent_subagents: int = 0  # 0 = the harness's own bound
     disable_execution_environment: bool = False
     local_environment: LocalEnvironment | None = None
     require_existing_native_session: bool = False
@@ -219,6 +224,14 @@ class ExecutionPrepare(msgspec.Struct, **_STRICT):
             )
         if cfg.agent_options.model_provider is not None:
             cfg.agent_options.model_provider.validate()
+        sources = cfg.local_environment.capability_sources if cfg.local_environment else None
+        if sources is not None:
+            try:
+                sources.validate()
+            except ValidationError as exc:
+                raise ValidationError(
+                    PreparationErrorCode.INVALID_CONFIGURATION, "capability sources are invalid"
+                ) from exc
         harness_config = cfg.agent_options.harness_config
         if (
             harness_config is not None

@@ -82,7 +82,6 @@ _NEVER = {
     "tool_search": (U, "every function is loaded up front; nothing can be deferred"),
     "programmatic_tool_calling": (U, "programmatic tool calling is always disabled"),
     "automations": (U, "agents cannot create automations"),
-    "subagents": (U, "no harness runs subagents"),
     "function_result_images": (U, "function results are text"),
     "service_tier": (L, "the service tier is not sent to the model; it is ignored"),
 }
@@ -104,6 +103,7 @@ _SCRIPTED = _row(
     message_images=(L, "images are ignored; only text parts are read"),
     workspace_tools=(E, "/command and /write stand in for real tools"),
     conversation_memory=(U, "each turn reads only its own input"),
+    subagents=(E, "/subagent TEXT opens a subagent that replies with TEXT and closes"),
     **_NEVER,
 )
 
@@ -121,6 +121,11 @@ _BUILTIN_COMMON = {
         "results are passed back as text",
     ),
     "message_images": (S, "images are sent as image parts"),
+    "subagents": (
+        D,
+        "the model delegates with a create_subagent tool: each subagent runs one model "
+        "loop on its task, without tools, and its reply is the tool's result",
+    ),
     "workspace_tools": (
         S,
         "read, write and list files and run commands in the bound workspace; commands "

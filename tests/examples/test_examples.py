@@ -33,6 +33,12 @@ def run_example(server: Server, name: str, *args: str) -> str:
     [
         ("quickstart.py", "Hello from corebox!\nand again\n"),
         ("function_tools.py", 'Paris: {"city":"Paris","forecast":"sunny","temp_c":21}\n'),
+        (
+            "skills_and_subagents.py",
+            "skill greeting version 1\n"
+            "The subagent answered: Say hello, then the name.\n"
+            "subagent-1: closed, 1 turn(s)\n",
+        ),
     ],
 )
 def test_example_prints_its_answer(server: Server, name: str, expected: str) -> None:

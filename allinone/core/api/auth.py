@@ -52,6 +52,7 @@ class Policy(enum.Enum):
 
 POLICIES: dict[str, Policy] = {
     "/v1/files": Policy.PROJECT,  # the Files API takes no OpenAI-Beta header
+    "/v1/skills": Policy.PROJECT,  # nor does the Skills API
     "/v1/": Policy.AGENTS,
     "/core/v1/comms/": Policy.PROJECT,
     "/core/v1/harnesses": Policy.CORE_OR_PROJECT,

@@ -13,9 +13,11 @@ from typing import Any
 
 from allinone.core.api import project_models as projects
 from allinone.core.api.environments import EnvironmentCreate, EnvironmentFileCreate
-from allinone.core.api.traces import SessionTrace, Subagent
+from allinone.core.api.subagents import Subagent
+from allinone.core.api.traces import SessionTrace
 from allinone.core.shapes import agent_resources as agents
 from allinone.core.shapes import automation_models as automations
+from allinone.core.shapes import skill_models as skills
 from allinone.core.shapes import template_models as templates
 from allinone.core.shapes import vault_models as vaults
 from allinone.core.shapes.models import (
@@ -34,6 +36,8 @@ TEMPLATES = "/v1/agents/environments/templates"
 VAULT = "/v1/vaults/{vault_id}"
 CREDENTIAL = VAULT + "/credentials/{credential_id}"
 PROJECT = "/core/v1/projects/{project_id}"
+SKILL = "/v1/skills/{skill_id}"
+SKILL_VERSION = SKILL + "/versions/{version}"
 
 
 @dataclass(frozen=True)
@@ -364,6 +368,36 @@ OPERATIONS: tuple[Operation, ...] = (
         projects.HostGrants,
         body=projects.TrustChange,
         auth="core",
+    ),
+    Op("POST", "/v1/skills", "Create a skill (multipart upload)", skills.Skill),
+    Op("GET", "/v1/skills", "List skills", skills.Skill, page=True, query=CURSOR),
+    Op("GET", SKILL, "Retrieve a skill", skills.Skill),
+    Op("POST", SKILL, "Set a skill's default version", skills.Skill, body=skills.SkillUpdate),
+    Op("DELETE", SKILL, "Delete a skill and its versions", skills.DeletedSkill),
+    Op(
+        "GET",
+        SKILL + "/content",
+        "Download the default version's bundle (zip)",
+        None,
+        content_type="application/zip",
+    ),
+    Op("POST", SKILL + "/versions", "Create a skill version (multipart)", skills.SkillVersion),
+    Op(
+        "GET",
+        SKILL + "/versions",
+        "List a skill's versions",
+        skills.SkillVersion,
+        page=True,
+        query=CURSOR,
+    ),
+    Op("GET", SKILL_VERSION, "Retrieve a skill version", skills.SkillVersion),
+    Op("DELETE", SKILL_VERSION, "Delete a skill version", skills.DeletedSkillVersion),
+    Op(
+        "GET",
+        SKILL_VERSION + "/content",
+        "Download a version's bundle (zip)",
+        None,
+        content_type="application/zip",
     ),
     Op(
         "GET",

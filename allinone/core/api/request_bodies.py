@@ -33,7 +33,23 @@ JSON_BODIES: dict[tuple[str, str], Any] = {
     ("POST", ROLE + "/rotate-stream"): comms.StreamRotate,
 }
 
+_SKILL_UPLOAD: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "files": {"type": "string", "format": "binary"},
+        "files[]": {"type": "array", "items": {"type": "string", "format": "binary"}},
+    },
+    "description": "One zip in `files`, or a directory's files as `files[]` parts named by"
+    " their relative paths; a SKILL.md with `name` and `description` front matter at the"
+    " root; at most 5 MiB as uploaded, 20 MiB expanded.",
+}
+
 MULTIPART_BODIES: dict[tuple[str, str], dict[str, Any]] = {
+    ("POST", "/v1/skills"): _SKILL_UPLOAD,
+    ("POST", "/v1/skills/{skill_id}/versions"): {
+        **_SKILL_UPLOAD,
+        "properties": {**_SKILL_UPLOAD["properties"], "default": {"enum": ["true", "false"]}},
+    },
     ("POST", "/v1/files"): {
         "type": "object",
         "required": ["file", "purpose"],

@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import msgspec
@@ -42,6 +43,7 @@ from runtime.proto.initialization import (
     RuntimeInitialFile,
     RuntimeInitialization,
     RuntimePrepare,
+    SkillMetadata,
 )
 from runtime.proto.transfers import TransferOutcome, TransferStep
 from runtime.proto.workspace import DirectoryListing, ReadOutcome, WorkspaceRead
@@ -50,6 +52,16 @@ from runtime.proto.writes import WorkspaceWrite
 OPERATION_TIMEOUT_SECONDS = 17.0
 TRANSFER_TIMEOUT_SECONDS = 195.0
 SETUP_TIMEOUT_SECONDS = 900.0
+
+
+@dataclass(frozen=True)
+class InstalledSkill:
+    """A skill an initialization installs: its bundle (a zip) goes to the Runtime as a
+    `runtime_prepare` `skill` transfer, which unpacks it at `/workspace/.skills/<name>/`."""
+
+    name: str
+    description: str
+    archive: bytes
 
 
 class WorkspaceClient:
@@ -224,11 +236,13 @@ class WorkspaceClient:
         environment: dict[str, Any],
         session_wire_id: str,
         files: list[tuple[str, bytes]],
+        skills: list[InstalledSkill],
         env: dict[str, str],
         packages: dict[str, list[str]],
         setup: list[dict[str, Any]],
     ) -> None:
-        """Initial files, then configuration, packages and setup commands, in order."""
+        """Initial files, skills, then configuration, packages and setup commands, in
+        order."""
         for path, data in files:
             await self._prepare_transfer(
                 connection,
@@ -237,6 +251,15 @@ class WorkspaceClient:
                 action="file",
                 file=RuntimeInitialFile(path=path),
                 data=data,
+            )
+        for skill in skills:
+            await self._prepare_transfer(
+                connection,
+                environment,
+                session_wire_id,
+                action="skill",
+                skill=SkillMetadata(name=skill.name, description=skill.description),
+                data=skill.archive,
             )
         steps = initialization_steps(env, packages, setup)
         for initialization in steps:
@@ -254,8 +277,9 @@ class WorkspaceClient:
         environment: dict[str, Any],
         session_wire_id: str,
         *,
-        action: Literal["file", "initialize"],
+        action: Literal["file", "skill", "initialize"],
         file: RuntimeInitialFile | None = None,
+        skill: SkillMetadata | None = None,
         initialization: RuntimeInitialization | None = None,
         data: bytes = b"",
     ) -> None:
@@ -282,9 +306,10 @@ class WorkspaceClient:
                     session_id=session_wire_id,
                     action=action,
                     file=file,
+                    skill=skill,
                     initialization=initialization,
                     size_bytes=len(data),
-                    sha256=hashlib.sha256(data).hexdigest() if file else "",
+                    sha256=hashlib.sha256(data).hexdigest() if file or skill else "",
                 ),
                 TransferOutcome.READY,
                 0,
@@ -304,6 +329,7 @@ __all__ = [
     "SETUP_TIMEOUT_SECONDS",
     "TRANSFER_TIMEOUT_SECONDS",
     "WORKSPACE_CAPABILITIES",
+    "InstalledSkill",
     "WorkspaceClient",
     "WorkspaceUnavailable",
     "wire_uuid",

@@ -12,6 +12,7 @@ from allinone.core.gateway.workspace import wire_uuid
 from allinone.core.orchestration.credentials import Resolved
 from runtime.proto import execution as wire_exec
 from runtime.proto.capabilities import ALWAYS_REQUIRED, missing_capabilities
+from runtime.proto.initialization import CapabilitySources, SkillMetadata
 
 
 def still_declared(connection: Connection, session: dict[str, Any]) -> bool:
@@ -60,10 +61,15 @@ def local_environment(session: dict[str, Any]) -> wire_exec.LocalEnvironment | N
     environment = session["environment"]
     if environment["type"] == "none":
         return None
+    skills = [
+        SkillMetadata(name=skill["name"], description=skill.get("description") or "")
+        for skill in environment.get("skills") or []
+    ]
     return wire_exec.LocalEnvironment(
         id=wire_uuid(session["environment_id"]),
         type=environment["type"],
         workspace_directory=environment.get("workspace_directory") or "",
+        capability_sources=CapabilitySources(skills=skills) if skills else None,
     )
 
 
@@ -74,6 +80,7 @@ def configuration(
     settings resolved for this execution (credentials.py)."""
     resolved = resolved or Resolved()
     agent = session["agent"]
+    multi_agent = agent.get("multi_agent") or {}
     text = agent.get("text") or {}
     text_format = text.get("format") or {}
     output_format = None
@@ -99,7 +106,11 @@ def configuration(
             reasoning_effort=(agent.get("reasoning") or {}).get("effort"),
         ),
         observe_messages=observe,
-        disable_subagents=not (agent.get("multi_agent") or {}).get("enabled", False),
+        disable_subagents=not multi_agent.get("enabled", False),
+        observe_subagent_identities=bool(multi_agent.get("enabled", False)),
+        max_concurrent_subagents=int(multi_agent.get("max_concurrent_subagents") or 0)
+        if multi_agent.get("enabled")
+        else 0,
         disable_execution_environment=session["environment"]["type"] == "none",
         local_environment=local_environment(session),
         function_tools=[

@@ -8,6 +8,7 @@ accumulated text); everything a reader can see is in the database.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -18,6 +19,7 @@ from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.transitions import move
 from allinone.core.recorder import Recorder
 from allinone.core.states import TurnStatus
+from allinone.core.subagents.projection import SubagentProjection
 from runtime.proto import run as wire
 from runtime.proto.codec import Frame
 from runtime.proto.errors import classify_engine_failure
@@ -28,6 +30,7 @@ from runtime.proto.interactions import (
     PermissionRequest,
     PromptForUserChoice,
 )
+from runtime.proto.subagents import SUBAGENT_FRAMES
 from storage import interactions, turns
 from storage import items as item_rows
 from storage.database import Tx
@@ -71,6 +74,7 @@ class Projector:
         self._recorder = recorder
         self._ids = ids
         self._clock = clock
+        self._subagents = SubagentProjection(recorder, ids, clock, ContractViolation)
 
     async def check_fence(self, tx: Tx, run: RunProjection) -> None:
         row = await tx.fetchone(
@@ -136,16 +140,21 @@ class Projector:
         elif isinstance(payload, PermissionCancel):
             await interactions.set_interaction_state(tx, run.session_id, frame.id, "withdrawn")
             await self.resume_if_clear(tx, run.session_id, run.turn_id, run.fencing_token)
+        elif frame.type in SUBAGENT_FRAMES:
+            await self._subagents.apply(
+                tx, run.session_id, run.turn_id, payload, partial(self._new_item, run=run)
+            )
 
     async def _new_item(
         self,
         tx: Tx,
-        run: RunProjection,
         type_: str,
         status: str,
         payload: dict[str, Any],
         native_id: str,
         prefix: str,
+        *,
+        run: RunProjection,
     ) -> dict[str, Any]:
         item = {
             "id": self._ids.new(prefix),
@@ -170,7 +179,9 @@ class Projector:
                 "content": [],
                 "phase": frame.phase or None,
             }
-            item = await self._new_item(tx, run, "message", "in_progress", payload, frame.id, "msg")
+            item = await self._new_item(
+                tx, "message", "in_progress", payload, frame.id, "msg", run=run
+            )
             open_message = _OpenMessage(item)
             run.messages[frame.id] = open_message
             await self._part(tx, run, open_message, "agent.session.turn.content_part.added", "")
@@ -248,12 +259,12 @@ class Projector:
         payload = {"summary": [{"type": "summary_text", "text": frame.text}]}
         item = await self._new_item(
             tx,
-            run,
             "reasoning",
             "completed",
             payload,
             frame.item_id or self._ids.new("think"),
             "rs",
+            run=run,
         )
         await self._recorder.emit_item(tx, "agent.session.turn.item.done", item)
 
@@ -286,7 +297,7 @@ class Projector:
         existing = run.tools.get(frame.id)
         if frame.stage == "before" or existing is None:
             existing = await self._new_item(
-                tx, run, type_, "in_progress", payload, frame.id, prefix
+                tx, type_, "in_progress", payload, frame.id, prefix, run=run
             )
             run.tools[frame.id] = existing
         if frame.stage == "after":
@@ -308,7 +319,7 @@ class Projector:
         )
         payload = {"call_id": frame.call_id, "name": frame.name, "arguments": arguments}
         item = await self._new_item(
-            tx, run, "function_call", "completed", payload, frame.call_id, "fc"
+            tx, "function_call", "completed", payload, frame.call_id, "fc", run=run
         )
         await self._recorder.emit_item(tx, "agent.session.turn.item.done", item)
         await self._wait(tx, run)

@@ -25,7 +25,7 @@ MODEL_TIMEOUT_SECONDS = 600.0
 MODEL_RETRIES = 2  # the SDK's own retries of connection errors, 408, 409, 429 and 5xx
 
 DECLARATION = AgentKindCapabilities(
-    subagent_observations=False,
+    subagent_observations=True,
     streaming=True,
     permissions=True,
     usage=True,

@@ -14,12 +14,15 @@ import openai
 from runtime.harness.base import RunContext
 from runtime.harness.builtin.chat import ChatCompletions
 from runtime.harness.builtin.conversation import Conversation
+from runtime.harness.builtin.delegation import Delegation
 from runtime.harness.builtin.mcp_servers import McpServers
 from runtime.harness.builtin.model import ModelProtocol, Settings
 from runtime.harness.builtin.responses import Responses
+from runtime.harness.builtin.skills import with_skills
 from runtime.harness.builtin.tools import Toolbox
 from runtime.harness.builtin.turn import BuiltinTurn
 from runtime.harness.builtin.workspace_tools import WorkspaceTools
+from runtime.harness.subagents import allowed as subagents_allowed
 from runtime.proto.execution import ExecutionConfiguration, ModelProvider
 from runtime.proto.inputs import MessageInput
 
@@ -44,7 +47,9 @@ class BuiltinExecutor:
             max_output_tokens=provider.max_output_tokens if provider else 0,
         )
         self._context_window = provider.context_window if provider else 0
-        self._conversation = Conversation(system_prompt=options.system_prompt)
+        self._conversation = Conversation(
+            system_prompt=with_skills(options.system_prompt, configuration)
+        )
         policy = (options.harness_config or {}).get("tool_policy") or {}
         self._command_policy = str(policy.get("run_command") or "ask")
 
@@ -64,7 +69,19 @@ class BuiltinExecutor:
                 context,
                 self._conversation,
                 self._protocol,
-                Toolbox(self._configuration.function_tools, mcp, workspace),
+                Toolbox(
+                    self._configuration.function_tools,
+                    mcp,
+                    workspace,
+                    Delegation(
+                        self._configuration,
+                        self._protocol,
+                        self._settings,
+                        self._conversation.system_prompt,
+                    )
+                    if subagents_allowed(self._configuration)
+                    else None,
+                ),
                 self._settings,
                 self._context_window,
             )

@@ -7,6 +7,8 @@
   then `after`) of kind `mcp_tool_call`.
 - Workspace tools (read, write, list, run a command) are offered when the Run is bound
   to a workspace (workspace_tools.py); a function tool of the same name wins.
+- `create_subagent` is offered when subagents are enabled (delegation.py); a function
+  tool of the same name wins.
 
 `run` never raises for a bad call from the model (unknown tool, arguments that are not a
 JSON object, a failing MCP call): it returns text saying what went wrong, so the model
@@ -20,6 +22,9 @@ import secrets
 from typing import Any
 
 from runtime.harness.base import RunContext
+from runtime.harness.builtin.delegation import NAME as DELEGATE
+from runtime.harness.builtin.delegation import SPEC as DELEGATE_SPEC
+from runtime.harness.builtin.delegation import Delegation
 from runtime.harness.builtin.mcp_servers import McpServers
 from runtime.harness.builtin.model import ToolRequest, ToolSpec
 from runtime.harness.builtin.workspace_tools import SPECS as WORKSPACE_SPECS
@@ -36,8 +41,10 @@ class Toolbox:
         functions: list[FunctionTool],
         mcp: McpServers | None = None,
         workspace: WorkspaceTools | None = None,
+        delegation: Delegation | None = None,
     ) -> None:
         self._functions = {tool.name: tool for tool in functions}
+        self._delegation = delegation if DELEGATE not in self._functions else None
         self._mcp = mcp
         self._workspace = workspace
         self._workspace_names = (
@@ -50,8 +57,11 @@ class Toolbox:
             for t in self._functions.values()
         ]
         specs += [spec for spec in WORKSPACE_SPECS if spec.name in self._workspace_names]
+        taken = set(self._functions) | self._workspace_names
+        if self._delegation is not None:
+            specs.append(DELEGATE_SPEC)
+            taken.add(DELEGATE)
         if self._mcp is not None:
-            taken = set(self._functions) | self._workspace_names
             specs += [tool.spec for name, tool in self._mcp.tools.items() if name not in taken]
         return specs
 
@@ -72,6 +82,8 @@ class Toolbox:
             return f"error: {outcome.text or 'the function failed'}"
         if self._workspace is not None and request.name in self._workspace_names:
             return await self._workspace.run(request.name, arguments, context)
+        if self._delegation is not None and request.name == DELEGATE:
+            return await self._delegation.run(arguments, request.call_id, context)
         if self._mcp is not None and request.name in self._mcp.tools:
             return await self._mcp_call(request.name, arguments, context)
         return f"error: there is no tool named {request.name[:64]!r}"

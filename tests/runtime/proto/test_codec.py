@@ -22,6 +22,7 @@ from runtime.proto import (
     interactions,
     run,
     steering,
+    subagents,
     suspension,
     workspace,
     writes,
@@ -128,6 +129,14 @@ RUNTIME_SAMPLES: dict[str, msgspec.Struct] = {
     ),
     "prompt_steer_ack": steering.PromptSteerAck("input-1", False, written=True),
     "function_call": functions.FunctionCall("call-1", "add", msgspec.Raw(b'{"a":1}')),
+    "subagent_identity": subagents.SubagentIdentity(
+        "sub-1", "turn-1", "call-1", 1700000000000, name="helper", instructions="look"
+    ),
+    "subagent_lifecycle": subagents.SubagentLifecycle("sub-1", "active", 1700000000000),
+    "subagent_turn": subagents.SubagentTurn("sub-1", "sub-turn-1", "in_progress", 1700000000000),
+    "subagent_item": subagents.SubagentItem(
+        "sub-1", "sub-turn-1", "sub-item-1", 0, "message", subagents.SubagentMessage("user", "hi")
+    ),
     "workspace_read_result": workspace.WorkspaceReadResult(
         workspace.ReadOutcome.COMPLETED, data=b"abc", close_acknowledged=True
     ),

@@ -123,3 +123,30 @@ def _session_of(client: OpenAI, run_id: str) -> str:
         if client.beta.agents.sessions.turns.list(session.id).data[0].id == run_id:
             return session.id
     raise AssertionError("no session runs " + run_id)
+
+
+def test_a_subagent_frame_before_its_identity_is_a_contract_violation(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with connected(tmp_path) as (peer, client):
+            created = asyncio.create_task(in_thread(lambda: _create(client)))
+            await peer.start_run()
+            await peer.send(
+                "subagent_turn",
+                peer.run_id,
+                {
+                    "native_id": "sub-1",
+                    "turn_id": "sub-turn-1",
+                    "status": "in_progress",
+                    "created_at_ms": 1,
+                },
+            )
+            await peer.receive("prompt_cancel")
+            events = await asyncio.wait_for(created, 20)
+            session_id = await in_thread(lambda: _check_violation(client, events))
+            listed = await in_thread(
+                lambda: client.beta.agents.sessions.subagents.list(session_id).data
+            )
+            assert listed == []
+            await _next_turn_runs(client, peer, session_id)
+
+    asyncio.run(main())

@@ -1,0 +1,150 @@
+"""`corebox skills ...`: manage a project's skills on a running server, as a person would
+with the SDK's `client.skills` (the project's API key, from `--api-key-file` or
+`OPENAI_API_KEY`; the server's address from `--url` or the configuration).
+
+    corebox skills create PATH             a folder holding SKILL.md, or a .zip
+    corebox skills version SKILL_ID PATH [--default]
+    corebox skills list
+    corebox skills default SKILL_ID VERSION
+    corebox skills delete SKILL_ID
+
+Each prints one line per skill or version (`--json` for the API's JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from allinone.config import ConfigError, load
+
+if TYPE_CHECKING:
+    import openai
+
+# `openai` is imported inside the functions that use it (a static import PyInstaller
+# sees), so other commands do not pay for loading it.
+
+COMMAND = "skills"
+MAX_FILES = 1000
+
+
+class SkillCommandError(Exception):
+    """A skills command cannot run or the server refused it; the message says why."""
+
+
+def add_commands(commands: Any) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
+    common.add_argument("--config", help="a corebox.toml file")
+    common.add_argument("--url", help="the server's base URL (default: from the configuration)")
+    common.add_argument(
+        "--api-key-file", dest="api_key_file", help="a file holding the project's API key"
+    )
+    common.add_argument("--json", action="store_true", help="print the API's JSON")
+    skills = commands.add_parser(COMMAND, help="manage a project's skills (needs a running server)")
+    actions = skills.add_subparsers(dest="action", required=True)
+    create = actions.add_parser("create", parents=[common], help="upload a new skill")
+    create.add_argument("path", help="a folder with a SKILL.md at its root, or a .zip")
+    version = actions.add_parser("version", parents=[common], help="upload a new version")
+    version.add_argument("skill_id")
+    version.add_argument("path")
+    version.add_argument("--default", action="store_true", help="make it the default version")
+    actions.add_parser("list", parents=[common], help="list the project's skills")
+    default = actions.add_parser("default", parents=[common], help="set the default version")
+    default.add_argument("skill_id")
+    default.add_argument("version")
+    delete = actions.add_parser("delete", parents=[common], help="delete a skill")
+    delete.add_argument("skill_id")
+
+
+def run_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    try:
+        run(args, environ, sys.stdout)
+    except SkillCommandError as exc:
+        print(f"corebox: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -> None:
+    import openai
+
+    client = _client(args, environ)
+    try:
+        result = _act(client, args)
+    except openai.APIStatusError as exc:
+        raise SkillCommandError(f"the server refused: {exc.message}") from exc
+    except openai.APIConnectionError as exc:
+        raise SkillCommandError(f"cannot reach corebox at {client.base_url}") from exc
+    items = result if isinstance(result, list) else [result]
+    if args.json:
+        print(json.dumps([i.model_dump() for i in items], indent=2), file=out)
+        return
+    for item in items:
+        print(_line(item.model_dump()), file=out)
+
+
+def _act(client: openai.OpenAI, args: argparse.Namespace) -> Any:
+    if args.action == "create":
+        return client.skills.create(files=_files(Path(args.path)))
+    if args.action == "version":
+        return client.skills.versions.create(
+            args.skill_id, files=_files(Path(args.path)), default=args.default
+        )
+    if args.action == "list":
+        return list(client.skills.list(order="asc", limit=100))
+    if args.action == "default":
+        return client.skills.update(args.skill_id, default_version=args.version)
+    return client.skills.delete(args.skill_id)
+
+
+def _client(args: argparse.Namespace, environ: Mapping[str, str]) -> openai.OpenAI:
+    key = environ.get("OPENAI_API_KEY", "")
+    if args.api_key_file:
+        try:
+            key = Path(args.api_key_file).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise SkillCommandError(f"cannot read {args.api_key_file}: {exc.strerror}") from exc
+    if not key:
+        raise SkillCommandError("give the project's API key (--api-key-file or OPENAI_API_KEY)")
+    url = args.url
+    if not url:
+        try:
+            config = load({"data_dir": args.data_dir, "config": args.config}, environ, Path.cwd())
+        except ConfigError as exc:
+            raise SkillCommandError(str(exc)) from exc
+        host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
+        url = f"http://{f'[{host}]' if ':' in host else host}:{config.port}"
+    import openai
+
+    return openai.OpenAI(base_url=f"{url.rstrip('/')}/v1", api_key=key, max_retries=0)
+
+
+def _files(path: Path) -> Any:
+    """A zip as one upload, or a folder's regular files named by relative path."""
+    if path.is_file():
+        return (path.name, path.read_bytes(), "application/zip")
+    if not path.is_dir():
+        raise SkillCommandError(f"{path} is neither a folder nor a file")
+    found = sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+    if len(found) > MAX_FILES:
+        raise SkillCommandError(f"{path} holds more than {MAX_FILES} files")
+    return [(p.relative_to(path).as_posix(), p.read_bytes()) for p in found]
+
+
+def _line(item: dict[str, Any]) -> str:
+    if item.get("object") == "skill":
+        return (
+            f"{item['id']}  {item['name']}  default {item['default_version']}"
+            f"  latest {item['latest_version']}  {item['description']}"
+        )
+    if item.get("object") == "skill.version":
+        return f"{item['skill_id']}  version {item['version']}  {item['name']}"
+    return f"{item['id']}  deleted"
+
+
+__all__ = ["COMMAND", "SkillCommandError", "add_commands", "run", "run_command"]
