@@ -250,6 +250,7 @@ class Preparations:
             self._send,
             workspace=workspace.root if workspace else None,
             sandbox=self._workspaces.sandbox,
+            history=request.history,
         )
         if workspace is not None:
             self.bindings[request.run_id] = workspace

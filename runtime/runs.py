@@ -46,6 +46,7 @@ from runtime.proto import run as wire
 from runtime.proto.capabilities import AgentKindCapabilities
 from runtime.proto.errors import DecisionErrorCode, SteerErrorCode, classify_engine_failure
 from runtime.proto.functions import FunctionCall, FunctionResult
+from runtime.proto.history import HistoryEntry
 from runtime.proto.inputs import MessageInput
 from runtime.proto.interactions import (
     ChoiceQuestion,
@@ -101,8 +102,10 @@ class Run:
         send: Send,
         workspace: Path | None = None,
         sandbox: Sandbox | None = None,
+        history: list[HistoryEntry] | None = None,
     ) -> None:
         self.workspace = workspace
+        self.history = history
         self.sandbox = sandbox or Sandbox(Confinement(NONE))
         self.run_id = run_id
         self.executor = executor

@@ -19,6 +19,7 @@ import msgspec
 
 from runtime.proto import limits
 from runtime.proto.errors import PreparationErrorCode, ValidationError
+from runtime.proto.history import HistoryEntry, validate_history
 from runtime.proto.identities import validate_frame_id
 from runtime.proto.inputs import MessageInput, validate_message_input
 from runtime.proto.strictness import STRICT
@@ -238,10 +239,15 @@ class ExecutionPrepare(msgspec.Struct, **_STRICT):
 
 
 class ExecutionStart(msgspec.Struct, **_STRICT):
+    """`history`, when present, is the session's committed conversation before this
+    input, from which the Executor rebuilds its model context (runtime/proto/history.py);
+    absent, the Executor keeps its own memory."""
+
     executor_id: str
     handle: str
     run_id: str
     input: MessageInput
+    history: list[HistoryEntry] | None = None
 
     def validate(self) -> None:
         if not (self.executor_id and self.handle and self.run_id):
@@ -250,6 +256,8 @@ class ExecutionStart(msgspec.Struct, **_STRICT):
             validate_message_input(self.input)
         except ValidationError as exc:
             raise ValidationError(PreparationErrorCode.INVALID_START, str(exc)) from exc
+        if self.history is not None:
+            validate_history(self.history)
 
 
 class ExecutionRelease(msgspec.Struct, **_STRICT):
