@@ -12,9 +12,11 @@ since only the admission table knows whether a handle is still ready.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
+from functools import partial
 
 from runtime.admission import AdmissionRecord, AdmissionTable, fingerprint
 from runtime.errors import Refused
@@ -105,7 +107,9 @@ class Preparations:
         if self._suspensions.is_quiesced(local.id):
             raise Refused(PreparationErrorCode.RESOURCE_UNAVAILABLE)
         try:
-            binding = self._workspaces.bind(local.id, local.type, local.workspace_directory)
+            binding = self._workspaces.bind(
+                local.id, local.type, local.workspace_directory, local.seed
+            )
         except WorkspaceError as exc:
             raise Refused(exc.code) from exc
         return adapter, binding
@@ -251,6 +255,7 @@ class Preparations:
             workspace=workspace.root if workspace else None,
             sandbox=self._workspaces.sandbox,
             history=request.history,
+            snapshot=None if workspace is None else self._snapshot_of(workspace, request.run_id),
         )
         if workspace is not None:
             self.bindings[request.run_id] = workspace
@@ -259,6 +264,13 @@ class Preparations:
         run.start(request.input)
         assert run.task is not None
         run.task.add_done_callback(lambda _t: self._run_finished(record, run))
+
+    def _snapshot_of(self, binding: Binding, run_id: str) -> Callable[[], Awaitable[str]] | None:
+        """What snapshots the Run's managed workspace as it ends, or None."""
+        workspaces = self._workspaces
+        if workspaces.snapshots is None or binding.type != "openai_hosted":
+            return None
+        return partial(asyncio.to_thread, workspaces.snapshot, binding, run_id)
 
     def _run_finished(self, record: AdmissionRecord, run: Run) -> None:
         self.runs.pop(run.run_id, None)

@@ -41,8 +41,15 @@ async def get(q: Queryable, project_id: str, session_id: str) -> dict[str, Any] 
 
 
 async def get_any(q: Queryable, session_id: str) -> dict[str, Any] | None:
-    """Load a session without a project scope (Core-internal use only)."""
-    row = await q.fetchone("SELECT * FROM sessions WHERE id = ?", (session_id,))
+    """Load a session without a project scope (Core-internal use only), with the seed
+    of its environment's workspace (`environment_seed_wire_id`, `..._snapshot`)."""
+    row = await q.fetchone(
+        "SELECT sessions.*, environments.seed_wire_id AS environment_seed_wire_id,"
+        " environments.seed_snapshot AS environment_seed_snapshot"
+        " FROM sessions LEFT JOIN environments ON environments.id = sessions.environment_id"
+        " WHERE sessions.id = ?",
+        (session_id,),
+    )
     return record(row, JSON_COLUMNS)
 
 

@@ -178,15 +178,27 @@ class MCPHTTPServer(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             raise ValidationError(code, "an MCP bearer token is unsafe")
 
 
+class WorkspaceSeed(msgspec.Struct, **_STRICT):
+    """Where a new managed workspace starts from: the snapshot `snapshot` of the managed
+    workspace of Environment `environment_id` (its canonical UUID), as the Runtime took
+    it at the end of that Run (`done.workspace_snapshot`)."""
+
+    environment_id: str
+    snapshot: str
+
+
 class LocalEnvironment(msgspec.Struct, **_STRICT):
     """The exact Environment binding. `id` is the Environment's canonical UUID. A
     `self_hosted` binding names the directory the user chose, which the Runtime checks
     against what it is willing to serve; an `openai_hosted` one names none: the Runtime
-    owns where its managed workspaces live."""
+    owns where its managed workspaces live. `seed` (managed only) fills the workspace
+    from a snapshot when the Runtime creates it (a forked session's copy); once the
+    workspace exists it is ignored."""
 
     id: str
     type: Literal["openai_hosted", "self_hosted"]
     workspace_directory: str = ""
+    seed: WorkspaceSeed | None = None
 
 
 class ExecutionConfiguration(msgspec.Struct, **_STRICT):
@@ -218,6 +230,15 @@ class ExecutionPrepare(msgspec.Struct, **_STRICT):
                 PreparationErrorCode.UNSUPPORTED_CONFIGURATION,
                 "exactly one of local_environment and disable_execution_environment is required",
             )
+        if cfg.local_environment is not None and cfg.local_environment.seed is not None:
+            seed = cfg.local_environment.seed
+            if cfg.local_environment.type != "openai_hosted" or not (
+                seed.environment_id and seed.snapshot
+            ):
+                raise ValidationError(
+                    PreparationErrorCode.INVALID_CONFIGURATION,
+                    "only a managed workspace is seeded, from a named snapshot",
+                )
         if cfg.agent_options.model_provider is not None:
             cfg.agent_options.model_provider.validate()
         harness_config = cfg.agent_options.harness_config

@@ -2,6 +2,13 @@
 -- committed history, how many items it included and omitted, how many turns a rewind hid).
 ALTER TABLE turns ADD COLUMN context TEXT;
 
+-- The snapshot of the turn's managed workspace the Runtime took as the turn ended.
+ALTER TABLE turns ADD COLUMN workspace_snapshot TEXT;
+
+-- A forked managed environment starts from the snapshot of its parent's workspace.
+ALTER TABLE environments ADD COLUMN seed_wire_id TEXT;
+ALTER TABLE environments ADD COLUMN seed_snapshot TEXT;
+
 -- A forked session names the session and turn it was copied from.
 ALTER TABLE sessions ADD COLUMN forked_from_session_id TEXT;
 ALTER TABLE sessions ADD COLUMN forked_from_turn_id TEXT;

@@ -60,10 +60,17 @@ def local_environment(session: dict[str, Any]) -> wire_exec.LocalEnvironment | N
     environment = session["environment"]
     if environment["type"] == "none":
         return None
+    seed = None
+    if session.get("environment_seed_wire_id") and session.get("environment_seed_snapshot"):
+        seed = wire_exec.WorkspaceSeed(
+            environment_id=session["environment_seed_wire_id"],
+            snapshot=session["environment_seed_snapshot"],
+        )
     return wire_exec.LocalEnvironment(
         id=wire_uuid(session["environment_id"]),
         type=environment["type"],
         workspace_directory=environment.get("workspace_directory") or "",
+        seed=seed,
     )
 
 
