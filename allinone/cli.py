@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from allinone import __version__, admin, devices
+from allinone import __version__, admin, devices, session_forks
 from allinone.config import ConfigError, load
 from allinone.receiver import commands as comms_commands
 
@@ -77,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     admin.add_commands(commands)
     comms_commands.add_commands(commands)
     devices.add_commands(commands)
+    sessions = commands.add_parser("sessions", help="control sessions (needs a running server)")
+    session_actions = sessions.add_subparsers(dest="action", required=True)
+    session_forks.add_commands(session_actions)
     return parser
 
 
@@ -116,6 +119,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "devices":
         try:
             devices.run(args, sys.stdout)
+        except admin.AdminError as exc:
+            print(f"corebox: error: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    if args.command == "sessions" and args.action in session_forks.ACTIONS:
+        try:
+            session_forks.run(args, sys.stdout)
         except admin.AdminError as exc:
             print(f"corebox: error: {exc}", file=sys.stderr)
             return 1
