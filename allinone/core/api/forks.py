@@ -3,7 +3,7 @@ from the SDK with `client.post(...)`); the domain is `allinone.core.control`."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from starlette.requests import Request
@@ -28,6 +28,18 @@ class ForkBody(msgspec.Struct, forbid_unknown_fields=True):
 
 class RewindBody(msgspec.Struct, forbid_unknown_fields=True):
     turns: Annotated[int, msgspec.Meta(ge=1, le=10_000)]
+
+
+class Rewind(msgspec.Struct):
+    """What `/rewind` answers (for the OpenAPI document; the handler returns the dict
+    `control.rewinds.render` builds)."""
+
+    object: Literal["x_corebox.rewind"]
+    id: str
+    session_id: str
+    turns: int
+    hidden_turn_ids: list[str]
+    created_at: int
 
 
 class ForksApi:
