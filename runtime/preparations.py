@@ -69,6 +69,7 @@ class Preparations:
         self.runs: dict[str, Run] = {}
         self.bindings: dict[str, Binding] = {}  # handle or run id -> bound workspace
         self.shutting_down = False
+        self._seeding: dict[str, asyncio.Lock] = {}  # environment id -> its seeding
 
     # execution_prepare
     async def prepare(self, request_id: str, request: ExecutionPrepare) -> Statuses:
@@ -78,6 +79,7 @@ class Preparations:
                 raise Refused(PreparationErrorCode.REQUEST_CONFLICT)
             yield existing.status()
             return
+        await self._seed(request)
         adapter, binding = self._check_prepare(request)
         if request.configuration.workspace_read_only:
             yield self._prepare_read_only(request_id, request, binding)
@@ -86,6 +88,19 @@ class Preparations:
         async with aclosing(self._prepare_executor(record, adapter)) as statuses:
             async for status in statuses:
                 yield status
+
+    async def _seed(self, request: ExecutionPrepare) -> None:
+        """Create a forked managed workspace from its snapshot before binding it, off the
+        event loop (a copy can take a while); raises Refused."""
+        local = request.configuration.local_environment
+        if local is None or local.seed is None or local.type != "openai_hosted":
+            return
+        lock = self._seeding.setdefault(local.id, asyncio.Lock())
+        async with lock:
+            try:
+                await asyncio.to_thread(self._workspaces.seed, local.id, local.seed)
+            except WorkspaceError as exc:
+                raise Refused(exc.code) from exc
 
     def _check_prepare(self, request: ExecutionPrepare) -> tuple[HarnessAdapter, Binding | None]:
         """The preparation's adapter and Environment binding; raises Refused."""

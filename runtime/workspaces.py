@@ -99,19 +99,28 @@ class Workspaces:
         return binding
 
     def _managed(self, environment_id: str, directory: str, seed: WorkspaceSeed | None) -> Path:
-        if self._root is None:
-            raise WorkspaceError("unsupported_configuration", "no managed workspaces here")
         if directory:
             raise WorkspaceError("invalid_configuration", "a managed workspace names no path")
-        if not environment_id or "/" in environment_id or environment_id.startswith("."):
-            raise WorkspaceError("invalid_configuration", "not an environment id")
-        root = self._root / environment_id
-        if seed is not None and not root.exists():
-            self._seed(root, seed)
+        root = self._managed_root(environment_id)
+        if seed is not None:
+            self.seed(environment_id, seed)
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         return real(root)
 
-    def _seed(self, root: Path, seed: WorkspaceSeed) -> None:
+    def _managed_root(self, environment_id: str) -> Path:
+        if self._root is None:
+            raise WorkspaceError("unsupported_configuration", "no managed workspaces here")
+        if not environment_id or "/" in environment_id or environment_id.startswith("."):
+            raise WorkspaceError("invalid_configuration", "not an environment id")
+        return self._root / environment_id
+
+    def seed(self, environment_id: str, seed: WorkspaceSeed) -> None:
+        """Create the managed workspace of `environment_id` from a snapshot, unless it
+        exists already; raises WorkspaceError. Blocking (it copies files): the
+        dispatcher runs it off the event loop, one at a time per environment."""
+        root = self._managed_root(environment_id)
+        if root.exists():
+            return
         if self.snapshots is None:
             raise WorkspaceError("resource_unavailable", "this Runtime keeps no snapshots")
         try:

@@ -4,12 +4,14 @@ loopback model server that records every request, and managed workspaces on disk
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
 from openai import OpenAI
+from openai.lib.beta.agents._result import AgentTurnResultError
 
 from allinone.core.gateway.workspace import wire_uuid
 from runtime.proto import limits
@@ -244,3 +246,22 @@ def test_another_project_cannot_fork_or_rewind(client: OpenAI, surface: Surface)
         x_post(other, surface, f"/x/v1/sessions/{session_id}/fork", {})
     with pytest.raises(openai.NotFoundError):
         x_post(other, surface, f"/x/v1/sessions/{session_id}/rewind", {"turns": 1})
+
+
+def test_a_fork_whose_snapshot_vanished_fails_its_turn_and_leaves_no_workspace(
+    client: OpenAI, surface: Surface
+) -> None:
+    parent = scripted_hosted(client, "/write a.txt first")
+    fork = x_post(client, surface, f"/x/v1/sessions/{parent.id}/fork", {})
+    snapshots = surface.server.data_dir / "snapshots" / wire_uuid(parent.environment.id)  # type: ignore[union-attr]
+    shutil.rmtree(snapshots)
+    with (
+        client.beta.agents.sessions.stream(fork["id"], input="/say hello") as stream,
+        pytest.raises(AgentTurnResultError),
+    ):
+        stream.get_final_result()
+    turn = client.beta.agents.sessions.turns.list(fork["id"], order="desc").data[0]
+    assert turn.status == "failed"
+    assert turn.x_corebox["error_code"] == "execution_unavailable"  # type: ignore[attr-defined]
+    assert "resource_unavailable" in (turn.error.message if turn.error else "")
+    assert not workspace(surface, fork["environment"]["id"]).exists()
