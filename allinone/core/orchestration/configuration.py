@@ -49,6 +49,10 @@ def required_capabilities(session: dict[str, Any]) -> list[str]:
     text_format = (agent.get("text") or {}).get("format") or {}
     if text_format.get("type") == "json_schema":
         required.extend(["structured_output", "message_items"])
+    if session.get("has_started_turn"):
+        # corebox records no native session id: a later turn may land on a new Executor,
+        # which must rebuild the session from Core's history (seed 000 admission table).
+        required.append("native_session_recovery")
     if (agent.get("multi_agent") or {}).get("enabled"):
         required.append("subagent_observations")
     else:
