@@ -88,13 +88,16 @@ def history_of(rows: list[dict[str, Any]], hidden: set[str]) -> tuple[list[Histo
     return entries, len(rows) - len(entries)
 
 
-def bounded(entries: list[HistoryEntry]) -> list[HistoryEntry]:
-    """The most recent entries within the wire bounds, starting at a user message."""
+def bounded(
+    entries: list[HistoryEntry],
+    max_entries: int = limits.MAX_HISTORY_ENTRIES,
+    max_bytes: int = limits.MAX_HISTORY_BYTES,
+) -> list[HistoryEntry]:
+    """The most recent entries within the bounds (the wire's by default), starting at a
+    user message."""
     total = sum(entry_size(entry) for entry in entries)
     start = 0
-    while start < len(entries) and (
-        len(entries) - start > limits.MAX_HISTORY_ENTRIES or total > limits.MAX_HISTORY_BYTES
-    ):
+    while start < len(entries) and (len(entries) - start > max_entries or total > max_bytes):
         total -= entry_size(entries[start])
         start += 1
         while start < len(entries) and not isinstance(entries[start], HistoryUser):
