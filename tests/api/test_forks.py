@@ -265,3 +265,19 @@ def test_a_fork_whose_snapshot_vanished_fails_its_turn_and_leaves_no_workspace(
     assert turn.x_corebox["error_code"] == "execution_unavailable"  # type: ignore[attr-defined]
     assert "resource_unavailable" in (turn.error.message if turn.error else "")
     assert not workspace(surface, fork["environment"]["id"]).exists()
+
+
+def test_a_fork_of_a_fork_copies_only_the_forks_own_turns_workspaces(
+    client: OpenAI, surface: Surface
+) -> None:
+    parent = scripted_hosted(client, "/write a.txt first")
+    fork = x_post(client, surface, f"/x/v1/sessions/{parent.id}/fork", {})
+    copied_turn = turn_ids(client, fork["id"])[0]
+    with pytest.raises(openai.ConflictError):
+        x_post(client, surface, f"/x/v1/sessions/{fork['id']}/fork", {"turn_id": copied_turn})
+    scripted_turn(client, fork["id"], "/write b.txt in the fork")
+    again = x_post(client, surface, f"/x/v1/sessions/{fork['id']}/fork", {})
+    scripted_turn(client, again["id"], "/say hello")
+    grandchild = workspace(surface, again["environment"]["id"])
+    assert (grandchild / "a.txt").read_text() == "first"
+    assert (grandchild / "b.txt").read_text() == "in the fork"

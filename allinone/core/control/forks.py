@@ -5,7 +5,8 @@ What a fork copies, in one transaction:
     the session row        agent, harness, metadata, vaults, options and the frozen
                            execution settings (the pinned configuration), in the
                            caller's project; `x_corebox.forked_from` names the parent
-    the turns              up to and including the fork turn, with new ids
+    the turns              up to and including the fork turn, with new ids (without
+                           their workspace snapshots, which stay the parent's)
     the items              up to the fork point (the fork turn's last item, or the
                            named item), with new ids, in the same order
     hidden turns           the parent's rewinds, as one marker over the copied turns
@@ -136,6 +137,9 @@ class Forks:
                     "fencing_token": None,
                     "device_id": None,
                     "lease_expires_at": None,
+                    # Snapshots belong to the parent's environment: a fork of this fork
+                    # can copy a workspace only as one of its own turns left it.
+                    "workspace_snapshot": None,
                 },
             )
         return mapping
