@@ -12,6 +12,8 @@ ALTER TABLE environments ADD COLUMN seed_snapshot TEXT;
 -- A forked session names the session and turn it was copied from.
 ALTER TABLE sessions ADD COLUMN forked_from_session_id TEXT;
 ALTER TABLE sessions ADD COLUMN forked_from_turn_id TEXT;
+-- The digest of the fork request that made it (an Idempotency-Key replay must match).
+ALTER TABLE sessions ADD COLUMN fork_request TEXT;
 
 -- Rewind markers: each hides the listed turns from the model's context; history stays.
 CREATE TABLE session_rewinds (

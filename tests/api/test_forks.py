@@ -281,3 +281,38 @@ def test_a_fork_of_a_fork_copies_only_the_forks_own_turns_workspaces(
     grandchild = workspace(surface, again["environment"]["id"])
     assert (grandchild / "a.txt").read_text() == "first"
     assert (grandchild / "b.txt").read_text() == "in the fork"
+
+
+def test_a_retried_fork_with_its_idempotency_key_answers_the_same_session(
+    client: OpenAI, surface: Surface
+) -> None:
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"}, environment={"type": "none"}, input="hi", stream=True
+        )
+    )
+    session_id = str(events[0].session.id)
+    path = f"{surface.server.base_url}/x/v1/sessions/{session_id}/fork"
+    headers = {"Idempotency-Key": "fork-once"}
+    first = client.post(path, cast_to=object, body={}, options={"headers": headers})
+    again = client.post(path, cast_to=object, body={}, options={"headers": headers})
+    assert first["id"] == again["id"]  # type: ignore[index]
+    other = client.post(
+        path, cast_to=object, body={}, options={"headers": {"Idempotency-Key": "2"}}
+    )
+    assert other["id"] != first["id"]  # type: ignore[index]
+    with pytest.raises(openai.ConflictError):
+        client.post(
+            path,
+            cast_to=object,
+            body={"turn_id": turn_ids(client, session_id)[0]},
+            options={"headers": headers},
+        )
+    # A session-creation key of the same text is a different key.
+    created = client.beta.agents.sessions.create(
+        agent={"model": "scripted"},
+        environment={"type": "none"},
+        input="hi",
+        extra_headers=headers,
+    )
+    assert created.id not in (first["id"], session_id)  # type: ignore[index]

@@ -11,7 +11,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core.api.auth import project_of
-from allinone.core.api.common import decode_body, json
+from allinone.core.api.common import decode_body, idempotency_key, json
 from allinone.core.control.forks import Forks
 from allinone.core.control.rewinds import Rewinds
 from allinone.core.recorder import session_view
@@ -57,8 +57,12 @@ class ForksApi:
     async def fork(self, request: Request) -> Response:
         project = project_of(request)
         body = await decode_body(request, ForkBody)
-        new_id = await self._forks.fork(
-            project, request.path_params["session_id"], body.turn_id, body.item_id
+        new_id, _made = await self._forks.fork(
+            project,
+            request.path_params["session_id"],
+            body.turn_id,
+            body.item_id,
+            idempotency_key(request),
         )
         row = await self._db.read(lambda r: sessions.get(r, project, new_id))
         assert row is not None

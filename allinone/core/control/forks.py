@@ -15,16 +15,18 @@ What a fork copies, in one transaction:
                            fork turn (refused when there is none, or it is no longer
                            kept); `self_hosted`: the same directory, shared; `none`: none
 
-The fork turn must have finished. Nothing of the parent changes.
+The fork turn must have finished. Nothing of the parent changes. An `Idempotency-Key`
+makes a retried fork answer the session the first attempt made.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 from allinone.core import render
-from allinone.core.errors import Conflict, InvalidRequest, NotFound
+from allinone.core.errors import Conflict, IdempotencyConflict, InvalidRequest, NotFound
 from allinone.core.gateway.workspace import wire_uuid
 from allinone.core.ids import Clock, Ids
 from allinone.core.recorder import Recorder
@@ -35,6 +37,8 @@ from storage.database import Database, Tx
 from storage.rows import dumps
 
 FINISHED = ("completed", "failed", "cancelled")
+# Fork keys live beside session-creation keys in the project's namespace, kept apart.
+KEY_PREFIX = "fork:"
 
 
 class NoSnapshot(Conflict):
@@ -55,16 +59,36 @@ class Forks:
         self._clock = clock
 
     async def fork(
-        self, project_id: str, session_id: str, turn_id: str | None, item_id: str | None
-    ) -> str:
-        """Fork the session; returns the new session's id."""
+        self,
+        project_id: str,
+        session_id: str,
+        turn_id: str | None,
+        item_id: str | None,
+        idempotency_key: str | None = None,
+    ) -> tuple[str, bool]:
+        """Fork the session; returns (the new session's id, whether this call made it).
+        A repeated `idempotency_key` with the same request answers the fork it made
+        (False); with another request it is an IdempotencyConflict."""
+        request = hashlib.sha256(
+            dumps({"session_id": session_id, "turn_id": turn_id, "item_id": item_id}).encode()
+        ).hexdigest()
+        key = None if idempotency_key is None else f"{KEY_PREFIX}{idempotency_key}"
 
-        async def job(tx: Tx) -> str:
+        async def job(tx: Tx) -> tuple[str, bool]:
+            if key is not None:
+                earlier = await sessions.by_idempotency_key(tx, project_id, key)
+                if earlier is not None:
+                    if earlier.get("fork_request") != request:
+                        raise IdempotencyConflict(
+                            "This Idempotency-Key was used for another request."
+                        )
+                    return str(earlier["id"]), False
             parent = await sessions.get(tx, project_id, session_id)
             if parent is None:
                 raise NotFound(param="session_id")
             point = await self._point(tx, session_id, turn_id, item_id)
-            return await self._copy(tx, project_id, parent, point)
+            made = await self._copy(tx, project_id, parent, point, (key, request))
+            return made, True
 
         return await self._db.write(job)
 
@@ -92,7 +116,15 @@ class Forks:
         position = item["position"] if item else await forks.last_position(tx, turn["id"])
         return ForkPoint(turn, position)
 
-    async def _copy(self, tx: Tx, project_id: str, parent: dict[str, Any], point: ForkPoint) -> str:
+    async def _copy(
+        self,
+        tx: Tx,
+        project_id: str,
+        parent: dict[str, Any],
+        point: ForkPoint,
+        request: tuple[str | None, str],
+    ) -> str:
+        """Write the fork; `request` is its (idempotency key, request digest)."""
         new_id = self._ids.new("sess")
         now = self._clock.now()
         environment = await self._environment(tx, parent, point.turn)
@@ -108,7 +140,8 @@ class Forks:
                 "created_at": now,
                 "last_active_at": now,
                 "event_seq": 0,
-                "idempotency_key": None,
+                "idempotency_key": request[0],
+                "fork_request": request[1],
                 "deleted_at": None,
                 "forked_from_session_id": parent["id"],
                 "forked_from_turn_id": point.turn["id"],
