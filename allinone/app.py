@@ -32,6 +32,7 @@ from allinone.core.api.automations import AutomationsApi
 from allinone.core.api.comms_owner import comms_routes
 from allinone.core.api.devices import DevicesApi
 from allinone.core.api.environments import EnvironmentsApi
+from allinone.core.api.forks import ForksApi
 from allinone.core.api.harnesses import HarnessesApi
 from allinone.core.api.health import Health
 from allinone.core.api.projects import ProjectsApi
@@ -44,6 +45,8 @@ from allinone.core.api.traces import TracesApi
 from allinone.core.api.vaults import VaultsApi
 from allinone.core.automations import Automations
 from allinone.core.comms.service import Comms
+from allinone.core.control.forks import Forks
+from allinone.core.control.rewinds import Rewinds
 from allinone.core.environments import Environments
 from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
@@ -80,6 +83,7 @@ from runtime.harness.builtin.adapter import BuiltinHarness
 from runtime.harness.registry import HarnessRegistry
 from runtime.harness.scripted import ScriptedHarness
 from runtime.proto import limits
+from runtime.snapshots import Snapshots
 from runtime.transport import PermanentError
 from runtime.workspaces import Workspaces
 from storage import journal, tenancy
@@ -91,6 +95,7 @@ log = logging.getLogger(__name__)
 SHUTDOWN_BUDGET_SECONDS = 10.0
 DATABASE_FILE = "corebox.db"
 WORKSPACES_DIR = "workspaces"
+SNAPSHOTS_DIR = "snapshots"  # managed workspaces as each turn left them (runtime/snapshots.py)
 
 
 class StartupError(Exception):
@@ -307,6 +312,9 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         *HarnessesApi(db, registry).routes(),
         *AgentsApi(db, ids, clock, d.providers).routes(),
         *SkillsApi(db, d.skills).routes(),
+        *ForksApi(
+            db, Forks(db, Recorder(d.hub, ids, clock), ids, clock), Rewinds(db, ids, clock)
+        ).routes(),
     ]
 
 
@@ -354,6 +362,7 @@ def _local_daemon(config: Config, opened: Opened, grants: HostGrants) -> Daemon 
             denied=(config.data_dir,),
             # Core allows a project's commands unconfined only when it is trusted.
             sandbox=Sandbox(opened.confinement, (config.data_dir,), unconfined_allowed=True),
+            snapshots=Snapshots(config.data_dir / SNAPSHOTS_DIR),
         ),
     )
 
@@ -596,7 +605,8 @@ async def run_daemon(
     reconnects after one."""
     confinement = probe()
     log.info("runtime commands confinement: %s", confinement.kind)
-    denied = () if workspaces is None else (workspaces,)
+    snapshots = None if workspaces is None else workspaces.with_name(workspaces.name + ".snapshots")
+    denied = () if workspaces is None or snapshots is None else (workspaces, snapshots)
     daemon = Daemon(
         core_url,
         device_id,
@@ -606,7 +616,9 @@ async def run_daemon(
         workspaces=Workspaces(
             workspaces,
             allowed_roots,
+            denied=denied,
             sandbox=Sandbox(confinement, denied, unconfined_allowed=allow_unconfined),
+            snapshots=None if snapshots is None else Snapshots(snapshots),
         ),
     )
     redactor = Redactor()

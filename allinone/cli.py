@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from allinone import __version__, admin, devices, skill_commands
+from allinone import __version__, admin, devices, session_forks, skill_commands
 from allinone.config import ConfigError, load
 from allinone.receiver import commands as comms_commands
 
@@ -78,6 +78,9 @@ def _parser() -> argparse.ArgumentParser:
     comms_commands.add_commands(commands)
     devices.add_commands(commands)
     skill_commands.add_commands(commands)
+    sessions = commands.add_parser("sessions", help="control sessions (needs a running server)")
+    session_actions = sessions.add_subparsers(dest="action", required=True)
+    session_forks.add_commands(session_actions)
     return parser
 
 
@@ -122,6 +125,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == skill_commands.COMMAND:
         return skill_commands.run_command(args, os.environ)
+    if args.command == "sessions" and args.action in session_forks.ACTIONS:
+        try:
+            session_forks.run(args, sys.stdout)
+        except admin.AdminError as exc:
+            print(f"corebox: error: {exc}", file=sys.stderr)
+            return 1
+        return 0
     if args.command == "daemon":
         return _daemon(args)
     if args.command == "serve":

@@ -22,6 +22,7 @@ what reach a peer.
     ├── RegistrationError          (runtime.harness.registry) also a ValueError
     ├── OutputClosed               (runtime.runs) a Run's output after its `done`
     ├── WorkspaceError             (runtime.workspaces) a workspace path or binding
+    ├── SnapshotError              (runtime.snapshots) a workspace snapshot not made or read
     └── ConfinementError           (runtime.confinement) the sandbox could not be set up
 
     ProtocolError                  (runtime.proto.errors) decode and validation failures

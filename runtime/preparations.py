@@ -12,9 +12,11 @@ since only the admission table knows whether a handle is still ready.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
+from functools import partial
 
 from runtime.admission import AdmissionRecord, AdmissionTable, fingerprint
 from runtime.errors import Refused
@@ -67,6 +69,7 @@ class Preparations:
         self.runs: dict[str, Run] = {}
         self.bindings: dict[str, Binding] = {}  # handle or run id -> bound workspace
         self.shutting_down = False
+        self._seeding: dict[str, asyncio.Lock] = {}  # environment id -> its seeding
 
     # execution_prepare
     async def prepare(self, request_id: str, request: ExecutionPrepare) -> Statuses:
@@ -76,6 +79,7 @@ class Preparations:
                 raise Refused(PreparationErrorCode.REQUEST_CONFLICT)
             yield existing.status()
             return
+        await self._seed(request)
         adapter, binding = self._check_prepare(request)
         if request.configuration.workspace_read_only:
             yield self._prepare_read_only(request_id, request, binding)
@@ -84,6 +88,19 @@ class Preparations:
         async with aclosing(self._prepare_executor(record, adapter)) as statuses:
             async for status in statuses:
                 yield status
+
+    async def _seed(self, request: ExecutionPrepare) -> None:
+        """Create a forked managed workspace from its snapshot before binding it, off the
+        event loop (a copy can take a while); raises Refused."""
+        local = request.configuration.local_environment
+        if local is None or local.seed is None or local.type != "openai_hosted":
+            return
+        lock = self._seeding.setdefault(local.id, asyncio.Lock())
+        async with lock:
+            try:
+                await asyncio.to_thread(self._workspaces.seed, local.id, local.seed)
+            except WorkspaceError as exc:
+                raise Refused(exc.code) from exc
 
     def _check_prepare(self, request: ExecutionPrepare) -> tuple[HarnessAdapter, Binding | None]:
         """The preparation's adapter and Environment binding; raises Refused."""
@@ -105,7 +122,9 @@ class Preparations:
         if self._suspensions.is_quiesced(local.id):
             raise Refused(PreparationErrorCode.RESOURCE_UNAVAILABLE)
         try:
-            binding = self._workspaces.bind(local.id, local.type, local.workspace_directory)
+            binding = self._workspaces.bind(
+                local.id, local.type, local.workspace_directory, local.seed
+            )
         except WorkspaceError as exc:
             raise Refused(exc.code) from exc
         return adapter, binding
@@ -250,6 +269,8 @@ class Preparations:
             self._send,
             workspace=workspace.root if workspace else None,
             sandbox=self._workspaces.sandbox,
+            history=request.history,
+            snapshot=None if workspace is None else self._snapshot_of(workspace, request.run_id),
         )
         if workspace is not None:
             self.bindings[request.run_id] = workspace
@@ -258,6 +279,13 @@ class Preparations:
         run.start(request.input)
         assert run.task is not None
         run.task.add_done_callback(lambda _t: self._run_finished(record, run))
+
+    def _snapshot_of(self, binding: Binding, run_id: str) -> Callable[[], Awaitable[str]] | None:
+        """What snapshots the Run's managed workspace as it ends, or None."""
+        workspaces = self._workspaces
+        if workspaces.snapshots is None or binding.type != "openai_hosted":
+            return None
+        return partial(asyncio.to_thread, workspaces.snapshot, binding, run_id)
 
     def _run_finished(self, record: AdmissionRecord, run: Run) -> None:
         self.runs.pop(run.run_id, None)

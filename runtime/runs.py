@@ -46,6 +46,7 @@ from runtime.proto import run as wire
 from runtime.proto.capabilities import AgentKindCapabilities
 from runtime.proto.errors import DecisionErrorCode, SteerErrorCode, classify_engine_failure
 from runtime.proto.functions import FunctionCall, FunctionResult
+from runtime.proto.history import HistoryEntry
 from runtime.proto.inputs import MessageInput
 from runtime.proto.interactions import (
     ChoiceQuestion,
@@ -101,8 +102,12 @@ class Run:
         send: Send,
         workspace: Path | None = None,
         sandbox: Sandbox | None = None,
+        history: list[HistoryEntry] | None = None,
+        snapshot: Callable[[], Awaitable[str]] | None = None,
     ) -> None:
         self.workspace = workspace
+        self.history = history
+        self._snapshot = snapshot
         self.sandbox = sandbox or Sandbox(Confinement(NONE))
         self.run_id = run_id
         self.executor = executor
@@ -384,8 +389,22 @@ class Run:
         self._written = []
         if self._acks:
             await asyncio.wait(set(self._acks), timeout=limits.RECEIPT_SEND_TIMEOUT_SECONDS)
+        snapshot = await self._take_snapshot()
         self.done_sent = True
-        await self._send("done", self.run_id, wire.Done(usage=self._usage))
+        await self._send(
+            "done", self.run_id, wire.Done(usage=self._usage, workspace_snapshot=snapshot)
+        )
+
+    async def _take_snapshot(self) -> str:
+        """Snapshot the managed workspace as the Run ends (before `done`, so that Core
+        learns of it with the outcome); "" when none was taken."""
+        if self._snapshot is None:
+            return ""
+        try:
+            return await self._snapshot()
+        except Exception:
+            log.exception("run %s: workspace snapshot failed", self.run_id)
+            return ""
 
     async def cancel(self, timeout: float) -> bool:
         """Ask the adapter to stop and wait for native settlement; return whether it did."""

@@ -17,6 +17,7 @@ caller asks to replace a regular file.
 from __future__ import annotations
 
 import io
+import logging
 import os
 import stat
 import tarfile
@@ -27,7 +28,11 @@ from pathlib import Path
 from runtime.confinement import Confinement, Sandbox
 from runtime.errors import RuntimeFault
 from runtime.proto import limits
+from runtime.proto.execution import WorkspaceSeed
 from runtime.proto.workspace import DirectoryEntry, DirectoryListing, EntryKind
+from runtime.snapshots import SnapshotError, Snapshots
+
+log = logging.getLogger(__name__)
 
 OUTPUTS = "outputs"
 WORKSPACE_PREFIX = "/workspace/"
@@ -70,17 +75,21 @@ class Workspaces:
         allowed_roots: Sequence[Path] | Callable[[], Sequence[Path]] = (),
         denied: Sequence[Path] = (),
         sandbox: Sandbox | None = None,
+        snapshots: Snapshots | None = None,
     ) -> None:
         self._root = workspaces_root
+        self.snapshots = snapshots
         self._allowed = allowed_roots if callable(allowed_roots) else tuple(allowed_roots)
         self._denied = tuple(real(path) for path in denied)
         self.sandbox = sandbox or Sandbox(Confinement("none"), self._denied)
         self._bindings: dict[str, Binding] = {}
 
-    def bind(self, environment_id: str, type_: str, directory: str) -> Binding:
+    def bind(
+        self, environment_id: str, type_: str, directory: str, seed: WorkspaceSeed | None = None
+    ) -> Binding:
         existing = self._bindings.get(environment_id)
         if type_ == "openai_hosted":
-            root = self._managed(environment_id, directory)
+            root = self._managed(environment_id, directory, seed)
         else:
             root = self._self_hosted(directory)
         binding = Binding(environment_id, type_, root)
@@ -89,16 +98,50 @@ class Workspaces:
         self._bindings[environment_id] = binding
         return binding
 
-    def _managed(self, environment_id: str, directory: str) -> Path:
-        if self._root is None:
-            raise WorkspaceError("unsupported_configuration", "no managed workspaces here")
+    def _managed(self, environment_id: str, directory: str, seed: WorkspaceSeed | None) -> Path:
         if directory:
             raise WorkspaceError("invalid_configuration", "a managed workspace names no path")
-        if not environment_id or "/" in environment_id or environment_id.startswith("."):
-            raise WorkspaceError("invalid_configuration", "not an environment id")
-        root = self._root / environment_id
+        root = self._managed_root(environment_id)
+        if seed is not None:
+            self.seed(environment_id, seed)
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         return real(root)
+
+    def _managed_root(self, environment_id: str) -> Path:
+        if self._root is None:
+            raise WorkspaceError("unsupported_configuration", "no managed workspaces here")
+        if not environment_id or "/" in environment_id or environment_id.startswith("."):
+            raise WorkspaceError("invalid_configuration", "not an environment id")
+        return self._root / environment_id
+
+    def seed(self, environment_id: str, seed: WorkspaceSeed) -> None:
+        """Create the managed workspace of `environment_id` from a snapshot, unless it
+        exists already; raises WorkspaceError. Blocking (it copies files): the
+        dispatcher runs it off the event loop, one at a time per environment."""
+        root = self._managed_root(environment_id)
+        if root.exists():
+            return
+        if self.snapshots is None:
+            raise WorkspaceError("resource_unavailable", "this Runtime keeps no snapshots")
+        try:
+            root.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self.snapshots.seed(root, seed.environment_id, seed.snapshot)
+        except SnapshotError as exc:
+            raise WorkspaceError(exc.code, str(exc)) from exc
+        except OSError as exc:
+            raise WorkspaceError("resource_unavailable", "the workspace was not seeded") from exc
+
+    def snapshot(self, binding: Binding, snapshot_id: str) -> str:
+        """Snapshot a managed workspace as `snapshot_id`; returns the id, or "" when none
+        was taken (not managed, no snapshots here, too large or failed). Blocking."""
+        if self.snapshots is None or binding.type != "openai_hosted":
+            return ""
+        try:
+            self.snapshots.take(binding.root, binding.environment_id, snapshot_id)
+        except (SnapshotError, OSError) as exc:
+            log.warning("workspace snapshot %s not taken: %s", snapshot_id, type(exc).__name__)
+            return ""
+        return snapshot_id
 
     def _self_hosted(self, directory: str) -> Path:
         path = Path(directory)

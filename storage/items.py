@@ -67,3 +67,13 @@ async def count_outputs(q: Queryable, turn_id: str) -> int:
 async def get(q: Queryable, item_id: str) -> dict[str, Any] | None:
     row = await q.fetchone("SELECT * FROM items WHERE id = ?", (item_id,))
     return record(row, ("payload",))
+
+
+async def of_session_before(q: Queryable, session_id: str, turn_id: str) -> list[dict[str, Any]]:
+    """The session's items outside `turn_id`, in position order (the committed history a
+    turn's model context is rebuilt from)."""
+    rows = await q.fetchall(
+        "SELECT * FROM items WHERE session_id = ? AND turn_id != ? ORDER BY position",
+        (session_id, turn_id),
+    )
+    return [r for r in (record(row, ("payload",)) for row in rows) if r is not None]

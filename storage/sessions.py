@@ -41,8 +41,18 @@ async def get(q: Queryable, project_id: str, session_id: str) -> dict[str, Any] 
 
 
 async def get_any(q: Queryable, session_id: str) -> dict[str, Any] | None:
-    """Load a session without a project scope (Core-internal use only)."""
-    row = await q.fetchone("SELECT * FROM sessions WHERE id = ?", (session_id,))
+    """Load a session without a project scope (Core-internal use only), with the seed
+    of its environment's workspace (`environment_seed_wire_id`, `..._snapshot`) and
+    whether any of its turns ever started (`has_started_turn`, 0 or 1)."""
+    row = await q.fetchone(
+        "SELECT sessions.*, environments.seed_wire_id AS environment_seed_wire_id,"
+        " environments.seed_snapshot AS environment_seed_snapshot,"
+        " EXISTS (SELECT 1 FROM turns WHERE turns.session_id = sessions.id"
+        " AND turns.started_at IS NOT NULL) AS has_started_turn"
+        " FROM sessions LEFT JOIN environments ON environments.id = sessions.environment_id"
+        " WHERE sessions.id = ?",
+        (session_id,),
+    )
     return record(row, JSON_COLUMNS)
 
 

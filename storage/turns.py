@@ -11,6 +11,8 @@ from typing import Any
 from storage.database import Tx
 from storage.rows import Queryable, dumps, record
 
+JSON_COLUMNS = ("usage", "context")
+
 
 async def insert(tx: Tx, turn_id: str, session_id: str, agent_id: str, now: int) -> None:
     await tx.execute(
@@ -22,7 +24,7 @@ async def insert(tx: Tx, turn_id: str, session_id: str, agent_id: str, now: int)
 
 async def get(q: Queryable, turn_id: str) -> dict[str, Any] | None:
     row = await q.fetchone("SELECT * FROM turns WHERE id = ?", (turn_id,))
-    return record(row, ("usage",))
+    return record(row, JSON_COLUMNS)
 
 
 async def active(q: Queryable, session_id: str) -> dict[str, Any] | None:
@@ -33,7 +35,7 @@ async def active(q: Queryable, session_id: str) -> dict[str, Any] | None:
         " AND status IN ('queued', 'in_progress', 'waiting')",
         (session_id,),
     )
-    return record(row, ("usage",))
+    return record(row, JSON_COLUMNS)
 
 
 async def latest(q: Queryable, session_id: str) -> dict[str, Any] | None:
@@ -41,7 +43,7 @@ async def latest(q: Queryable, session_id: str) -> dict[str, Any] | None:
         "SELECT * FROM turns WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT 1",
         (session_id,),
     )
-    return record(row, ("usage",))
+    return record(row, JSON_COLUMNS)
 
 
 async def usage_total(q: Queryable, session_id: str) -> dict[str, Any] | None:
@@ -72,12 +74,12 @@ async def queued(q: Queryable, limit: int = 100) -> list[dict[str, Any]]:
     rows = await q.fetchall(
         "SELECT * FROM turns WHERE status = 'queued' ORDER BY id LIMIT ?", (limit,)
     )
-    return [r for r in (record(row, ("usage",)) for row in rows) if r is not None]
+    return [r for r in (record(row, JSON_COLUMNS) for row in rows) if r is not None]
 
 
 async def running(q: Queryable) -> list[dict[str, Any]]:
     rows = await q.fetchall("SELECT * FROM turns WHERE status IN ('in_progress', 'waiting')")
-    return [r for r in (record(row, ("usage",)) for row in rows) if r is not None]
+    return [r for r in (record(row, JSON_COLUMNS) for row in rows) if r is not None]
 
 
 async def transition(
@@ -119,3 +121,21 @@ async def request_cancel(tx: Tx, turn_id: str, now: int) -> None:
         "UPDATE turns SET cancel_requested_at = COALESCE(cancel_requested_at, ?) WHERE id = ?",
         (now, turn_id),
     )
+
+
+async def set_context(tx: Tx, turn_id: str, context: dict[str, Any], fencing_token: str) -> bool:
+    """Record the model context the turn runs with, while it still carries its token."""
+    changed = await tx.execute(
+        "UPDATE turns SET context = ? WHERE id = ? AND fencing_token = ?",
+        (dumps(context), turn_id, fencing_token),
+    )
+    return changed == 1
+
+
+async def previous_created_at(q: Queryable, session_id: str, turn_id: str) -> int | None:
+    """When the session's latest turn other than `turn_id` was created, or None."""
+    row = await q.fetchone(
+        "SELECT MAX(created_at) AS at FROM turns WHERE session_id = ? AND id != ?",
+        (session_id, turn_id),
+    )
+    return None if row is None or row["at"] is None else int(row["at"])

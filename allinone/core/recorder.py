@@ -13,7 +13,15 @@ from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
 from allinone.core.model_providers import public_view
 from allinone.core.states import SessionStatus, session_status
-from storage import environments, execution_settings, interactions, journal, sessions, turns
+from storage import (
+    environments,
+    execution_settings,
+    interactions,
+    journal,
+    rewinds,
+    sessions,
+    turns,
+)
 from storage.database import Tx
 from storage.rows import Queryable, dumps, loads
 
@@ -66,6 +74,16 @@ async def required_actions(
     return public, choices
 
 
+async def _hidden_turn_ids(q: Queryable, session_id: str) -> list[str]:
+    hidden = await rewinds.hidden_turn_ids(q, session_id)
+    if not hidden:
+        return []
+    rows = await q.fetchall(
+        "SELECT id FROM turns WHERE session_id = ? ORDER BY created_at, id", (session_id,)
+    )
+    return [str(r["id"]) for r in rows if r["id"] in hidden]
+
+
 async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
     """The public AgentSession for a stored session row, with its derived status."""
     latest = await turns.latest(q, row["id"])
@@ -95,6 +113,14 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
         "capability_notes": execution_settings.notes_of(row),
         # How the session's commands are confined on the host running them.
         "confinement": execution_settings.settings_of(row).get("confinement"),
+        # The session and turn this session was forked from (control/forks.py), or null.
+        "forked_from": (
+            {"session_id": row["forked_from_session_id"], "turn_id": row["forked_from_turn_id"]}
+            if row.get("forked_from_session_id")
+            else None
+        ),
+        # Turns rewinds hid from the model's context (control/rewinds.py), oldest first.
+        "hidden_turn_ids": await _hidden_turn_ids(q, row["id"]),
     }
     return view
 

@@ -76,6 +76,8 @@ def turn(row: dict[str, Any]) -> dict[str, Any]:
             "worker_epoch": row.get("worker_epoch", 0),
             # Steering messages whose delivery outcome is unknown (marked on their items).
             "unknown_inputs": row.get("unknown_inputs") or 0,
+            # The model context the turn ran with (orchestration/context.py), or null.
+            "context": row.get("context"),
         },
     }
 

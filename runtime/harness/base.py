@@ -34,6 +34,7 @@ from runtime.confinement import Sandbox
 from runtime.errors import RuntimeFault
 from runtime.proto.capabilities import AgentKindCapabilities
 from runtime.proto.execution import ExecutionConfiguration
+from runtime.proto.history import HistoryEntry
 from runtime.proto.inputs import InputContent, MessageInput
 from runtime.proto.interactions import ChoiceQuestion
 
@@ -106,6 +107,12 @@ class RunContext(Protocol):
     @property
     def sandbox(self) -> Sandbox:
         """What confines the commands the Run starts in its workspace."""
+        ...
+
+    @property
+    def history(self) -> list[HistoryEntry] | None:
+        """The session's committed conversation Core sent with the start, from which an
+        adapter that keeps conversation memory rebuilds it; None leaves its memory as is."""
         ...
 
     async def emit(self, type_: str, payload: msgspec.Struct) -> None: ...

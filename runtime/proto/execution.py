@@ -19,6 +19,7 @@ import msgspec
 
 from runtime.proto import limits
 from runtime.proto.errors import PreparationErrorCode, ValidationError
+from runtime.proto.history import HistoryEntry, validate_history
 from runtime.proto.identities import validate_frame_id
 from runtime.proto.initialization import CapabilitySources
 from runtime.proto.inputs import MessageInput, validate_message_input
@@ -178,11 +179,22 @@ class MCPHTTPServer(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             raise ValidationError(code, "an MCP bearer token is unsafe")
 
 
+class WorkspaceSeed(msgspec.Struct, **_STRICT):
+    """Where a new managed workspace starts from: the snapshot `snapshot` of the managed
+    workspace of Environment `environment_id` (its canonical UUID), as the Runtime took
+    it at the end of that Run (`done.workspace_snapshot`)."""
+
+    environment_id: str
+    snapshot: str
+
+
 class LocalEnvironment(msgspec.Struct, **_STRICT):
     """The exact Environment binding. `id` is the Environment's canonical UUID. A
     `self_hosted` binding names the directory the user chose, which the Runtime checks
     against what it is willing to serve; an `openai_hosted` one names none: the Runtime
-    owns where its managed workspaces live."""
+    owns where its managed workspaces live. `seed` (managed only) fills the workspace
+    from a snapshot when the Runtime creates it (a forked session's copy); once the
+    workspace exists it is ignored."""
 
     id: str
     type: Literal["openai_hosted", "self_hosted"]
@@ -190,6 +202,7 @@ class LocalEnvironment(msgspec.Struct, **_STRICT):
     # What the workspace's initialization installed: each skill is at
     # `/workspace/.skills/<name>/` with its SKILL.md.
     capability_sources: CapabilitySources | None = None
+    seed: WorkspaceSeed | None = None
 
 
 class ExecutionConfiguration(msgspec.Struct, **_STRICT):
@@ -222,6 +235,15 @@ class ExecutionPrepare(msgspec.Struct, **_STRICT):
                 PreparationErrorCode.UNSUPPORTED_CONFIGURATION,
                 "exactly one of local_environment and disable_execution_environment is required",
             )
+        if cfg.local_environment is not None and cfg.local_environment.seed is not None:
+            seed = cfg.local_environment.seed
+            if cfg.local_environment.type != "openai_hosted" or not (
+                seed.environment_id and seed.snapshot
+            ):
+                raise ValidationError(
+                    PreparationErrorCode.INVALID_CONFIGURATION,
+                    "only a managed workspace is seeded, from a named snapshot",
+                )
         if cfg.agent_options.model_provider is not None:
             cfg.agent_options.model_provider.validate()
         sources = cfg.local_environment.capability_sources if cfg.local_environment else None
@@ -251,10 +273,15 @@ class ExecutionPrepare(msgspec.Struct, **_STRICT):
 
 
 class ExecutionStart(msgspec.Struct, **_STRICT):
+    """`history`, when present, is the session's committed conversation before this
+    input, from which the Executor rebuilds its model context (runtime/proto/history.py);
+    absent, the Executor keeps its own memory."""
+
     executor_id: str
     handle: str
     run_id: str
     input: MessageInput
+    history: list[HistoryEntry] | None = None
 
     def validate(self) -> None:
         if not (self.executor_id and self.handle and self.run_id):
@@ -263,6 +290,8 @@ class ExecutionStart(msgspec.Struct, **_STRICT):
             validate_message_input(self.input)
         except ValidationError as exc:
             raise ValidationError(PreparationErrorCode.INVALID_START, str(exc)) from exc
+        if self.history is not None:
+            validate_history(self.history)
 
 
 class ExecutionRelease(msgspec.Struct, **_STRICT):

@@ -31,6 +31,14 @@ MAX_CHUNK_BYTES = 64 * KIB
 MAX_TRANSFER_BYTES = 50 * MIB
 MAX_WORKSPACE_PATH_BYTES = 4096
 
+# Committed history sent with `execution_start` (runtime/proto/history.py).
+MAX_HISTORY_ENTRIES = 4096
+MAX_HISTORY_BYTES = 2 * MIB
+
+# Workspace snapshots at Run ends (runtime/snapshots.py).
+MAX_WORKSPACE_SNAPSHOTS = 8
+MAX_SNAPSHOT_BYTES = 1024 * MIB
+
 # Admission.
 MAX_ADMISSION_RECORDS = 64
 ADMISSION_EXPIRY_SECONDS = 5 * 60

@@ -133,9 +133,9 @@ _BUILTIN_COMMON = {
     ),
     "conversation_memory": (
         D,
-        "kept in the memory of the session's Executor on the Runtime: lost when the "
-        "Runtime restarts, when the session's configuration changes, or when the Executor "
-        "is evicted after many other sessions ran",
+        "kept in the session's Executor and rebuilt from Core's committed items when the "
+        "Executor is new (restart, eviction, configuration change): messages and function "
+        "calls with their results; reasoning, command and MCP tool items are not carried",
     ),
 }
 

@@ -85,6 +85,10 @@ class Error(msgspec.Struct, **_OUT):
 
 
 class Done(msgspec.Struct, **_OUT):
+    """`workspace_snapshot` names the snapshot of the Run's managed workspace the
+    Runtime took as the Run ended (runtime/snapshots.py), or is empty."""
+
     usage: Usage | None = None
     metadata: dict[str, str] | None = None
     source_completed_at_ms: int = 0
+    workspace_snapshot: str = ""

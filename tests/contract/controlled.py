@@ -67,6 +67,7 @@ class ControlledHarness:
         self.setups = 0
         self.turns = 0
         self.inputs: list[str] = []
+        self.histories: list[list[str] | None] = []
         self.cancelled = 0
         self.steered: list[str] = []
         self.decisions: dict[str, Any] = {}
@@ -88,6 +89,7 @@ class ControlledHarness:
             "setups": self.setups,
             "turns": self.turns,
             "inputs": list(self.inputs),
+            "histories": list(self.histories),
             "cancelled": self.cancelled,
             "steered": list(self.steered),
             "decisions": dict(self.decisions),
@@ -157,6 +159,10 @@ class ControlledExecutor:
         harness.turn = turn
         harness.turns += 1
         harness.inputs.append(text_of(messages))
+        history = context.history
+        harness.histories.append(
+            None if history is None else [type(entry).__name__ for entry in history]
+        )
         harness.changed.notify()
         try:
             await turn.play()

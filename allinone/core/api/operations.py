@@ -13,6 +13,7 @@ from typing import Any
 
 from allinone.core.api import project_models as projects
 from allinone.core.api.environments import EnvironmentCreate, EnvironmentFileCreate
+from allinone.core.api.forks import ForkBody, Rewind, RewindBody
 from allinone.core.api.subagents import Subagent
 from allinone.core.api.traces import SessionTrace
 from allinone.core.shapes import agent_resources as agents
@@ -404,5 +405,19 @@ OPERATIONS: tuple[Operation, ...] = (
         "/core/v1/harnesses",
         "List the harnesses connected Runtimes declare, with their capability matrix",
         auth="core",
+    ),
+    Op(
+        "POST",
+        "/x/v1/sessions/{session_id}/fork",
+        "Fork a session into a new one at a finished turn (or item)",
+        "AgentSession",
+        body=ForkBody,
+    ),
+    Op(
+        "POST",
+        "/x/v1/sessions/{session_id}/rewind",
+        "Hide a session's last turns from the model's context (history stays)",
+        Rewind,
+        body=RewindBody,
     ),
 )

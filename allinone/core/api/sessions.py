@@ -182,7 +182,7 @@ class SessionsApi:
             where="session_id = ?",
             args=(row["id"],),
         )
-        data = [render.turn(record(r, ("usage",)) or {}) for r in rows]
+        data = [render.turn(record(r, turns.JSON_COLUMNS) or {}) for r in rows]
         return json(render.page(data, more))
 
     async def retrieve_turn(self, request: Request) -> Response:

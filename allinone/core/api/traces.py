@@ -16,7 +16,7 @@ from allinone.core.api.auth import project_of
 from allinone.core.api.common import json, keyset_page, list_params
 from allinone.core.api.errors import not_found
 from allinone.core.api.listing import page
-from storage import sessions
+from storage import sessions, turns
 from storage.database import Database
 from storage.rows import record
 
@@ -53,7 +53,7 @@ class TracesApi:
         )
         data = []
         for row in rows:
-            turn = record(row, ("usage",)) or {}
+            turn = record(row, turns.JSON_COLUMNS) or {}
             data.append(
                 SessionTrace(
                     id=turn["id"],

@@ -37,6 +37,7 @@ from runtime.proto.execution import (
     PreparationState,
     PreparationStatus,
 )
+from runtime.proto.history import HistoryEntry
 from runtime.proto.inputs import Message
 
 # States that end a preparation before it could run.
@@ -79,13 +80,15 @@ class PreparationRefused(PreparationError):
 @dataclass(frozen=True)
 class Prepared:
     """A `ready` preparation: its request id (which its later statuses carry), the
-    subscription to them, and what `execution_start` must name."""
+    subscription to them, and what `execution_start` must name. `reused` says the
+    Runtime answered with the session's idle Executor (its memory kept)."""
 
     connection: Connection
     prep_id: str
     subscription: PreparationSubscription
     executor_id: str
     handle: str
+    reused: bool = False
 
 
 class OpenWrites:
@@ -147,7 +150,7 @@ class Preparations:
         except PreparationError:
             connection.unsubscribe_preparation(prep_id)
             raise
-        return Prepared(connection, prep_id, sub, status.executor_id, status.handle)
+        return Prepared(connection, prep_id, sub, status.executor_id, status.handle, status.reused)
 
     async def start(
         self,
@@ -156,17 +159,19 @@ class Preparations:
         messages: list[Message],
         timeout: float,
         environment_id: str = "",
+        history: list[HistoryEntry] | None = None,
     ) -> None:
         """Send `execution_start` and wait for `started`, all within `timeout`; the
         preparation's subscription ends either way. `environment_id` (the bound
         Environment's wire id) lets a start refused for an open write be retried once it
-        settled."""
+        settled. `history` is the committed conversation to rebuild the context from."""
         connection = prepared.connection
         payload = ExecutionStart(
             executor_id=prepared.executor_id,
             handle=prepared.handle,
             run_id=run_id,
             input=messages,
+            history=history,
         )
         deadline = asyncio.get_running_loop().time() + timeout
         try:

@@ -15,6 +15,7 @@ from runtime.proto.execution import (
     ExecutionConfiguration,
     ExecutionControls,
     LocalEnvironment,
+    WorkspaceSeed,
 )
 from runtime.proto.initialization import InitializationAction, RuntimeInitialization
 from runtime.proto.transfers import TransferOutcome
@@ -38,10 +39,17 @@ def wire_uuid(identifier: str) -> str:
 
 
 def binding(environment: dict[str, Any]) -> LocalEnvironment:
+    """The wire binding of an environment row (a forked managed one names its seed)."""
+    seed = None
+    if environment.get("seed_wire_id") and environment.get("seed_snapshot"):
+        seed = WorkspaceSeed(
+            environment_id=environment["seed_wire_id"], snapshot=environment["seed_snapshot"]
+        )
     return LocalEnvironment(
         id=environment["wire_id"],
         type=environment["type"],
         workspace_directory=environment.get("workspace_directory") or "",
+        seed=seed,
     )
 
 

@@ -50,6 +50,10 @@ def required_capabilities(session: dict[str, Any]) -> list[str]:
     text_format = (agent.get("text") or {}).get("format") or {}
     if text_format.get("type") == "json_schema":
         required.extend(["structured_output", "message_items"])
+    if session.get("has_started_turn"):
+        # corebox records no native session id: a later turn may land on a new Executor,
+        # which must rebuild the session from Core's history (seed 000 admission table).
+        required.append("native_session_recovery")
     if (agent.get("multi_agent") or {}).get("enabled"):
         required.append("subagent_observations")
     else:
@@ -65,11 +69,18 @@ def local_environment(session: dict[str, Any]) -> wire_exec.LocalEnvironment | N
         SkillMetadata(name=skill["name"], description=skill.get("description") or "")
         for skill in environment.get("skills") or []
     ]
+    seed = None
+    if session.get("environment_seed_wire_id") and session.get("environment_seed_snapshot"):
+        seed = wire_exec.WorkspaceSeed(
+            environment_id=session["environment_seed_wire_id"],
+            snapshot=session["environment_seed_snapshot"],
+        )
     return wire_exec.LocalEnvironment(
         id=wire_uuid(session["environment_id"]),
         type=environment["type"],
         workspace_directory=environment.get("workspace_directory") or "",
         capability_sources=CapabilitySources(skills=skills) if skills else None,
+        seed=seed,
     )
 
 

@@ -130,6 +130,9 @@ class Outcomes:
         await self._projector.close_unfinished(tx, run)
         await interactions.withdraw_open(tx, run.turn_id)
         status, fields = ending(run, cancelled, unconfirmed, captured)
+        if done.workspace_snapshot:
+            # The managed workspace as this turn left it: what a fork at this turn copies.
+            fields["workspace_snapshot"] = done.workspace_snapshot
         await self._end(
             tx,
             run.turn_id,

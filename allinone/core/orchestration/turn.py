@@ -27,6 +27,7 @@ from allinone.core.gateway.preparations import (
 )
 from allinone.core.gateway.subscriptions import RunSubscription
 from allinone.core.gateway.workspace import WorkspaceUnavailable, wire_uuid
+from allinone.core.orchestration import context
 from allinone.core.orchestration.collaborators import Collaborators
 from allinone.core.orchestration.configuration import configuration, still_declared
 from allinone.core.orchestration.credentials import ResolutionFailed
@@ -61,6 +62,7 @@ class TurnExecution:
         self._connection = connection
         self.cancel = asyncio.Event()
         self.delivery: Delivery | None = None
+        self._context: context.TurnContext | None = None
 
     async def run(self) -> None:
         try:
@@ -82,7 +84,7 @@ class TurnExecution:
             log.info("turn %s: declaration withdrawn during preparation", self._turn_id)
             await self._parts.preparations.release(prepared)
             return
-        claim = await self._parts.db.write(self._claim)
+        claim = await self._parts.db.write(partial(self._claim, reused=prepared.reused))
         if claim is None:
             await self._parts.preparations.release(prepared)
             return
@@ -166,9 +168,10 @@ class TurnExecution:
             )
         return None
 
-    async def _claim(self, tx: Tx) -> str | None:
+    async def _claim(self, tx: Tx, reused: bool = False) -> str | None:
         """Claim the turn for this connection; its fencing token, or None when it is no
-        longer queued or its cancellation was requested."""
+        longer queued or its cancellation was requested. The model context the turn
+        starts with is decided and recorded in the same transaction."""
         row = await turns.get(tx, self._turn_id)
         if row is None or row["status"] != TurnStatus.QUEUED or row["cancel_requested_at"]:
             return None
@@ -193,6 +196,8 @@ class TurnExecution:
         if not moved:
             return None
         await leases.take_initial_input(tx, self._turn_id)
+        self._context = await context.decide(tx, self._session["id"], self._turn_id, reused)
+        await turns.set_context(tx, self._turn_id, self._context.record, token)
         await self._parts.outcomes.recorder.emit_turn(
             tx, "agent.session.turn.in_progress", self._turn_id
         )
@@ -214,6 +219,7 @@ class TurnExecution:
                 await self._input(),
                 self._parts.timers.start_seconds,
                 wire_uuid(environment_id) if environment_id else "",
+                self._context.history if self._context else None,
             )
         except PreparationRefused as exc:
             await self._fail_running(

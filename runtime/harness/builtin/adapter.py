@@ -5,9 +5,12 @@ The model comes from `agent_options.model_provider` (protocol `chat_completions`
 `responses`, base URL, API key, optional context window and output limit) and
 `agent_options.model`; Core sends both only for sessions that froze a provider. One
 Executor serves one session: it keeps the conversation across turns and one HTTP client
-for the provider, closed with the Executor. The API key lives only inside that client;
-it is never logged. `agent_options.harness_config.tool_policy.run_command` (`ask`, the
-default, `allow` or `deny`) decides whether workspace commands ask for permission.
+for the provider, closed with the Executor. A new Executor rebuilds the conversation
+from the committed history Core sends with the start, so it declares
+`native_session_recovery`: a session that already ran turns continues on any Runtime.
+The API key lives only inside that client; it is never logged.
+`agent_options.harness_config.tool_policy.run_command` (`ask`, the default, `allow` or
+`deny`) decides whether workspace commands ask for permission.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ DECLARATION = AgentKindCapabilities(
     permissions=True,
     usage=True,
     resume=False,
-    native_session_recovery=False,
+    native_session_recovery=True,
     steering=True,
     message_items=True,
     tool_observations=True,

@@ -1,9 +1,10 @@
 """The conversation of one session, in protocol-neutral entries.
 
 The builtin harness keeps it in the Executor (the Runtime's memory), so later turns of
-the session see the earlier ones; it is lost when the Runtime restarts (the capability
-matrix labels conversation memory `degraded`). Each protocol module translates the
-entries to its own request shape.
+the session see the earlier ones. When the Executor is new (a restart, an eviction, a
+configuration change) or the session's context changed (a rewind, a fork), Core sends
+the session's committed history with the start and `rebuild` replaces the memory with
+it. Each protocol module translates the entries to its own request shape.
 
 Invariant kept by `settle`: every tool call has exactly one result, so a turn that was
 cancelled or failed between a call and its result never leaves a request the provider
@@ -14,6 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from runtime.proto.history import (
+    HistoryAssistant,
+    HistoryEntry,
+    HistoryFunctionCall,
+    HistoryFunctionOutput,
+)
 from runtime.proto.inputs import InputImage, InputText, MessageInput
 
 CHARS_PER_TOKEN = 4  # a rough estimate, used only to keep within a declared context window
@@ -60,6 +67,12 @@ class Conversation:
             images = tuple(p.image_url for p in message.content if isinstance(p, InputImage))
             self.entries.append(UserMessage(texts, images))
 
+    def rebuild(self, history: list[HistoryEntry]) -> None:
+        """Replace the entries with Core's committed history (oldest first); a call the
+        history leaves unanswered is settled."""
+        self.entries = [_entry(item) for item in history]
+        self.settle()
+
     def add(self, entry: Entry) -> None:
         self.entries.append(entry)
 
@@ -90,6 +103,18 @@ class Conversation:
             if _size(self.entries[start:]) <= budget:
                 return self.entries[start:]
         return self.entries[starts[-1] :] if starts else list(self.entries)
+
+
+def _entry(item: HistoryEntry) -> Entry:
+    if isinstance(item, HistoryAssistant):
+        return AssistantMessage(item.text)
+    if isinstance(item, HistoryFunctionCall):
+        return ToolCall(item.call_id, item.name, item.arguments)
+    if isinstance(item, HistoryFunctionOutput):
+        return ToolResult(item.call_id, item.output)
+    texts = tuple(p.text for p in item.content if isinstance(p, InputText))
+    images = tuple(p.image_url for p in item.content if isinstance(p, InputImage))
+    return UserMessage(texts, images)
 
 
 def _size(entries: list[Entry]) -> int:

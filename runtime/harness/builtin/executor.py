@@ -54,6 +54,15 @@ class BuiltinExecutor:
         self._command_policy = str(policy.get("run_command") or "ask")
 
     async def run(self, run_id: str, messages: MessageInput, context: RunContext) -> None:
+        """Play one turn. A start that carries the session's history rebuilds the
+        conversation from it first (Core's committed items are the record)."""
+        if context.history is not None:
+            self._conversation.rebuild(context.history)
+            log.info(
+                "builtin executor %s rebuilt its context from %d entries",
+                self.executor_id,
+                len(context.history),
+            )
         servers = self._configuration.mcp_http_servers or []
         mcp = McpServers(servers) if servers else None
         root = context.workspace

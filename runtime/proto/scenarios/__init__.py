@@ -161,6 +161,8 @@ class RuntimeExpect(msgspec.Struct, **_STRICT):
     setups: int | None = None  # native preparations attempted
     turns: int | None = None  # native turns started
     inputs: list[str] | None = None  # text of the input each native turn received
+    # per native turn, the committed history its start carried (entry types), or null
+    histories: list[list[str] | None] | None = None
     cancelled: int | None = None  # native turns asked to cancel
     steered: list[str] | None = None  # steered input text the adapter took
     decisions: dict[str, Any] | None = None  # what the adapter received per interaction

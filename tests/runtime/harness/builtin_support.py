@@ -24,6 +24,7 @@ from runtime.proto.execution import (
     ModelProvider,
     OutputFormat,
 )
+from runtime.proto.history import HistoryEntry
 from runtime.proto.inputs import InputText, Message, MessageInput
 from runtime.proto.interactions import ChoiceQuestion
 
@@ -87,6 +88,7 @@ class Recording:
     workspace: Path | None = None
     sandbox: Sandbox = field(default_factory=lambda: Sandbox(probe()))
     approve: bool = False
+    history: list[HistoryEntry] | None = None
     permissions: list[tuple[str, str]] = field(default_factory=list)
     steered: list[MessageInput] = field(default_factory=list)
     frames: list[tuple[str, msgspec.Struct]] = field(default_factory=list)

@@ -13,6 +13,14 @@ from typing import Any
 import pytest
 
 from runtime.harness.base import NativeFailure
+from runtime.proto.history import (
+    HistoryAssistant,
+    HistoryEntry,
+    HistoryFunctionCall,
+    HistoryFunctionOutput,
+    HistoryUser,
+)
+from runtime.proto.inputs import InputText
 from tests.runtime.harness.builtin_support import (
     WEATHER,
     Recording,
@@ -250,6 +258,60 @@ def test_the_session_remembers_earlier_turns(model: ModelServer) -> None:
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "I am Ann"},
         {"role": "assistant", "content": "Hi Ann."},
+        {"role": "user", "content": "Who am I?"},
+    ]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_new_executor_rebuilds_its_context_from_the_history(
+    model: ModelServer, protocol: str
+) -> None:
+    model.queue(Reply.say("Ada."))
+    history: list[HistoryEntry] = [
+        HistoryUser(content=[InputText(text="my name is Ada")]),
+        HistoryFunctionCall(call_id="c1", name="get_weather", arguments='{"city": "Oslo"}'),
+        HistoryFunctionOutput(call_id="c1", output="sunny"),
+        HistoryAssistant(text="Hello Ada."),
+        HistoryFunctionCall(call_id="c2", name="get_weather", arguments="{}"),  # unanswered
+    ]
+    play(configuration(model.base_url, protocol), "Who am I?", context=Recording(history=history))
+    body = model.requests[0].body
+    if protocol == "chat_completions":
+        # The unanswered call is settled: every call has exactly one result.
+        assert [m["role"] for m in body["messages"]] == [
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "tool",
+            "user",
+        ]
+        assert body["messages"][1]["content"] == "my name is Ada"
+        assert body["messages"][3] == {"role": "tool", "tool_call_id": "c1", "content": "sunny"}
+        assert body["messages"][-1]["content"] == "Who am I?"
+    else:
+        kinds = [(i.get("type"), i.get("role")) for i in body["input"]]
+        assert kinds[0] == ("message", "user") and kinds[-1] == ("message", "user")
+        assert ("function_call_output", None) in kinds
+
+
+def test_a_start_with_history_replaces_the_executor_memory(model: ModelServer) -> None:
+    model.queue(Reply.say("Hi Ann."), Reply.say("Hello."))
+    context = Recording()
+
+    async def main() -> None:
+        run = await executor(configuration(model.base_url))
+        try:
+            await run.run("run_1", text("I am Ann"), context)
+            context.history = []  # a rewind hid the first turn
+            await run.run("run_2", text("Who am I?"), context)
+        finally:
+            await run.close()
+
+    asyncio.run(main())
+    assert model.requests[1].body["messages"] == [
+        {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Who am I?"},
     ]
 

@@ -49,6 +49,27 @@ def test_tools_environment_and_structured_output_each_add_their_capabilities() -
     assert not {"environment_none", "subagent_control"} & required
 
 
+def test_a_session_that_already_started_a_turn_needs_native_session_recovery() -> None:
+    fresh = _session({}, {"type": "none"})
+    assert "native_session_recovery" not in required_capabilities(fresh)
+    assert "native_session_recovery" in required_capabilities({**fresh, "has_started_turn": 1})
+
+
+def test_a_forked_managed_environment_travels_with_its_seed() -> None:
+    session = _session({}, {"type": "openai_hosted"})
+    session.update(
+        environment_id="env_2",
+        environment_seed_wire_id="5d1c0f0e-0000-4000-8000-000000000001",
+        environment_seed_snapshot="turn_1",
+    )
+    bound = local_environment(session)
+    assert bound is not None and bound.seed is not None
+    assert (bound.seed.environment_id, bound.seed.snapshot) == (
+        "5d1c0f0e-0000-4000-8000-000000000001",
+        "turn_1",
+    )
+
+
 def test_only_a_bound_environment_travels_as_a_local_environment() -> None:
     assert local_environment(_session({}, {"type": "none"})) is None
     session = _session({}, {"type": "openai_hosted", "workspace_directory": "/w"})
