@@ -15,7 +15,7 @@ from allinone.core.model_providers import public_view
 from allinone.core.states import SessionStatus, session_status
 from storage import environments, execution_settings, interactions, journal, sessions, turns
 from storage.database import Tx
-from storage.rows import Queryable, dumps, loads
+from storage.rows import Queryable, loads
 
 
 async def required_actions(
@@ -115,13 +115,14 @@ class Recorder:
         self._hub = hub
         self._ids = ids
         self._clock = clock
+        self._bases = journal.Bases()
 
     async def emit(self, tx: Tx, session_id: str, type_: str, body: dict[str, Any]) -> str:
         """Append one event; return its event_id."""
         seq = await sessions.next_event_seq(tx, session_id)
         event_id = self._ids.new("evt")
-        event = {"event_id": event_id, "type": type_, **body}
-        await journal.append(tx, session_id, seq, event_id, type_, dumps(event), self._clock.now())
+        event = (event_id, type_, body)
+        await journal.append_compact(tx, self._bases, session_id, seq, event, self._clock.now())
         tx.after_commit(lambda: self._hub.notify(session_id))
         return event_id
 
