@@ -27,6 +27,7 @@ from allinone import __version__
 from allinone.config import Config
 from allinone.core.api.agents import AgentsApi
 from allinone.core.api.app import build_app
+from allinone.core.api.archive import ArchiveApi
 from allinone.core.api.auth import Keys
 from allinone.core.api.automations import AutomationsApi
 from allinone.core.api.comms_owner import comms_routes
@@ -40,6 +41,7 @@ from allinone.core.api.sessions import SessionsApi
 from allinone.core.api.templates import TemplatesApi
 from allinone.core.api.traces import TracesApi
 from allinone.core.api.vaults import VaultsApi
+from allinone.core.archive import Archive
 from allinone.core.automations import Automations
 from allinone.core.comms.service import Comms
 from allinone.core.environments import Environments
@@ -69,6 +71,7 @@ from allinone.credentials import (
     issue_device_credential,
     read_core_key,
 )
+from allinone.datadir.collection import Retention
 from allinone.lifecycle import Lifecycle
 from allinone.redaction import Redactor
 from runtime.confinement import Confinement, Sandbox, probe
@@ -181,6 +184,7 @@ class Parts:
     daemon: Daemon | None
     health: Health
     registry: Registry
+    retention: Retention
 
 
 @dataclass(frozen=True)
@@ -258,6 +262,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
         daemon=_local_daemon(config, opened, grants),
         health=health,
         registry=registry,
+        retention=Retention(db, config.data_dir, clock.now, config.retention_seconds),
     )
 
 
@@ -300,6 +305,7 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         *comms_routes(d.comms, db),
         *HarnessesApi(db, registry).routes(),
         *AgentsApi(db, ids, clock, d.providers).routes(),
+        *ArchiveApi(Archive(db, clock)).routes(),
     ]
 
 
@@ -547,6 +553,7 @@ def _add_periodic_jobs(parts: Parts, timers: Timers) -> None:
         **_ONCE,
     )
     scheduler.add_job(parts.comms.sweep, "interval", minutes=10, id="comms-retention", **_ONCE)
+    scheduler.add_job(parts.retention.run, "interval", hours=1, id="data-retention", **_ONCE)
 
 
 def runtime_harnesses() -> HarnessRegistry:

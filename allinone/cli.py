@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from allinone import __version__, admin, devices
+from allinone import __version__, admin, data_commands, devices
 from allinone.config import ConfigError, load
 from allinone.receiver import commands as comms_commands
 
@@ -77,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     admin.add_commands(commands)
     comms_commands.add_commands(commands)
     devices.add_commands(commands)
+    data_commands.add_commands(commands)
     return parser
 
 
@@ -106,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in comms_commands.COMMANDS:
         return comms_commands.run_command(args, os.environ)
+    if args.command in data_commands.COMMANDS:
+        return data_commands.run_command(args, os.environ, sys.stdout)
     if args.command in ("projects", "keys"):
         try:
             admin.run(args, sys.stdout)

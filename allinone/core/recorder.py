@@ -96,6 +96,8 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
         # How the session's commands are confined on the host running them.
         "confinement": execution_settings.settings_of(row).get("confinement"),
     }
+    if row.get("archived_at") is not None:
+        view["x_corebox"]["archived_at"] = row["archived_at"]
     return view
 
 

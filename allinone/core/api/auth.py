@@ -56,6 +56,7 @@ POLICIES: dict[str, Policy] = {
     "/core/v1/comms/": Policy.PROJECT,
     "/core/v1/harnesses": Policy.CORE_OR_PROJECT,
     "/core/v1/": Policy.CORE,
+    "/x/v1/": Policy.PROJECT,  # corebox-only operations on a project's resources
     "/api/v1/": Policy.PUBLIC,
     "/healthz": Policy.OPTIONAL,
     "/readyz": Policy.OPTIONAL,
