@@ -71,7 +71,7 @@ from allinone.credentials import (
     issue_device_credential,
     read_core_key,
 )
-from allinone.datadir.collection import Retention
+from allinone.datadir.collection import BLOBS_DIR, Retention
 from allinone.lifecycle import Lifecycle
 from allinone.redaction import Redactor
 from runtime.confinement import Confinement, Sandbox, probe
@@ -83,6 +83,7 @@ from runtime.proto import limits
 from runtime.transport import PermanentError
 from runtime.workspaces import Workspaces
 from storage import journal, tenancy
+from storage.blobs import BlobStore
 from storage.database import Database
 from storage.errors import StorageError
 
@@ -227,7 +228,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     preparations = Preparations(ids.new)  # shared by turns and workspace operations
     environments = Environments(
         db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants,
-        preparations=preparations,
+        preparations=preparations, blobs=BlobStore(config.data_dir / BLOBS_DIR),
     )  # fmt: skip
     reveal = redactor.add  # secrets opened for runs are kept out of the log
     providers = ModelProviders(sealer, default_provider(config), reveal)

@@ -33,8 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from allinone.datadir import Progress, no_progress
-from allinone.datadir.collection import DATABASE_FILE
-from allinone.datadir.usage import BLOBS_DIR
+from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE
 
 FORMAT = "corebox-backup"
 VERSION = 1

@@ -17,15 +17,18 @@ import shutil
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from allinone.datadir import Progress, no_progress
 from storage import purge
+from storage.blobs import BlobStore
 from storage.database import Database, Tx
 
 log = logging.getLogger(__name__)
 
 WORKSPACES_DIR = "workspaces"
+BLOBS_DIR = "blobs"
 DATABASE_FILE = "corebox.db"
 
 
@@ -37,6 +40,7 @@ class Report:
     rows: dict[str, int] = field(default_factory=dict)
     sessions: int = 0
     directories: list[str] = field(default_factory=list)
+    blobs: list[str] = field(default_factory=list)
     bytes_before: int = 0
     bytes_after: int = 0
 
@@ -45,7 +49,8 @@ class Report:
         freed = max(0, self.bytes_before - self.bytes_after)
         return (
             f"gc {verb} {sum(self.rows.values())} rows ({self.sessions} sessions) and "
-            f"{len(self.directories)} workspace directories; database "
+            f"{len(self.directories)} workspace directories and {len(self.blobs)} blobs;"
+            " database "
             f"{self.bytes_before} -> {self.bytes_after} bytes ({freed} freed)"
         )
 
@@ -75,6 +80,7 @@ async def collect(
 
     done = await db.write(job)
     report.rows, report.sessions = done.rows, len(done.sessions)
+    report.blobs = await db.write(partial(_sweep_blobs, data_dir=data_dir, dry_run=dry_run))
     on_progress(1, 3)
     live = await db.read(lambda r: r.fetchall("SELECT wire_id FROM environments"))
     keep = {str(row["wire_id"]) for row in live} - set(done.workspaces)
@@ -88,6 +94,20 @@ async def collect(
     on_progress(3, 3)
     log.info("%s", report.summary())
     return report
+
+
+async def _sweep_blobs(tx: Tx, data_dir: Path, dry_run: bool) -> list[str]:
+    """Remove the blobs no row references, holding the writer's lock (see
+    `storage.blobs`). A dry run sees the references a purge would have left."""
+    rows = await tx.fetchall("SELECT DISTINCT blob FROM artifacts WHERE blob IS NOT NULL")
+    referenced = {str(row["blob"]) for row in rows}
+    if dry_run:
+        doomed = await tx.fetchall(
+            "SELECT DISTINCT blob FROM artifacts WHERE blob IS NOT NULL AND (deleted_at IS NOT"
+            " NULL OR session_id IN (SELECT id FROM sessions WHERE deleted_at IS NOT NULL))"
+        )
+        referenced -= {str(row["blob"]) for row in doomed}
+    return BlobStore(data_dir / BLOBS_DIR).sweep(referenced, dry_run=dry_run)
 
 
 def _stale_workspaces(data_dir: Path, live: set[str]) -> list[str]:

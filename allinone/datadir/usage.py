@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from allinone.datadir.collection import DATABASE_FILE, WORKSPACES_DIR
+from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE, WORKSPACES_DIR
 
 # Tables by category; any table not named here counts as `other`.
 CATEGORIES: dict[str, tuple[str, ...]] = {
@@ -18,7 +18,6 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
     "turns and items": ("turns", "items", "turn_inputs", "function_calls", "interactions"),
     "artifacts and files": ("artifacts", "files", "environment_files"),
 }
-BLOBS_DIR = "blobs"
 
 # Bytes held by deleted rows that a gc with zero retention would purge.
 _RECLAIMABLE = (
@@ -26,7 +25,7 @@ _RECLAIMABLE = (
     " WHERE session_id IN (SELECT id FROM sessions WHERE deleted_at IS NOT NULL)",
     "SELECT COALESCE(SUM(LENGTH(payload)), 0) FROM items"
     " WHERE session_id IN (SELECT id FROM sessions WHERE deleted_at IS NOT NULL)",
-    "SELECT COALESCE(SUM(LENGTH(content)), 0) FROM artifacts WHERE deleted_at IS NOT NULL"
+    "SELECT COALESCE(SUM(size_bytes), 0) FROM artifacts WHERE deleted_at IS NOT NULL"
     " OR session_id IN (SELECT id FROM sessions WHERE deleted_at IS NOT NULL)",
 )
 

@@ -5,3 +5,6 @@
 ALTER TABLE sessions ADD COLUMN archived_at INTEGER;
 ALTER TABLE agents ADD COLUMN archived_at INTEGER;
 ALTER TABLE environments ADD COLUMN archived_at INTEGER;
+-- An artifact body above the blob threshold lives in the content-addressed blob store
+-- (`blob` names it by sha256; `content` is then empty).
+ALTER TABLE artifacts ADD COLUMN blob TEXT;

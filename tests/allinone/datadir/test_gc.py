@@ -1,5 +1,5 @@
 """Archive, delete and `corebox gc` on a real server's data directory: the deleted
-sessions' rows and workspace directories go, the database file shrinks, archived
+sessions' rows, blobs and workspace directories go, the data directory shrinks, archived
 sessions stay readable and refuse new input, and a dry run changes nothing."""
 
 from __future__ import annotations
@@ -85,12 +85,21 @@ def database_bytes(data_dir: Path) -> int:
     return sum(p.stat().st_size for p in data_dir.glob("corebox.db*"))
 
 
+def blob_names(data_dir: Path) -> set[str]:
+    return {p.name for p in (data_dir / "blobs").glob("*/*")}
+
+
+def blob_bytes(data_dir: Path) -> int:
+    return sum(p.stat().st_size for p in (data_dir / "blobs").glob("*/*"))
+
+
 def test_gc_purges_deleted_sessions_and_keeps_archived_ones(own_server: Server) -> None:
     client = OpenAI(base_url=own_server.base_url + "/v1", api_key=API_KEY, max_retries=0)
     data_dir = own_server.data_dir
     ids = [managed_session(client, os.urandom(ARTIFACT_BYTES)) for _ in range(SESSIONS)]
     archived, deleted = ids[:ARCHIVED], ids[ARCHIVED:]
     assert len(workspace_names(data_dir)) == SESSIONS
+    assert len(blob_names(data_dir)) == SESSIONS  # every 1 MiB body is outside the database
     for session_id in archived:
         status, body, _ = http(
             own_server.base_url, "POST", f"/x/v1/sessions/{session_id}/archive", {}, BETA
@@ -100,18 +109,25 @@ def test_gc_purges_deleted_sessions_and_keeps_archived_ones(own_server: Server) 
         client.beta.agents.sessions.delete(session_id)
 
     before_state, before_dirs = database_state(data_dir), workspace_names(data_dir)
+    before_blobs = blob_names(data_dir)
     dry = corebox(data_dir, "gc", "--dry-run", "--retention-days", "0")
     assert dry.returncode == 0, dry.stderr
     assert "would remove" in dry.stdout and len(dry.stdout.splitlines()) == 1
     assert database_state(data_dir) == before_state
     assert workspace_names(data_dir) == before_dirs
+    assert blob_names(data_dir) == before_blobs
 
     size_before = database_bytes(data_dir)
+    total_before = size_before + blob_bytes(data_dir)
     run = corebox(data_dir, "gc", "--retention-days", "0")
     assert run.returncode == 0, run.stderr
     assert rows_of(data_dir, deleted) == dict.fromkeys(rows_of(data_dir, deleted), 0)
     assert len(workspace_names(data_dir)) == ARCHIVED
-    assert size_before - database_bytes(data_dir) >= 25 * ARTIFACT_BYTES
+    assert len(blob_names(data_dir)) == ARCHIVED
+    # The bodies lived in the blob store: the data directory as a whole shrank by the 30
+    # deleted artifacts, the database file by what their rows took.
+    assert database_bytes(data_dir) < size_before
+    assert total_before - database_bytes(data_dir) - blob_bytes(data_dir) >= 25 * ARTIFACT_BYTES
 
     for session_id in archived:
         session = client.beta.agents.sessions.retrieve(session_id)
