@@ -5,6 +5,8 @@ running server.
     corebox storage [--json]                      bytes per category, reclaimable bytes
     corebox backup FILE                           a consistent copy, also while serving
     corebox restore FILE --data-dir DIR [--replace]
+    corebox export [--project P] [--agents ID ...] [--sessions ID ...] -o BUNDLE
+    corebox import BUNDLE [--project P]
 
 Each takes `--data-dir` and `--config` (resolved like `corebox serve`). On success each
 prints one summary line (`storage` prints its table, or JSON with `--json`); errors go
@@ -24,11 +26,12 @@ from typing import Any, TextIO
 
 from allinone.config import ConfigError, load
 from allinone.datadir import backup as backups
+from allinone.datadir import bundle as bundles
 from allinone.datadir import collection, usage
 from storage.database import Database
 from storage.errors import StorageError
 
-COMMANDS = ("gc", "storage", "backup", "restore")
+COMMANDS = ("gc", "storage", "backup", "restore", "export", "import")
 
 
 def add_commands(commands: Any) -> None:
@@ -53,6 +56,14 @@ def add_commands(commands: Any) -> None:
     put.add_argument(
         "--replace", action="store_true", help="overwrite a stopped server's data directory"
     )
+    out = commands.add_parser("export", parents=[common], help="write a bundle of agents/sessions")
+    out.add_argument("-o", "--output", required=True, help="the bundle file to write")
+    out.add_argument("--project", help="the project (default: the default project)")
+    out.add_argument("--agents", nargs="+", help="only these agents")
+    out.add_argument("--sessions", nargs="+", help="only these sessions")
+    into = commands.add_parser("import", parents=[common], help="import a bundle (idempotent)")
+    into.add_argument("file")
+    into.add_argument("--project", help="the project (default: the default project)")
 
 
 def run_command(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -> int:
@@ -69,6 +80,8 @@ def run_command(args: argparse.Namespace, environ: Mapping[str, str], out: TextI
         elif args.command == "backup":
             manifest = backups.backup(config.data_dir, Path(args.file))
             print(f"backup {args.file}: {len(manifest['files'])} files", file=out)
+        elif args.command in ("export", "import"):
+            print(_bundle(args, config.data_dir), file=out)
         else:
             manifest = backups.restore(Path(args.file), config.data_dir, replace=args.replace)
             print(
@@ -76,10 +89,23 @@ def run_command(args: argparse.Namespace, environ: Mapping[str, str], out: TextI
                 f" (schema {manifest['schema_version']})",
                 file=out,
             )
-    except (ConfigError, StorageError, backups.BackupError, OSError) as exc:
+    except (ConfigError, StorageError, backups.BackupError, bundles.BundleError, OSError) as exc:
         print(f"corebox: error: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _bundle(args: argparse.Namespace, data_dir: Path) -> str:
+    project = args.project or bundles.default_project(data_dir)
+    if args.command == "export":
+        data = bundles.export(data_dir, project, agents=args.agents, sessions=args.sessions)
+        target = Path(args.output)
+        staged = target.with_name(target.name + ".tmp")
+        staged.write_bytes(data)
+        staged.replace(target)
+        return f"export {target}: {len(data)} bytes"
+    added = bundles.import_bundle(data_dir, Path(args.file).read_bytes(), project)
+    return f"import {args.file}: {sum(added.values())} rows added"
 
 
 async def _gc(data_dir: Path, retention_seconds: int, dry_run: bool) -> collection.Report:

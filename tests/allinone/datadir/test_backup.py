@@ -84,9 +84,10 @@ def _session(client: OpenAI) -> str:
 
 
 def test_a_backup_under_load_restores_every_acknowledged_input(
-    own_server: Server, tmp_path: Path
+    own_server: Server, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     client = OpenAI(base_url=own_server.base_url + "/v1", api_key=API_KEY, max_retries=0)
+    request.addfinalizer(client.close)
     ids = [_session(client) for _ in range(SESSIONS)]
     load = Load(own_server, ids)
     load.start()
@@ -115,6 +116,7 @@ def test_a_backup_under_load_restores_every_acknowledged_input(
     second = start_server(restored)
     try:
         copy = OpenAI(base_url=second.base_url + "/v1", api_key=API_KEY, max_retries=0)
+        request.addfinalizer(copy.close)
         for session_id in ids:
             items = copy.beta.agents.sessions.items.list(session_id, limit=100, order="asc")
             texts = {

@@ -93,8 +93,11 @@ def blob_bytes(data_dir: Path) -> int:
     return sum(p.stat().st_size for p in (data_dir / "blobs").glob("*/*"))
 
 
-def test_gc_purges_deleted_sessions_and_keeps_archived_ones(own_server: Server) -> None:
+def test_gc_purges_deleted_sessions_and_keeps_archived_ones(
+    own_server: Server, request: pytest.FixtureRequest
+) -> None:
     client = OpenAI(base_url=own_server.base_url + "/v1", api_key=API_KEY, max_retries=0)
+    request.addfinalizer(client.close)
     data_dir = own_server.data_dir
     ids = [managed_session(client, os.urandom(ARTIFACT_BYTES)) for _ in range(SESSIONS)]
     archived, deleted = ids[:ARCHIVED], ids[ARCHIVED:]
