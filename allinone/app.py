@@ -30,6 +30,7 @@ from allinone.core.api.app import build_app
 from allinone.core.api.archive import ArchiveApi
 from allinone.core.api.auth import Keys
 from allinone.core.api.automations import AutomationsApi
+from allinone.core.api.bundles import BundlesApi
 from allinone.core.api.comms_owner import comms_routes
 from allinone.core.api.devices import DevicesApi
 from allinone.core.api.environments import EnvironmentsApi
@@ -307,6 +308,7 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         *HarnessesApi(db, registry).routes(),
         *AgentsApi(db, ids, clock, d.providers).routes(),
         *ArchiveApi(Archive(db, clock)).routes(),
+        *BundlesApi(d.config.data_dir).routes(),
     ]
 
 
