@@ -98,31 +98,32 @@ async def append_compact(
     event_id, type_, body = event
     kind = family(body)
     base_seq, depth, encoded = -kind, 1, dumps(deltas.diff(TEMPLATES[kind], body))
-    for candidate_base in bases.candidates(session_id, type_):
-        recent = await _usable(tx, candidate_base, session_id, seq)
-        if recent is None:
-            continue
-        candidate = dumps(deltas.diff(recent.body, body))
-        if len(candidate) < len(encoded):
-            base_seq, depth, encoded = recent.seq, recent.depth + 1, candidate
+    smaller: list[tuple[int, str, _Base]] = []
+    for base in bases.candidates(session_id, type_):
+        if 0 < seq - base.seq <= BASE_WINDOW and base.depth < MAX_DEPTH:
+            candidate = dumps(deltas.diff(base.body, body))
+            if len(candidate) < len(encoded):
+                smaller.append((len(candidate), candidate, base))
+    # Only the chosen base is checked against the table (one lookup, usually).
+    for _, candidate, base in sorted(smaller, key=lambda option: option[0]):
+        if await _still_stored(tx, session_id, base):
+            base_seq, depth, encoded = base.seq, base.depth + 1, candidate
+            break
     stored = (event_id_value(event_id), type_code(type_))
     await _insert(tx, (session_id, seq, *stored, base_seq, encoded, now))
     # Remembered at once: a later event of this transaction may use it as its base. A
-    # rollback removes the row, and `_usable` then finds it gone. A copy, because the
-    # caller may go on changing its dictionaries.
+    # rollback removes the row, and `_still_stored` then finds it gone. A copy, because
+    # the caller may go on changing its dictionaries.
     bases.remember(session_id, type_, _Base(seq, event_id, depth, loads(dumps(body))))
 
 
-async def _usable(tx: Tx, base: _Base, session_id: str, seq: int) -> _Base | None:
-    """`base` when it is still the stored row it was (checked by event id) and within
-    the window and depth bounds."""
-    if not 0 < seq - base.seq <= BASE_WINDOW or base.depth >= MAX_DEPTH:
-        return None
+async def _still_stored(tx: Tx, session_id: str, base: _Base) -> bool:
+    """Whether `base` is still the stored row it was (checked by event id)."""
     row = await tx.fetchone(
         "SELECT event_id FROM session_events WHERE session_id = ? AND seq = ?",
         (session_id, base.seq),
     )
-    return base if row is not None and event_id_text(row["event_id"]) == base.event_id else None
+    return row is not None and event_id_text(row["event_id"]) == base.event_id
 
 
 async def _insert(tx: Tx, values: tuple[Any, ...]) -> None:

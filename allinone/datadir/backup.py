@@ -155,7 +155,10 @@ def _extract_members(
     for index, (name, expected) in enumerate(sorted(files.items())):
         if name.startswith("/") or ".." in Path(name).parts:
             raise BackupError(f"{source}: unsafe member name {name!r}")
-        member = tar.extractfile(name)
+        try:
+            member = tar.extractfile(name)
+        except KeyError:
+            member = None
         if member is None:
             raise BackupError(f"{source}: {name} is missing")
         path = staging / name
