@@ -5,6 +5,7 @@ sessions stay readable and refuse new input, and a dry run changes nothing."""
 from __future__ import annotations
 
 import base64
+import json
 import os
 import sqlite3
 import subprocess
@@ -110,6 +111,12 @@ def test_gc_purges_deleted_sessions_and_keeps_archived_ones(
         assert status == 200 and body["archived"] is True, body
     for session_id in deleted:
         client.beta.agents.sessions.delete(session_id)
+
+    report = corebox(data_dir, "storage", "--json")
+    assert report.returncode == 0, report.stderr
+    usage = json.loads(report.stdout)
+    assert usage["categories"]["blobs"] >= SESSIONS * ARTIFACT_BYTES
+    assert usage["reclaimable_bytes"] >= (SESSIONS - ARCHIVED) * ARTIFACT_BYTES
 
     before_state, before_dirs = database_state(data_dir), workspace_names(data_dir)
     before_blobs = blob_names(data_dir)
