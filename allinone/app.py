@@ -27,8 +27,10 @@ from allinone import __version__
 from allinone.config import Config
 from allinone.core.api.agents import AgentsApi
 from allinone.core.api.app import build_app
+from allinone.core.api.archive import ArchiveApi
 from allinone.core.api.auth import Keys
 from allinone.core.api.automations import AutomationsApi
+from allinone.core.api.bundles import BundlesApi
 from allinone.core.api.comms_owner import comms_routes
 from allinone.core.api.devices import DevicesApi
 from allinone.core.api.environments import EnvironmentsApi
@@ -43,6 +45,7 @@ from allinone.core.api.subagents import SubagentsApi
 from allinone.core.api.templates import TemplatesApi
 from allinone.core.api.traces import TracesApi
 from allinone.core.api.vaults import VaultsApi
+from allinone.core.archive import Archive
 from allinone.core.automations import Automations
 from allinone.core.comms.service import Comms
 from allinone.core.control.forks import Forks
@@ -75,6 +78,7 @@ from allinone.credentials import (
     issue_device_credential,
     read_core_key,
 )
+from allinone.datadir.collection import BLOBS_DIR, SNAPSHOTS_DIR, WORKSPACES_DIR, Retention
 from allinone.lifecycle import Lifecycle
 from allinone.redaction import Redactor
 from runtime.confinement import Confinement, Sandbox, probe
@@ -87,6 +91,7 @@ from runtime.snapshots import Snapshots
 from runtime.transport import PermanentError
 from runtime.workspaces import Workspaces
 from storage import journal, tenancy
+from storage.blobs import BlobStore
 from storage.database import Database
 from storage.errors import StorageError
 
@@ -94,8 +99,6 @@ log = logging.getLogger(__name__)
 
 SHUTDOWN_BUDGET_SECONDS = 10.0
 DATABASE_FILE = "corebox.db"
-WORKSPACES_DIR = "workspaces"
-SNAPSHOTS_DIR = "snapshots"  # managed workspaces as each turn left them (runtime/snapshots.py)
 
 
 class StartupError(Exception):
@@ -189,6 +192,7 @@ class Parts:
     daemon: Daemon | None
     health: Health
     registry: Registry
+    retention: Retention
 
 
 @dataclass(frozen=True)
@@ -234,6 +238,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     environments = Environments(
         db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants,
         preparations=preparations, skills=skills,
+        blobs=BlobStore(config.data_dir / BLOBS_DIR),
     )  # fmt: skip
     reveal = redactor.add  # secrets opened for runs are kept out of the log
     providers = ModelProviders(sealer, default_provider(config), reveal)
@@ -268,6 +273,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
         daemon=_local_daemon(config, opened, grants),
         health=health,
         registry=registry,
+        retention=Retention(db, config.data_dir, clock.now, config.retention_seconds),
     )
 
 
@@ -315,6 +321,8 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         *ForksApi(
             db, Forks(db, Recorder(d.hub, ids, clock), ids, clock), Rewinds(db, ids, clock)
         ).routes(),
+        *ArchiveApi(Archive(db, clock)).routes(),
+        *BundlesApi(d.config.data_dir).routes(),
     ]
 
 
@@ -563,6 +571,7 @@ def _add_periodic_jobs(parts: Parts, timers: Timers) -> None:
         **_ONCE,
     )
     scheduler.add_job(parts.comms.sweep, "interval", minutes=10, id="comms-retention", **_ONCE)
+    scheduler.add_job(parts.retention.run, "interval", hours=1, id="data-retention", **_ONCE)
 
 
 def runtime_harnesses() -> HarnessRegistry:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from allinone import __version__, admin, devices, session_forks, skill_commands
+from allinone import __version__, admin, data_commands, devices, session_forks, skill_commands
 from allinone.config import ConfigError, load
 from allinone.receiver import commands as comms_commands
 
@@ -81,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     sessions = commands.add_parser("sessions", help="control sessions (needs a running server)")
     session_actions = sessions.add_subparsers(dest="action", required=True)
     session_forks.add_commands(session_actions)
+    data_commands.add_commands(commands)
     return parser
 
 
@@ -109,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in comms_commands.COMMANDS:
         return comms_commands.run_command(args, os.environ)
+    if args.command in data_commands.COMMANDS:
+        return data_commands.run_command(args, os.environ, sys.stdout)
     if args.command in ("projects", "keys"):
         try:
             admin.run(args, sys.stdout)

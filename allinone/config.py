@@ -8,6 +8,9 @@ The deployment's default model provider (for the `builtin` harness) is `model_ba
 key comes only from `COREBOX_MODEL_API_KEY`, never from a file or a flag, and is kept out
 of the Config's repr.
 
+`retention_days` (default 30, may be 0) is how long deleted sessions, agents, artifacts
+and other tombstones are kept before the retention job purges them for good.
+
 `workspace_roots` are the host directories under which the default project may bind
 `self_hosted` workspaces (a list in `corebox.toml`, `os.pathsep`-separated in
 `COREBOX_WORKSPACE_ROOTS`, `--workspace-root` repeated); the default is the home
@@ -34,6 +37,7 @@ KEYS = (
     "model",
     "model_protocol",
     "public_url",
+    "retention_days",
 )
 MODEL_PROTOCOLS = ("chat_completions", "responses")
 
@@ -56,6 +60,8 @@ class Config:
     public_url: str | None = None
     model_api_key: str | None = field(default=None, repr=False)
     workspace_roots: tuple[Path, ...] = ()
+    # How long deleted data is kept before the retention job (or `corebox gc`) purges it.
+    retention_seconds: int = 30 * 86400
 
 
 def default_data_dir(environ: Mapping[str, str]) -> Path:
@@ -75,6 +81,7 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> Con
         "model": None,
         "model_protocol": "chat_completions",
         "public_url": None,
+        "retention_days": 30,
     }
     config_path = flags.get("config") or environ.get("COREBOX_CONFIG")
     config_file: Path | None = None
@@ -103,6 +110,7 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> Con
         api_key=environ.get("COREBOX_API_KEY") or None,
         config_file=config_file,
         public_url=_public_url(values["public_url"]),
+        retention_seconds=_retention(values["retention_days"]),
         **_model(values, environ),
     )
 
@@ -185,6 +193,17 @@ def _port(value: Any) -> int:
     if not 0 <= port <= 65535:
         raise ConfigError(f"port {port} is out of range")
     return port
+
+
+def _retention(value: Any) -> int:
+    """`retention_days` (may be fractional or 0) in whole seconds."""
+    try:
+        days = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"retention_days must be a number, not {value!r}") from exc
+    if not 0 <= days <= 36500:
+        raise ConfigError(f"retention_days {days} is out of range (0 to 36500)")
+    return int(days * 86400)
 
 
 def _log_level(value: Any) -> str:

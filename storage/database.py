@@ -378,6 +378,9 @@ def _migrate(path: Path) -> int:
     path.chmod(0o600)
     conn = sqlite3.connect(path, isolation_level=None)
     try:
+        # Takes effect only on a new, empty file: freed pages can then be returned to the
+        # filesystem without rewriting the database (`corebox gc`).
+        conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
         conn.execute("PRAGMA journal_mode=WAL")
         version = migrations.apply(conn)
         # A database that opens but cannot be written (read-only file or filesystem) is

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
+from storage.blobs import BlobStore
 from storage.database import Tx
 from storage.rows import Queryable, dumps, record
 
@@ -153,10 +154,18 @@ async def upload(q: Queryable, project_id: str, file_id: str) -> dict[str, Any] 
     return None if row is None else dict(row)
 
 
-async def insert_artifact(tx: Tx, row: dict[str, Any]) -> None:
+async def insert_artifact(tx: Tx, row: dict[str, Any], blobs: BlobStore | None = None) -> None:
+    """Record an artifact. A body the blob store `holds` goes there (the caller has
+    usually `put` it already; `ensure` writes it again if a collection removed it) and
+    the row references it by sha256."""
+    content: bytes = row["content"]
+    blob = None
+    if blobs is not None and blobs.holds(len(content)):
+        blobs.ensure(row["sha256"], content)
+        blob, content = row["sha256"], b""
     await tx.execute(
         "INSERT INTO artifacts (id, session_id, turn_id, environment_id, path, size_bytes,"
-        " sha256, content, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " sha256, content, created_at, blob) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             row["id"],
             row["session_id"],
@@ -165,8 +174,9 @@ async def insert_artifact(tx: Tx, row: dict[str, Any]) -> None:
             row["path"],
             row["size_bytes"],
             row["sha256"],
-            row["content"],
+            content,
             row["created_at"],
+            blob,
         ),
     )
 

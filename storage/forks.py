@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from storage.database import Tx
-from storage.rows import Queryable
+from storage.rows import DERIVED, Queryable
 
 
 async def raw(q: Queryable, table: str, row_id: str) -> dict[str, Any] | None:
@@ -19,23 +19,6 @@ async def raw(q: Queryable, table: str, row_id: str) -> dict[str, Any] | None:
         raise ValueError(table)
     row = await q.fetchone(f"SELECT * FROM {table} WHERE id = ?", (row_id,))
     return None if row is None else dict(row)
-
-
-# Columns the database keeps itself (triggers): a copy starts them from their defaults
-# and the copied child rows rebuild them.
-DERIVED = {
-    "sessions": frozenset(
-        {
-            "usage_turns",
-            "usage_unmeasured",
-            "usage_input",
-            "usage_cached",
-            "usage_output",
-            "usage_reasoning",
-            "usage_total",
-        }
-    ),
-}
 
 
 async def copy(tx: Tx, table: str, row: dict[str, Any], overrides: dict[str, Any]) -> None:

@@ -34,3 +34,20 @@ def record(row: sqlite3.Row | None, json_columns: tuple[str, ...] = ()) -> dict[
         if column in data:
             data[column] = loads(data[column])
     return data
+
+
+# Columns the database keeps itself (migration 21's triggers), per table: a copied or
+# imported row leaves them to their defaults and its copied child rows rebuild them.
+DERIVED: dict[str, frozenset[str]] = {
+    "sessions": frozenset(
+        {
+            "usage_turns",
+            "usage_unmeasured",
+            "usage_input",
+            "usage_cached",
+            "usage_output",
+            "usage_reasoning",
+            "usage_total",
+        }
+    ),
+}

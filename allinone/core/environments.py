@@ -47,6 +47,7 @@ from allinone.core.skills.catalog import Catalog
 from allinone.core.tasks import cancel_and_wait
 from storage import environments as env_rows
 from storage import sessions
+from storage.blobs import BlobStore
 from storage.database import Database, Tx
 from storage.rows import dumps
 
@@ -100,9 +101,11 @@ class Environments:
         grants: HostGrants,
         preparations: Preparations,
         skills: Catalog,
+        blobs: BlobStore | None = None,
     ) -> None:
         self.grants = grants
         self._skills = skills
+        self.blobs = blobs
         self._sealer = sealer
         self._remote_url = remote_url
         self._db = db
@@ -602,6 +605,8 @@ class Environments:
             entries = [(m.name, handle.read()) for m, handle in members if handle is not None]
         for name, content in entries:
             digest = hashlib.sha256(content).hexdigest()
+            if self.blobs is not None and self.blobs.holds(len(content)):
+                await asyncio.to_thread(self.blobs.put, digest, content)
 
             async def store(
                 tx: Tx, name: str = name, content: bytes = content, digest: str = digest
@@ -622,12 +627,22 @@ class Environments:
                         "content": content,
                         "created_at": self._clock.now(),
                     },
+                    self.blobs,
                 )
                 return True
 
             if await self._db.write(store):
                 captured += 1
         return captured
+
+
+def artifact_body(row: dict[str, Any], blobs: BlobStore | None) -> bytes:
+    """An artifact's bytes, from the blob store when its row references a blob."""
+    if row.get("blob"):
+        if blobs is None:
+            raise NotFound("The artifact's content is not available here.")
+        return blobs.read(str(row["blob"]))
+    return bytes(row["content"])
 
 
 def _encoded(files: list[dict[str, Any]]) -> list[dict[str, str]]:

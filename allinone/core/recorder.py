@@ -23,7 +23,7 @@ from storage import (
     turns,
 )
 from storage.database import Tx
-from storage.rows import Queryable, dumps, loads
+from storage.rows import Queryable, loads
 
 
 async def required_actions(
@@ -122,6 +122,8 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
         # Turns rewinds hid from the model's context (control/rewinds.py), oldest first.
         "hidden_turn_ids": await _hidden_turn_ids(q, row["id"]),
     }
+    if row.get("archived_at") is not None:
+        view["x_corebox"]["archived_at"] = row["archived_at"]
     return view
 
 
@@ -141,13 +143,14 @@ class Recorder:
         self._hub = hub
         self._ids = ids
         self._clock = clock
+        self._bases = journal.Bases()
 
     async def emit(self, tx: Tx, session_id: str, type_: str, body: dict[str, Any]) -> str:
         """Append one event; return its event_id."""
         seq = await sessions.next_event_seq(tx, session_id)
         event_id = self._ids.new("evt")
-        event = {"event_id": event_id, "type": type_, **body}
-        await journal.append(tx, session_id, seq, event_id, type_, dumps(event), self._clock.now())
+        event = (event_id, type_, body)
+        await journal.append_compact(tx, self._bases, session_id, seq, event, self._clock.now())
         tx.after_commit(lambda: self._hub.notify(session_id))
         return event_id
 

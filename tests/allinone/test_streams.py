@@ -59,7 +59,8 @@ def test_a_reader_behind_the_retained_journal_gets_stream_interrupted(tmp_path: 
         clock = Clock()
         ids = Ids(clock)
         hub = Hub()
-        await _session_with_events(db, Recorder(hub, ids, clock), 10)
+        # Pruning keeps `keep` readable events plus the REACH before them as bases.
+        await _session_with_events(db, Recorder(hub, ids, clock), 10 + journal.REACH)
         assert await db.write(lambda tx: journal.prune(tx, keep=3)) == 7
         chunks = [chunk async for chunk in journal_stream(db, hub, ids, "s", 0, never)]
         await db.close()

@@ -3,7 +3,10 @@
 Prints: end-to-end durable events per second for `/stream 2000` on 8 concurrent sessions
 (harness delta -> committed journal row -> SSE client), as a ratio to a bare sqlite3
 group-commit loop writing the same number of rows in the same run; the database size
-after 10,000 turns; and list latency p50 for sessions and items at 1k and 100k rows.
+after 10,000 turns (each a new session with one echo turn) and the bytes per turn; the
+bytes per echo turn on sessions that already exist (the compact journal's target: at
+most 2 KiB) with the growth per 10,000 such turns; and list latency p50 for sessions
+and items at 1k and 100k rows.
 All traffic goes to 127.0.0.1.
 """
 
@@ -26,6 +29,8 @@ import bench  # the shared server helpers beside this script
 SESSIONS = 8
 DELTAS = 2000
 TURNS_FOR_SIZE = 10_000
+TURNS_ON_SESSIONS = 2_000
+TURN_BYTES_TARGET = 2048
 LIST_SIZES = (1_000, 100_000)
 
 
@@ -143,6 +148,78 @@ def run_turns(port: int, turns: int, workers: int = 8) -> None:
         thread.join()
 
 
+def database_bytes(data_dir: Path) -> int:
+    """The database's size with its write-ahead log folded in."""
+    conn = sqlite3.connect(data_dir / "corebox.db")
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    return sum(p.stat().st_size for p in data_dir.glob("corebox.db*"))
+
+
+def turns_on_sessions(port: int, turns: int, workers: int = 8) -> None:
+    """`turns` one-line echo turns spread over `workers` sessions that already exist."""
+    ids: list[str] = []
+    for _ in range(workers):
+        creation = bench.EventStream(
+            port,
+            "POST",
+            "/v1/agents/sessions",
+            {
+                "agent": {"model": "scripted"},
+                "environment": {"type": "none"},
+                "input": "hi",
+                "stream": True,
+            },
+        )
+        try:
+            deadline = time.monotonic() + 60
+            event_type, event = creation.next(deadline)
+            ids.append(str(event["session"]["id"]))  # type: ignore[index]
+            while event_type != "agent.session.idle":
+                event_type, _ = creation.next(deadline)
+        finally:
+            creation.close()
+
+    def work(session_id: str) -> None:
+        for _ in range(turns // workers):
+            stream = bench.EventStream(port, "GET", f"/v1/agents/sessions/{session_id}/events")
+            try:
+                message = {
+                    "type": "agent.session.input.message",
+                    "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+                }
+                status = post(
+                    port, f"/v1/agents/sessions/{session_id}/events", {"events": [message]}
+                )
+                if status != 202:
+                    raise bench.BenchError(f"input answered {status}")
+                deadline = time.monotonic() + 60
+                while stream.next(deadline)[0] != "agent.session.idle":
+                    pass
+            finally:
+                stream.close()
+
+    threads = [threading.Thread(target=work, args=(session_id,)) for session_id in ids]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def bytes_per_turn_on_sessions(argv: list[str], env: dict[str, str]) -> float:
+    """Database growth per echo turn on existing sessions, measured past a warm-up."""
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        with bench.serve(argv, env, work) as (server, _):
+            turns_on_sessions(server.port, 200)
+            before = database_bytes(work / "data")
+            turns_on_sessions(server.port, TURNS_ON_SESSIONS)
+            after = database_bytes(work / "data")
+    return (after - before) / TURNS_ON_SESSIONS
+
+
 def seed_lists(db_path: Path, rows: int) -> tuple[str, str]:
     """Insert `rows` sessions and `rows` items directly (a benchmark fixture)."""
     conn = sqlite3.connect(db_path)
@@ -219,11 +296,19 @@ def main() -> int:
             started = time.perf_counter()
             run_turns(server.port, TURNS_FOR_SIZE)
             elapsed = time.perf_counter() - started
-        size = sum(p.stat().st_size for p in (work / "data").glob("corebox.db*"))
+        size = database_bytes(work / "data")
         print(
-            f"  database after {TURNS_FOR_SIZE} echo turns: {size / 1024 / 1024:.1f} MiB "
+            f"  database after {TURNS_FOR_SIZE} echo turns: {size / 1024 / 1024:.1f} MiB, "
+            f"{size / TURNS_FOR_SIZE / 1024:.2f} KiB per new session with one turn "
             f"({elapsed:.0f} s, {TURNS_FOR_SIZE / elapsed:.0f} turns/s over 8 clients)"
         )
+    per_turn = bytes_per_turn_on_sessions(argv, env)
+    verdict = "within" if per_turn <= TURN_BYTES_TARGET else "over"
+    print(
+        f"  bytes per echo turn on existing sessions: {per_turn:,.0f} "
+        f"({verdict} the {TURN_BYTES_TARGET} target); growth per 10,000 turns: "
+        f"{per_turn * 10_000 / 1024 / 1024:.1f} MiB"
+    )
     for rows in LIST_SIZES:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)

@@ -32,7 +32,13 @@ from allinone.core.api.common import (
 )
 from allinone.core.api.decoding import upload_filename
 from allinone.core.api.errors import from_validation, invalid, not_found
-from allinone.core.environments import WORKSPACE, Environments, check_path, decode_inline
+from allinone.core.environments import (
+    WORKSPACE,
+    Environments,
+    artifact_body,
+    check_path,
+    decode_inline,
+)
 from allinone.core.errors import NotFound
 from allinone.core.ids import Clock, Ids
 from allinone.core.sessions.idempotency import digest
@@ -264,7 +270,8 @@ class EnvironmentsApi:
 
     async def artifact_content(self, request: Request) -> Response:
         row = await self._artifact(request)
-        return Response(bytes(row["content"]), media_type="application/octet-stream")
+        body = await asyncio.to_thread(artifact_body, row, self._environments.blobs)
+        return Response(body, media_type="application/octet-stream")
 
     async def delete_artifact(self, request: Request) -> Response:
         row = await self._artifact(request)

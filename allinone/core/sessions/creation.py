@@ -14,6 +14,7 @@ from msgspec import UNSET
 
 from allinone.core import agents as agent_config
 from allinone.core import features
+from allinone.core.archive import refuse_archived
 from allinone.core.errors import InvalidRequest, NotFound
 from allinone.core.ids import Clock, Ids
 from allinone.core.model_providers import ModelProviders
@@ -172,6 +173,7 @@ class Creation:
             saved = await self._db.read(lambda r: agent_rows.get(r, project_id, wanted))
             if saved is None:
                 raise NotFound(param="agent_id")
+            refuse_archived("agent", saved)
             config = dict(saved["config"])
             if body.agent is not UNSET:
                 agent_config.apply_fields(config, body.agent, seal_provider=seal)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from allinone.core import render
+from allinone.core.archive import refuse_archived
 from allinone.core.environments import Environments
 from allinone.core.errors import InvalidRequest, NotFound
 from storage import environments as env_rows
@@ -34,6 +35,7 @@ class Binding:
             row = await self._db.read(lambda r: env_rows.get(r, project_id, str(existing)))
             if row is None or row["type"] != "openai_hosted":
                 raise NotFound(param="environment.environment_id")
+            refuse_archived("environment", row)
             return str(row["id"])
         if environment.get("environment_template_id"):
             raise InvalidRequest(

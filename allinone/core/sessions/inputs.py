@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from allinone.core.archive import refuse_archived
 from allinone.core.errors import Conflict, InvalidRequest, NotFound, TurnConflict
 from allinone.core.ids import Clock
 from allinone.core.recorder import Recorder
@@ -60,6 +61,7 @@ class Inputs:
         session = await sessions.get(tx, project_id, batch.session_id)
         if session is None:
             raise NotFound()
+        refuse_archived("session", session)
         earlier = await turn_inputs.batch_hash(tx, batch.session_id, batch.key)
         if earlier is not None:
             check_batch_replay(earlier, batch.digest)

@@ -1,0 +1,134 @@
+"""The data directory's commands: they work on the files directly, with or without a
+running server.
+
+    corebox gc [--dry-run] [--retention-days N]   purge deleted data past its retention
+    corebox storage [--json]                      bytes per category, reclaimable bytes
+    corebox backup FILE                           a consistent copy, also while serving
+    corebox restore FILE --data-dir DIR [--replace]
+    corebox export [--project P] [--agents ID ...] [--sessions ID ...] -o BUNDLE
+    corebox import BUNDLE [--project P]
+
+Each takes `--data-dir` and `--config` (resolved like `corebox serve`). On success each
+prints one summary line (`storage` prints its table, or JSON with `--json`); errors go
+to stderr with exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from allinone.config import ConfigError, load
+from allinone.datadir import backup as backups
+from allinone.datadir import bundle as bundles
+from allinone.datadir import collection, usage
+from storage.database import Database
+from storage.errors import StorageError
+
+COMMANDS = ("gc", "storage", "backup", "restore", "export", "import")
+
+
+def add_commands(commands: Any) -> None:
+    """Add `gc`, `storage`, `backup` and `restore` to the CLI's subparsers."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", dest="data_dir", help="the data directory")
+    common.add_argument("--config", help="a corebox.toml file")
+    gc = commands.add_parser("gc", parents=[common], help="purge deleted data past retention")
+    gc.add_argument("--dry-run", action="store_true", help="report what would go; change nothing")
+    gc.add_argument(
+        "--retention-days",
+        dest="retention_days",
+        type=float,
+        help="keep deleted data this long (default: the configured retention_days)",
+    )
+    report = commands.add_parser("storage", parents=[common], help="where the bytes are")
+    report.add_argument("--json", action="store_true", help="print JSON")
+    take = commands.add_parser("backup", parents=[common], help="write a consistent backup")
+    take.add_argument("file")
+    put = commands.add_parser("restore", parents=[common], help="restore a backup")
+    put.add_argument("file")
+    put.add_argument(
+        "--replace", action="store_true", help="overwrite a stopped server's data directory"
+    )
+    out = commands.add_parser("export", parents=[common], help="write a bundle of agents/sessions")
+    out.add_argument("-o", "--output", required=True, help="the bundle file to write")
+    out.add_argument("--project", help="the project (default: the default project)")
+    out.add_argument("--agents", nargs="+", help="only these agents")
+    out.add_argument("--sessions", nargs="+", help="only these sessions")
+    into = commands.add_parser("import", parents=[common], help="import a bundle (idempotent)")
+    into.add_argument("file")
+    into.add_argument("--project", help="the project (default: the default project)")
+
+
+def run_command(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -> int:
+    flags = {"data_dir": args.data_dir, "config": args.config}
+    if getattr(args, "retention_days", None) is not None:
+        flags["retention_days"] = args.retention_days
+    try:
+        config = load(flags, environ, Path.cwd())
+        if args.command == "gc":
+            report = asyncio.run(_gc(config.data_dir, config.retention_seconds, args.dry_run))
+            print(report.summary(), file=out)
+        elif args.command == "storage":
+            _print_storage(usage.report(config.data_dir), args.json, out)
+        elif args.command == "backup":
+            manifest = backups.backup(config.data_dir, Path(args.file))
+            print(f"backup {args.file}: {len(manifest['files'])} files", file=out)
+        elif args.command in ("export", "import"):
+            print(_bundle(args, config.data_dir), file=out)
+        else:
+            manifest = backups.restore(Path(args.file), config.data_dir, replace=args.replace)
+            print(
+                f"restored {len(manifest['files'])} files into {config.data_dir}"
+                f" (schema {manifest['schema_version']})",
+                file=out,
+            )
+    except (ConfigError, StorageError, backups.BackupError, bundles.BundleError, OSError) as exc:
+        print(f"corebox: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _bundle(args: argparse.Namespace, data_dir: Path) -> str:
+    project = args.project or bundles.default_project(data_dir)
+    if args.command == "export":
+        data = bundles.export(data_dir, project, agents=args.agents, sessions=args.sessions)
+        target = Path(args.output)
+        staged = target.with_name(target.name + ".tmp")
+        staged.write_bytes(data)
+        staged.replace(target)
+        return f"export {target}: {len(data)} bytes"
+    added = bundles.import_bundle(data_dir, Path(args.file).read_bytes(), project)
+    return f"import {args.file}: {sum(added.values())} rows added"
+
+
+async def _gc(data_dir: Path, retention_seconds: int, dry_run: bool) -> collection.Report:
+    if not (data_dir / collection.DATABASE_FILE).is_file():
+        raise StorageError(f"no database in {data_dir}")
+    db = await Database.open(data_dir / collection.DATABASE_FILE)
+    try:
+        return await collection.collect(
+            db,
+            data_dir,
+            now=int(time.time()),
+            retention_seconds=retention_seconds,
+            dry_run=dry_run,
+        )
+    finally:
+        await db.close()
+
+
+def _print_storage(report: dict[str, Any], as_json: bool, out: TextIO) -> None:
+    if as_json:
+        print(json.dumps(report, indent=2, sort_keys=True), file=out)
+        return
+    for name, size in report["categories"].items():
+        print(f"{name:<22} {size:>14,}", file=out)
+    print(f"{'database file':<22} {report['database_file_bytes']:>14,}", file=out)
+    print(f"{'reclaimable by gc':<22} {report['reclaimable_bytes']:>14,}", file=out)

@@ -1,0 +1,281 @@
+"""Export and import bundles: a project's agents and sessions carried as one file.
+
+A bundle is one JSON document (UTF-8, keys sorted, no whitespace, rows ordered by id),
+so exporting the same data twice gives the same bytes apart from `header.created_at`:
+
+    {"header": {"format": "corebox-bundle", "version": 1, "created_at"},
+     "agents": [{...agent row..., "versions": [], "deployments": []}],
+     "environments": [...], "sessions": [{...session row..., "turns": [...],
+     "items": [...], "function_calls": [...], "interactions": [...],
+     "artifacts": [{...row..., "content_base64"}]}],
+     "needs_reentry": [{"kind", "id", "what"}]}
+
+Rows carry their stored columns (JSON columns as their stored text) except the project
+(an import writes into the project it is given) and what must not travel: sealed
+secrets, run-state tokens, idempotency keys. Secrets are never exported: a session's
+sealed model key, an environment's secrets and the vaults a session names are listed in
+`needs_reentry` instead (an environment's sealed inputs are listed for every
+environment). Sessions with an active turn are left out (listed as such).
+
+Import is idempotent: a row whose id exists is left as it is, so importing twice adds
+nothing. Imported sessions are history that can take new turns (their journal starts
+empty). `versions` and `deployments` are carried per agent for builds that keep agent
+versions; this build exports them empty and ignores them on import.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from allinone.datadir import Progress, no_progress
+from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE
+from storage.blobs import BlobStore
+from storage.rows import DERIVED
+
+FORMAT = "corebox-bundle"
+VERSION = 1
+ACTIVE = ("queued", "in_progress", "waiting")
+
+# Columns that never travel, per table.
+DROPPED: dict[str, frozenset[str]] = {
+    "agents": frozenset({"project_id"}),
+    "sessions": frozenset(
+        {"project_id", "sealed_model_key", "idempotency_key", "request_hash", "event_seq"}
+    )
+    | DERIVED["sessions"],
+    "environments": frozenset({"project_id", "secrets", "idempotency_key", "request_hash"}),
+    "turns": frozenset({"fencing_token", "device_id", "lease_expires_at"}),
+    "items": frozenset(),
+    "function_calls": frozenset(),
+    "interactions": frozenset(),
+    "artifacts": frozenset({"content", "blob"}),
+}
+# Child tables of a session, in the order an import writes them, each with its order.
+SESSION_CHILDREN = ("turns", "items", "function_calls", "interactions", "artifacts")
+ORDER = {
+    "turns": "created_at, id",
+    "items": "position",
+    "function_calls": "created_at, call_id",
+    "interactions": "created_at, interaction_id",
+    "artifacts": "created_at, id",
+}
+
+
+class BundleError(Exception):
+    """An export or import cannot complete; the message is the one line the user sees."""
+
+
+def _connect(data_dir: Path) -> sqlite3.Connection:
+    path = data_dir / DATABASE_FILE
+    if not path.is_file():
+        raise BundleError(f"no database in {data_dir}")
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA busy_timeout=30000")
+    return conn
+
+
+def _row(table: str, row: sqlite3.Row) -> dict[str, Any]:
+    return {k: row[k] for k in row.keys() if k not in DROPPED[table]}  # noqa: SIM118
+
+
+def export(
+    data_dir: Path,
+    project_id: str,
+    *,
+    agents: list[str] | None = None,
+    sessions: list[str] | None = None,
+    on_progress: Progress = no_progress,
+) -> bytes:
+    """The bundle of the project's live agents and sessions (or only those named)."""
+    conn = _connect(data_dir)
+    try:
+        conn.execute("BEGIN")  # one snapshot for the whole bundle
+        blobs = BlobStore(data_dir / BLOBS_DIR)
+        bundle = _export(conn, blobs, project_id, agents, sessions, on_progress)
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    return json.dumps(bundle, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _export(
+    conn: sqlite3.Connection,
+    blobs: BlobStore,
+    project_id: str,
+    agent_ids: list[str] | None,
+    session_ids: list[str] | None,
+    on_progress: Progress,
+) -> dict[str, Any]:
+    reentry: list[dict[str, str]] = []
+    agent_rows = _select(conn, "agents", "project_id = ? AND deleted_at IS NULL", project_id)
+    if agent_ids is not None:
+        agent_rows = [r for r in agent_rows if r["id"] in agent_ids]
+    session_rows = _select(conn, "sessions", "project_id = ? AND deleted_at IS NULL", project_id)
+    if session_ids is not None:
+        session_rows = [r for r in session_rows if r["id"] in session_ids]
+    exported = []
+    for index, row in enumerate(session_rows):
+        on_progress(index, len(session_rows))
+        session = _session(conn, blobs, row, reentry)
+        if session is not None:
+            exported.append(session)
+    environment_ids = sorted({r["environment_id"] for r in session_rows if r["environment_id"]})
+    environments = [
+        _environment(r, reentry)
+        for r in _select(conn, "environments", "project_id = ?", project_id)
+        if r["id"] in environment_ids
+    ]
+    on_progress(len(session_rows), len(session_rows))
+    return {
+        "header": {
+            "format": FORMAT,
+            "version": VERSION,
+            "created_at": int(time.time()),
+        },
+        "agents": [{**_row("agents", r), "versions": [], "deployments": []} for r in agent_rows],
+        "environments": environments,
+        "sessions": exported,
+        "needs_reentry": sorted(reentry, key=lambda e: (e["kind"], e["id"], e["what"])),
+    }
+
+
+def _select(conn: sqlite3.Connection, table: str, where: str, *args: Any) -> list[sqlite3.Row]:
+    return list(conn.execute(f"SELECT * FROM {table} WHERE {where} ORDER BY id", args))
+
+
+def _session(
+    conn: sqlite3.Connection, blobs: BlobStore, row: sqlite3.Row, reentry: list[dict[str, str]]
+) -> dict[str, Any] | None:
+    session_id = row["id"]
+    active = conn.execute(
+        "SELECT 1 FROM turns WHERE session_id = ? AND status IN (?, ?, ?)", (session_id, *ACTIVE)
+    ).fetchone()
+    if active is not None:
+        reentry.append({"kind": "session", "id": session_id, "what": "skipped: an active turn"})
+        return None
+    if row["sealed_model_key"]:
+        reentry.append({"kind": "session", "id": session_id, "what": "model provider API key"})
+    for vault_id in json.loads(row["vault_ids"] or "[]"):
+        reentry.append({"kind": "session", "id": session_id, "what": f"vault {vault_id}"})
+    session = _row("sessions", row)
+    for table in SESSION_CHILDREN:
+        rows = conn.execute(
+            f"SELECT * FROM {table} WHERE session_id = ? ORDER BY {ORDER[table]}", (session_id,)
+        )
+        session[table] = [_child(table, r, blobs) for r in rows]
+    return session
+
+
+def _child(table: str, row: sqlite3.Row, blobs: BlobStore) -> dict[str, Any]:
+    data = _row(table, row)
+    if table == "artifacts":
+        body = blobs.read(row["blob"]) if row["blob"] else bytes(row["content"] or b"")
+        data["content_base64"] = base64.b64encode(body).decode()
+    return data
+
+
+def _environment(row: sqlite3.Row, reentry: list[dict[str, str]]) -> dict[str, Any]:
+    # Its confidential inputs (environment variables, set-up commands, initial file
+    # bodies) are sealed and never carried, whether or not it had any.
+    what = "environment variables, set-up commands and initial files"
+    reentry.append({"kind": "environment", "id": row["id"], "what": what})
+    return _row("environments", row)
+
+
+def default_project(data_dir: Path) -> str:
+    """The data directory's default project (its oldest live one)."""
+    conn = _connect(data_dir)
+    try:
+        row = conn.execute(
+            "SELECT id FROM projects WHERE archived_at IS NULL ORDER BY created_at, id LIMIT 1"
+        ).fetchone()
+    finally:
+        conn.close()
+    if row is None:
+        raise BundleError(f"no project in {data_dir}")
+    return str(row["id"])
+
+
+def import_bundle(
+    data_dir: Path, bundle: bytes, project_id: str, *, on_progress: Progress = no_progress
+) -> dict[str, int]:
+    """Write the bundle's rows into `project_id`; return how many rows each table gained
+    (all zero when the bundle was imported before)."""
+    try:
+        document = json.loads(bundle)
+        header = document["header"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BundleError("not a corebox bundle") from exc
+    if header.get("format") != FORMAT or header.get("version") != VERSION:
+        raise BundleError("not a corebox bundle this build reads")
+    conn = _connect(data_dir)
+    blobs = BlobStore(data_dir / BLOBS_DIR)
+    added: dict[str, int] = {}
+    try:
+        if conn.execute("SELECT 1 FROM projects WHERE id = ?", (project_id,)).fetchone() is None:
+            raise BundleError(f"no project {project_id}")
+        conn.execute("BEGIN IMMEDIATE")
+        _import(conn, blobs, document, project_id, added, on_progress)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    finally:
+        conn.close()
+    return added
+
+
+def _import(
+    conn: sqlite3.Connection,
+    blobs: BlobStore,
+    document: dict[str, Any],
+    project_id: str,
+    added: dict[str, int],
+    on_progress: Progress,
+) -> None:
+    for agent in document.get("agents", []):
+        row = {k: v for k, v in agent.items() if k not in ("versions", "deployments")}
+        _insert(conn, "agents", {**row, "project_id": project_id}, added)
+    for environment in document.get("environments", []):
+        _insert(conn, "environments", {**environment, "project_id": project_id}, added)
+    sessions = document.get("sessions", [])
+    for index, session in enumerate(sessions):
+        on_progress(index, len(sessions))
+        row = {k: v for k, v in session.items() if k not in SESSION_CHILDREN}
+        _insert(conn, "sessions", {**row, "project_id": project_id}, added)
+        for table in SESSION_CHILDREN:
+            for child in session.get(table, []):
+                if table == "artifacts":
+                    child = _artifact(child, blobs)
+                _insert(conn, table, child, added)
+    on_progress(len(sessions), len(sessions))
+
+
+def _artifact(child: dict[str, Any], blobs: BlobStore) -> dict[str, Any]:
+    body = base64.b64decode(child["content_base64"])
+    row = {k: v for k, v in child.items() if k != "content_base64"}
+    if blobs.holds(len(body)):
+        blobs.put(row["sha256"], body)
+        return {**row, "content": b"", "blob": row["sha256"]}
+    return {**row, "content": body, "blob": None}
+
+
+def _insert(
+    conn: sqlite3.Connection, table: str, row: dict[str, Any], added: dict[str, int]
+) -> None:
+    """Insert the columns the table has; a row whose key exists is left alone."""
+    columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+    names = [c for c in columns if c in row]
+    marks = ", ".join("?" * len(names))
+    cursor = conn.execute(
+        f"INSERT OR IGNORE INTO {table} ({', '.join(names)}) VALUES ({marks})",
+        [row[c] for c in names],
+    )
+    added[table] = added.get(table, 0) + max(cursor.rowcount, 0)

@@ -1,0 +1,70 @@
+"""`corebox storage`: where the data directory's bytes are, and what `gc` could reclaim.
+
+Read-only; safe while a server runs (it reads a snapshot through its own connection).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE, WORKSPACES_DIR
+
+# Tables by category; any table not named here counts as `other`.
+CATEGORIES: dict[str, tuple[str, ...]] = {
+    "journal": ("session_events",),
+    "sessions": ("sessions",),
+    "turns and items": ("turns", "items", "turn_inputs", "function_calls", "interactions"),
+    "artifacts and files": ("artifacts", "files", "environment_files"),
+}
+
+# Bytes held by deleted rows that a gc with zero retention would purge.
+_RECLAIMABLE = (
+    "SELECT COALESCE(SUM(LENGTH(payload)), 0) FROM session_events"
+    " WHERE session_id IN (SELECT id FROM sessions WHERE deleted_at IS NOT NULL)",
+    "SELECT COALESCE(SUM(LENGTH(payload)), 0) FROM items"
+    " WHERE session_id IN (SELECT id FROM sessions WHERE deleted_at IS NOT NULL)",
+    "SELECT COALESCE(SUM(size_bytes), 0) FROM artifacts WHERE deleted_at IS NOT NULL"
+    " OR session_id IN (SELECT id FROM sessions WHERE deleted_at IS NOT NULL)",
+)
+
+
+def tree_bytes(root: Path) -> int:
+    if not root.is_dir():
+        return 0
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def report(data_dir: Path) -> dict[str, Any]:
+    """Bytes per category (database tables by category, free pages, workspaces, blobs),
+    and the bytes reclaimable now (free pages) and by a gc with zero retention."""
+    db_path = data_dir / DATABASE_FILE
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30)
+    try:
+        per_table = dict(
+            conn.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name").fetchall()
+        )
+        indexes = dict(
+            conn.execute("SELECT name, tbl_name FROM sqlite_master WHERE type = 'index'")
+        )
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0] * page_size
+        deleted = sum(conn.execute(sql).fetchone()[0] for sql in _RECLAIMABLE)
+    finally:
+        conn.close()
+    categories: dict[str, int] = {name: 0 for name in (*CATEGORIES, "other")}
+    for name, size in per_table.items():
+        table = indexes.get(name, name)
+        found = next((c for c, tables in CATEGORIES.items() if table in tables), "other")
+        categories[found] += int(size)
+    categories["free pages"] = free
+    categories["workspaces"] = tree_bytes(data_dir / WORKSPACES_DIR)
+    categories["blobs"] = tree_bytes(data_dir / BLOBS_DIR)
+    return {
+        "database_file_bytes": sum(
+            p.stat().st_size for p in data_dir.glob(DATABASE_FILE + "*") if p.is_file()
+        ),
+        "categories": categories,
+        "reclaimable_bytes": free + deleted,
+    }

@@ -1,0 +1,79 @@
+"""Structural deltas between JSON values: what changed, not the whole value. Pure.
+
+`apply(base, diff(base, new))` rebuilds a value equal to `new` in every respect that
+reaches the wire: object key order, and the JSON type of every scalar (`true` is never
+`1`, `1` is never `1.0`). A patch is one of:
+- `[value]`: replace with `value` (a one-element array; arrays are always replaced
+  whole);
+- `{"c": {key: patch, ...}, "r": [key, ...], "k": [key, ...]}`: an object patched key
+  by key; `c` holds the changed or added keys. The new key order is, by default, the
+  base's keys less those listed in `r`, then the added keys in the order `c` lists them;
+  `k` gives the whole order instead when that default is wrong. Every part may be
+  absent; `{}` means unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+UNCHANGED: dict[str, Any] = {}
+
+
+def same(a: Any, b: Any) -> bool:
+    """JSON equality that tells booleans, integers and floats apart and respects key order."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def diff(base: Any, new: Any) -> Any:
+    """The patch that turns `base` into `new` (`{}` when they are the same)."""
+    if isinstance(base, dict) and isinstance(new, dict):
+        return _diff_object(base, new)
+    return UNCHANGED if same(base, new) else [new]
+
+
+def _diff_object(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    for key, value in new.items():
+        if key not in base:
+            changes[key] = [value]
+            continue
+        child = diff(base[key], value)
+        if child != UNCHANGED:
+            changes[key] = child
+    patch: dict[str, Any] = {}
+    if changes:
+        patch["c"] = changes
+    order = list(new)
+    if list(base) != order:
+        removed = [key for key in base if key not in new]
+        kept = [key for key in base if key in new]
+        if kept + [key for key in order if key not in base] != order:
+            patch["k"] = order
+        elif removed:
+            patch["r"] = removed
+    return patch
+
+
+def apply(base: Any, patch: Any) -> Any:
+    """The value `patch` describes relative to `base`. `base` is never modified; the
+    result may share unchanged parts with it."""
+    if isinstance(patch, list):
+        return patch[0]
+    if not patch:
+        return base
+    changes: dict[str, Any] = patch.get("c", {})
+    source: dict[str, Any] = base if isinstance(base, dict) else {}
+    keys: list[str] | None = patch.get("k")
+    if keys is None:
+        removed = set(patch.get("r", ()))
+        keys = [key for key in source if key not in removed]
+        keys += [key for key in changes if key not in source]
+    return {
+        key: apply(source.get(key), changes[key]) if key in changes else source[key] for key in keys
+    }

@@ -1,0 +1,184 @@
+"""Purging deleted data for good: the explicit cascade, and what retention collects.
+
+A deleted session, agent or other resource is first a tombstone (`deleted_at`); once
+its retention has passed, `collect` removes its rows and every row that belongs to it.
+Which tables belong to what is written out below, table by table: a table that holds a
+`session_id`, `agent_id` or `environment_id` column is either in a cascade or named in
+`KEPT` with the reason it outlives its owner (a layout test reads the schema and holds
+this rule, so a new table is never forgotten).
+
+`collect` returns what it removed (or, with `dry_run`, would remove): row counts per
+table and the wire ids of managed environments whose workspace directories the caller
+must remove after the commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from storage.database import Tx
+from storage.rows import Queryable
+
+# Rows that belong to one session, deleted with it (children before parents).
+SESSION_CASCADE: tuple[str, ...] = (
+    "session_events",
+    "items",
+    "function_calls",
+    "interactions",
+    "turn_inputs",
+    "artifacts",
+    "subagent_items",
+    "subagent_turns",
+    "subagents",
+    "session_rewinds",
+    "turns",
+)
+# How a session's rows are found in a table that holds no `session_id` of its own.
+SESSION_WHERE: dict[str, str] = {
+    "subagent_items": "subagent_id IN (SELECT id FROM subagents WHERE session_id = ?)",
+}
+# Rows that belong to one environment, deleted with it.
+ENVIRONMENT_CASCADE: tuple[str, ...] = ("environment_files",)
+# Rows that belong to one agent, deleted with it.
+AGENT_CASCADE: tuple[str, ...] = ()
+
+# Every table whose rows a purge deletes.
+PURGED = frozenset(
+    {*SESSION_CASCADE, *ENVIRONMENT_CASCADE, *AGENT_CASCADE, "sessions", "environments", "agents"}
+)
+
+# Tables with an owner's column whose rows outlive that owner, and why.
+KEPT: dict[tuple[str, str], str] = {
+    ("sessions", "agent_id"): "a session keeps its frozen copy of the agent",
+    ("turns", "agent_id"): "purged with its session, not with the agent",
+    ("sessions", "environment_id"): "the environment is purged with its last session",
+    ("artifacts", "environment_id"): "purged with its session",
+    ("automation_invocations", "session_id"): "an automation's history names the session"
+    " it started; the id stays a dangling reference",
+    ("comms_roles", "agent_id"): "a messaging role outlives the agent it may run",
+}
+
+
+@dataclass
+class Collected:
+    """What one collection removed (or would remove)."""
+
+    rows: dict[str, int] = field(default_factory=dict)
+    sessions: list[str] = field(default_factory=list)
+    workspaces: list[str] = field(default_factory=list)
+
+    def add(self, table: str, count: int) -> None:
+        if count:
+            self.rows[table] = self.rows.get(table, 0) + count
+
+    @property
+    def total(self) -> int:
+        return sum(self.rows.values())
+
+
+async def collect(tx: Tx, cutoff: int, *, dry_run: bool = False) -> Collected:
+    """Purge everything deleted at or before `cutoff` (Unix seconds). With `dry_run`,
+    count it and change nothing."""
+    done = Collected()
+    doomed = await tx.fetchall(
+        "SELECT id FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at <= ? ORDER BY id",
+        (cutoff,),
+    )
+    for row in doomed:
+        await purge_session(tx, str(row["id"]), done, dry_run=dry_run)
+    for table in ("agents", "environment_templates", "automations", "vault_credentials", "vaults"):
+        await _tombstones(tx, table, cutoff, done, dry_run)
+    await _deleted_artifacts(tx, cutoff, done, dry_run)
+    return done
+
+
+async def purge_session(tx: Tx, session_id: str, done: Collected, *, dry_run: bool) -> None:
+    """Remove one session, its rows in `SESSION_CASCADE`, and its environment when no
+    other session uses it."""
+    done.sessions.append(session_id)
+    for table in SESSION_CASCADE:
+        where = SESSION_WHERE.get(table, "session_id = ?")
+        done.add(table, await _rows(tx, table, where, (session_id,), dry_run))
+    row = await tx.fetchone("SELECT environment_id FROM sessions WHERE id = ?", (session_id,))
+    done.add("sessions", await _rows(tx, "sessions", "id = ?", (session_id,), dry_run))
+    environment_id = None if row is None else row["environment_id"]
+    if environment_id is not None:
+        await _orphan_environment(tx, str(environment_id), session_id, done, dry_run)
+
+
+async def _orphan_environment(
+    tx: Tx, environment_id: str, session_id: str, done: Collected, dry_run: bool
+) -> None:
+    others = await tx.fetchone(
+        "SELECT 1 FROM sessions WHERE environment_id = ? AND id != ? LIMIT 1",
+        (environment_id, session_id),
+    )
+    environment = await tx.fetchone(
+        "SELECT wire_id, type FROM environments WHERE id = ?", (environment_id,)
+    )
+    if others is not None or environment is None:
+        return
+    for table in ENVIRONMENT_CASCADE:
+        where = "environment_id = ?"
+        done.add(table, await _rows(tx, table, where, (environment_id,), dry_run))
+    done.add("environments", await _rows(tx, "environments", "id = ?", (environment_id,), dry_run))
+    if environment["type"] == "openai_hosted":
+        done.workspaces.append(str(environment["wire_id"]))
+
+
+async def _tombstones(tx: Tx, table: str, cutoff: int, done: Collected, dry_run: bool) -> None:
+    where = "deleted_at IS NOT NULL AND deleted_at <= ?"
+    if table == "agents":
+        for row in await tx.fetchall(f"SELECT id FROM agents WHERE {where}", (cutoff,)):
+            for child in AGENT_CASCADE:
+                done.add(child, await _rows(tx, child, "agent_id = ?", (row["id"],), dry_run))
+    done.add(table, await _rows(tx, table, where, (cutoff,), dry_run))
+
+
+async def _deleted_artifacts(tx: Tx, cutoff: int, done: Collected, dry_run: bool) -> None:
+    where = "deleted_at IS NOT NULL AND deleted_at <= ?"
+    done.add("artifacts", await _rows(tx, "artifacts", where, (cutoff,), dry_run))
+
+
+async def _rows(tx: Tx, table: str, where: str, params: tuple[object, ...], dry_run: bool) -> int:
+    if dry_run:
+        row = await tx.fetchone(f"SELECT COUNT(*) AS n FROM {table} WHERE {where}", params)
+        return 0 if row is None else int(row["n"])
+    return await tx.execute(f"DELETE FROM {table} WHERE {where}", params)
+
+
+async def owner_columns(q: Queryable) -> list[tuple[str, str]]:
+    """Every (table, column) of the schema that names a session, agent or environment,
+    and every foreign key column that points into a table a cascade purges (a row there
+    would otherwise outlive, or block, the purge of what it points at)."""
+    found: list[tuple[str, str]] = []
+    tables = await q.fetchall(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        " ORDER BY name"
+    )
+    for table in tables:
+        columns = await q.fetchall(f"SELECT name FROM pragma_table_info('{table['name']}')")
+        for column in columns:
+            if column["name"] in ("session_id", "agent_id", "environment_id"):
+                found.append((str(table["name"]), str(column["name"])))
+        keys = await q.fetchall(
+            f'SELECT "table" AS parent, "from" AS name'
+            f" FROM pragma_foreign_key_list('{table['name']}')"
+        )
+        for key in keys:
+            pair = (str(table["name"]), str(key["name"]))
+            if key["parent"] in PURGED and pair not in found:
+                found.append(pair)
+    return found
+
+
+def covered(table: str, column: str) -> bool:
+    """Whether the cascade or `KEPT` accounts for `table.column`."""
+    cascades = {
+        "session_id": SESSION_CASCADE,
+        "agent_id": AGENT_CASCADE,
+        "environment_id": ENVIRONMENT_CASCADE,
+    }
+    if column not in cascades:  # a foreign key into a purged table
+        return table in PURGED or (table, column) in KEPT
+    return table in cascades[column] or (table, column) in KEPT

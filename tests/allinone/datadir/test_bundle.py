@@ -1,0 +1,116 @@
+"""`corebox export` from one server and `corebox import` into a fresh one: agents, items,
+turn statuses and artifact bytes are equal; a vault secret appears nowhere in the
+bundle; a second import adds nothing; exporting the imported data gives the same bytes
+apart from the header time; an imported session takes a new turn."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from openai import OpenAI
+
+from tests.allinone.datadir.test_gc import corebox, managed_session
+from tests.conftest import API_KEY, Server, start_server
+
+SECRET = "vault-secret-" + "7f3a9c" * 4
+
+
+def _picture(client: OpenAI) -> dict[str, Any]:
+    """What must survive the trip, read through the public API."""
+    agents = sorted((a.id, a.model, a.name) for a in client.beta.agents.list(limit=100))
+    sessions: dict[str, Any] = {}
+    for session in client.beta.agents.sessions.list(limit=100):
+        items = client.beta.agents.sessions.items.list(session.id, limit=100, order="asc").data
+        turns = client.beta.agents.sessions.turns.list(session.id, limit=100).data
+        digests = []
+        for artifact in client.beta.agents.sessions.artifacts.list(session.id).data:
+            body = client.beta.agents.sessions.artifacts.content(artifact.id, session_id=session.id)
+            digests.append((artifact.path, hashlib.sha256(body.read()).hexdigest()))
+        sessions[session.id] = {
+            "items": [item.model_dump() for item in items],
+            "turns": sorted((t.id, t.status) for t in turns),
+            "artifacts": sorted(digests),
+            "usage": client.beta.agents.sessions.retrieve(session.id).usage,
+        }
+    return {"agents": agents, "sessions": sessions}
+
+
+def _source(client: OpenAI) -> None:
+    agent = client.beta.agents.create(model="scripted", name="carried")
+    vault = client.beta.agents.vaults.create(name="v")
+    client.beta.agents.vaults.credentials.create(
+        vault.id,
+        name="cred",
+        auth={  # type: ignore[arg-type]
+            "type": "environment_variable",
+            "secret_name": "KEY",
+            "secret_value": SECRET,
+            "networking": {"type": "limited", "allowed_hosts": ["api.example.com"]},
+        },
+    )
+    list(
+        client.beta.agents.sessions.create(
+            agent_id=agent.id,
+            environment={"type": "none"},
+            vault_ids=[vault.id],
+            input="/say first\n/fail server_error",
+            stream=True,
+        )
+    )
+    managed_session(client, os.urandom(100_000))  # a body in the blob store
+    managed_session(client, b"small")  # a body in the database
+
+
+def test_a_bundle_carries_a_project_to_a_fresh_server(tmp_path: Path) -> None:
+    for side in ("a", "b"):
+        (tmp_path / side).mkdir()
+    first = start_server(tmp_path / "a" / "data")
+    try:
+        with OpenAI(base_url=first.base_url + "/v1", api_key=API_KEY, max_retries=0) as source:
+            _source(source)
+            expected = _picture(source)
+        bundle = tmp_path / "project.bundle"
+        made = corebox(first.data_dir, "export", "-o", str(bundle))
+        assert made.returncode == 0, made.stderr
+    finally:
+        first.stop()
+    raw = bundle.read_bytes()
+    assert SECRET.encode() not in raw
+    document = json.loads(raw)
+    assert any("vault" in entry["what"] for entry in document["needs_reentry"])
+
+    second = start_server(tmp_path / "b" / "data")
+    try:
+        _check_import(second, tmp_path, bundle, raw, expected)
+    finally:
+        second.stop()
+
+
+def _check_import(
+    second: Server, tmp_path: Path, bundle: Path, raw: bytes, expected: dict[str, Any]
+) -> None:
+    once = corebox(second.data_dir, "import", str(bundle))
+    assert once.returncode == 0, once.stderr
+    twice = corebox(second.data_dir, "import", str(bundle))
+    assert twice.returncode == 0 and " 0 rows added" in twice.stdout, twice.stdout
+    with OpenAI(base_url=second.base_url + "/v1", api_key=API_KEY, max_retries=0) as target:
+        assert _picture(target) == expected
+
+    again = tmp_path / "again.bundle"
+    assert corebox(second.data_dir, "export", "-o", str(again)).returncode == 0
+    header_time = re.compile(rb'^\{"agents":(.*)"header":\{"created_at":\d+,')
+    assert header_time.match(raw) is not None
+    assert header_time.sub(rb"\1", raw) == header_time.sub(rb"\1", again.read_bytes())
+    with OpenAI(base_url=second.base_url + "/v1", api_key=API_KEY, max_retries=0) as target:
+        _new_turn(target, next(iter(expected["sessions"])))
+
+
+def _new_turn(target: OpenAI, session_id: str) -> None:
+    with target.beta.agents.sessions.stream(session_id, input="after the move") as stream:
+        result = stream.get_final_result()
+    assert (result.turn.status, result.output_text) == ("completed", "after the move")

@@ -1,0 +1,170 @@
+"""Archive, delete and `corebox gc` on a real server's data directory: the deleted
+sessions' rows, blobs and workspace directories go, the data directory shrinks, archived
+sessions stay readable and refuse new input, and a dry run changes nothing."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openai import OpenAI
+
+from tests.api.support import database_state, http
+from tests.conftest import API_KEY, ROOT, Server, start_server
+
+SESSIONS = 40
+ARCHIVED = 10
+ARTIFACT_BYTES = 1 << 20
+BETA = {"Authorization": f"Bearer {API_KEY}", "OpenAI-Beta": "agents=v1"}
+
+
+@pytest.fixture
+def own_server(tmp_path: Path) -> Iterator[Server]:
+    running = start_server(tmp_path / "data")
+    yield running
+    running.stop()
+
+
+def corebox(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COREBOX_")}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "allinone", *args, "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(data_dir.parent),
+        timeout=300,
+        check=False,
+    )
+
+
+def managed_session(client: OpenAI, payload: bytes) -> str:
+    data = base64.b64encode(payload).decode()
+    environment = {
+        "type": "openai_hosted",
+        "files": [{"type": "inline", "data": data, "path": "/workspace/outputs/big.bin"}],
+    }
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment=environment,  # type: ignore[arg-type]
+            input="done",
+            stream=True,
+        )
+    )
+    assert events[-2].type == "agent.session.turn.completed", [e.type for e in events]
+    return str(events[0].session.id)  # type: ignore[attr-defined]
+
+
+def rows_of(data_dir: Path, session_ids: list[str]) -> dict[str, int]:
+    marks = ",".join("?" * len(session_ids))
+    found = {}
+    with closing(sqlite3.connect(f"file:{data_dir / 'corebox.db'}?mode=ro", uri=True)) as db:
+        for table in ("sessions", "session_events", "items", "turns", "artifacts"):
+            column = "id" if table == "sessions" else "session_id"
+            sql = f"SELECT COUNT(*) FROM {table} WHERE {column} IN ({marks})"
+            found[table] = db.execute(sql, session_ids).fetchone()[0]
+    return found
+
+
+def workspace_names(data_dir: Path) -> set[str]:
+    root = data_dir / "workspaces"
+    return {p.name for p in root.iterdir()} if root.is_dir() else set()
+
+
+def database_bytes(data_dir: Path) -> int:
+    return sum(p.stat().st_size for p in data_dir.glob("corebox.db*"))
+
+
+def blob_names(data_dir: Path) -> set[str]:
+    return {p.name for p in (data_dir / "blobs").glob("*/*")}
+
+
+def blob_bytes(data_dir: Path) -> int:
+    return sum(p.stat().st_size for p in (data_dir / "blobs").glob("*/*"))
+
+
+def test_gc_purges_deleted_sessions_and_keeps_archived_ones(
+    own_server: Server, request: pytest.FixtureRequest
+) -> None:
+    client = OpenAI(base_url=own_server.base_url + "/v1", api_key=API_KEY, max_retries=0)
+    request.addfinalizer(client.close)
+    data_dir = own_server.data_dir
+    ids = [managed_session(client, os.urandom(ARTIFACT_BYTES)) for _ in range(SESSIONS)]
+    archived, deleted = ids[:ARCHIVED], ids[ARCHIVED:]
+    assert len(workspace_names(data_dir)) == SESSIONS
+    assert len(blob_names(data_dir)) == SESSIONS  # every 1 MiB body is outside the database
+    for session_id in archived:
+        status, body, _ = http(
+            own_server.base_url, "POST", f"/x/v1/sessions/{session_id}/archive", {}, BETA
+        )
+        assert status == 200 and body["archived"] is True, body
+    for session_id in deleted:
+        client.beta.agents.sessions.delete(session_id)
+
+    report = corebox(data_dir, "storage", "--json")
+    assert report.returncode == 0, report.stderr
+    usage = json.loads(report.stdout)
+    assert usage["categories"]["blobs"] >= SESSIONS * ARTIFACT_BYTES
+    assert usage["reclaimable_bytes"] >= (SESSIONS - ARCHIVED) * ARTIFACT_BYTES
+
+    before_state, before_dirs = database_state(data_dir), workspace_names(data_dir)
+    before_blobs = blob_names(data_dir)
+    dry = corebox(data_dir, "gc", "--dry-run", "--retention-days", "0")
+    assert dry.returncode == 0, dry.stderr
+    assert "would remove" in dry.stdout and len(dry.stdout.splitlines()) == 1
+    assert database_state(data_dir) == before_state
+    assert workspace_names(data_dir) == before_dirs
+    assert blob_names(data_dir) == before_blobs
+
+    size_before = database_bytes(data_dir)
+    total_before = size_before + blob_bytes(data_dir)
+    run = corebox(data_dir, "gc", "--retention-days", "0")
+    assert run.returncode == 0, run.stderr
+    assert rows_of(data_dir, deleted) == dict.fromkeys(rows_of(data_dir, deleted), 0)
+    assert len(workspace_names(data_dir)) == ARCHIVED
+    assert len(blob_names(data_dir)) == ARCHIVED
+    # The bodies lived in the blob store: the data directory as a whole shrank by the 30
+    # deleted artifacts, the database file by what their rows took.
+    assert database_bytes(data_dir) < size_before
+    assert total_before - database_bytes(data_dir) - blob_bytes(data_dir) >= 25 * ARTIFACT_BYTES
+
+    for session_id in archived:
+        session = client.beta.agents.sessions.retrieve(session_id)
+        assert session.x_corebox["archived_at"] > 0  # type: ignore[attr-defined]
+        artifact = client.beta.agents.sessions.artifacts.list(session_id).data[0]
+        body = client.beta.agents.sessions.artifacts.content(artifact.id, session_id=session_id)
+        assert len(body.read()) == ARTIFACT_BYTES
+        assert len(client.beta.agents.sessions.items.list(session_id).data) == 2
+    refused = _post_input(own_server, archived[0])
+    assert refused[0] == 409 and refused[1]["error"]["code"] == "session_archived"
+    restored = http(
+        own_server.base_url, "POST", f"/x/v1/sessions/{archived[0]}/unarchive", {}, BETA
+    )
+    assert restored[0] == 200 and restored[1]["archived_at"] is None
+    assert _post_input(own_server, archived[0])[0] == 202
+
+
+def _post_input(server: Server, session_id: str) -> tuple[int, Any]:
+    message = {
+        "type": "agent.session.input.message",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": "more"}]}],
+    }
+    status, body, _ = http(
+        server.base_url,
+        "POST",
+        f"/v1/agents/sessions/{session_id}/events",
+        {"events": [message]},
+        BETA,
+    )
+    return status, body

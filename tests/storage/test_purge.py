@@ -1,0 +1,110 @@
+"""Tier 3: the purge cascade covers every table that names a session, agent or
+environment, and a collection removes a deleted session's rows (a dry run none)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from storage import Database, purge, sessions
+from storage.database import Tx
+
+
+def test_every_owner_column_is_in_a_cascade_or_kept_with_a_reason(tmp_path: Path) -> None:
+    async def main() -> list[tuple[str, str]]:
+        db = await Database.open(tmp_path / "layout.db")
+        try:
+            return await db.read(purge.owner_columns)
+        finally:
+            await db.close()
+
+    columns = asyncio.run(main())
+    assert ("items", "session_id") in columns
+    uncovered = [pair for pair in columns if not purge.covered(*pair)]
+    assert not uncovered, (
+        f"add these to a cascade in storage/purge.py, or to KEPT with a reason: {uncovered}"
+    )
+
+
+async def _deleted_session(tx: Tx, session_id: str, deleted_at: int | None) -> None:
+    await tx.execute("INSERT OR IGNORE INTO projects (id, name, created_at) VALUES ('p', 'p', 0)")
+    await sessions.insert(
+        tx,
+        {
+            "id": session_id,
+            "project_id": "p",
+            "agent_id": "a",
+            "harness": "scripted",
+            "created_at": 0,
+            "agent": {},
+            "environment": {"type": "none"},
+            "metadata": {},
+            "vault_ids": [],
+        },
+    )
+    await tx.execute(
+        "INSERT INTO turns (id, session_id, agent_id, status, created_at, completed_at)"
+        " VALUES (?, ?, 'a', 'completed', 0, 1)",
+        (f"turn_{session_id}", session_id),
+    )
+    await tx.execute(
+        "INSERT INTO items (id, session_id, turn_id, position, created_at, type, payload)"
+        " VALUES (?, ?, ?, 1, 0, 'message', '{}')",
+        (f"item_{session_id}", session_id, f"turn_{session_id}"),
+    )
+    # A subagent with its turn and item (the item names its session only through the
+    # subagent), and a rewind marker: all belong to the session.
+    await tx.execute(
+        "INSERT INTO subagents (id, session_id, parent_turn_id, parent_agent_id, native_id,"
+        " status, opened_at, created_at) VALUES (?, ?, ?, 'a', 'n', 'closed', 0, 0)",
+        (f"sub_{session_id}", session_id, f"turn_{session_id}"),
+    )
+    await tx.execute(
+        "INSERT INTO subagent_turns (id, subagent_id, session_id, native_id, status, created_at)"
+        " VALUES (?, ?, ?, 'n', 'completed', 0)",
+        (f"subturn_{session_id}", f"sub_{session_id}", session_id),
+    )
+    await tx.execute(
+        "INSERT INTO subagent_items (id, subagent_id, turn_id, native_id, position, type,"
+        " payload, created_at) VALUES (?, ?, ?, 'n', 1, 'message', '{}', 0)",
+        (f"subitem_{session_id}", f"sub_{session_id}", f"subturn_{session_id}"),
+    )
+    await tx.execute(
+        "INSERT INTO session_rewinds (id, session_id, turns, hidden_turn_ids, created_at)"
+        " VALUES (?, ?, 1, '[]', 0)",
+        (f"rw_{session_id}", session_id),
+    )
+    await tx.execute("UPDATE sessions SET deleted_at = ? WHERE id = ?", (deleted_at, session_id))
+
+
+def test_collect_purges_only_what_retention_releases(tmp_path: Path) -> None:
+    async def main() -> tuple[int, int, list[str], int]:
+        db = await Database.open(tmp_path / "purge.db")
+        try:
+
+            async def setup(tx: Tx) -> None:
+                await _deleted_session(tx, "old", 100)
+                await _deleted_session(tx, "recent", 900)
+                await _deleted_session(tx, "live", None)
+
+            await db.write(setup)
+            dry = await db.write(lambda tx: purge.collect(tx, 500, dry_run=True))
+            still = await db.read(lambda r: r.fetchone("SELECT COUNT(*) AS n FROM items"))
+            done = await db.write(lambda tx: purge.collect(tx, 500))
+            left = await db.read(lambda r: r.fetchall("SELECT id FROM sessions ORDER BY id"))
+            items = await db.read(lambda r: r.fetchone("SELECT COUNT(*) AS n FROM items"))
+            return (
+                dry.total,
+                int(still["n"]),
+                [row["id"] for row in left],
+                done.total + int(items["n"]),
+            )
+        finally:
+            await db.close()
+
+    dry_total, items_after_dry_run, left, removed_plus_items = asyncio.run(main())
+    # The old session, its turn, its item, its subagent with its turn and item, its rewind.
+    assert dry_total == 7
+    assert items_after_dry_run == 3
+    assert left == ["live", "recent"]
+    assert removed_plus_items == 7 + 2
