@@ -32,6 +32,7 @@ from allinone.core.api.automations import AutomationsApi
 from allinone.core.api.comms_owner import comms_routes
 from allinone.core.api.devices import DevicesApi
 from allinone.core.api.environments import EnvironmentsApi
+from allinone.core.api.files import FilesApi
 from allinone.core.api.harnesses import HarnessesApi
 from allinone.core.api.health import Health
 from allinone.core.api.projects import ProjectsApi
@@ -43,6 +44,7 @@ from allinone.core.api.vaults import VaultsApi
 from allinone.core.automations import Automations
 from allinone.core.comms.service import Comms
 from allinone.core.environments import Environments
+from allinone.core.file_bodies import FileBodies
 from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
 from allinone.core.gateway.server import Gateway
@@ -293,6 +295,7 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         *DevicesApi(db, ids, clock, registry, LOCAL_DEVICE_ID).routes(),
         *TemplatesApi(db, d.sealer, ids, clock).routes(),
         *EnvironmentsApi(db, d.environments, ids, clock).routes(),
+        *FilesApi(db, FileBodies(db), ids, clock).routes(),
         *SessionsApi(db, d.admission, d.hub, ids).routes(),
         *TracesApi(db).routes(),
         *AutomationsApi(db, d.automations, ids, clock, d.grants).routes(),

@@ -383,14 +383,6 @@ class Environments:
             self.initialize_later(environment_id)
         return environment_id
 
-    async def store_upload(self, row: dict[str, Any], source: Any) -> None:
-        """Store an uploaded file (`row` describes it; `source` is read in the write)."""
-
-        async def job(tx: Tx) -> None:
-            await env_rows.insert_upload_from(tx, row, source)
-
-        await self._db.write(job)
-
     async def delete_artifact(self, artifact_id: str) -> None:
         async def job(tx: Tx) -> None:
             await env_rows.delete_artifact(tx, artifact_id, self._clock.now())
