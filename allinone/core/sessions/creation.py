@@ -61,12 +61,17 @@ def _checked_environment(body: SessionCreate) -> tuple[dict[str, Any], list[dict
         )
     if env_type == "none" and set(environment) != {"type"}:
         raise InvalidRequest("An environment of type none takes no other fields.", "environment")
+    if body.stream_options is not UNSET and body.stream is not True:
+        raise InvalidRequest(
+            "stream_options is only allowed when stream is true.", "stream_options"
+        )
     has_input = body.input is not UNSET and body.input is not None
     if not has_input and (
         env_type == "none" or (body.stream is True and env_type != "self_hosted")
     ):
         raise InvalidRequest("This session requires initial input.", "input")
-    messages = messages_of(body.input) if body.input is not UNSET and body.input else []
+    # An empty string or list is refused (by `messages_of`), never taken as no input.
+    messages = [] if body.input is UNSET or body.input is None else messages_of(body.input)
     return environment, messages
 
 

@@ -161,9 +161,9 @@ class Inputs:
             "error": event.error,
         }
         if call["result"] is not None:
-            if call["result"] != result:
-                raise Conflict("The tool call already has a different result.")
-            return  # the same result again: nothing to do
+            # Only a replay of the same batch (same Idempotency-Key) answers 202 again;
+            # a second result, even an equal one, is refused.
+            raise Conflict(f"The tool call {event.call_id} already has a result.")
         turn = await turns.get(tx, call["turn_id"])
         if (
             turn is None
@@ -184,9 +184,7 @@ class Inputs:
         if row is None or row["kind"] != kind:
             raise InvalidRequest(f"Unknown pending request: {interaction_id}", "events")
         if row["response"] is not None:
-            if row["response"] != response:
-                raise Conflict("The request already has a different answer.")
-            return
+            raise Conflict(f"The request {interaction_id} already has an answer.")
         if row["state"] != "pending":
             raise TurnConflict("The request is no longer pending.")
         if kind == "choice":
