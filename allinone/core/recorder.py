@@ -125,6 +125,11 @@ class Recorder:
         tx.after_commit(lambda: self._hub.notify(session_id))
         return event_id
 
+    def wake(self, tx: Tx, session_id: str) -> None:
+        """Wake the session's stream readers once `tx` commits, without an event (they
+        re-read the session: a deleted one ends its streams)."""
+        tx.after_commit(lambda: self._hub.notify(session_id))
+
     async def emit_session(self, tx: Tx, session_id: str, type_: str) -> dict[str, Any]:
         row = await sessions.get_any(tx, session_id)
         assert row is not None

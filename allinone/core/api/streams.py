@@ -2,7 +2,8 @@
 
 Contract: headers and a `: connected` comment are sent at once; then every journal event
 after the starting sequence, in order, each as `event: <type>` + one `data:` line; no
-`id:` or `retry:` lines ever; a `: keepalive` comment after 15 s of silence. A reader
+`id:` or `retry:` lines ever; a `: keepalive` comment after 15 s of silence. Once the
+session is deleted, the stream ends after its last journaled event. A reader
 whose next event was pruned from the journal gets one `error` event
 (`stream_interrupted`) and the stream closes.
 """
@@ -17,7 +18,7 @@ from functools import partial
 from allinone.core.hub import Hub
 from allinone.core.ids import Ids
 from allinone.core.recorder import decode_event
-from storage import journal
+from storage import journal, sessions
 from storage.database import Database
 
 KEEPALIVE_SECONDS = 15.0
@@ -81,12 +82,19 @@ async def journal_stream(
                     return
             if rows:
                 continue
+            if await _deleted(db, session_id):
+                return  # everything the session journaled was sent; nothing more comes
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), KEEPALIVE_SECONDS)
                 continue
             yield b": keepalive\n\n"
     finally:
         hub.unsubscribe(session_id, wake)
+
+
+async def _deleted(db: Database, session_id: str) -> bool:
+    row = await db.read(partial(sessions.get_any, session_id=session_id))
+    return row is None or row["deleted_at"] is not None
 
 
 def _interrupted(ids: Ids, session_id: str) -> bytes:

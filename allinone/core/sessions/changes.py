@@ -10,6 +10,7 @@ from allinone.core import agents as agent_config
 from allinone.core import features
 from allinone.core.errors import Conflict, InvalidRequest
 from allinone.core.ids import Clock
+from allinone.core.recorder import Recorder
 from allinone.core.shapes.models import SessionUpdate
 from storage import execution_settings, sessions
 from storage.database import Database, Tx
@@ -36,8 +37,9 @@ def _updated_agent(session: dict[str, Any], body: SessionUpdate) -> dict[str, An
 
 
 class Changes:
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(self, db: Database, clock: Clock, recorder: Recorder) -> None:
         self._db = db
+        self._recorder = recorder
         self._clock = clock
 
     async def update(self, session: dict[str, Any], body: SessionUpdate) -> None:
@@ -75,7 +77,10 @@ class Changes:
         """Delete only a durably idle or failed session with nothing pending."""
 
         async def job(tx: Tx) -> bool:
-            return await sessions.delete(tx, session["id"], self._clock.now())
+            deleted = await sessions.delete(tx, session["id"], self._clock.now())
+            if deleted:  # open event streams of the session end once this commits
+                self._recorder.wake(tx, session["id"])
+            return deleted
 
         if not await self._db.write(job):
             raise Conflict(
