@@ -89,10 +89,18 @@ def relative(path: Any) -> str:
 
 
 class WorkspaceTools:
-    def __init__(self, root: Path, sandbox: Sandbox, command_policy: str = "ask") -> None:
+    def __init__(
+        self,
+        root: Path,
+        sandbox: Sandbox,
+        command_policy: str = "ask",
+        command_environment: dict[str, str] | None = None,
+    ) -> None:
+        """`command_environment` (secret values) is added to every command's environment."""
         self._binding = Binding(environment_id="", type="", root=root)
         self._sandbox = sandbox
         self._policy = command_policy if command_policy in POLICIES else "ask"
+        self._extra = dict(command_environment or {})
 
     async def run(self, name: str, arguments: dict[str, Any], context: RunContext) -> str:
         if name == "run_command":
@@ -179,13 +187,22 @@ class WorkspaceTools:
         """Run `command` through the sandbox; exit code 126 when it refuses to run it."""
         argv = ["/bin/sh", "-c", command]
         try:
-            with self._sandbox.command(argv, self._binding.root, inherited(os.environ)) as (
+            base = {**inherited(os.environ), **self._extra}
+            with self._sandbox.command(argv, self._binding.root, base) as (
                 confined,
                 env,
             ):
-                return await self._execute(confined, env)
+                code, output = await self._execute(confined, env)
         except ConfinementError as exc:
             return 126, f"[refused: {exc}]"
+        return code, self._redacted(output)
+
+    def _redacted(self, output: str) -> str:
+        """The output with every credential value the command was given blanked out, so
+        no secret reaches the model, an item or the journal through it."""
+        for value in self._extra.values():
+            output = output.replace(value, "[redacted]")
+        return output
 
     async def _execute(self, argv: list[str], env: dict[str, str]) -> tuple[int, str]:
         process = await asyncio.create_subprocess_exec(
