@@ -11,6 +11,7 @@ from allinone.core import features
 from allinone.core.errors import Conflict, InvalidRequest
 from allinone.core.ids import Clock
 from allinone.core.recorder import Recorder
+from allinone.core.sessions.options import options_of
 from allinone.core.shapes.models import SessionUpdate
 from storage import execution_settings, sessions
 from storage.database import Database, Tx
@@ -58,11 +59,9 @@ class Changes:
         metadata = None
         if body.metadata is not UNSET:
             metadata = agent_config.check_metadata(body.metadata)
-        options = dict(session.get("options") or {})
-        for field in ("prompt_cache_options", "review", "spend_control"):
-            value = getattr(body, field)
-            if value is not UNSET:
-                options[field] = value
+        options = {**(session.get("options") or {}), **options_of(body)}
+        if body.spend_control is not UNSET:
+            options["spend_control"] = body.spend_control
 
         async def job(tx: Tx) -> None:
             await sessions.update(

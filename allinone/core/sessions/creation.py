@@ -22,6 +22,7 @@ from allinone.core.sessions.batch import InputBatch, Slot
 from allinone.core.sessions.hosted import Binding, Hosted
 from allinone.core.sessions.idempotency import check_session_replay, digest
 from allinone.core.sessions.inputs import messages_of
+from allinone.core.sessions.options import options_of
 from allinone.core.sessions.writer import Writer
 from allinone.core.shapes.models import SessionCreate
 from storage import agents as agent_rows
@@ -49,6 +50,7 @@ class Plan:
     settings: dict[str, Any]
     sealed_key: Any
     notes: Any
+    options: dict[str, Any]
 
 
 def _checked_environment(body: SessionCreate) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -157,6 +159,7 @@ class Creation:
             settings=settings,
             sealed_key=frozen.sealed_key if frozen is not None else None,
             notes=notes,
+            options=options_of(body),
         )
 
     async def _check_vaults(self, project_id: str, vault_ids: list[str]) -> None:
@@ -206,6 +209,8 @@ class Creation:
                 "request_hash": plan.request_hash,
             },
         )
+        if plan.options:
+            await sessions.update(tx, plan.session_id, options=plan.options)
         await execution_settings.freeze(
             tx, plan.session_id, plan.settings, plan.sealed_key, plan.notes
         )
