@@ -67,3 +67,9 @@ async def count_outputs(q: Queryable, turn_id: str) -> int:
 async def get(q: Queryable, item_id: str) -> dict[str, Any] | None:
     row = await q.fetchone("SELECT * FROM items WHERE id = ?", (item_id,))
     return record(row, ("payload",))
+
+
+async def of_turn(q: Queryable, turn_id: str) -> list[dict[str, Any]]:
+    """Every item of the turn, in session order."""
+    rows = await q.fetchall("SELECT * FROM items WHERE turn_id = ? ORDER BY position", (turn_id,))
+    return [r for r in (record(row, ("payload",)) for row in rows) if r is not None]

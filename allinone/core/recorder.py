@@ -13,7 +13,15 @@ from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
 from allinone.core.model_providers import public_view
 from allinone.core.states import SessionStatus, session_status
-from storage import environments, execution_settings, interactions, journal, sessions, turns
+from storage import (
+    environments,
+    execution_settings,
+    interactions,
+    items,
+    journal,
+    sessions,
+    turns,
+)
 from storage.database import Tx
 from storage.rows import Queryable, dumps, loads
 
@@ -161,6 +169,14 @@ class Recorder:
         if terminal:
             body["usage"] = row.get("usage")
         await self.emit(tx, row["session_id"], type_, body)
+
+    async def announce_queued_input(self, tx: Tx, turn_id: str) -> None:
+        """Emit `item.added` for the user items a queued turn took as input. They are
+        written when admitted and announced when the turn leaves `queued`: right after
+        `turn.in_progress` when it is claimed (the hosted order), or before its
+        terminal event when it ends without running."""
+        for item in await items.of_turn(tx, turn_id):
+            await self.emit_item(tx, "agent.session.turn.item.added", item)
 
     async def emit_item(self, tx: Tx, type_: str, item_row: dict[str, Any]) -> None:
         await self.emit(

@@ -2,7 +2,8 @@
 
 Contract: headers and a `: connected` comment are sent at once; then every journal event
 after the starting sequence, in order, each as `event: <type>` + one `data:` line; no
-`id:` or `retry:` lines ever; a `: keepalive` comment after 15 s of silence. Once the
+`id:` or `retry:` lines ever; a `: keepalive` comment after 15 s of silence. Each
+event carries random `obfuscation` padding unless the reader turned it off. Once the
 session is deleted, the stream ends after its last journaled event. A reader
 whose next event was pruned from the journal gets one `error` event
 (`stream_interrupted`) and the stream closes.
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
+import string
 from collections.abc import AsyncIterator, Callable
 from functools import partial
 
@@ -23,6 +26,11 @@ from storage.database import Database
 
 KEEPALIVE_SECONDS = 15.0
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+
+# `obfuscation` padding: 1 to 64 random alphanumeric characters per event.
+PADDING_LENGTHS = (1, 64)
+_ALPHANUMERIC = string.ascii_letters + string.digits
+_RANDOM = random.SystemRandom()
 
 # Decides, per event, whether the stream ends after it.
 StopRule = Callable[[str, dict[str, object]], bool]
@@ -61,8 +69,25 @@ class CreationStop:
         return type_ == "agent.session.idle" and self.turn_ended
 
 
+def padding() -> str:
+    """Random alphanumeric padding for an event's `obfuscation` field, of a random
+    length, so an event's size says less about its content."""
+    return "".join(_RANDOM.choices(_ALPHANUMERIC, k=_RANDOM.randint(*PADDING_LENGTHS)))
+
+
+def _padded(payload: str) -> str:
+    """`payload` (a journaled event: a JSON object) with an `obfuscation` field."""
+    return f'{payload[:-1]},"obfuscation":"{padding()}"}}'
+
+
 async def journal_stream(
-    db: Database, hub: Hub, ids: Ids, session_id: str, after_seq: int, stop: StopRule
+    db: Database,
+    hub: Hub,
+    ids: Ids,
+    session_id: str,
+    after_seq: int,
+    stop: StopRule,
+    obfuscation: bool = True,
 ) -> AsyncIterator[bytes]:
     wake = hub.subscribe(session_id)
     try:
@@ -77,7 +102,8 @@ async def journal_stream(
             for row in rows:
                 seq = row["seq"]
                 payload: str = row["payload"]
-                yield f"event: {row['type']}\ndata: {payload}\n\n".encode()
+                sent = _padded(payload) if obfuscation else payload
+                yield f"event: {row['type']}\ndata: {sent}\n\n".encode()
                 if stop is not never and stop(row["type"], decode_event(payload)):
                     return
             if rows:

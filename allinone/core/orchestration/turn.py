@@ -193,9 +193,9 @@ class TurnExecution:
         if not moved:
             return None
         await leases.take_initial_input(tx, self._turn_id)
-        await self._parts.outcomes.recorder.emit_turn(
-            tx, "agent.session.turn.in_progress", self._turn_id
-        )
+        recorder = self._parts.outcomes.recorder
+        await recorder.emit_turn(tx, "agent.session.turn.in_progress", self._turn_id)
+        await recorder.announce_queued_input(tx, self._turn_id)
         return token
 
     async def _input(self) -> list[Message]:

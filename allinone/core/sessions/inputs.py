@@ -105,7 +105,9 @@ class Inputs:
         # part of its initial input; a running turn is steered with it.
         # Its items are named on the input so an unknown delivery can be marked on them.
         queued = active["status"] == TurnStatus.QUEUED
-        item_ids = await self._writer.user_items(tx, session["id"], active["id"], messages)
+        item_ids = await self._writer.user_items(
+            tx, session["id"], active["id"], messages, announce=not queued
+        )
         payload = {"input": messages, "item_ids": item_ids}
         state = "admitted" if queued else "pending"
         await self._writer.record(tx, slot, active["id"], "message", payload, state)
@@ -128,6 +130,7 @@ class Inputs:
                 fields={"cancel_requested_at": now, "completed_at": now},
             )
             if moved:
+                await self._recorder.announce_queued_input(tx, active["id"])
                 await self._recorder.emit_turn(
                     tx, "agent.session.turn.cancelled", active["id"], terminal=True
                 )
