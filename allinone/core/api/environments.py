@@ -23,7 +23,13 @@ from allinone.core.api.common import (
     list_params,
 )
 from allinone.core.api.errors import from_validation, invalid, not_found
-from allinone.core.environments import WORKSPACE, Environments, check_path, decode_inline
+from allinone.core.environments import (
+    WORKSPACE,
+    Environments,
+    check_listing_path,
+    check_path,
+    decode_inline,
+)
 from allinone.core.errors import NotFound
 from allinone.core.ids import Clock, Ids
 from allinone.core.sessions.idempotency import digest
@@ -158,9 +164,7 @@ class EnvironmentsApi:
         environment_id = request.path_params["environment_id"]
         await self._environment(project, environment_id)
         query = request.query_params
-        path = query.get("path") or WORKSPACE
-        if path != WORKSPACE:
-            check_path(path, "path")
+        path = check_listing_path(query.get("path") or WORKSPACE, "path")
         limit = list_limit(query.get("limit"))
         order = query.get("order") or "desc"
         if order not in ("asc", "desc"):
