@@ -130,6 +130,40 @@ def test_an_environment_variable_credential_reaches_commands_only(
             assert SECRET.encode() not in path.read_bytes(), path
 
 
+def test_an_environment_variable_credential_reaches_scripted_exec(
+    client: OpenAI, tmp_path: Path
+) -> None:
+    vault = client.beta.agents.vaults.create(name="scripted-service")
+    client.beta.agents.vaults.credentials.create(
+        vault.id,
+        name="service",
+        auth={
+            "type": "environment_variable",
+            "secret_name": "SERVICE_TOKEN",
+            "secret_value": SECRET,
+            "networking": {"type": "unrestricted"},
+        },
+    )
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment={"type": "self_hosted", "workspace_directory": str(workspace)},
+            input='/exec printf %s "$SERVICE_TOKEN" > token.txt; echo "t=$SERVICE_TOKEN"\n'
+            "/say {output}",
+            stream=True,
+            vault_ids=[vault.id],
+        )
+    )
+    assert events[-2].type == "agent.session.turn.completed", [e.type for e in events]
+    assert (workspace / "token.txt").read_text() == SECRET
+    session_id = events[0].session.id  # type: ignore[union-attr]
+    items = client.beta.agents.sessions.items.list(session_id, order="asc").data
+    assert [i.output for i in items if i.type == "command_execution"] == ["t=[redacted]\n"]
+    assert items[-1].content[0].text == "t=[redacted]\n"  # type: ignore[union-attr]
+
+
 def _create(
     client: OpenAI,
     model: ModelServer,
