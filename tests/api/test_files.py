@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+from pathlib import Path
 
 import openai
 import pytest
@@ -35,6 +36,10 @@ def test_upload_retrieve_content_delete(surface: Surface) -> None:
     )
     body = client.files.content(file_id)
     assert hashlib.sha256(body.read()).digest() == hashlib.sha256(data).digest()
+    assert client.files.wait_for_processing(file_id).status == "processed"
+    text_id = _upload(client, "note.txt", b"plain text")
+    with pytest.warns(DeprecationWarning):
+        assert client.files.retrieve_content(text_id) == "plain text"
 
     deleted = client.files.delete(file_id)
     assert (deleted.id, deleted.deleted, deleted.object) == (file_id, True, "file")
@@ -76,15 +81,26 @@ def test_files_are_private_to_their_project(surface: Surface) -> None:
     assert owner.files.retrieve(file_id).id == file_id
 
 
-def test_cleanup_pattern_deletes_every_upload(surface: Surface) -> None:
-    """Upload, stage into an environment, then delete every file the project holds."""
-    client = surface.new_client("files-cleanup")
-    file_id = _upload(client, "input.csv", b"a,b\n1,2\n")
-    environment = client.beta.agents.environments.create(environment={"type": "openai_hosted"})
-    staged = client.beta.agents.environments.files.create(
-        environment.id, type="file_id", file_id=file_id, path="/workspace/input.csv"
+def test_the_sdk_helpers_clean_up_pattern(surface: Surface, tmp_path: Path) -> None:
+    """`environments.files.prepare` and `.upload` upload through the Files API; the
+    caller owns those uploads and deletes them once the environment holds the files."""
+    client = surface.new_client("files-helpers")
+    (tmp_path / "input.csv").write_bytes(b"a,b\n1,2\n")
+    (tmp_path / "notes.md").write_bytes(b"# notes\n")
+    prepared = client.beta.agents.environments.files.prepare(
+        {"/workspace/data/input.csv": tmp_path / "input.csv"}
     )
-    assert staged.path == "/workspace/input.csv"
-    for uploaded in client.files.list():
-        client.files.delete(uploaded.id)
+    environment = client.beta.agents.environments.create(
+        environment={"type": "openai_hosted", "files": prepared.files}
+    )
+    staged = client.beta.agents.environments.files.upload(
+        environment.id, file=tmp_path / "notes.md", path="/workspace/notes.md"
+    )
+    assert staged.file.path == "/workspace/notes.md"
+    owned = [*prepared.uploaded_file_ids, staged.uploaded_file_id]
+    assert sorted(f.id for f in client.files.list()) == sorted(owned)
+    for file_id in owned:
+        assert client.files.delete(file_id).deleted
     assert list(client.files.list()) == []
+    listed = [f.path for f in client.beta.agents.environments.files.list(environment.id)]
+    assert sorted(listed) == ["/workspace/data/input.csv", "/workspace/notes.md"]
