@@ -101,3 +101,16 @@ def test_a_second_tool_result_is_a_conflict_not_a_silent_202(client: OpenAI) -> 
         if i.type == "function_call_output"
     ]
     assert len(outputs) == 1
+
+
+@pytest.mark.parametrize("limit", [0, 101])
+def test_a_limit_outside_1_to_100_is_refused_not_clamped(client: OpenAI, limit: int) -> None:
+    for lister in (
+        client.beta.agents.list,
+        client.beta.agents.sessions.list,
+        client.beta.agents.vaults.list,
+        client.beta.agents.environments.list,
+    ):
+        with pytest.raises(openai.BadRequestError) as raised:
+            lister(limit=limit)
+        assert raised.value.param == "limit", lister
