@@ -7,6 +7,7 @@ bodies to another store changes only this module.
 Contract:
 - `store(row, source)` copies `source` (a seekable file at its start) into the store in
   chunks, in the same transaction that inserts the file's row; it returns once durable.
+- `delete(project_id, file_id)` removes the file's row and body in one transaction.
 - `open(project_id, file_id)` opens a reader on the body as committed when it is
   called: a later delete does not cut a download short. The reader yields chunks of at
   most `CHUNK_BYTES` and must be closed (`aclose`, or iterating it to its end).
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from storage import environments as env_rows
+from storage import files as file_rows
 from storage.database import Database, Tx
 from storage.errors import translate
 
@@ -58,6 +60,15 @@ class FileBodies:
             await env_rows.insert_upload_from(tx, row, source)
 
         await self._db.write(job)
+
+    async def delete(self, project_id: str, file_id: str) -> bool:
+        """Delete the file and its body; False when the project has no such file. A
+        download already open reads on to its end."""
+
+        async def job(tx: Tx) -> bool:
+            return await file_rows.delete(tx, project_id, file_id)
+
+        return await self._db.write(job)
 
     async def open(self, project_id: str, file_id: str) -> BodyReader | None:
         """A reader on the file's body, or None when the project has no such file."""

@@ -26,7 +26,7 @@ from allinone.core.file_bodies import FileBodies
 from allinone.core.ids import Clock, Ids
 from allinone.core.render import page
 from storage import files as file_rows
-from storage.database import Database, Tx
+from storage.database import Database
 
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 UPLOAD_CHUNK_BYTES = 256 * 1024
@@ -126,13 +126,8 @@ class FilesApi:
         )
 
     async def delete(self, request: Request) -> Response:
-        project = project_of(request)
         file_id = request.path_params["file_id"]
-
-        async def job(tx: Tx) -> bool:
-            return await file_rows.delete(tx, project, file_id)
-
-        if not await self._db.write(job):
+        if not await self._bodies.delete(project_of(request), file_id):
             raise not_found()
         return json({"id": file_id, "object": "file", "deleted": True})
 
