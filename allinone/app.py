@@ -225,7 +225,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     preparations = Preparations(ids.new)  # shared by turns and workspace operations
     environments = Environments(
         db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants,
-        preparations=preparations,
+        preparations=preparations, bodies=FileBodies(db),
     )  # fmt: skip
     reveal = redactor.add  # secrets opened for runs are kept out of the log
     providers = ModelProviders(sealer, default_provider(config), reveal)
@@ -295,7 +295,7 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         *DevicesApi(db, ids, clock, registry, LOCAL_DEVICE_ID).routes(),
         *TemplatesApi(db, d.sealer, ids, clock).routes(),
         *EnvironmentsApi(db, d.environments, ids, clock).routes(),
-        *FilesApi(db, FileBodies(db), ids, clock).routes(),
+        *FilesApi(db, d.environments.bodies, ids, clock).routes(),
         *SessionsApi(db, d.admission, d.hub, ids).routes(),
         *TracesApi(db).routes(),
         *AutomationsApi(db, d.automations, ids, clock, d.grants).routes(),

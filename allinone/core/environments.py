@@ -30,6 +30,7 @@ from allinone.core.errors import (
     TurnConflict,
     Unavailable,
 )
+from allinone.core.file_bodies import FileBodies
 from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
@@ -111,8 +112,10 @@ class Environments:
         *,
         grants: HostGrants,
         preparations: Preparations,
+        bodies: FileBodies,
     ) -> None:
         self.grants = grants
+        self.bodies = bodies  # uploaded files' bodies, read when copied into a workspace
         self._sealer = sealer
         self._remote_url = remote_url
         self._db = db
@@ -171,19 +174,10 @@ class Environments:
                 files.append({"type": "inline", "path": path, "data": data, "file_id": None})
             elif entry.get("type") == "file_id":
                 wanted = str(entry.get("file_id"))
-                upload = await self._db.read(
-                    partial(env_rows.upload, project_id=project_id, file_id=wanted)
-                )
-                if upload is None:
+                body = await self.bodies.read(project_id, wanted)
+                if body is None:
                     raise NotFound(param=f"{where}.file_id")
-                files.append(
-                    {
-                        "type": "file_id",
-                        "path": path,
-                        "data": upload["content"],
-                        "file_id": upload["id"],
-                    }
-                )
+                files.append({"type": "file_id", "path": path, "data": body, "file_id": wanted})
             else:
                 raise InvalidRequest(
                     "files entries are of type inline or file_id.", f"{where}.type"

@@ -8,6 +8,7 @@ Contract:
 - `store(row, source)` copies `source` (a seekable file at its start) into the store in
   chunks, in the same transaction that inserts the file's row; it returns once durable.
 - `delete(project_id, file_id)` removes the file's row and body in one transaction.
+- `read(project_id, file_id)` is the whole body at once, for callers that copy it.
 - `open(project_id, file_id)` opens a reader on the body as committed when it is
   called: a later delete does not cut a download short. The reader yields chunks of at
   most `CHUNK_BYTES` and must be closed (`aclose`, or iterating it to its end).
@@ -60,6 +61,14 @@ class FileBodies:
             await env_rows.insert_upload_from(tx, row, source)
 
         await self._db.write(job)
+
+    async def read(self, project_id: str, file_id: str) -> bytes | None:
+        """The whole body (for a copy into a workspace), or None when the project has
+        no such file."""
+        reader = await self.open(project_id, file_id)
+        if reader is None:
+            return None
+        return b"".join([chunk async for chunk in reader])
 
     async def delete(self, project_id: str, file_id: str) -> bool:
         """Delete the file and its body; False when the project has no such file. A

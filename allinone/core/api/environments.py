@@ -147,12 +147,10 @@ class EnvironmentsApi:
         if isinstance(body, InlineFileParam):
             data = decode_inline(body.data, "data")
         else:
-            upload = await self._db.read(
-                partial(env_rows.upload, project_id=project, file_id=body.file_id)
-            )
+            upload = await self._environments.bodies.read(project, body.file_id)
             if upload is None:
                 raise NotFound(param="file_id")
-            data, file_id = upload["content"], upload["id"]
+            data, file_id = upload, body.file_id
         kind = str(body.__struct_config__.tag)
         written = await self._environments.write_file(
             project, environment_id, path, data, kind, file_id
