@@ -114,3 +114,26 @@ def test_a_limit_outside_1_to_100_is_refused_not_clamped(client: OpenAI, limit: 
         with pytest.raises(openai.BadRequestError) as raised:
             lister(limit=limit)
         assert raised.value.param == "limit", lister
+
+
+def test_a_second_approval_answer_is_a_conflict(client: OpenAI) -> None:
+    session_id = idle_session(client)
+    with client.beta.agents.sessions.events.stream(session_id) as live:
+        send(client, session_id, message("/permission shell run it\n/say {decision}"))
+        for event in live:
+            if event.type == "agent.session.requires_action":
+                action = event.session.required_actions[0]
+                break
+        answer = {
+            "type": "agent.session.input.mcp_approval_request_result",
+            "request_id": action.request_id,  # type: ignore[union-attr]
+            "response": {"type": "mcp_tool_call", "decision": "approve"},
+        }
+        send(client, session_id, answer)
+        with pytest.raises(openai.ConflictError):
+            send(client, session_id, answer)
+        for event in live:
+            if event.type == "agent.session.idle":
+                break
+    items = client.beta.agents.sessions.items.list(session_id, order="desc", limit=1).data
+    assert items[0].content[0].text == "approved"  # type: ignore[union-attr]
