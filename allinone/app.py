@@ -34,6 +34,7 @@ from allinone.core.api.bundles import BundlesApi
 from allinone.core.api.comms_owner import comms_routes
 from allinone.core.api.devices import DevicesApi
 from allinone.core.api.environments import EnvironmentsApi
+from allinone.core.api.files import FilesApi
 from allinone.core.api.forks import ForksApi
 from allinone.core.api.harnesses import HarnessesApi
 from allinone.core.api.health import Health
@@ -51,6 +52,7 @@ from allinone.core.comms.service import Comms
 from allinone.core.control.forks import Forks
 from allinone.core.control.rewinds import Rewinds
 from allinone.core.environments import Environments
+from allinone.core.file_bodies import FileBodies
 from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
 from allinone.core.gateway.server import Gateway
@@ -238,7 +240,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     environments = Environments(
         db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants,
         preparations=preparations, skills=skills,
-        blobs=BlobStore(config.data_dir / BLOBS_DIR),
+        blobs=BlobStore(config.data_dir / BLOBS_DIR), bodies=FileBodies(db),
     )  # fmt: skip
     reveal = redactor.add  # secrets opened for runs are kept out of the log
     providers = ModelProviders(sealer, default_provider(config), reveal)
@@ -309,6 +311,7 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         *DevicesApi(db, ids, clock, registry, LOCAL_DEVICE_ID).routes(),
         *TemplatesApi(db, d.sealer, ids, clock).routes(),
         *EnvironmentsApi(db, d.environments, ids, clock).routes(),
+        *FilesApi(db, d.environments.bodies, ids, clock).routes(),
         *SessionsApi(db, d.admission, d.hub, ids).routes(),
         *TracesApi(db).routes(),
         *SubagentsApi(db).routes(),

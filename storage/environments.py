@@ -181,11 +181,13 @@ async def insert_artifact(tx: Tx, row: dict[str, Any], blobs: BlobStore | None =
     )
 
 
-async def latest_artifact_digest(q: Queryable, session_id: str, path: str) -> str | None:
+async def latest_artifact_digest(q: Queryable, environment_id: str, path: str) -> str | None:
+    """The digest of the latest artifact captured at `path` in the environment by any of
+    its sessions, deleted or not: content that digest names is no new output."""
     row = await q.fetchone(
-        "SELECT sha256 FROM artifacts WHERE session_id = ? AND path = ? AND deleted_at IS NULL"
+        "SELECT sha256 FROM artifacts WHERE environment_id = ? AND path = ?"
         " ORDER BY created_at DESC, id DESC LIMIT 1",
-        (session_id, path),
+        (environment_id, path),
     )
     return None if row is None else str(row["sha256"])
 

@@ -77,3 +77,9 @@ async def of_session_before(q: Queryable, session_id: str, turn_id: str) -> list
         (session_id, turn_id),
     )
     return [r for r in (record(row, ("payload",)) for row in rows) if r is not None]
+
+
+async def of_turn(q: Queryable, turn_id: str) -> list[dict[str, Any]]:
+    """Every item of the turn, in session order."""
+    rows = await q.fetchall("SELECT * FROM items WHERE turn_id = ? ORDER BY position", (turn_id,))
+    return [r for r in (record(row, ("payload",)) for row in rows) if r is not None]

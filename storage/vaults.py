@@ -182,3 +182,23 @@ async def credential_page(
         order=order,
     )
     return [r for r in (record(row, CREDENTIAL_JSON) for row in rows) if r is not None], more
+
+
+async def attached_credentials(
+    q: Queryable, project_id: str, vault_ids: list[str]
+) -> list[dict[str, Any]]:
+    """The active credentials of the project's live vaults `vault_ids` (public
+    description, no secret), in the order of `vault_ids`, then oldest first."""
+    if not vault_ids:
+        return []
+    marks = ", ".join("?" for _ in vault_ids)
+    rows = await q.fetchall(
+        "SELECT c.id, c.vault_id, c.auth, c.created_at FROM vault_credentials c"
+        " JOIN vaults v ON v.id = c.vault_id"
+        f" WHERE c.project_id = ? AND c.vault_id IN ({marks}) AND c.deleted_at IS NULL"
+        " AND c.status = 'active' AND v.deleted_at IS NULL ORDER BY c.created_at, c.id",
+        (project_id, *vault_ids),
+    )
+    found = [r for r in (record(row, ("auth",)) for row in rows) if r is not None]
+    found.sort(key=lambda r: vault_ids.index(r["vault_id"]))
+    return found

@@ -30,6 +30,7 @@ from allinone.core.errors import (
     TurnConflict,
     Unavailable,
 )
+from allinone.core.file_bodies import FileBodies
 from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
@@ -57,9 +58,23 @@ INLINE_LIMIT = 5 * 1024 * 1024
 WORKSPACE = "/workspace"
 RESERVED = ("/workspace/.codex", "/workspace/.managed-agents", "/workspace/.skills")
 DEFAULT_HARNESS = "scripted"
+# A tree listing reads at most this many directories.
+MAX_LISTED_DIRECTORIES = 1000
 INTERRUPTED = (
     "initialization interrupted: the server stopped during set-up; its effects are unknown"
 )
+
+
+def _reserved(path: str) -> bool:
+    return any(path == r or path.startswith(r + "/") for r in RESERVED)
+
+
+def check_listing_path(path: Any, param: str) -> str:
+    """A directory to list: `/workspace` itself, `/workspace/outputs`, or any path
+    `check_path` accepts."""
+    if path in (WORKSPACE, WORKSPACE + "/outputs"):
+        return str(path)
+    return check_path(path, param)
 
 
 def check_path(path: Any, param: str) -> str:
@@ -101,10 +116,12 @@ class Environments:
         grants: HostGrants,
         preparations: Preparations,
         skills: Catalog,
+        bodies: FileBodies,
         blobs: BlobStore | None = None,
     ) -> None:
         self.grants = grants
         self._skills = skills
+        self.bodies = bodies  # uploaded files' bodies, read when copied into a workspace
         self.blobs = blobs
         self._sealer = sealer
         self._remote_url = remote_url
@@ -167,19 +184,10 @@ class Environments:
                 files.append({"type": "inline", "path": path, "data": data, "file_id": None})
             elif entry.get("type") == "file_id":
                 wanted = str(entry.get("file_id"))
-                upload = await self._db.read(
-                    partial(env_rows.upload, project_id=project_id, file_id=wanted)
-                )
-                if upload is None:
+                body = await self.bodies.read(project_id, wanted)
+                if body is None:
                     raise NotFound(param=f"{where}.file_id")
-                files.append(
-                    {
-                        "type": "file_id",
-                        "path": path,
-                        "data": upload["content"],
-                        "file_id": upload["id"],
-                    }
-                )
+                files.append({"type": "file_id", "path": path, "data": body, "file_id": wanted})
             else:
                 raise InvalidRequest(
                     "files entries are of type inline or file_id.", f"{where}.type"
@@ -407,14 +415,6 @@ class Environments:
             self.initialize_later(environment_id)
         return environment_id
 
-    async def store_upload(self, row: dict[str, Any], source: Any) -> None:
-        """Store an uploaded file (`row` describes it; `source` is read in the write)."""
-
-        async def job(tx: Tx) -> None:
-            await env_rows.insert_upload_from(tx, row, source)
-
-        await self._db.write(job)
-
     async def delete_artifact(self, artifact_id: str) -> None:
         async def job(tx: Tx) -> None:
             await env_rows.delete_artifact(tx, artifact_id, self._clock.now())
@@ -556,39 +556,63 @@ class Environments:
     async def list_files(
         self, project_id: str, environment_id: str, path: str
     ) -> list[dict[str, Any]]:
+        """Every regular file in the tree under `path` (a workspace directory), walked
+        breadth first without following symlinks; the reserved folders are left out.
+        At most `MAX_LISTED_DIRECTORIES` directories are read."""
         environment = await self._db.read(lambda r: env_rows.get(r, project_id, environment_id))
         if environment is None:
             raise NotFound()
         connection = self.connection()
-        relative = path[len(WORKSPACE) + 1 :] if path != WORKSPACE else ""
         try:
             await self.ensure_initialized(environment_id, connection)
             async with self._client.read_only(
                 connection, DEFAULT_HARNESS, wire_uuid(environment_id), environment
             ) as handle:
-                listing = await self._client.list_directory(
-                    connection, handle, environment, relative
-                )
+                return await self._walk(connection, handle, environment, path)
         except WorkspaceUnavailable as exc:
             if exc.code == "not_directory":
                 return []
             raise Unavailable(
                 "The workspace could not be read.", code="file_storage_unavailable"
             ) from exc
-        return [
-            {
-                "environment_id": environment_id,
-                "object": "agent.environment.file",
-                "path": f"{path.rstrip('/')}/{entry.name}",
-                "size_bytes": entry.size_bytes,
-            }
-            for entry in listing.entries
-            if entry.kind == "file"
-        ]
+
+    async def _walk(
+        self, connection: Connection, handle: str, environment: dict[str, Any], path: str
+    ) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        pending = [path.rstrip("/")]
+        visited = 0
+        while pending and visited < MAX_LISTED_DIRECTORIES:
+            directory = pending.pop(0)
+            visited += 1
+            relative = directory[len(WORKSPACE) + 1 :]
+            try:
+                listing = await self._client.list_directory(
+                    connection, handle, environment, relative
+                )
+            except WorkspaceUnavailable as exc:
+                if exc.code == "not_directory" and directory != path.rstrip("/"):
+                    continue  # replaced by a file while the walk ran
+                raise
+            for entry in listing.entries:
+                full = f"{directory}/{entry.name}"
+                if entry.kind == "directory" and not _reserved(full):
+                    pending.append(full)
+                elif entry.kind == "file":
+                    found.append(
+                        {
+                            "environment_id": environment["id"],
+                            "object": "agent.environment.file",
+                            "path": full,
+                            "size_bytes": entry.size_bytes,
+                        }
+                    )
+        return found
 
     # Artifacts.
     async def capture(self, session_id: str, turn_id: str, connection: Connection) -> int:
-        """Store regular files under outputs/ as artifacts (new or changed ones only)."""
+        """Store regular files under outputs/ as artifacts: those new or changed since
+        the environment's latest artifact at their path, whichever session made it."""
         session = await self._db.read(lambda r: sessions.get_any(r, session_id))
         if session is None or not session.get("environment_id"):
             return 0
@@ -612,7 +636,10 @@ class Environments:
                 tx: Tx, name: str = name, content: bytes = content, digest: str = digest
             ) -> bool:
                 path = f"{WORKSPACE}/{name}"
-                if await env_rows.latest_artifact_digest(tx, session_id, path) == digest:
+                # Only what this session changed is its output: a file left by an
+                # earlier session of a reused environment, unchanged, is not.
+                latest = await env_rows.latest_artifact_digest(tx, environment["id"], path)
+                if latest == digest:
                     return False
                 await env_rows.insert_artifact(
                     tx,

@@ -17,6 +17,7 @@ from storage import (
     environments,
     execution_settings,
     interactions,
+    items,
     journal,
     rewinds,
     sessions,
@@ -154,6 +155,11 @@ class Recorder:
         tx.after_commit(lambda: self._hub.notify(session_id))
         return event_id
 
+    def wake(self, tx: Tx, session_id: str) -> None:
+        """Wake the session's stream readers once `tx` commits, without an event (they
+        re-read the session: a deleted one ends its streams)."""
+        tx.after_commit(lambda: self._hub.notify(session_id))
+
     async def emit_session(self, tx: Tx, session_id: str, type_: str) -> dict[str, Any]:
         row = await sessions.get_any(tx, session_id)
         assert row is not None
@@ -185,6 +191,14 @@ class Recorder:
         if terminal:
             body["usage"] = row.get("usage")
         await self.emit(tx, row["session_id"], type_, body)
+
+    async def announce_queued_input(self, tx: Tx, turn_id: str) -> None:
+        """Emit `item.added` for the user items a queued turn took as input. They are
+        written when admitted and announced when the turn leaves `queued`: right after
+        `turn.in_progress` when it is claimed (the hosted order), or before its
+        terminal event when it ends without running."""
+        for item in await items.of_turn(tx, turn_id):
+            await self.emit_item(tx, "agent.session.turn.item.added", item)
 
     async def emit_item(self, tx: Tx, type_: str, item_row: dict[str, Any]) -> None:
         await self.emit(

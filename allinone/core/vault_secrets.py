@@ -62,6 +62,13 @@ class VaultSecrets:
                     self._reveal(field_value)
         return value
 
+    async def attached(self, project_id: str, vault_ids: list[str]) -> list[dict[str, Any]]:
+        """The active credentials of the vaults `vault_ids` (id, vault_id and public
+        `auth`; no secret), in vault order."""
+        return await self._db.read(
+            lambda r: vault_rows.attached_credentials(r, project_id, vault_ids)
+        )
+
     async def resolve(self, project_id: str, credential_id: str) -> ResolvedCredential:
         """The live credential `credential_id` of `project_id`, with its secret opened.
 

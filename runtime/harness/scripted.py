@@ -27,6 +27,7 @@ from typing import Literal
 from runtime.errors import RuntimeFault
 from runtime.harness import subagents
 from runtime.harness.base import RunContext
+from runtime.harness.commands import CommandRunner
 from runtime.proto import run as wire
 from runtime.proto.capabilities import AgentKindCapabilities
 from runtime.proto.execution import ExecutionConfiguration
@@ -44,6 +45,7 @@ DIRECTIVES = (
     "permission",
     "choose",
     "command",
+    "exec",
     "write",
     "read",
     "sleep",
@@ -161,6 +163,7 @@ class _ScriptedTurn:
         self._subagents = 0
         self._native_turn = f"scripted_turn_{secrets.token_hex(6)}"
         self._functions = {tool.name for tool in configuration.function_tools}
+        self._command_environment = configuration.command_environment
         self._output_words = 0
         self._input_words = 0
         self._usage_reported = False
@@ -263,6 +266,7 @@ class _ScriptedTurn:
             "usage": self._usage,
             "think": self._think,
             "command": self._command,
+            "exec": self._exec,
             "call": self._call,
             "permission": self._permission,
             "choose": self._choose,
@@ -325,6 +329,34 @@ class _ScriptedTurn:
         await self._context.emit(
             "tool_call", wire.ToolCall(id=call_id, name="shell", stage="after", observation=after)
         )
+
+    async def _exec(self, argument: str) -> None:
+        """Really run CMD in the workspace (confined, with the session's credential
+        variables); `{output}` is its output in a later `/say`."""
+        binding = self._binding("exec")
+        call_id = f"scripted_exec_{secrets.token_hex(6)}"
+        cwd = str(binding.root)
+        before = wire.ToolObservation(
+            kind="command_execution", status="in_progress", command=argument, cwd=cwd
+        )
+        await self._context.emit(
+            "tool_call", wire.ToolCall(id=call_id, name="shell", stage="before", observation=before)
+        )
+        runner = CommandRunner(binding.root, self._context.sandbox, self._command_environment)
+        code, output = await runner.run(argument)
+        after = wire.ToolObservation(
+            kind="command_execution",
+            status="completed" if code == 0 else "failed",
+            command=argument,
+            cwd=cwd,
+            exit_code=code,
+            output=output,
+            duration_ms=0,
+        )
+        await self._context.emit(
+            "tool_call", wire.ToolCall(id=call_id, name="shell", stage="after", observation=after)
+        )
+        self._values["output"] = output
 
     async def _call(self, argument: str) -> None:
         name, _, raw = argument.strip().partition(" ")

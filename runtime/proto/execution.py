@@ -11,6 +11,7 @@ reply: it carries `operation` and an error code and never replaces a handle's re
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -220,6 +221,10 @@ class ExecutionConfiguration(msgspec.Struct, **_STRICT):
     function_tools: list[FunctionTool] = []
     workspace_read_only: bool = False
     mcp_http_servers: list[MCPHTTPServer] | None = None
+    # Variables (name -> value) added to the environment of every command the Run
+    # starts in its workspace: the session's `environment_variable` vault credentials.
+    # The values are secrets: never logged, stored or echoed in an error.
+    command_environment: dict[str, str] = {}
 
 
 class ExecutionPrepare(msgspec.Struct, **_STRICT):
@@ -262,6 +267,7 @@ class ExecutionPrepare(msgspec.Struct, **_STRICT):
             raise ValidationError(
                 PreparationErrorCode.INVALID_CONFIGURATION, "harness_config is too large"
             )
+        _check_command_environment(cfg.command_environment)
         labels: set[str] = set()
         for server in cfg.mcp_http_servers or []:
             server.validate()
@@ -270,6 +276,21 @@ class ExecutionPrepare(msgspec.Struct, **_STRICT):
                     PreparationErrorCode.INVALID_CONFIGURATION, "MCP server labels must be unique"
                 )
             labels.add(server.server_label)
+
+
+_VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _check_command_environment(variables: dict[str, str]) -> None:
+    """Raises ValidationError(`invalid_configuration`); the text never quotes a value."""
+    code = PreparationErrorCode.INVALID_CONFIGURATION
+    if len(variables) > limits.MAX_COMMAND_ENVIRONMENT_ENTRIES:
+        raise ValidationError(code, "command_environment has too many entries")
+    for name, value in variables.items():
+        if not _VARIABLE_NAME.match(name):
+            raise ValidationError(code, "a command_environment name is not a variable name")
+        if not value or any(ch in value for ch in "\x00\r\n"):
+            raise ValidationError(code, f"the command_environment value of {name} is unsafe")
 
 
 class ExecutionStart(msgspec.Struct, **_STRICT):

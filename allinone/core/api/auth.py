@@ -125,19 +125,22 @@ async def authenticate(policy: Policy, keys: Keys, request: Request) -> Principa
     key = bearer(request)
     if policy is Policy.AGENTS:
         check_beta(request)
+    # A key that was presented and is not known answers `invalid_api_key`, as the hosted
+    # service does; a missing key answers without a code.
+    code = "invalid_api_key" if key else None
     if policy in (Policy.AGENTS, Policy.PROJECT):
         project = await keys.project(key)
         if project is None:
-            raise Unauthenticated(NEED_PROJECT_KEY)
+            raise Unauthenticated(NEED_PROJECT_KEY, code=code)
         return Principal(Kind.PROJECT, project)
     if policy is Policy.CORE:
         if not await keys.is_core(key):
-            raise Unauthenticated(NEED_CORE_KEY)
+            raise Unauthenticated(NEED_CORE_KEY, code=code)
         return Principal(Kind.CORE)
     if policy is Policy.CORE_OR_PROJECT:
         principal = await keys.resolve(key)
         if principal.kind is Kind.ANONYMOUS:
-            raise Unauthenticated(NEED_PROJECT_KEY)
+            raise Unauthenticated(NEED_PROJECT_KEY, code=code)
         return principal
     if policy is Policy.OPTIONAL and key:
         try:

@@ -59,26 +59,27 @@ class ListParams(msgspec.Struct):
 MAX_LIST_LIMIT = 100
 
 
-def list_limit(raw: str | None, default: int = 20) -> int:
-    """A list's `limit`: 1 to 100, default 20; anything else is a 400, as the hosted
-    service answers (never silently clamped)."""
+def list_limit(raw: str | None, default: int = 20, maximum: int = MAX_LIST_LIMIT) -> int:
+    """A list's `limit`: 1 to `maximum` (100 unless the route's contract says otherwise),
+    default 20; anything else is a 400, as the hosted service answers (never silently
+    clamped)."""
     if raw is None:
         return default
     try:
         limit = int(raw)
     except ValueError as exc:
         raise invalid("limit must be an integer.", "limit") from exc
-    if not 1 <= limit <= MAX_LIST_LIMIT:
-        raise invalid(f"limit must be between 1 and {MAX_LIST_LIMIT}", "limit")
+    if not 1 <= limit <= maximum:
+        raise invalid(f"limit must be between 1 and {maximum}", "limit")
     return limit
 
 
-def list_params(request: Request) -> ListParams:
+def list_params(request: Request, default: int = 20, maximum: int = MAX_LIST_LIMIT) -> ListParams:
     query = request.query_params
     for name in ("after", "limit", "order"):
         if len(query.getlist(name)) > 1:
             raise invalid(f"Failed to deserialize query string: duplicate field `{name}`.", name)
-    limit = list_limit(query.get("limit"))
+    limit = list_limit(query.get("limit"), default, maximum)
     order = query.get("order") or "desc"
     if order not in ("asc", "desc"):
         raise invalid(

@@ -1,27 +1,20 @@
-"""`/v1/agents/environments/**`, the `/v1/files` upload the SDK's file helpers use, and
-`/v1/agents/sessions/{id}/artifacts/**`."""
+"""`/v1/agents/environments/**` and `/v1/agents/sessions/{id}/artifacts/**`."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import binascii
-import hashlib
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, BinaryIO
+from typing import Any
 
 import msgspec
-from starlette.datastructures import UploadFile
-from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core import render
 from allinone.core.api.auth import project_of
-from allinone.core.api.bodies import limited
 from allinone.core.api.common import (
     decode_body,
     idempotency_key,
@@ -30,12 +23,12 @@ from allinone.core.api.common import (
     list_limit,
     list_params,
 )
-from allinone.core.api.decoding import upload_filename
 from allinone.core.api.errors import from_validation, invalid, not_found
 from allinone.core.environments import (
     WORKSPACE,
     Environments,
     artifact_body,
+    check_listing_path,
     check_path,
     decode_inline,
 )
@@ -51,9 +44,6 @@ from allinone.core.shapes.template_models import (
 from storage import environments as env_rows
 from storage import sessions
 from storage.database import Database
-
-MAX_UPLOAD_BYTES = 64 * 1024 * 1024
-UPLOAD_CHUNK_BYTES = 256 * 1024
 
 
 class EnvironmentCreate(msgspec.Struct, forbid_unknown_fields=True):
@@ -81,7 +71,6 @@ class EnvironmentsApi:
             Route(base + "/{environment_id}", self.retrieve, methods=["GET"]),
             Route(base + "/{environment_id}/files", self.create_file, methods=["POST"]),
             Route(base + "/{environment_id}/files", self.list_files, methods=["GET"]),
-            Route("/v1/files", self.upload, methods=["POST"]),
             Route(artifacts, self.list_artifacts, methods=["GET"]),
             Route(artifacts + "/{artifact_id}", self.retrieve_artifact, methods=["GET"]),
             Route(artifacts + "/{artifact_id}", self.delete_artifact, methods=["DELETE"]),
@@ -160,12 +149,10 @@ class EnvironmentsApi:
         if isinstance(body, InlineFileParam):
             data = decode_inline(body.data, "data")
         else:
-            upload = await self._db.read(
-                partial(env_rows.upload, project_id=project, file_id=body.file_id)
-            )
+            upload = await self._environments.bodies.read(project, body.file_id)
             if upload is None:
                 raise NotFound(param="file_id")
-            data, file_id = upload["content"], upload["id"]
+            data, file_id = upload, body.file_id
         kind = str(body.__struct_config__.tag)
         written = await self._environments.write_file(
             project, environment_id, path, data, kind, file_id
@@ -177,9 +164,7 @@ class EnvironmentsApi:
         environment_id = request.path_params["environment_id"]
         await self._environment(project, environment_id)
         query = request.query_params
-        path = query.get("path") or WORKSPACE
-        if path != WORKSPACE:
-            check_path(path, "path")
+        path = check_listing_path(query.get("path") or WORKSPACE, "path")
         limit = list_limit(query.get("limit"))
         order = query.get("order") or "desc"
         if order not in ("asc", "desc"):
@@ -191,39 +176,6 @@ class EnvironmentsApi:
         more = start + limit < len(files)
         token = _token(start + limit, path, order, limit) if more else None
         return json({"object": "page", "data": window, "has_more": more, "next": token})
-
-    async def upload(self, request: Request) -> Response:
-        project = project_of(request)
-        content_type = request.headers.get("content-type", "")
-        if not content_type.startswith("multipart/form-data"):
-            raise invalid("Upload a file as multipart/form-data.")
-        async with _upload_fields(request) as (filename, source, purpose):
-            size, sha256 = await asyncio.to_thread(_measure, source)
-            file_id = self._ids.new("file")
-            now = self._clock.now()
-            row = {
-                "id": file_id,
-                "project_id": project,
-                "filename": filename,
-                "purpose": purpose,
-                "bytes": size,
-                "sha256": sha256,
-                "created_at": now,
-            }
-            await self._environments.store_upload(row, source)
-        return json(
-            {
-                "id": file_id,
-                "object": "file",
-                "bytes": size,
-                "created_at": now,
-                "filename": row["filename"],
-                "purpose": purpose,
-                "status": "processed",
-                "expires_at": None,
-                "status_details": None,
-            }
-        )
 
     async def _session(self, project: str, session_id: str) -> dict[str, Any]:
         row = await self._db.read(partial(sessions.get, project_id=project, session_id=session_id))
@@ -302,38 +254,3 @@ def _page_token(token: str | None, path: str, order: str, limit: int) -> int:
     if not isinstance(start, int) or start < 0:
         raise invalid("page is not a valid page token.", "page")
     return start
-
-
-@asynccontextmanager
-async def _upload_fields(
-    request: Request,
-) -> AsyncIterator[tuple[str | None, BinaryIO, str]]:
-    """The `file` (as a file positioned at its start) and `purpose` fields of a
-    multipart upload. The body streams through the size limit; the file part spools to
-    a temporary file on disk as it arrives, removed when the block ends."""
-    try:
-        form = await limited(request, MAX_UPLOAD_BYTES).form(max_files=1, max_fields=8)
-    except (MultiPartException, UnicodeDecodeError) as exc:
-        raise invalid("The multipart body could not be read.") from exc
-    try:
-        purpose = form.get("purpose")
-        if purpose != "user_data":
-            raise invalid("purpose must be user_data.", "purpose")
-        upload = form.get("file")
-        if not isinstance(upload, UploadFile):
-            raise invalid("A file is required.", "file")
-        yield upload_filename(upload.filename), upload.file, purpose
-    finally:
-        await form.close()
-
-
-def _measure(source: BinaryIO) -> tuple[int, str]:
-    """Size and SHA-256 of `source`, read in chunks; leaves it at its start."""
-    digest = hashlib.sha256()
-    size = 0
-    source.seek(0)
-    while chunk := source.read(UPLOAD_CHUNK_BYTES):
-        digest.update(chunk)
-        size += len(chunk)
-    source.seek(0)
-    return size, digest.hexdigest()

@@ -126,6 +126,7 @@ def http_error(status: int, detail: str) -> ApiError:
 
 
 # "- at `$.a.b`", or "- at `key` in `$.a.b`" for a bad key of a mapping.
+_MISSING = re.compile(r"^Object missing required field `([^`]+)`$")
 _PATH = re.compile(r" - at (?:`key` in )?`\$\.?([^`]*)`$")
 
 
@@ -137,6 +138,9 @@ def from_validation(exc: msgspec.ValidationError | msgspec.DecodeError) -> ApiEr
     if match:
         param = match.group(1) or None  # a JSON path such as `tools[0].type`
         text = text[: match.start()]
+    missing = _MISSING.match(text)
+    if missing:  # the param is the missing field itself, not the object lacking it
+        param = f"{param}.{missing.group(1)}" if param else missing.group(1)
     if isinstance(exc, msgspec.DecodeError) and not isinstance(exc, msgspec.ValidationError):
         return not_json()
     return ApiError(400, f"Invalid request: {text}.", param=param)

@@ -123,9 +123,8 @@ def _operation(op: Operation, by_type: dict[Any, Any]) -> dict[str, Any]:
         for name in _PARAM.findall(op.path)
     ]
     for name in op.query:
-        parameters.append(
-            {"name": name, "in": "query", "required": False, "schema": _QUERY.get(name, {})}
-        )
+        schema = op.extra.get("query", {}).get(name) or _QUERY.get(name, {})
+        parameters.append({"name": name, "in": "query", "required": False, "schema": schema})
         if name == "metadata":
             parameters[-1].update(style="deepObject", explode=True)
     parameters += header_parameters(op.method, op.path)

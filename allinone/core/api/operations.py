@@ -45,7 +45,8 @@ SKILL_VERSION = SKILL + "/versions/{version}"
 class Operation:
     """One route. `response` is a msgspec type, the name of a hand-written schema, or
     None (no JSON body); `page` wraps it in the list envelope; `body` is the msgspec type
-    of the JSON request body."""
+    of the JSON request body; `extra["query"]` overrides the schema of a query parameter
+    for this route alone."""
 
     method: str
     path: str
@@ -179,6 +180,25 @@ OPERATIONS: tuple[Operation, ...] = (
         body=EnvironmentFileCreate,
     ),
     Op("POST", "/v1/files", "Upload a file (multipart, purpose=user_data)", "FileObject"),
+    Op(
+        "GET",
+        "/v1/files",
+        "List files",
+        "FileObject",
+        page=True,
+        query=(*CURSOR, "purpose"),
+        # The Files API's own bounds: `limit` 1-10,000, default 10,000.
+        extra={"query": {"limit": {"type": "integer", "minimum": 1, "maximum": 10_000}}},
+    ),
+    Op("GET", "/v1/files/{file_id}", "Retrieve a file", "FileObject"),
+    Op("DELETE", "/v1/files/{file_id}", "Delete a file", "FileDeleted"),
+    Op(
+        "GET",
+        "/v1/files/{file_id}/content",
+        "Download a file's content",
+        None,
+        content_type="application/octet-stream",
+    ),
     Op(
         "GET",
         "/v1/agents/environments/{environment_id}/files",

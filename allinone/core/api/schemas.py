@@ -137,7 +137,21 @@ COMPONENTS: dict[str, Schema] = {
             "next": _nullable(STRING),
         }
     ),
-    "FileObject": _object({"id": STRING}, {"object": STRING, "bytes": INTEGER}),
+    "FileObject": _object(
+        {
+            "id": STRING,
+            "object": {"enum": ["file"]},
+            "bytes": INTEGER,
+            "created_at": INTEGER,
+            "filename": STRING,
+            "purpose": {"enum": ["user_data"]},
+            "status": {"enum": ["uploaded", "processed", "error"]},
+        },
+        {"expires_at": _nullable(INTEGER), "status_details": _nullable(STRING)},
+    ),
+    "FileDeleted": _object(
+        {"id": STRING, "object": {"enum": ["file"]}, "deleted": {"enum": [True]}}
+    ),
     "SessionArtifact": _object(
         {
             "id": STRING,

@@ -21,7 +21,7 @@ from allinone.core.api.common import (
     keyset_page,
     list_params,
 )
-from allinone.core.api.errors import not_found
+from allinone.core.api.errors import invalid, not_found
 from allinone.core.api.streams import SSE_HEADERS, CreationStop, journal_stream, never
 from allinone.core.hub import Hub
 from allinone.core.ids import Ids
@@ -80,7 +80,9 @@ class SessionsApi:
                     _single(b": connected\n\n"), media_type="text/event-stream", headers=SSE_HEADERS
                 )
             stop = CreationStop(expect_turn=body.input not in (UNSET, None, ""))
-            stream = journal_stream(self._db, self._hub, self._ids, session_id, 0, stop)
+            options = body.stream_options
+            padded = options is UNSET or options.include_obfuscation is not False
+            stream = journal_stream(self._db, self._hub, self._ids, session_id, 0, stop, padded)
             return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
         row = await self._session(project, session_id)
         return json(await self._db.read(lambda r: session_view(r, row)))
@@ -123,8 +125,9 @@ class SessionsApi:
     async def stream_events(self, request: Request) -> Response:
         project = project_of(request)
         row = await self._session(project, request.path_params["session_id"])
+        padded = _flag(request, "include_obfuscation", default=True)
         start = await self._db.read(lambda r: journal.latest_seq(r, row["id"]))
-        stream = journal_stream(self._db, self._hub, self._ids, row["id"], start, never)
+        stream = journal_stream(self._db, self._hub, self._ids, row["id"], start, never, padded)
         return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
 
     async def post_events(self, request: Request) -> Response:
@@ -196,3 +199,13 @@ class SessionsApi:
 
 async def _single(chunk: bytes):  # type: ignore[no-untyped-def]
     yield chunk
+
+
+def _flag(request: Request, name: str, *, default: bool) -> bool:
+    """A boolean query parameter: `true` or `false`."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    if raw not in ("true", "false"):
+        raise invalid(f"{name} must be true or false.", name)
+    return raw == "true"

@@ -2,7 +2,9 @@
 
 Contract: headers and a `: connected` comment are sent at once; then every journal event
 after the starting sequence, in order, each as `event: <type>` + one `data:` line; no
-`id:` or `retry:` lines ever; a `: keepalive` comment after 15 s of silence. A reader
+`id:` or `retry:` lines ever; a `: keepalive` comment after 15 s of silence. Each
+event carries random `obfuscation` padding unless the reader turned it off. Once the
+session is deleted, the stream ends after its last journaled event. A reader
 whose next event was pruned from the journal gets one `error` event
 (`stream_interrupted`) and the stream closes.
 """
@@ -11,17 +13,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
+import string
 from collections.abc import AsyncIterator, Callable
 from functools import partial
 
 from allinone.core.hub import Hub
 from allinone.core.ids import Ids
 from allinone.core.recorder import decode_event
-from storage import journal
+from storage import journal, sessions
 from storage.database import Database
 
 KEEPALIVE_SECONDS = 15.0
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+
+# `obfuscation` padding: 1 to 64 random alphanumeric characters per event.
+PADDING_LENGTHS = (1, 64)
+_ALPHANUMERIC = string.ascii_letters + string.digits
+_RANDOM = random.SystemRandom()
 
 # Decides, per event, whether the stream ends after it.
 StopRule = Callable[[str, dict[str, object]], bool]
@@ -60,8 +69,25 @@ class CreationStop:
         return type_ == "agent.session.idle" and self.turn_ended
 
 
+def padding() -> str:
+    """Random alphanumeric padding for an event's `obfuscation` field, of a random
+    length, so an event's size says less about its content."""
+    return "".join(_RANDOM.choices(_ALPHANUMERIC, k=_RANDOM.randint(*PADDING_LENGTHS)))
+
+
+def _padded(payload: str) -> str:
+    """`payload` (a journaled event: a JSON object) with an `obfuscation` field."""
+    return f'{payload[:-1]},"obfuscation":"{padding()}"}}'
+
+
 async def journal_stream(
-    db: Database, hub: Hub, ids: Ids, session_id: str, after_seq: int, stop: StopRule
+    db: Database,
+    hub: Hub,
+    ids: Ids,
+    session_id: str,
+    after_seq: int,
+    stop: StopRule,
+    obfuscation: bool = True,
 ) -> AsyncIterator[bytes]:
     wake = hub.subscribe(session_id)
     try:
@@ -76,17 +102,25 @@ async def journal_stream(
             for row in rows:
                 seq = row["seq"]
                 payload: str = row["payload"]
-                yield f"event: {row['type']}\ndata: {payload}\n\n".encode()
+                sent = _padded(payload) if obfuscation else payload
+                yield f"event: {row['type']}\ndata: {sent}\n\n".encode()
                 if stop is not never and stop(row["type"], decode_event(payload)):
                     return
             if rows:
                 continue
+            if await _deleted(db, session_id):
+                return  # everything the session journaled was sent; nothing more comes
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), KEEPALIVE_SECONDS)
                 continue
             yield b": keepalive\n\n"
     finally:
         hub.unsubscribe(session_id, wake)
+
+
+async def _deleted(db: Database, session_id: str) -> bool:
+    row = await db.read(partial(sessions.get_any, session_id=session_id))
+    return row is None or row["deleted_at"] is not None
 
 
 def _interrupted(ids: Ids, session_id: str) -> bytes:

@@ -132,4 +132,5 @@ def configuration(
             if t.get("type") == "function"
         ],
         mcp_http_servers=resolved.mcp_http_servers,
+        command_environment=resolved.command_environment,
     )

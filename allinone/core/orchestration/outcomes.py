@@ -148,6 +148,8 @@ class Outcomes:
             row = await turns.get(tx, turn_id)
             if row is None:
                 return
+            if row["status"] == TurnStatus.QUEUED:
+                await self.recorder.announce_queued_input(tx, turn_id)
             await self._end(
                 tx,
                 turn_id,

@@ -198,9 +198,9 @@ class TurnExecution:
         await leases.take_initial_input(tx, self._turn_id)
         self._context = await context.decide(tx, self._session["id"], self._turn_id, reused)
         await turns.set_context(tx, self._turn_id, self._context.record, token)
-        await self._parts.outcomes.recorder.emit_turn(
-            tx, "agent.session.turn.in_progress", self._turn_id
-        )
+        recorder = self._parts.outcomes.recorder
+        await recorder.emit_turn(tx, "agent.session.turn.in_progress", self._turn_id)
+        await recorder.announce_queued_input(tx, self._turn_id)
         return token
 
     async def _input(self) -> list[Message]:

@@ -53,7 +53,7 @@ class Admission:
             self._host,
         )
         self._inputs = Inputs(writer, recorder, clock)
-        self._changes = Changes(db, clock)
+        self._changes = Changes(db, clock, recorder)
 
     def _host(self, project_id: str) -> dict[str, Any]:
         """The confinement in force for the session's commands; where commands cannot be

@@ -10,6 +10,8 @@ from allinone.core import agents as agent_config
 from allinone.core import features
 from allinone.core.errors import Conflict, InvalidRequest
 from allinone.core.ids import Clock
+from allinone.core.recorder import Recorder
+from allinone.core.sessions.options import options_of
 from allinone.core.shapes.models import SessionUpdate
 from storage import execution_settings, sessions
 from storage.database import Database, Tx
@@ -36,8 +38,9 @@ def _updated_agent(session: dict[str, Any], body: SessionUpdate) -> dict[str, An
 
 
 class Changes:
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(self, db: Database, clock: Clock, recorder: Recorder) -> None:
         self._db = db
+        self._recorder = recorder
         self._clock = clock
 
     async def update(self, session: dict[str, Any], body: SessionUpdate) -> None:
@@ -56,11 +59,9 @@ class Changes:
         metadata = None
         if body.metadata is not UNSET:
             metadata = agent_config.check_metadata(body.metadata)
-        options = dict(session.get("options") or {})
-        for field in ("prompt_cache_options", "review", "spend_control"):
-            value = getattr(body, field)
-            if value is not UNSET:
-                options[field] = value
+        options = {**(session.get("options") or {}), **options_of(body)}
+        if body.spend_control is not UNSET:
+            options["spend_control"] = body.spend_control
 
         async def job(tx: Tx) -> None:
             await sessions.update(
@@ -75,7 +76,10 @@ class Changes:
         """Delete only a durably idle or failed session with nothing pending."""
 
         async def job(tx: Tx) -> bool:
-            return await sessions.delete(tx, session["id"], self._clock.now())
+            deleted = await sessions.delete(tx, session["id"], self._clock.now())
+            if deleted:  # open event streams of the session end once this commits
+                self._recorder.wake(tx, session["id"])
+            return deleted
 
         if not await self._db.write(job):
             raise Conflict(

@@ -23,6 +23,7 @@ from allinone.core.sessions.batch import InputBatch, Slot
 from allinone.core.sessions.hosted import Binding, Hosted
 from allinone.core.sessions.idempotency import check_session_replay, digest
 from allinone.core.sessions.inputs import messages_of
+from allinone.core.sessions.options import options_of
 from allinone.core.sessions.writer import Writer
 from allinone.core.shapes.models import SessionCreate
 from storage import agents as agent_rows
@@ -50,6 +51,7 @@ class Plan:
     settings: dict[str, Any]
     sealed_key: Any
     notes: Any
+    options: dict[str, Any]
 
 
 def _checked_environment(body: SessionCreate) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -62,12 +64,17 @@ def _checked_environment(body: SessionCreate) -> tuple[dict[str, Any], list[dict
         )
     if env_type == "none" and set(environment) != {"type"}:
         raise InvalidRequest("An environment of type none takes no other fields.", "environment")
+    if body.stream_options is not UNSET and body.stream is not True:
+        raise InvalidRequest(
+            "stream_options is only allowed when stream is true.", "stream_options"
+        )
     has_input = body.input is not UNSET and body.input is not None
     if not has_input and (
         env_type == "none" or (body.stream is True and env_type != "self_hosted")
     ):
         raise InvalidRequest("This session requires initial input.", "input")
-    messages = messages_of(body.input) if body.input is not UNSET and body.input else []
+    # An empty string or list is refused (by `messages_of`), never taken as no input.
+    messages = [] if body.input is UNSET or body.input is None else messages_of(body.input)
     return environment, messages
 
 
@@ -153,6 +160,7 @@ class Creation:
             settings=settings,
             sealed_key=frozen.sealed_key if frozen is not None else None,
             notes=notes,
+            options=options_of(body),
         )
 
     async def _check_vaults(self, project_id: str, vault_ids: list[str]) -> None:
@@ -203,6 +211,8 @@ class Creation:
                 "request_hash": plan.request_hash,
             },
         )
+        if plan.options:
+            await sessions.update(tx, plan.session_id, options=plan.options)
         await execution_settings.freeze(
             tx, plan.session_id, plan.settings, plan.sealed_key, plan.notes
         )

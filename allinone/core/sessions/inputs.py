@@ -107,7 +107,9 @@ class Inputs:
         # part of its initial input; a running turn is steered with it.
         # Its items are named on the input so an unknown delivery can be marked on them.
         queued = active["status"] == TurnStatus.QUEUED
-        item_ids = await self._writer.user_items(tx, session["id"], active["id"], messages)
+        item_ids = await self._writer.user_items(
+            tx, session["id"], active["id"], messages, announce=not queued
+        )
         payload = {"input": messages, "item_ids": item_ids}
         state = "admitted" if queued else "pending"
         await self._writer.record(tx, slot, active["id"], "message", payload, state)
@@ -130,6 +132,7 @@ class Inputs:
                 fields={"cancel_requested_at": now, "completed_at": now},
             )
             if moved:
+                await self._recorder.announce_queued_input(tx, active["id"])
                 await self._recorder.emit_turn(
                     tx, "agent.session.turn.cancelled", active["id"], terminal=True
                 )
@@ -163,9 +166,9 @@ class Inputs:
             "error": event.error,
         }
         if call["result"] is not None:
-            if call["result"] != result:
-                raise Conflict("The tool call already has a different result.")
-            return  # the same result again: nothing to do
+            # Only a replay of the same batch (same Idempotency-Key) answers 202 again;
+            # a second result, even an equal one, is refused.
+            raise Conflict(f"The tool call {event.call_id} already has a result.")
         turn = await turns.get(tx, call["turn_id"])
         if (
             turn is None
@@ -186,9 +189,7 @@ class Inputs:
         if row is None or row["kind"] != kind:
             raise InvalidRequest(f"Unknown pending request: {interaction_id}", "events")
         if row["response"] is not None:
-            if row["response"] != response:
-                raise Conflict("The request already has a different answer.")
-            return
+            raise Conflict(f"The request {interaction_id} already has an answer.")
         if row["state"] != "pending":
             raise TurnConflict("The request is no longer pending.")
         if kind == "choice":

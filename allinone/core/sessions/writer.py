@@ -36,7 +36,7 @@ class Writer:
         await self.record(tx, slot, turn_id, "message", {"input": messages}, "admitted")
         await self._recorder.emit_turn(tx, "agent.session.turn.created", turn_id)
         await self._recorder.emit_session(tx, session_id, "agent.session.in_progress")
-        await self.user_items(tx, session_id, turn_id, messages)
+        await self.user_items(tx, session_id, turn_id, messages, announce=False)
         await sessions.touch(tx, session_id, now)
         return turn_id
 
@@ -65,8 +65,17 @@ class Writer:
         )
 
     async def user_items(
-        self, tx: Tx, session_id: str, turn_id: str, messages: list[dict[str, Any]]
+        self,
+        tx: Tx,
+        session_id: str,
+        turn_id: str,
+        messages: list[dict[str, Any]],
+        *,
+        announce: bool = True,
     ) -> list[str]:
+        """Write the user items of `messages`; their `item.added` events now, or (not
+        `announce`: the turn is queued) when the turn leaves `queued`
+        (`Recorder.announce_queued_input`)."""
         now = self._clock.now()
         ids: list[str] = []
         for message in messages:
@@ -81,6 +90,7 @@ class Writer:
                 "payload": {"role": "user", "content": message["content"], "phase": None},
             }
             await item_rows.insert(tx, item)
-            await self._recorder.emit_item(tx, "agent.session.turn.item.added", item)
+            if announce:
+                await self._recorder.emit_item(tx, "agent.session.turn.item.added", item)
             ids.append(str(item["id"]))
         return ids

@@ -67,7 +67,12 @@ class BuiltinExecutor:
         mcp = McpServers(servers) if servers else None
         root = context.workspace
         workspace = (
-            WorkspaceTools(root, context.sandbox, self._command_policy)
+            WorkspaceTools(
+                root,
+                context.sandbox,
+                self._command_policy,
+                self._configuration.command_environment,
+            )
             if root is not None
             else None
         )

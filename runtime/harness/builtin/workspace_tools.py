@@ -7,10 +7,9 @@ symlinks. Every use is reported as a `tool_call` observation (`before`, then `af
 kind `command_execution` for commands (Core shows it as a command_execution item),
 `file_read`, `file_write` or `directory_list` otherwise. A command first asks for
 permission (`permission_request`, tool `shell`) unless the tool policy allows commands;
-a denied command is not run and the model is told so. A command runs with `/bin/sh -c`
-in the workspace, confined by the Runtime's sandbox (refused when nothing confines it and
-unconfined commands are not allowed), in its own process group, killed on timeout or
-cancellation.
+a denied command is not run and the model is told so. A command runs through
+`runtime.harness.commands` (confined, with the Run's credential variables, which are
+blanked out of its output).
 Results given back to the model are capped; file content and command output are never
 logged.
 """
@@ -18,17 +17,15 @@ logged.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import secrets
-import signal
 import time
 from pathlib import Path
 from typing import Any
 
-from runtime.confinement import ConfinementError, Sandbox, inherited
+from runtime.confinement import Sandbox
 from runtime.harness.base import RunContext
 from runtime.harness.builtin.model import ToolSpec
+from runtime.harness.commands import CommandRunner
 from runtime.proto import run as wire
 from runtime.workspaces import (
     WORKSPACE_PREFIX,
@@ -40,9 +37,7 @@ from runtime.workspaces import (
 )
 
 MAX_READ_BYTES = 256 * 1024
-MAX_OUTPUT_CHARS = 64 * 1024
 MAX_ENTRIES = 1024
-COMMAND_TIMEOUT_SECONDS = 300.0
 POLICIES = ("ask", "allow", "deny")
 
 _PATH = {"type": "string", "description": "A path inside the workspace."}
@@ -89,10 +84,18 @@ def relative(path: Any) -> str:
 
 
 class WorkspaceTools:
-    def __init__(self, root: Path, sandbox: Sandbox, command_policy: str = "ask") -> None:
+    def __init__(
+        self,
+        root: Path,
+        sandbox: Sandbox,
+        command_policy: str = "ask",
+        command_environment: dict[str, str] | None = None,
+    ) -> None:
+        """`command_environment` (secret values) is added to every command's environment."""
         self._binding = Binding(environment_id="", type="", root=root)
         self._sandbox = sandbox
         self._policy = command_policy if command_policy in POLICIES else "ask"
+        self._commands = CommandRunner(root, sandbox, command_environment)
 
     async def run(self, name: str, arguments: dict[str, Any], context: RunContext) -> str:
         if name == "run_command":
@@ -160,7 +163,7 @@ class WorkspaceTools:
             "tool_call", wire.ToolCall(id=call_id, name="shell", stage="before", observation=before)
         )
         started = time.monotonic()
-        code, output = await self._confined(command)
+        code, output = await self._commands.run(command)
         after = wire.ToolObservation(
             kind="command_execution",
             status="completed" if code == 0 else "failed",
@@ -174,44 +177,6 @@ class WorkspaceTools:
             "tool_call", wire.ToolCall(id=call_id, name="shell", stage="after", observation=after)
         )
         return f"exit code {code}\n{output}"
-
-    async def _confined(self, command: str) -> tuple[int, str]:
-        """Run `command` through the sandbox; exit code 126 when it refuses to run it."""
-        argv = ["/bin/sh", "-c", command]
-        try:
-            with self._sandbox.command(argv, self._binding.root, inherited(os.environ)) as (
-                confined,
-                env,
-            ):
-                return await self._execute(confined, env)
-        except ConfinementError as exc:
-            return 126, f"[refused: {exc}]"
-
-    async def _execute(self, argv: list[str], env: dict[str, str]) -> tuple[int, str]:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=self._binding.root,
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            out, _ = await asyncio.wait_for(process.communicate(), COMMAND_TIMEOUT_SECONDS)
-        except TimeoutError:
-            _kill(process)
-            await process.wait()
-            return -1, f"[timed out after {COMMAND_TIMEOUT_SECONDS:.0f}s]"
-        except asyncio.CancelledError:
-            _kill(process)
-            with contextlib.suppress(Exception):
-                await asyncio.shield(process.wait())
-            raise
-        text = out.decode("utf-8", "replace")
-        if len(text) > MAX_OUTPUT_CHARS:
-            text = text[:MAX_OUTPUT_CHARS] + "\n[truncated]"
-        return process.returncode if process.returncode is not None else -1, text
 
     async def _observe(
         self,
@@ -236,8 +201,3 @@ class WorkspaceTools:
                 observation=observation,
             ),
         )
-
-
-def _kill(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)

@@ -1,0 +1,62 @@
+"""Uploaded files (`/v1/files`): their descriptions, pages of them, and deletion.
+
+The content column is never selected here: bodies are written and read in chunks by
+`allinone.core.file_bodies`, so a listing or a retrieve never loads a body.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage.database import Tx
+from storage.pages import CursorNotFound
+from storage.rows import Queryable
+
+# Every column but `content`.
+COLUMNS = "rowid AS body_rowid, id, project_id, filename, purpose, bytes, sha256, created_at"
+
+
+async def get(q: Queryable, project_id: str, file_id: str) -> dict[str, Any] | None:
+    row = await q.fetchone(
+        f"SELECT {COLUMNS} FROM files WHERE project_id = ? AND id = ?", (project_id, file_id)
+    )
+    return None if row is None else dict(row)
+
+
+async def page(
+    q: Queryable,
+    project_id: str,
+    *,
+    purpose: str | None,
+    after: str | None,
+    limit: int,
+    order: str,
+) -> tuple[list[dict[str, Any]], bool]:
+    """Up to `limit` files of the project (only `purpose` ones when given), keyset-paged
+    on `(created_at, id)` after the file `after`, and whether more follow."""
+    clauses = ["project_id = ?"]
+    args: list[Any] = [project_id]
+    if purpose is not None:
+        clauses.append("purpose = ?")
+        args.append(purpose)
+    if after is not None:
+        anchor = await get(q, project_id, after)
+        if anchor is None:
+            raise CursorNotFound(after)
+        clauses.append("(created_at, id) " + (">" if order == "asc" else "<") + " (?, ?)")
+        args += [anchor["created_at"], anchor["id"]]
+    direction = "ASC" if order == "asc" else "DESC"
+    rows = await q.fetchall(
+        f"SELECT {COLUMNS} FROM files WHERE {' AND '.join(clauses)}"
+        f" ORDER BY created_at {direction}, id {direction} LIMIT ?",
+        (*args, limit + 1),
+    )
+    return [dict(row) for row in rows[:limit]], len(rows) > limit
+
+
+async def delete(tx: Tx, project_id: str, file_id: str) -> bool:
+    """Delete the file and its body; False when the project has no such file."""
+    changed = await tx.execute(
+        "DELETE FROM files WHERE project_id = ? AND id = ?", (project_id, file_id)
+    )
+    return changed > 0
