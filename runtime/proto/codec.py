@@ -49,6 +49,7 @@ CORE_TO_RUNTIME: dict[str, type[msgspec.Struct]] = {
     "execution_start": execution.ExecutionStart,
     "execution_release": execution.ExecutionRelease,
     "prompt_cancel": run.PromptCancel,
+    "prompt_pause": run.PromptPause,
     "runtime_prepare": initialization.RuntimePrepare,
     "device_shutdown": device.DeviceShutdown,
     "permission_decision": interactions.PermissionDecision,
@@ -72,6 +73,7 @@ RUNTIME_TO_CORE: dict[str, type[msgspec.Struct]] = {
     "usage": run.Usage,
     "error": run.Error,
     "done": run.Done,
+    "checkpoint": run.Checkpoint,
     "runtime_prepare_result": initialization.RuntimePrepareResult,
     "permission_request": interactions.PermissionRequest,
     "permission_cancel": interactions.PermissionCancel,
@@ -104,7 +106,7 @@ PAYLOAD_LIMITS: dict[str, int] = {
 
 # Frames whose envelope id is a Run ID (Runtime -> Core).
 RUN_EVENT_TYPES = frozenset(
-    {"delta", "thinking", "output_message", "tool_call", "usage", "error", "done"}
+    {"delta", "thinking", "output_message", "tool_call", "usage", "error", "checkpoint", "done"}
 )
 
 

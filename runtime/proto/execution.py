@@ -238,14 +238,21 @@ class ExecutionPrepare(msgspec.Struct, **_STRICT):
 
 
 class ExecutionStart(msgspec.Struct, **_STRICT):
+    """`resume` is a cursor the harness gave in a `checkpoint` frame: when set, the Run
+    continues from there (the turn's input is then context only) instead of starting the
+    turn anew. Only sent to a harness that declares `resume`."""
+
     executor_id: str
     handle: str
     run_id: str
     input: MessageInput
+    resume: str = ""
 
     def validate(self) -> None:
         if not (self.executor_id and self.handle and self.run_id):
             raise ValidationError(PreparationErrorCode.INVALID_START, "start needs ids")
+        if len(self.resume.encode()) > limits.MAX_RESUME_CURSOR_BYTES:
+            raise ValidationError(PreparationErrorCode.INVALID_START, "resume cursor too large")
         try:
             validate_message_input(self.input)
         except ValidationError as exc:

@@ -93,3 +93,7 @@ DONE_INPUT_WAIT_SECONDS = NATIVE_WRITE_TIMEOUT_SECONDS + RECEIPT_SEND_TIMEOUT_SE
 QUIESCE_DRAIN_SECONDS = 5.0
 SUSPEND_RECONNECT_SECONDS = 30.0
 MAX_OUTSTANDING_SUSPENSIONS = 2
+
+# A harness's resume cursor (checkpoint frame, `execution_start.resume`): opaque to Core,
+# kept durably with the turn's checkpoint.
+MAX_RESUME_CURSOR_BYTES = 64 * KIB
