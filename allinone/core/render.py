@@ -76,7 +76,20 @@ def turn(row: dict[str, Any]) -> dict[str, Any]:
             "worker_epoch": row.get("worker_epoch", 0),
             # Steering messages whose delivery outcome is unknown (marked on their items).
             "unknown_inputs": row.get("unknown_inputs") or 0,
+            "checkpoint": checkpoint(row),
         },
+    }
+
+
+def checkpoint(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The turn's latest checkpoint (seed 003), or None before its first."""
+    if not row.get("checkpoint_boundary"):
+        return None
+    return {
+        "boundary": row["checkpoint_boundary"],
+        "journal_seq": row.get("checkpoint_journal_seq"),
+        "config_digest": row.get("checkpoint_config_digest"),
+        "created_at": row.get("checkpoint_at"),
     }
 
 

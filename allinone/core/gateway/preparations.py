@@ -156,17 +156,19 @@ class Preparations:
         messages: list[Message],
         timeout: float,
         environment_id: str = "",
+        resume: str = "",
     ) -> None:
         """Send `execution_start` and wait for `started`, all within `timeout`; the
         preparation's subscription ends either way. `environment_id` (the bound
         Environment's wire id) lets a start refused for an open write be retried once it
-        settled."""
+        settled. `resume` is the checkpoint cursor a re-claimed turn continues from."""
         connection = prepared.connection
         payload = ExecutionStart(
             executor_id=prepared.executor_id,
             handle=prepared.handle,
             run_id=run_id,
             input=messages,
+            resume=resume,
         )
         deadline = asyncio.get_running_loop().time() + timeout
         try:

@@ -25,6 +25,7 @@ from allinone.core.gateway.workspace import WorkspaceUnavailable
 from allinone.core.orchestration.collaborators import Collaborators
 from allinone.core.orchestration.delivery import Delivery
 from allinone.core.orchestration.projector import ContractViolation, Fenced, RunProjection
+from allinone.core.orchestration.recovery import Recovery
 from runtime.proto import run as wire_run
 from runtime.proto.codec import Frame
 from runtime.proto.errors import ValidationError
@@ -140,6 +141,13 @@ class Observation:
     async def _lost(self) -> None:
         reason = self._sub.error.reason if self._sub.error else "closed"
         await self._delivery.stop()
+        if await Recovery(self._parts.db, self._parts.outcomes).run_lost(self._run):
+            log.info(
+                "turn %s: observation lost (%s); continues from its checkpoint",
+                self._run.turn_id,
+                reason,
+            )
+            return
         await self._fail(
             "event_stream_incomplete",
             f"Observation of the execution stopped ({reason}); its effects are unknown.",

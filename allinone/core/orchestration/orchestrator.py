@@ -3,7 +3,9 @@
 The orchestrator wakes when a turn is admitted, a device's declaration changes or the
 retry interval passes; for each queued turn not already running here it selects a
 connected device whose declared capabilities cover what the turn needs and runs the
-turn's `TurnExecution` (turn.py) as a task it owns. A turn no device can run stays
+turn's `TurnExecution` (turn.py) as a task it owns. A turn suspended for a re-claim (phase
+`resuming`, see recovery.py) is scheduled the same way and continues from its
+checkpoint. A turn no device can run stays
 queued, unless its environment failed to prepare. Signals from admission (a
 cancellation, an input for a running turn, a lapsed lease) reach the turn's execution
 through it.
@@ -25,11 +27,12 @@ from allinone.core.orchestration.configuration import required_capabilities
 from allinone.core.orchestration.credentials import RunCredentials
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Projector
+from allinone.core.orchestration.recovery import Recovery
 from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.orchestration.turn import TurnExecution
 from allinone.core.tasks import cancel_and_wait
+from storage import checkpoints, sessions, turns
 from storage import environments as env_rows
-from storage import sessions, turns
 from storage.database import Database
 
 log = logging.getLogger(__name__)
@@ -95,7 +98,7 @@ class Orchestrator:
     async def start(self) -> None:
         if self._parts.environments is not None:
             await self._parts.environments.recover_interrupted()
-        await self._parts.outcomes.recover_interrupted()
+        await Recovery(self._db, self._parts.outcomes).after_restart()
         self._task = asyncio.create_task(self._loop(), name="orchestrator")
 
     async def stop(self, timeout: float) -> None:
@@ -127,7 +130,8 @@ class Orchestrator:
             self._wake.clear()
 
     async def _schedule(self) -> None:
-        queued = await self._db.read(turns.queued)
+        queued = await self._db.read(checkpoints.resumable)
+        queued += await self._db.read(turns.queued)
         for turn in queued:
             if turn["id"] in self._inflight or self._stopping:
                 continue

@@ -33,11 +33,12 @@ from allinone.core.orchestration.credentials import ResolutionFailed
 from allinone.core.orchestration.delivery import Delivery, messages_of
 from allinone.core.orchestration.observation import Observation
 from allinone.core.orchestration.projector import RunProjection
+from allinone.core.orchestration.recovery import RESUMING, restore_problem
 from allinone.core.orchestration.transitions import move
 from allinone.core.states import TurnStatus
 from runtime.proto.errors import PreparationErrorCode
 from runtime.proto.inputs import Message
-from storage import interactions, leases, tenancy, turns
+from storage import checkpoints, interactions, leases, tenancy, turns
 from storage.database import Tx
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,9 @@ class TurnExecution:
         self._connection = connection
         self.cancel = asyncio.Event()
         self.delivery: Delivery | None = None
+        # A turn suspended at a checkpoint is re-claimed and continues from its cursor.
+        self._resuming = turn.get("phase") == RESUMING and turn["status"] != TurnStatus.QUEUED
+        self._cursor = ""
 
     async def run(self) -> None:
         try:
@@ -169,6 +173,8 @@ class TurnExecution:
     async def _claim(self, tx: Tx) -> str | None:
         """Claim the turn for this connection; its fencing token, or None when it is no
         longer queued or its cancellation was requested."""
+        if self._resuming:
+            return await self._reclaim(tx)
         row = await turns.get(tx, self._turn_id)
         if row is None or row["status"] != TurnStatus.QUEUED or row["cancel_requested_at"]:
             return None
@@ -198,6 +204,39 @@ class TurnExecution:
         )
         return token
 
+    async def _reclaim(self, tx: Tx) -> str | None:
+        """Re-claim a suspended turn from its checkpoint (restore validation first): a new
+        worker epoch and fencing token, compare-and-set on its state version. The
+        checkpoint is carried over to the new claim. None when the turn is no longer
+        suspended, or failed because its checkpoint cannot be restored."""
+        row = await turns.get(tx, self._turn_id)
+        if row is None or row["phase"] != RESUMING or row["cancel_requested_at"]:
+            return None
+        problem = restore_problem(row, self._session["request_hash"])
+        if problem is not None:
+            await self._parts.outcomes.interrupt(tx, row, problem)
+            return None
+        token = str(await tenancy.next_counter(tx, "fencing_token"))
+        now = self._parts.clock.now()
+        waiting = row["status"] == TurnStatus.WAITING
+        moved = await checkpoints.reclaim(
+            tx,
+            self._turn_id,
+            row["state_version"],
+            {
+                "worker_epoch": await tenancy.next_counter(tx, "worker_epoch"),
+                "fencing_token": token,
+                "checkpoint_token": token,
+                "device_id": self._connection.device_id,
+                "phase": "waiting" if waiting else "running",
+                "lease_expires_at": now + self._parts.timers.lease_seconds,
+            },
+        )
+        if not moved:
+            return None
+        self._cursor = row["checkpoint_cursor"]
+        return token
+
     async def _input(self) -> list[Message]:
         rows = await self._parts.db.read(
             partial(interactions.steering_inputs, turn_id=self._turn_id, state="initial")
@@ -214,6 +253,7 @@ class TurnExecution:
                 await self._input(),
                 self._parts.timers.start_seconds,
                 wire_uuid(environment_id) if environment_id else "",
+                self._cursor,
             )
         except PreparationRefused as exc:
             await self._fail_running(
