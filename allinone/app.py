@@ -29,6 +29,7 @@ from allinone.core.api.agents import AgentsApi
 from allinone.core.api.app import build_app
 from allinone.core.api.auth import Keys
 from allinone.core.api.automations import AutomationsApi
+from allinone.core.api.commands import CommandsApi
 from allinone.core.api.comms_owner import comms_routes
 from allinone.core.api.devices import DevicesApi
 from allinone.core.api.environments import EnvironmentsApi
@@ -42,6 +43,7 @@ from allinone.core.api.traces import TracesApi
 from allinone.core.api.vaults import VaultsApi
 from allinone.core.automations import Automations
 from allinone.core.comms.service import Comms
+from allinone.core.control.commands import Commands, Signals
 from allinone.core.environments import Environments
 from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
@@ -203,6 +205,7 @@ class _Domain:
     scheduler: AsyncIOScheduler
     health: Health
     ws_url: str
+    commands: Commands
 
 
 def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) -> Parts:
@@ -236,13 +239,17 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
         db, recorder, ids, clock, orchestrator.wake, orchestrator.request_cancel,
         orchestrator.input_admitted, environments, providers,
     )  # fmt: skip
+    commands = Commands(
+        db, recorder, ids, clock,
+        Signals(orchestrator.wake, orchestrator.request_pause, orchestrator.request_cancel),
+    )  # fmt: skip
     scheduler = AsyncIOScheduler()
     automations = Automations(db, admission, scheduler, sealer, ids, clock)
     comms = Comms(db, ids, clock)
     health = _health(config, opened, registry, scheduler, clock)
     domain = _Domain(
         config, opened, clock, ids, hub, registry, sealer, grants, providers,
-        environments, admission, automations, comms, scheduler, health, ws_url,
+        environments, admission, automations, comms, scheduler, health, ws_url, commands,
     )  # fmt: skip
     return Parts(
         db=db,
@@ -300,6 +307,7 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         *comms_routes(d.comms, db),
         *HarnessesApi(db, registry).routes(),
         *AgentsApi(db, ids, clock, d.providers).routes(),
+        *CommandsApi(d.commands).routes(),
     ]
 
 

@@ -142,3 +142,17 @@ async def reclaim(
         (*fields.values(), turn_id, expected_version),
     )
     return changed == 1
+
+
+async def set_phase_at(
+    tx: Tx, turn_id: str, phase: str | None, expected_version: int, statuses: tuple[str, ...]
+) -> bool:
+    """Compare-and-set the phase of a turn in one of `statuses` at `expected_version` (a
+    control command's change); the state version is bumped."""
+    marks = ", ".join("?" for _ in statuses)
+    changed = await tx.execute(
+        "UPDATE turns SET phase = ?, state_version = state_version + 1"
+        f" WHERE id = ? AND state_version = ? AND status IN ({marks})",
+        (phase, turn_id, expected_version, *statuses),
+    )
+    return changed == 1

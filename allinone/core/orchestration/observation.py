@@ -24,6 +24,7 @@ from allinone.core.gateway.subscriptions import ObservationError, RunSubscriptio
 from allinone.core.gateway.workspace import WorkspaceUnavailable
 from allinone.core.orchestration.collaborators import Collaborators
 from allinone.core.orchestration.delivery import Delivery
+from allinone.core.orchestration.pausing import Pausing
 from allinone.core.orchestration.projector import ContractViolation, Fenced, RunProjection
 from allinone.core.orchestration.recovery import Recovery
 from runtime.proto import run as wire_run
@@ -67,8 +68,11 @@ class Observation:
         connection: Connection,
         sub: RunSubscription,
         delivery: Delivery,
+        pause: asyncio.Event | None = None,
     ) -> None:
         self._parts = parts
+        self._pausing = Pausing(parts, run, connection, pause or asyncio.Event())
+        self.paused = False
         self._run = run
         self._connection = connection
         self._sub = sub
@@ -99,6 +103,8 @@ class Observation:
                 receipt = await self._send_cancel()
                 deadline = loop.time() + self._parts.timers.cancel_unconfirmed_seconds
                 self._cancellation = _Cancellation(receipt, deadline)
+            if self._pausing.due() and self._cancellation is None:
+                await self._pausing.send()
             sent = self._cancellation
             if sent is not None and (done := receipt_outcome(sent.receipt, self._run)) is not None:
                 return done
@@ -162,6 +168,9 @@ class Observation:
                 "cancel_unconfirmed",
                 "The cancellation was not confirmed in time; the turn's effects are unknown.",
             )
+            return
+        if self._cancellation is None and self._pausing.paused(done):
+            self.paused = await self._pausing.apply()
             return
         # Capture and settlement are bounded by their own timers; the lease is kept
         # while they run.
@@ -231,6 +240,10 @@ class Observation:
         cancel_wait = asyncio.create_task(cancel.wait()) if cancel is not None else None
         if cancel_wait is not None:
             waiters.add(cancel_wait)
+        pause_wait = None
+        if cancel is not None and not self._pausing.sent:
+            pause_wait = asyncio.create_task(self._pausing.requested.wait())
+            waiters.add(pause_wait)
         receipt = self._cancellation.receipt if self._cancellation else None
         if receipt is not None and not receipt.done():
             waiters.add(receipt)
@@ -239,6 +252,8 @@ class Observation:
         finally:
             if cancel_wait is not None:
                 cancel_wait.cancel()
+            if pause_wait is not None:
+                pause_wait.cancel()
             if not next_frame.done():
                 next_frame.cancel()
                 await asyncio.wait({next_frame})  # re-raises only this task's cancellation

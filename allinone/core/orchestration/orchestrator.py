@@ -82,6 +82,12 @@ class Orchestrator:
         if execution is not None:
             execution.cancel.set()
 
+    def request_pause(self, turn_id: str) -> None:
+        """A pause command was accepted for this running turn."""
+        execution = self._executions.get(turn_id)
+        if execution is not None:
+            execution.pause.set()
+
     def input_admitted(self, turn_id: str) -> None:
         """A steering message, function result or decision waits for this running turn."""
         execution = self._executions.get(turn_id)

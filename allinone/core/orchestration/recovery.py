@@ -18,7 +18,7 @@ from typing import Any
 
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import RunProjection
-from storage import checkpoints, turns
+from storage import checkpoints, commands, turns
 from storage.database import Database, Tx
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,19 @@ async def unknown_operation(tx: Tx, row: dict[str, Any]) -> str | None:
             return str(row["inflight_operation"])
         return None if row.get("checkpoint_cursor") else "the Run's work (no checkpoint)"
     return await checkpoints.deliveries_in_flight(tx, str(row["id"]))
+
+
+async def suspend(tx: Tx, row: dict[str, Any], token: str | None) -> bool:
+    """Suspend a turn that can continue from its checkpoint: `resuming`, or `paused`
+    when a pause was under way (its open pause commands are then applied)."""
+    pausing = row.get("phase") in ("pause_requested", "pausing")
+    phase = PAUSED if pausing else RESUMING
+    if not await checkpoints.suspend(tx, row["id"], phase, token, row["state_version"]):
+        return False
+    if pausing:
+        now = int(row.get("checkpoint_at") or 0)
+        await commands.settle(tx, row["id"], "pause", "applied", None, now)
+    return True
 
 
 def restore_problem(row: dict[str, Any], config_digest: str | None) -> str | None:
@@ -86,9 +99,7 @@ class Recovery:
                 return False
             if await unknown_operation(tx, row) is not None:
                 return False
-            return await checkpoints.suspend(
-                tx, run.turn_id, RESUMING, run.fencing_token, row["state_version"]
-            )
+            return await suspend(tx, row, run.fencing_token)
 
         return bool(await self._db.write_durably(job))
 
@@ -99,9 +110,7 @@ class Recovery:
         if fresh.get("phase") == PAUSED:
             return True
         reason = await unknown_operation(tx, fresh)
-        if reason is None and await checkpoints.suspend(
-            tx, fresh["id"], RESUMING, token, fresh["state_version"]
-        ):
+        if reason is None and await suspend(tx, fresh, token):
             return True
         await self._outcomes.interrupt(tx, fresh, reason)
         return False

@@ -17,6 +17,7 @@ import logging
 from functools import partial
 from typing import Any
 
+from allinone.core.gateway import suspension
 from allinone.core.gateway.connection import Connection
 from allinone.core.gateway.preparations import (
     PreparationError,
@@ -26,6 +27,7 @@ from allinone.core.gateway.preparations import (
     Prepared,
 )
 from allinone.core.gateway.subscriptions import RunSubscription
+from allinone.core.gateway.suspension import suspend_id
 from allinone.core.gateway.workspace import WorkspaceUnavailable, wire_uuid
 from allinone.core.orchestration.collaborators import Collaborators
 from allinone.core.orchestration.configuration import configuration, still_declared
@@ -38,7 +40,7 @@ from allinone.core.orchestration.transitions import move
 from allinone.core.states import TurnStatus
 from runtime.proto.errors import PreparationErrorCode
 from runtime.proto.inputs import Message
-from storage import checkpoints, interactions, leases, tenancy, turns
+from storage import checkpoints, commands, interactions, leases, tenancy, turns
 from storage.database import Tx
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,7 @@ class TurnExecution:
         self._session = session
         self._connection = connection
         self.cancel = asyncio.Event()
+        self.pause = asyncio.Event()
         self.delivery: Delivery | None = None
         # A turn suspended at a checkpoint is re-claimed and continues from its cursor.
         self._resuming = turn.get("phase") == RESUMING and turn["status"] != TurnStatus.QUEUED
@@ -113,11 +116,24 @@ class TurnExecution:
         )
         self.delivery = delivery
         delivery.start()
-        observation = Observation(parts, run, self._connection, run_sub, delivery)
+        observation = Observation(parts, run, self._connection, run_sub, delivery, self.pause)
         try:
             await observation.observe(self.cancel)
         finally:
             await delivery.stop()
+        if observation.paused:
+            await self._quiesce()
+
+    async def _quiesce(self) -> None:
+        """A paused turn's Environment is quiesced on its Runtime until a resume."""
+        environment_id = self._session.get("environment_id")
+        if environment_id:
+            await suspension.quiesce(
+                self._connection,
+                wire_uuid(environment_id),
+                suspend_id(self._turn_id),
+                self._parts.timers.receipt_seconds,
+            )
 
     async def _environment_ready(self) -> bool:
         """Initialize the session's Environment once before its first turn."""
@@ -125,6 +141,13 @@ class TurnExecution:
         environment_id = self._session.get("environment_id")
         if not environment_id or environments is None:
             return True
+        if self._resuming:  # a no-op unless a pause quiesced it on this Runtime
+            await suspension.resume(
+                self._connection,
+                wire_uuid(environment_id),
+                suspend_id(self._turn_id),
+                self._parts.timers.receipt_seconds,
+            )
         directory = (self._session.get("environment") or {}).get("workspace_directory")
         if directory:
             # Grants can be revoked after the environment was made: check at every turn.
@@ -234,6 +257,7 @@ class TurnExecution:
         )
         if not moved:
             return None
+        await commands.settle(tx, self._turn_id, "resume", "applied", None, now)
         self._cursor = row["checkpoint_cursor"]
         return token
 
