@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from allinone import __version__, admin, devices
+from allinone import __version__, admin, devices, run_control
 from allinone.config import ConfigError, load
 from allinone.receiver import commands as comms_commands
 
@@ -77,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     admin.add_commands(commands)
     comms_commands.add_commands(commands)
     devices.add_commands(commands)
+    run_control.add_commands(commands)
     return parser
 
 
@@ -116,6 +117,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "devices":
         try:
             devices.run(args, sys.stdout)
+        except admin.AdminError as exc:
+            print(f"corebox: error: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    if args.command == "sessions":
+        try:
+            run_control.run(args, sys.stdout)
         except admin.AdminError as exc:
             print(f"corebox: error: {exc}", file=sys.stderr)
             return 1

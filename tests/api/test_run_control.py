@@ -5,7 +5,10 @@ resumes of which exactly one applies, cancel of a paused turn, idempotent replay
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -17,7 +20,7 @@ from typing import Any
 
 from openai import OpenAI
 
-from tests.conftest import API_KEY, Server, start_server
+from tests.conftest import API_KEY, ROOT, Server, start_server
 
 SCRIPT = "/say a\n/sleep 1500\n/say b\n/sleep 1500\n/say c"
 SILENCE = 3.0  # the acceptance's window in which a paused turn emits nothing
@@ -200,5 +203,43 @@ def test_two_concurrent_resumes_apply_exactly_once_and_cancel_ends_a_paused_turn
             late = command(server, session_id, "resume", turn_id=cancel.json()["turn_id"])
             assert (late.json()["status"], late.json()["reason"]) == ("rejected", "terminal")
             assert assistant(client, session_id) == ["a"]
+    finally:
+        server.stop()
+
+
+def corebox(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COREBOX_")}
+    env.update({"PYTHONPATH": str(ROOT), "COREBOX_API_KEY": API_KEY})
+    return subprocess.run(
+        [sys.executable, "-m", "allinone", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_cli_pauses_lists_and_cancels(tmp_path: Path) -> None:
+    server = start_server(tmp_path / "data")
+    try:
+        with sdk(server) as client:
+            session_id = start(client, "/say a\n/hang")
+            where = ("--url", server.base_url, "--data-dir", str(tmp_path / "data"))
+            paused = corebox("sessions", "pause", session_id, *where, "--reason", "lunch")
+            assert paused.returncode == 0, paused.stderr
+            command_id, action, status, turn_id, reason = paused.stdout.strip().split("\t")
+            assert (action, status, reason) == ("pause", "accepted", "lunch")
+            assert settled(server, command_id)["status"] == "applied"
+            cancelled = corebox("sessions", "cancel", session_id, *where, "--json")
+            assert cancelled.returncode == 0, cancelled.stderr
+            assert json.loads(cancelled.stdout)["status"] == "applied"
+            listed = corebox("sessions", "commands", session_id, *where)
+            rows = [line.split("\t")[1:3] for line in listed.stdout.strip().splitlines()]
+            assert rows == [["pause", "applied"], ["cancel", "applied"]]
+            refused = corebox("sessions", "resume", "sess_missing", *where)
+            assert refused.returncode == 1 and "HTTP 404" in refused.stderr
+            assert run_state(client, session_id)["status"] == "cancelled"
+            assert turn_id == client.beta.agents.sessions.turns.list(session_id).data[0].id
     finally:
         server.stop()
