@@ -17,6 +17,7 @@ import hashlib
 import io
 import logging
 import tarfile
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
@@ -563,8 +564,16 @@ class Environments:
         ]
 
     # Artifacts.
-    async def capture(self, session_id: str, turn_id: str, connection: Connection) -> int:
-        """Store regular files under outputs/ as artifacts (new or changed ones only)."""
+    async def capture(
+        self,
+        session_id: str,
+        turn_id: str,
+        connection: Connection,
+        fence: Callable[[Tx], Awaitable[None]] | None = None,
+    ) -> int:
+        """Store regular files under outputs/ as artifacts (new or changed ones only).
+        `fence` runs first in every write and raises when the turn's claim was
+        superseded: a stale worker stores nothing."""
         session = await self._db.read(lambda r: sessions.get_any(r, session_id))
         if session is None or not session.get("environment_id"):
             return 0
@@ -585,6 +594,8 @@ class Environments:
             async def store(
                 tx: Tx, name: str = name, content: bytes = content, digest: str = digest
             ) -> bool:
+                if fence is not None:
+                    await fence(tx)
                 path = f"{WORKSPACE}/{name}"
                 if await env_rows.latest_artifact_digest(tx, session_id, path) == digest:
                     return False

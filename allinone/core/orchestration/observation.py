@@ -288,7 +288,15 @@ class Observation:
         if environments is None:
             return True
         try:
-            await environments.capture(self._run.session_id, self._run.turn_id, self._connection)
+            await environments.capture(
+                self._run.session_id,
+                self._run.turn_id,
+                self._connection,
+                partial(self._parts.projector.check_fence, run=self._run),
+            )
+        except Fenced:
+            log.warning("turn %s was fenced during artifact capture", self._run.turn_id)
+            return False
         except (WorkspaceUnavailable, OSError, tarfile.TarError) as exc:
             log.warning("turn %s: artifact capture failed: %s", self._run.turn_id, exc)
             return False
