@@ -32,6 +32,7 @@ from allinone.core.api.automations import AutomationsApi
 from allinone.core.api.commands import CommandsApi
 from allinone.core.api.comms_owner import comms_routes
 from allinone.core.api.devices import DevicesApi
+from allinone.core.api.drain import DrainApi
 from allinone.core.api.environments import EnvironmentsApi
 from allinone.core.api.harnesses import HarnessesApi
 from allinone.core.api.health import Health
@@ -206,6 +207,7 @@ class _Domain:
     health: Health
     ws_url: str
     commands: Commands
+    drain: Callable[[float], bool]
 
 
 def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) -> Parts:
@@ -246,10 +248,11 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     scheduler = AsyncIOScheduler()
     automations = Automations(db, admission, scheduler, sealer, ids, clock)
     comms = Comms(db, ids, clock)
-    health = _health(config, opened, registry, scheduler, clock)
+    health = _health(config, opened, registry, scheduler, clock, orchestrator)
     domain = _Domain(
         config, opened, clock, ids, hub, registry, sealer, grants, providers,
         environments, admission, automations, comms, scheduler, health, ws_url, commands,
+        orchestrator.start_drain,
     )  # fmt: skip
     return Parts(
         db=db,
@@ -269,7 +272,12 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
 
 
 def _health(
-    config: Config, opened: Opened, registry: Registry, scheduler: AsyncIOScheduler, clock: Clock
+    config: Config,
+    opened: Opened,
+    registry: Registry,
+    scheduler: AsyncIOScheduler,
+    clock: Clock,
+    orchestrator: Orchestrator,
 ) -> Health:
     source = str(config.config_file) if config.config_file else "defaults"
     return Health(
@@ -279,6 +287,7 @@ def _health(
         clock,
         {"data_dir": str(config.data_dir), "port": opened.port, "source": source},
         confinement=opened.confinement.describe(),
+        draining=lambda: orchestrator.draining,
     )
 
 
@@ -308,6 +317,7 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         *HarnessesApi(db, registry).routes(),
         *AgentsApi(db, ids, clock, d.providers).routes(),
         *CommandsApi(d.commands).routes(),
+        *DrainApi(d.drain).routes(),
     ]
 
 

@@ -46,8 +46,15 @@ class Reply:
         return self.body
 
 
-def call(server: Server, method: str, path: str, body: Any = None, key: str | None = None) -> Reply:
-    headers = {"Authorization": f"Bearer {API_KEY}", "Content-Type": "application/json"}
+def call(
+    server: Server,
+    method: str,
+    path: str,
+    body: Any = None,
+    key: str | None = None,
+    bearer: str = API_KEY,
+) -> Reply:
+    headers = {"Authorization": f"Bearer {bearer}", "Content-Type": "application/json"}
     if key is not None:
         headers["Idempotency-Key"] = key
     data = None if body is None else json.dumps(body).encode()

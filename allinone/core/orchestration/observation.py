@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -69,9 +70,10 @@ class Observation:
         sub: RunSubscription,
         delivery: Delivery,
         pause: asyncio.Event | None = None,
+        draining: Callable[[], bool] = lambda: False,
     ) -> None:
         self._parts = parts
-        self._pausing = Pausing(parts, run, connection, pause or asyncio.Event())
+        self._pausing = Pausing(parts, run, connection, pause or asyncio.Event(), draining)
         self.paused = False
         self._run = run
         self._connection = connection

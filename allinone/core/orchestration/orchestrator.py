@@ -71,6 +71,8 @@ class Orchestrator:
         self._inflight: dict[str, asyncio.Task[None]] = {}
         self._executions: dict[str, TurnExecution] = {}
         self._stopping = False
+        self.draining = False
+        self._drain: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
 
     # Signals from admission (called after the admitting transaction committed).
@@ -107,14 +109,36 @@ class Orchestrator:
         await Recovery(self._db, self._parts.outcomes).after_restart()
         self._task = asyncio.create_task(self._loop(), name="orchestrator")
 
+    def start_drain(self, budget: float) -> bool:
+        """`drain` as a task this orchestrator owns; False when already draining."""
+        if self.draining:
+            return False
+        self._drain = asyncio.create_task(self.drain(budget), name="drain")
+        return True
+
+    async def drain(self, budget: float) -> None:
+        """Stop claiming new work and ask every running turn to pause at its next
+        checkpoint, suspended so that a later start continues it; wait at most `budget`
+        seconds for them (a turn may also finish meanwhile)."""
+        self.draining = True
+        for execution in self._executions.values():
+            execution.drain()
+        if self._inflight:
+            await asyncio.wait(list(self._inflight.values()), timeout=budget)
+
     async def stop(self, timeout: float) -> None:
-        """Stop claiming; give running turns `timeout` to settle, then stop observing them
-        (they are failed as interrupted at the next start, never replayed)."""
+        """Drain (stop claiming, pause running turns at a safe point) within `timeout`,
+        then stop observing what is left: at the next start a turn continues from its
+        checkpoint when nothing was in flight, and is failed as interrupted otherwise,
+        never replayed."""
         self._stopping = True
         if self._task is not None:
             await cancel_and_wait(self._task)
+        if self._drain is not None:
+            await cancel_and_wait(self._drain)
+        await self.drain(timeout)
         if self._inflight:
-            _, pending = await asyncio.wait(list(self._inflight.values()), timeout=timeout)
+            _, pending = await asyncio.wait(list(self._inflight.values()), timeout=0)
             for task in pending:
                 task.cancel()
             if pending:
@@ -139,7 +163,7 @@ class Orchestrator:
         queued = await self._db.read(checkpoints.resumable)
         queued += await self._db.read(turns.queued)
         for turn in queued:
-            if turn["id"] in self._inflight or self._stopping:
+            if turn["id"] in self._inflight or self._stopping or self.draining:
                 continue
             session = await self._db.read(partial(sessions.get_any, session_id=turn["session_id"]))
             if session is None:

@@ -6,6 +6,9 @@ The Run stops at its next checkpoint and ends with a `done` that says `paused`; 
 is then suspended `paused` (no lease, no device, its status kept) and the open pause
 commands are applied, all in one fenced transaction. A Run that ends otherwise settles
 as it would have, and the pause commands are rejected `terminal` with it.
+
+A drain pauses the same way, but leaves the turn `resuming` (no pause command asked for
+it): a later start re-claims it and it continues.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 
 from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.orchestration.collaborators import Collaborators
@@ -31,7 +35,9 @@ class Pausing:
         run: RunProjection,
         connection: Connection,
         requested: asyncio.Event,
+        draining: Callable[[], bool],
     ) -> None:
+        self._draining = draining
         self._parts = parts
         self._run = run
         self._connection = connection
@@ -64,13 +70,15 @@ class Pausing:
         run = self._run
         now = self._parts.clock.now()
 
-        async def job(tx: Tx) -> bool:
-            if not await checkpoints.suspend(tx, run.turn_id, "paused", run.fencing_token, None):
-                return False
+        async def job(tx: Tx) -> str | None:
+            asked = await commands.open_for(tx, run.turn_id, "pause")
+            phase = "resuming" if self._draining() and not asked else "paused"
+            if not await checkpoints.suspend(tx, run.turn_id, phase, run.fencing_token, None):
+                return None
             await commands.settle(tx, run.turn_id, "pause", "applied", None, now)
-            return True
+            return phase
 
-        applied = bool(await self._parts.db.write_durably(job))
-        if applied:
-            log.info("turn %s paused at its checkpoint", run.turn_id)
-        return applied
+        phase = await self._parts.db.write_durably(job)
+        if phase is not None:
+            log.info("turn %s stopped at its checkpoint (%s)", run.turn_id, phase)
+        return phase == "paused"

@@ -64,10 +64,16 @@ class TurnExecution:
         self._connection = connection
         self.cancel = asyncio.Event()
         self.pause = asyncio.Event()
+        self.draining = False
         self.delivery: Delivery | None = None
         # A turn suspended at a checkpoint is re-claimed and continues from its cursor.
         self._resuming = turn.get("phase") == RESUMING and turn["status"] != TurnStatus.QUEUED
         self._cursor = ""
+
+    def drain(self) -> None:
+        """Pause at the next checkpoint for a drain: the turn is left to be re-claimed."""
+        self.draining = True
+        self.pause.set()
 
     async def run(self) -> None:
         try:
@@ -116,7 +122,9 @@ class TurnExecution:
         )
         self.delivery = delivery
         delivery.start()
-        observation = Observation(parts, run, self._connection, run_sub, delivery, self.pause)
+        observation = Observation(
+            parts, run, self._connection, run_sub, delivery, self.pause, lambda: self.draining
+        )
         try:
             await observation.observe(self.cancel)
         finally:
