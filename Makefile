@@ -73,6 +73,7 @@ bench: binary
 	$(BIN)/python tests/bench/bench_wire.py
 	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_comms.py
 	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_builtin.py
+	$(BIN)/python tests/bench/bench_checkpoint.py
 
 clean:
 	rm -rf $(VENV) dist build/work
