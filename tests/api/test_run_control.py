@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -250,3 +251,35 @@ def test_the_cli_pauses_lists_and_cancels(tmp_path: Path) -> None:
             assert turn_id == client.beta.agents.sessions.turns.list(session_id).data[0].id
     finally:
         server.stop()
+
+
+def test_a_paused_turn_quiesces_its_environment_and_resumes_it(tmp_path: Path) -> None:
+    server = start_server(tmp_path / "data")
+    try:
+        with sdk(server) as client:
+            stream = client.beta.agents.sessions.create(
+                agent={"model": "scripted"},
+                environment={"type": "openai_hosted"},
+                input="/say a\n/sleep 1000\n/write out.txt b\n/read out.txt\n/say {read}",
+                stream=True,
+            )
+            session_id = ""
+            for event in stream:
+                if event.type == "agent.session.created":
+                    session_id = event.session.id
+                if event.type == "agent.session.turn.item.done":
+                    break
+            stream.close()
+            paused = command(server, session_id, "pause")
+            assert settled(server, paused.json()["id"])["status"] == "applied"
+            resumed = command(server, session_id, "resume")
+            assert settled(server, resumed.json()["id"])["status"] == "applied"
+            wait_idle(client, session_id)
+            assert run_state(client, session_id)["status"] == "completed"
+            assert assistant(client, session_id) == ["a", "b"]
+    finally:
+        server.stop()
+    log = server.log.read_text()
+    quiesced = re.search(r"environment_quiesce (pause-turn_\S+) accepted", log)
+    assert quiesced is not None, "the paused turn's Environment was not quiesced"
+    assert f"environment_resume {quiesced.group(1)} accepted" in log

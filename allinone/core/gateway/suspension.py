@@ -71,4 +71,5 @@ async def _ask(
         code = getattr(reply, "error_code", "")
         log.warning("%s %s refused: %s", type_, suspend, code)
         return False
+    log.info("%s %s accepted", type_, suspend)
     return True

@@ -168,7 +168,10 @@ class Orchestrator:
             session = await self._db.read(partial(sessions.get_any, session_id=turn["session_id"]))
             if session is None:
                 continue
-            connection = self._registry.select(session["harness"], required_capabilities(session))
+            needs = required_capabilities(session)
+            if turn["status"] != "queued":
+                needs.append("resume")  # a re-claim continues from a checkpoint's cursor
+            connection = self._registry.select(session["harness"], needs)
             if connection is None:
                 # Stays queued until a device declares what it needs, unless it can never
                 # run because its environment failed to prepare.
