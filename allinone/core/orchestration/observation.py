@@ -149,7 +149,10 @@ class Observation:
     async def _lost(self) -> None:
         reason = self._sub.error.reason if self._sub.error else "closed"
         await self._delivery.stop()
-        if await Recovery(self._parts.db, self._parts.outcomes).run_lost(self._run):
+        # Only a closed connection proves the Run is gone with it; a Run that may still
+        # be running (a subscriber overflow) is never continued by a second one.
+        closed = self._connection.closed.is_set()
+        if closed and await Recovery(self._parts.db, self._parts.outcomes).run_lost(self._run):
             log.info(
                 "turn %s: observation lost (%s); continues from its checkpoint",
                 self._run.turn_id,
