@@ -283,3 +283,60 @@ def test_a_paused_turn_quiesces_its_environment_and_resumes_it(tmp_path: Path) -
     quiesced = re.search(r"environment_quiesce (pause-turn_\S+) accepted", log)
     assert quiesced is not None, "the paused turn's Environment was not quiesced"
     assert f"environment_resume {quiesced.group(1)} accepted" in log
+
+
+LOOKUP = {
+    "type": "function",
+    "name": "lookup",
+    "description": "Look a value up.",
+    "parameters": {"type": "object", "properties": {}, "additionalProperties": True},
+}
+
+
+def test_a_turn_paused_while_waiting_takes_its_result_and_continues_on_resume(
+    tmp_path: Path,
+) -> None:
+    server = start_server(tmp_path / "data")
+    try:
+        with sdk(server) as client:
+            agent = client.beta.agents.create(model="scripted", tools=[LOOKUP])  # type: ignore[list-item]
+            stream = client.beta.agents.sessions.create(
+                agent_id=agent.id,
+                environment={"type": "none"},
+                input="/call lookup {}\n/say got {result}",
+                stream=True,
+            )
+            session_id, action = "", None
+            for event in stream:
+                if event.type == "agent.session.created":
+                    session_id = event.session.id
+                if event.type == "agent.session.requires_action":
+                    action = event.session.required_actions[0]  # type: ignore[attr-defined]
+                    break
+            stream.close()
+            assert action is not None
+            paused = command(server, session_id, "pause")
+            assert settled(server, paused.json()["id"])["status"] == "applied"
+            state = run_state(client, session_id)
+            assert (state["status"], state["phase"]) == ("waiting", "paused")
+            assert state["checkpoint"]["boundary"] == "awaiting_function_result"
+            client.beta.agents.sessions.events.create(
+                session_id,
+                events=[
+                    {
+                        "type": "agent.session.input.tool_result",
+                        "turn_id": action.turn_id,
+                        "call_id": action.call_id,
+                        "success": True,
+                        "output": "7",
+                    }  # type: ignore[list-item]
+                ],
+            )
+            assert run_state(client, session_id)["phase"] == "paused"  # nothing delivered
+            resumed = command(server, session_id, "resume")
+            assert settled(server, resumed.json()["id"])["status"] == "applied"
+            wait_idle(client, session_id)
+            assert run_state(client, session_id)["status"] == "completed"
+            assert assistant(client, session_id) == ["got 7"]
+    finally:
+        server.stop()
