@@ -249,6 +249,17 @@ def test_the_cli_pauses_lists_and_cancels(tmp_path: Path) -> None:
             assert refused.returncode == 1 and "HTTP 404" in refused.stderr
             assert run_state(client, session_id)["status"] == "cancelled"
             assert turn_id == client.beta.agents.sessions.turns.list(session_id).data[0].id
+            # The same resources through the official SDK's generic methods.
+            page = client.get(
+                f"{server.base_url}/x/v1/sessions/{session_id}/commands", cast_to=object
+            )
+            assert [c["action"] for c in page["data"]] == ["pause", "cancel"]  # type: ignore[index]
+            late = client.post(
+                f"{server.base_url}/x/v1/sessions/{session_id}/commands",
+                cast_to=object,
+                body={"action": "resume", "turn_id": turn_id},
+            )
+            assert late["reason"] == "terminal"  # type: ignore[index]
     finally:
         server.stop()
 
