@@ -75,6 +75,7 @@ bench: binary
 	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_comms.py
 	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_builtin.py
 	$(BIN)/python tests/bench/bench_snapshots.py
+	$(BIN)/python tests/bench/bench_checkpoint.py
 
 clean:
 	rm -rf $(VENV) dist build/work

@@ -31,8 +31,10 @@ from allinone.core.api.archive import ArchiveApi
 from allinone.core.api.auth import Keys
 from allinone.core.api.automations import AutomationsApi
 from allinone.core.api.bundles import BundlesApi
+from allinone.core.api.commands import CommandsApi
 from allinone.core.api.comms_owner import comms_routes
 from allinone.core.api.devices import DevicesApi
+from allinone.core.api.drain import DrainApi
 from allinone.core.api.environments import EnvironmentsApi
 from allinone.core.api.files import FilesApi
 from allinone.core.api.forks import ForksApi
@@ -49,6 +51,7 @@ from allinone.core.api.vaults import VaultsApi
 from allinone.core.archive import Archive
 from allinone.core.automations import Automations
 from allinone.core.comms.service import Comms
+from allinone.core.control.commands import Commands, Signals
 from allinone.core.control.forks import Forks
 from allinone.core.control.rewinds import Rewinds
 from allinone.core.environments import Environments
@@ -218,6 +221,8 @@ class _Domain:
     health: Health
     ws_url: str
     skills: Catalog
+    commands: Commands
+    drain: Callable[[float], bool]
 
 
 def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) -> Parts:
@@ -253,13 +258,18 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
         db, recorder, ids, clock, orchestrator.wake, orchestrator.request_cancel,
         orchestrator.input_admitted, environments, providers,
     )  # fmt: skip
+    commands = Commands(
+        db, recorder, ids, clock,
+        Signals(orchestrator.wake, orchestrator.request_pause, orchestrator.request_cancel),
+    )  # fmt: skip
     scheduler = AsyncIOScheduler()
     automations = Automations(db, admission, scheduler, sealer, ids, clock)
     comms = Comms(db, ids, clock)
-    health = _health(config, opened, registry, scheduler, clock)
+    health = _health(config, opened, registry, scheduler, clock, orchestrator)
     domain = _Domain(
         config, opened, clock, ids, hub, registry, sealer, grants, providers,
         environments, admission, automations, comms, scheduler, health, ws_url, skills,
+        commands, orchestrator.start_drain,
     )  # fmt: skip
     return Parts(
         db=db,
@@ -280,7 +290,12 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
 
 
 def _health(
-    config: Config, opened: Opened, registry: Registry, scheduler: AsyncIOScheduler, clock: Clock
+    config: Config,
+    opened: Opened,
+    registry: Registry,
+    scheduler: AsyncIOScheduler,
+    clock: Clock,
+    orchestrator: Orchestrator,
 ) -> Health:
     source = str(config.config_file) if config.config_file else "defaults"
     return Health(
@@ -290,6 +305,7 @@ def _health(
         clock,
         {"data_dir": str(config.data_dir), "port": opened.port, "source": source},
         confinement=opened.confinement.describe(),
+        draining=lambda: orchestrator.draining,
     )
 
 
@@ -326,6 +342,8 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         ).routes(),
         *ArchiveApi(Archive(db, clock)).routes(),
         *BundlesApi(d.config.data_dir).routes(),
+        *CommandsApi(d.commands).routes(),
+        *DrainApi(d.drain).routes(),
     ]
 
 

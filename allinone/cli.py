@@ -12,7 +12,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from allinone import __version__, admin, data_commands, devices, session_forks, skill_commands
+from allinone import (
+    __version__,
+    admin,
+    data_commands,
+    devices,
+    run_control,
+    session_forks,
+    skill_commands,
+)
 from allinone.config import ConfigError, load
 from allinone.receiver import commands as comms_commands
 
@@ -78,9 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     comms_commands.add_commands(commands)
     devices.add_commands(commands)
     skill_commands.add_commands(commands)
-    sessions = commands.add_parser("sessions", help="control sessions (needs a running server)")
-    session_actions = sessions.add_subparsers(dest="action", required=True)
-    session_forks.add_commands(session_actions)
+    session_forks.add_commands(run_control.add_commands(commands))
     data_commands.add_commands(commands)
     return parser
 
@@ -128,9 +134,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == skill_commands.COMMAND:
         return skill_commands.run_command(args, os.environ)
-    if args.command == "sessions" and args.action in session_forks.ACTIONS:
+    if args.command == "sessions":
         try:
-            session_forks.run(args, sys.stdout)
+            if args.action in session_forks.ACTIONS:
+                session_forks.run(args, sys.stdout)
+            else:
+                run_control.run(args, sys.stdout)
         except admin.AdminError as exc:
             print(f"corebox: error: {exc}", file=sys.stderr)
             return 1

@@ -123,6 +123,7 @@ class Dispatcher:
             "execution_start": lambda f: self._preparations.start(f.id, f.payload),
             "execution_release": lambda f: self._preparations.release(f.id, f.payload),
             "prompt_cancel": self._cancel,
+            "prompt_pause": self._pause,
             "prompt_steer": self._steer,
             "function_result": self._function_result,
             "permission_decision": self._decision,
@@ -244,6 +245,15 @@ class Dispatcher:
             yield _not_applied(delivery, CancelErrorCode.CANCEL_TIMEOUT)
             return
         yield InteractionDecisionAck(delivery_id=delivery, applied=True)
+
+    async def _pause(self, frame: Frame) -> Replies:
+        """Ask a Run to stop at its next checkpoint; its frames (a checkpoint, then a
+        `done` that says `paused`) are the answer."""
+        run = self._runs.get(frame.id)
+        if run is not None:
+            run.request_pause()
+        return
+        yield
 
     async def _steer(self, frame: Frame) -> Replies:
         """Refuse an invalid or late steering input; a Run acknowledges its own."""

@@ -276,7 +276,7 @@ class Preparations:
             self.bindings[request.run_id] = workspace
         self.runs[request.run_id] = run
         yield record.advance(PreparationState.STARTED)
-        run.start(request.input)
+        run.start(request.input, request.resume)
         assert run.task is not None
         run.task.add_done_callback(lambda _t: self._run_finished(record, run))
 

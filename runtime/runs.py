@@ -9,6 +9,15 @@ Receipts kept here:
   adapter takes it; an input still unconsumed when the Run ends is refused
   `run_inactive` before `done`.
 
+Checkpoints and pause: the adapter calls `checkpoint(boundary, cursor)` at a safe point
+(nothing it started is in flight); a wait for a function result, approval or choice is
+one when the adapter passes its cursor with the request. A pause is honoured only
+there: at once when the Run's last frame was a checkpoint (the adapter is waiting or
+between steps), otherwise at the adapter's next checkpoint. A paused Run ends with
+`done` whose metadata says `paused`; `resume` (from `execution_start`) is the cursor the
+adapter continues from, and `wait_*` re-register a request sent before the restart
+without sending it again.
+
 Optional operations (function calls, permission requests, function results, permission
 decisions, steering) are checked against the declaration frozen at admission before
 anything reaches the adapter or the wire; an undeclared one is Unsupported. How an
@@ -116,6 +125,10 @@ class Run:
         self._usage: wire.Usage | None = None
         self.done_sent = False
         self.cancel_requested = False
+        self.pause_requested = False
+        self.paused = False
+        self.resume = ""
+        self._at_checkpoint = False
         self.task: asyncio.Task[None] | None = None
         self._driving = False
         self.settled = asyncio.Event()
@@ -132,45 +145,93 @@ class Run:
             raise OutputClosed(self.run_id)
         if isinstance(payload, wire.Usage):
             self._usage = payload
+        elif type_ != "checkpoint":
+            self._at_checkpoint = False
         await self._send(type_, self.run_id, payload)
 
-    async def call_function(self, call_id: str, name: str, arguments: str) -> FunctionOutcome:
-        if not self.declaration.function_tools:
-            raise Unsupported("function_tools", "function tools are not declared")
-        pending = _Pending(asyncio.get_running_loop().create_future())
-        self._calls[call_id] = pending
+    @property
+    def resume_cursor(self) -> str:
+        return self.resume
+
+    async def checkpoint(self, boundary: wire.CheckpointBoundary, cursor: str) -> None:
+        """Send a checkpoint; when a pause was requested, stop here (the Run ends paused)."""
+        await self.emit("checkpoint", wire.Checkpoint(boundary=boundary, cursor=cursor))
+        self._at_checkpoint = True
+        if self.pause_requested:
+            self.paused = True
+            raise asyncio.CancelledError
+
+    async def _wait(
+        self, pending: _Pending, boundary: wire.CheckpointBoundary, cursor: str
+    ) -> object:
+        if cursor:
+            await self.checkpoint(boundary, cursor)
+        return await pending.future
+
+    async def call_function(
+        self, call_id: str, name: str, arguments: str, checkpoint: str = ""
+    ) -> FunctionOutcome:
+        pending = self._pending_call(call_id)
         await self.emit(
             "function_call",
             FunctionCall(call_id=call_id, name=name, arguments=msgspec.Raw(arguments.encode())),
         )
-        result = await pending.future
+        result = await self._wait(pending, "awaiting_function_result", checkpoint)
         assert isinstance(result, FunctionOutcome)
         return result
 
-    async def request_permission(
-        self, request_id: str, tool: str, title: str, detail: str = ""
-    ) -> bool:
-        if not self.declaration.permissions:
-            raise Unsupported("permissions", "permissions are not declared")
+    async def wait_function(self, call_id: str) -> FunctionOutcome:
+        result = await self._pending_call(call_id).future
+        assert isinstance(result, FunctionOutcome)
+        return result
+
+    def _pending_call(self, call_id: str) -> _Pending:
+        if not self.declaration.function_tools:
+            raise Unsupported("function_tools", "function tools are not declared")
         pending = _Pending(asyncio.get_running_loop().create_future())
-        self._interactions[request_id] = pending
+        self._calls[call_id] = pending
+        return pending
+
+    async def request_permission(
+        self, request_id: str, tool: str, title: str, detail: str = "", checkpoint: str = ""
+    ) -> bool:
+        pending = self._pending_permission(request_id)
         await self.emit(
             "permission_request",
             PermissionRequest(request_id=request_id, tool=tool, title=title, detail=detail),
         )
-        return bool(await pending.future)
+        return bool(await self._wait(pending, "awaiting_approval", checkpoint))
 
-    async def ask_choice(self, ask_id: str, questions: list[ChoiceQuestion]) -> ChoiceOutcome:
-        pending = _Pending(
-            asyncio.get_running_loop().create_future(), question_ids=tuple(q.id for q in questions)
-        )
-        self._interactions[ask_id] = pending
+    async def wait_permission(self, request_id: str) -> bool:
+        return bool(await self._pending_permission(request_id).future)
+
+    def _pending_permission(self, request_id: str) -> _Pending:
+        if not self.declaration.permissions:
+            raise Unsupported("permissions", "permissions are not declared")
+        pending = _Pending(asyncio.get_running_loop().create_future())
+        self._interactions[request_id] = pending
+        return pending
+
+    async def ask_choice(
+        self, ask_id: str, questions: list[ChoiceQuestion], checkpoint: str = ""
+    ) -> ChoiceOutcome:
+        pending = self._pending_choice(ask_id, tuple(q.id for q in questions))
         await self.emit(
             "prompt_for_user_choice", PromptForUserChoice(ask_id=ask_id, questions=questions)
         )
-        result = await pending.future
+        result = await self._wait(pending, "awaiting_choice", checkpoint)
         assert isinstance(result, ChoiceOutcome)
         return result
+
+    async def wait_choice(self, ask_id: str, question_ids: tuple[str, ...]) -> ChoiceOutcome:
+        result = await self._pending_choice(ask_id, question_ids).future
+        assert isinstance(result, ChoiceOutcome)
+        return result
+
+    def _pending_choice(self, ask_id: str, question_ids: tuple[str, ...]) -> _Pending:
+        pending = _Pending(asyncio.get_running_loop().create_future(), question_ids=question_ids)
+        self._interactions[ask_id] = pending
+        return pending
 
     def take_steered(self) -> list[MessageInput]:
         taken: list[MessageInput] = []
@@ -314,7 +375,8 @@ class Run:
         task.add_done_callback(self._acks.discard)
 
     # Lifecycle.
-    def start(self, messages: MessageInput) -> None:
+    def start(self, messages: MessageInput, resume: str = "") -> None:
+        self.resume = resume
         self.task = asyncio.create_task(self._drive(messages), name=f"run-{self.run_id}")
 
     async def _drive(self, messages: MessageInput) -> None:
@@ -323,7 +385,7 @@ class Run:
             if not self.cancel_requested:  # cancelled before the task first ran
                 await self.executor.run(self.run_id, messages, self)
         except asyncio.CancelledError:
-            if not self.cancel_requested:
+            if not (self.cancel_requested or self.paused):
                 raise
         except HarnessError as exc:
             await self._safe_error(*self._describe(exc))
@@ -391,20 +453,33 @@ class Run:
             await asyncio.wait(set(self._acks), timeout=limits.RECEIPT_SEND_TIMEOUT_SECONDS)
         snapshot = await self._take_snapshot()
         self.done_sent = True
+        metadata = {wire.PAUSED_METADATA_KEY: "true"} if self.paused else None
         await self._send(
-            "done", self.run_id, wire.Done(usage=self._usage, workspace_snapshot=snapshot)
+            "done",
+            self.run_id,
+            wire.Done(usage=self._usage, workspace_snapshot=snapshot, metadata=metadata),
         )
 
     async def _take_snapshot(self) -> str:
         """Snapshot the managed workspace as the Run ends (before `done`, so that Core
-        learns of it with the outcome); "" when none was taken."""
-        if self._snapshot is None:
+        learns of it with the outcome); "" when none was taken, or when the Run only
+        paused (the turn has not ended)."""
+        if self._snapshot is None or self.paused:
             return ""
         try:
             return await self._snapshot()
         except Exception:
             log.exception("run %s: workspace snapshot failed", self.run_id)
             return ""
+
+    def request_pause(self) -> None:
+        """Stop at the next checkpoint: at once when the last frame was one."""
+        if self.done_sent or self.cancel_requested:
+            return
+        self.pause_requested = True
+        if self._at_checkpoint and self._driving and self.task is not None:
+            self.paused = True
+            self.task.cancel()
 
     async def cancel(self, timeout: float) -> bool:
         """Ask the adapter to stop and wait for native settlement; return whether it did."""

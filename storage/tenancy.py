@@ -47,6 +47,16 @@ async def project_for_key(q: Queryable, digest: str) -> str | None:
     return None if row is None else str(row["project_id"])
 
 
+async def key_for_digest(q: Queryable, digest: str) -> tuple[str, str] | None:
+    """The (project id, key id) of a live key, or None."""
+    row = await q.fetchone(
+        "SELECT k.project_id, k.id FROM api_keys k JOIN projects p ON p.id = k.project_id"
+        " WHERE k.digest = ? AND k.revoked_at IS NULL AND p.archived_at IS NULL",
+        (digest,),
+    )
+    return None if row is None else (str(row["project_id"]), str(row["id"]))
+
+
 async def upsert_device(tx: Tx, device_id: str, name: str, digest: str, now: int) -> None:
     await tx.execute(
         "INSERT INTO devices (id, name, credential_digest, created_at) VALUES (?, ?, ?, ?)"

@@ -17,6 +17,7 @@ import hashlib
 import io
 import logging
 import tarfile
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
@@ -610,9 +611,17 @@ class Environments:
         return found
 
     # Artifacts.
-    async def capture(self, session_id: str, turn_id: str, connection: Connection) -> int:
+    async def capture(
+        self,
+        session_id: str,
+        turn_id: str,
+        connection: Connection,
+        fence: Callable[[Tx], Awaitable[None]] | None = None,
+    ) -> int:
         """Store regular files under outputs/ as artifacts: those new or changed since
-        the environment's latest artifact at their path, whichever session made it."""
+        the environment's latest artifact at their path, whichever session made it.
+        `fence` runs first in every write and raises when the turn's claim was
+        superseded: a stale worker stores nothing."""
         session = await self._db.read(lambda r: sessions.get_any(r, session_id))
         if session is None or not session.get("environment_id"):
             return 0
@@ -635,6 +644,8 @@ class Environments:
             async def store(
                 tx: Tx, name: str = name, content: bytes = content, digest: str = digest
             ) -> bool:
+                if fence is not None:
+                    await fence(tx)
                 path = f"{WORKSPACE}/{name}"
                 # Only what this session changed is its output: a file left by an
                 # earlier session of a reused environment, unchanged, is not.

@@ -78,7 +78,20 @@ def turn(row: dict[str, Any]) -> dict[str, Any]:
             "unknown_inputs": row.get("unknown_inputs") or 0,
             # The model context the turn ran with (orchestration/context.py), or null.
             "context": row.get("context"),
+            "checkpoint": checkpoint(row),
         },
+    }
+
+
+def checkpoint(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The turn's latest checkpoint (seed 003), or None before its first."""
+    if not row.get("checkpoint_boundary"):
+        return None
+    return {
+        "boundary": row["checkpoint_boundary"],
+        "journal_seq": row.get("checkpoint_journal_seq"),
+        "config_digest": row.get("checkpoint_config_digest"),
+        "created_at": row.get("checkpoint_at"),
     }
 
 

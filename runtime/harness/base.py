@@ -37,6 +37,7 @@ from runtime.proto.execution import ExecutionConfiguration
 from runtime.proto.history import HistoryEntry
 from runtime.proto.inputs import InputContent, MessageInput
 from runtime.proto.interactions import ChoiceQuestion
+from runtime.proto.run import CheckpointBoundary
 
 
 class HarnessError(RuntimeFault):
@@ -115,15 +116,40 @@ class RunContext(Protocol):
         adapter that keeps conversation memory rebuilds it; None leaves its memory as is."""
         ...
 
+    @property
+    def resume_cursor(self) -> str:
+        """The cursor of a checkpoint this Run continues from, or "" for a new turn."""
+        ...
+
     async def emit(self, type_: str, payload: msgspec.Struct) -> None: ...
 
-    async def call_function(self, call_id: str, name: str, arguments: str) -> FunctionOutcome: ...
+    async def checkpoint(self, boundary: CheckpointBoundary, cursor: str) -> None:
+        """Declare a safe point the harness could continue from with `cursor`; raises
+        `asyncio.CancelledError` when the Run is paused there."""
+        ...
+
+    async def call_function(
+        self, call_id: str, name: str, arguments: str, checkpoint: str = ""
+    ) -> FunctionOutcome:
+        """Send the call and wait for its result; with `checkpoint`, the wait is a
+        checkpoint with that cursor."""
+        ...
+
+    async def wait_function(self, call_id: str) -> FunctionOutcome:
+        """Wait for the result of a call sent before this Run resumed."""
+        ...
 
     async def request_permission(
-        self, request_id: str, tool: str, title: str, detail: str = ""
+        self, request_id: str, tool: str, title: str, detail: str = "", checkpoint: str = ""
     ) -> bool: ...
 
-    async def ask_choice(self, ask_id: str, questions: list[ChoiceQuestion]) -> ChoiceOutcome: ...
+    async def wait_permission(self, request_id: str) -> bool: ...
+
+    async def ask_choice(
+        self, ask_id: str, questions: list[ChoiceQuestion], checkpoint: str = ""
+    ) -> ChoiceOutcome: ...
+
+    async def wait_choice(self, ask_id: str, question_ids: tuple[str, ...]) -> ChoiceOutcome: ...
 
     def take_steered(self) -> list[MessageInput]:
         """Take every steered input written so far; taking one confirms its consumption."""

@@ -13,6 +13,13 @@ subagent named `subagent-N` whose task is TEXT, plays its one turn (the user mes
 TEXT, the reply TEXT) and closes it, reporting each step to Core as subagent
 observation frames; `{subagent}` in a later directive is its reply. Without
 `multi_agent.enabled` it fails the turn with `invalid_request`.
+
+Checkpoints: before each directive (`between_model_calls`) and while waiting for a
+function result, approval or choice, the harness sends its resume cursor: the
+directives still to run, the values substituted so far, the word counts, and the
+request it waits for. A Run started with that cursor continues there: it re-registers
+the request it was waiting for without sending it again, and never repeats a directive
+that ran before the checkpoint.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from typing import Literal
 
 from runtime.errors import RuntimeFault
 from runtime.harness import subagents
-from runtime.harness.base import RunContext
+from runtime.harness.base import ChoiceOutcome, RunContext
 from runtime.harness.commands import CommandRunner
 from runtime.proto import run as wire
 from runtime.proto.capabilities import AgentKindCapabilities
@@ -151,7 +158,10 @@ class ScriptedExecutor:
 
     async def run(self, run_id: str, messages: MessageInput, context: RunContext) -> None:
         turn = _ScriptedTurn(context, self._configuration)
-        await turn.play(text_of(messages))
+        if context.resume_cursor:
+            await turn.resume(context.resume_cursor)
+        else:
+            await turn.play(text_of(messages))
 
 
 class _ScriptedTurn:
@@ -169,15 +179,58 @@ class _ScriptedTurn:
         self._usage_reported = False
         self._values: dict[str, str] = {}
         self._lines: deque[Line] = deque()
+        self._waiting: dict[str, str] | None = None
+
+    def cursor(self, waiting: dict[str, str] | None = None) -> str:
+        """The resume state: what is still to run and what was learnt so far."""
+        return json.dumps(
+            {
+                "v": 1,
+                "lines": [[line.directive, line.argument] for line in self._lines],
+                "values": self._values,
+                "words": [self._input_words, self._output_words],
+                "usage": self._usage_reported,
+                "waiting": waiting,
+            },
+            separators=(",", ":"),
+        )
+
+    async def resume(self, cursor: str) -> None:
+        """Continue from a checkpoint's cursor (see the module docstring)."""
+        state = json.loads(cursor)
+        self._lines = deque(Line(str(d), str(a)) for d, a in state["lines"])
+        self._values = {str(k): str(v) for k, v in state["values"].items()}
+        self._input_words, self._output_words = (int(n) for n in state["words"])
+        self._usage_reported = bool(state["usage"])
+        self._waiting = state.get("waiting")
+        await self.play("")
+
+    async def _await_pending(self) -> None:
+        waiting, self._waiting = self._waiting, None
+        if waiting is None:
+            return
+        kind, request_id = waiting["kind"], waiting["id"]
+        if kind == "call":
+            outcome = await self._context.wait_function(request_id)
+            self._values["result"] = outcome.text if outcome.success else "error"
+        elif kind == "permission":
+            approved = await self._context.wait_permission(request_id)
+            self._values["decision"] = "approved" if approved else "denied"
+        else:
+            choice = await self._context.wait_choice(request_id, ("q1",))
+            self._values["choice"] = _choice_text(choice)
 
     async def play(self, text: str) -> None:
         """Run the directives; usage (the word count unless `/usage` reported it) comes
         before a `/fail` error, so an `error` is the Run's last frame before `done`."""
-        self._queue(text)
+        if text:
+            self._queue(text)
         failure: ScriptedFailure | None = None
         try:
+            await self._await_pending()
             while True:
                 while self._lines:
+                    await self._context.checkpoint("between_model_calls", self.cursor())
                     await self._step(self._lines.popleft())
                     self._take_steered()
                 self._take_steered()
@@ -368,15 +421,23 @@ class _ScriptedTurn:
             raise ScriptedFailure("invalid_request", "/call needs a JSON object") from exc
         if not isinstance(arguments, dict):
             raise ScriptedFailure("invalid_request", "/call needs a JSON object")
+        call_id = f"call_{secrets.token_hex(8)}"
         outcome = await self._context.call_function(
-            f"call_{secrets.token_hex(8)}", name, json.dumps(arguments)
+            call_id,
+            name,
+            json.dumps(arguments),
+            checkpoint=self.cursor({"kind": "call", "id": call_id}),
         )
         self._values["result"] = outcome.text if outcome.success else "error"
 
     async def _permission(self, argument: str) -> None:
         tool, _, title = argument.strip().partition(" ")
+        request_id = f"perm_{secrets.token_hex(8)}"
         approved = await self._context.request_permission(
-            f"perm_{secrets.token_hex(8)}", tool or "tool", title or tool
+            request_id,
+            tool or "tool",
+            title or tool,
+            checkpoint=self.cursor({"kind": "permission", "id": request_id}),
         )
         self._values["decision"] = "approved" if approved else "denied"
 
@@ -387,10 +448,11 @@ class _ScriptedTurn:
         question = ChoiceQuestion(
             id="q1", question=parts[0], options=[ChoiceOption(label=p) for p in parts[1:] if p]
         )
-        outcome = await self._context.ask_choice(f"ask_{secrets.token_hex(8)}", [question])
-        self._values["choice"] = (
-            "cancelled" if outcome.cancelled else ", ".join(outcome.answers.get("q1", []))
+        ask_id = f"ask_{secrets.token_hex(8)}"
+        outcome = await self._context.ask_choice(
+            ask_id, [question], checkpoint=self.cursor({"kind": "choice", "id": ask_id})
         )
+        self._values["choice"] = _choice_text(outcome)
 
     async def _subagent(self, argument: str) -> None:
         """`/subagent TEXT`: open a subagent whose task is TEXT; it replies with TEXT
@@ -441,6 +503,10 @@ class _ScriptedTurn:
                 "invalid_request", "/read must stay inside the workspace"
             ) from exc
         self._values["read"] = data.decode("utf-8", "replace")
+
+
+def _choice_text(outcome: ChoiceOutcome) -> str:
+    return "cancelled" if outcome.cancelled else ", ".join(outcome.answers.get("q1", []))
 
 
 def _int(text: str, directive: str) -> int:

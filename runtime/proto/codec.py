@@ -50,6 +50,7 @@ CORE_TO_RUNTIME: dict[str, type[msgspec.Struct]] = {
     "execution_start": execution.ExecutionStart,
     "execution_release": execution.ExecutionRelease,
     "prompt_cancel": run.PromptCancel,
+    "prompt_pause": run.PromptPause,
     "runtime_prepare": initialization.RuntimePrepare,
     "device_shutdown": device.DeviceShutdown,
     "permission_decision": interactions.PermissionDecision,
@@ -73,6 +74,7 @@ RUNTIME_TO_CORE: dict[str, type[msgspec.Struct]] = {
     "usage": run.Usage,
     "error": run.Error,
     "done": run.Done,
+    "checkpoint": run.Checkpoint,
     "runtime_prepare_result": initialization.RuntimePrepareResult,
     "permission_request": interactions.PermissionRequest,
     "permission_cancel": interactions.PermissionCancel,
@@ -113,6 +115,7 @@ RUN_EVENT_TYPES = frozenset(
         "tool_call",
         "usage",
         "error",
+        "checkpoint",
         "done",
         *subagents.SUBAGENT_FRAMES,
     }

@@ -296,17 +296,23 @@ def _check_command_environment(variables: dict[str, str]) -> None:
 class ExecutionStart(msgspec.Struct, **_STRICT):
     """`history`, when present, is the session's committed conversation before this
     input, from which the Executor rebuilds its model context (runtime/proto/history.py);
-    absent, the Executor keeps its own memory."""
+    absent, the Executor keeps its own memory. `resume` is a cursor the harness gave in a
+    `checkpoint` frame: when set, the Run continues from there (the turn's input is then
+    context only) instead of starting the turn anew. Only sent to a harness that declares
+    `resume`."""
 
     executor_id: str
     handle: str
     run_id: str
     input: MessageInput
     history: list[HistoryEntry] | None = None
+    resume: str = ""
 
     def validate(self) -> None:
         if not (self.executor_id and self.handle and self.run_id):
             raise ValidationError(PreparationErrorCode.INVALID_START, "start needs ids")
+        if len(self.resume.encode()) > limits.MAX_RESUME_CURSOR_BYTES:
+            raise ValidationError(PreparationErrorCode.INVALID_START, "resume cursor too large")
         try:
             validate_message_input(self.input)
         except ValidationError as exc:

@@ -36,6 +36,8 @@ ID_KINDS: dict[str, IdKind] = {
     "execution_release": IdKind.PREPARATION,
     "preparation_status": IdKind.PREPARATION,
     "prompt_cancel": IdKind.RUN,
+    "prompt_pause": IdKind.RUN,
+    "checkpoint": IdKind.RUN,
     "prompt_steer": IdKind.RUN,
     "prompt_steer_ack": IdKind.RUN,
     "function_call": IdKind.RUN,

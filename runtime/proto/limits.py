@@ -103,3 +103,7 @@ SUSPEND_RECONNECT_SECONDS = 30.0
 MAX_OUTSTANDING_SUSPENSIONS = 2
 # Variables a Run adds to its commands' environment (its vault credentials).
 MAX_COMMAND_ENVIRONMENT_ENTRIES = 64
+
+# A harness's resume cursor (checkpoint frame, `execution_start.resume`): opaque to Core,
+# kept durably with the turn's checkpoint.
+MAX_RESUME_CURSOR_BYTES = 64 * KIB

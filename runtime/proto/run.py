@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from runtime.proto import limits
+from runtime.proto.errors import ValidationError
 from runtime.proto.strictness import LENIENT, STRICT
 
 _OUT = LENIENT
@@ -20,6 +22,42 @@ _STRICT = STRICT
 
 class PromptCancel(msgspec.Struct, **_STRICT):
     delivery_id: str = ""
+
+
+class PromptPause(msgspec.Struct, **_STRICT):
+    """Core asks the Run to stop at its next checkpoint. The Run answers with nothing
+    but its frames: a `checkpoint` (or the one it last sent, when it is waiting there),
+    then `done` whose metadata says `paused`. A Run that never reaches a checkpoint
+    ends as it would have."""
+
+
+# The durable-commit boundaries a Run may checkpoint at (seed 003).
+CheckpointBoundary = Literal[
+    "between_model_calls",
+    "awaiting_function_result",
+    "awaiting_approval",
+    "awaiting_choice",
+]
+CHECKPOINT_BOUNDARIES: tuple[str, ...] = (
+    "between_model_calls",
+    "awaiting_function_result",
+    "awaiting_approval",
+    "awaiting_choice",
+)
+PAUSED_METADATA_KEY = "paused"
+
+
+class Checkpoint(msgspec.Struct, **_OUT):
+    """The Run declares it could continue from here: nothing it started since its last
+    frame is in flight. `cursor` is the harness's own resume state, opaque to Core and
+    handed back in `execution_start.resume` when the turn continues on a new Run."""
+
+    boundary: CheckpointBoundary
+    cursor: str
+
+    def validate(self) -> None:
+        if not self.cursor or len(self.cursor.encode()) > limits.MAX_RESUME_CURSOR_BYTES:
+            raise ValidationError("invalid_checkpoint", "a checkpoint cursor is empty or too large")
 
 
 class Delta(msgspec.Struct, **_OUT):

@@ -7,14 +7,16 @@ from pathlib import Path
 
 import pytest
 
+from allinone.core.gateway.connection import Connection
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
+from allinone.core.orchestration.delivery import Delivery
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Fenced, Projector, RunProjection
 from allinone.core.recorder import Recorder
 from runtime.proto import run as wire
 from runtime.proto.codec import Frame
-from storage import Database, sessions, turns
+from storage import Database, sessions, turn_inputs, turns
 from storage.database import Tx
 
 
@@ -78,6 +80,55 @@ def test_stale_fencing_token_is_rejected(tmp_path: Path) -> None:
         await db.write(lambda tx: outcomes.settle(tx, current, wire.Done(), cancelled=False))
         row = await db.read(lambda r: turns.get(r, "t"))
         assert row is not None and row["status"] == "completed"
+        await db.close()
+
+    asyncio.run(main())
+
+
+def test_delivery_and_checkpoint_writes_with_a_stale_token_change_nothing(
+    tmp_path: Path,
+) -> None:
+    async def main() -> None:
+        db = await Database.open(tmp_path / "f.db")
+        await _setup(db)
+        clock = Clock()
+        ids = Ids(clock)
+        recorder = Recorder(Hub(), ids, clock)
+        projector = Projector(recorder, ids, clock)
+
+        async def steer(tx: Tx) -> None:
+            await turn_inputs.insert(
+                tx,
+                {
+                    "session_id": "s",
+                    "turn_id": "t",
+                    "idempotency_key": "k",
+                    "batch_position": 0,
+                    "batch_hash": "h",
+                    "kind": "message",
+                    "payload": {"input": [{"content": [{"type": "input_text", "text": "x"}]}]},
+                    "state": "pending",
+                    "created_at": 0,
+                },
+            )
+
+        await db.write(steer)
+        stale = RunProjection("s", "t", "6")
+        delivery = Delivery(db, Connection("d", "c"), stale, projector, recorder, ids, clock)
+        await delivery.run()  # its first write is fenced: it stops, nothing written
+        rows = await db.read(lambda r: r.fetchall("SELECT state FROM turn_inputs"))
+        assert [row["state"] for row in rows] == ["pending"]
+
+        checkpoint = Frame(
+            "checkpoint", "t", wire.Checkpoint(boundary="between_model_calls", cursor="{}"), ""
+        )
+        with pytest.raises(Fenced):
+            await db.write(lambda tx: projector.apply(tx, stale, checkpoint))
+        row = await db.read(lambda r: turns.get(r, "t"))
+        assert row is not None and row["checkpoint_cursor"] is None
+        await db.write(lambda tx: projector.apply(tx, RunProjection("s", "t", "7"), checkpoint))
+        row = await db.read(lambda r: turns.get(r, "t"))
+        assert row is not None and row["checkpoint_boundary"] == "between_model_calls"
         await db.close()
 
     asyncio.run(main())

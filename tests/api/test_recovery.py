@@ -8,19 +8,25 @@ from pathlib import Path
 
 from openai import OpenAI
 
-from tests.conftest import API_KEY, start_server
+from tests.conftest import API_KEY, Server, start_server
 
 
-def test_a_crash_fails_the_running_turn_and_keeps_everything_acknowledged(tmp_path: Path) -> None:
+def _client(server: Server) -> OpenAI:
+    return OpenAI(
+        base_url=f"{server.base_url}/v1",
+        api_key=API_KEY,
+        max_retries=0,
+        _strict_response_validation=True,
+    )
+
+
+def test_a_crash_continues_a_turn_at_its_checkpoint_and_keeps_everything_acknowledged(
+    tmp_path: Path,
+) -> None:
     data = tmp_path / "data"
     server = start_server(data)
     try:
-        with OpenAI(
-            base_url=f"{server.base_url}/v1",
-            api_key=API_KEY,
-            max_retries=0,
-            _strict_response_validation=True,
-        ) as client:
+        with _client(server) as client:
             done = list(
                 client.beta.agents.sessions.create(
                     agent={"model": "scripted"},
@@ -37,11 +43,79 @@ def test_a_crash_fails_the_running_turn_and_keeps_everything_acknowledged(tmp_pa
                 stream=True,
             )
             hanging_id = None
+            seen = 0  # the journal position of the event last read
             for event in stream:
+                seen += 1
                 if event.type == "agent.session.created":
                     hanging_id = event.session.id
                 if event.type == "agent.session.turn.item.done":
                     break  # the first reply is durable; the turn now hangs
+            stream.close()
+            assert hanging_id is not None
+            # The checkpoint before /hang is committed after the reply's events.
+            while True:
+                before = client.beta.agents.sessions.turns.list(hanging_id).data[0]
+                checkpoint = before.x_corebox["checkpoint"]  # type: ignore[attr-defined]
+                if checkpoint and checkpoint["journal_seq"] >= seen:
+                    break
+    finally:
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait(timeout=10)
+
+    restarted = start_server(data, port=server.port)
+    try:
+        with _client(restarted) as client:
+            kept = client.beta.agents.sessions.items.list(kept_id, order="asc").data
+            assert [i.content[0].text for i in kept] == ["kept", "kept"]
+            # Nothing was in flight at the checkpoint before /hang: the turn is re-claimed
+            # by a new worker and continues there; nothing before it is replayed.
+            while True:
+                turn = client.beta.agents.sessions.turns.list(hanging_id).data[0]
+                if turn.x_corebox["phase"] == "running":  # type: ignore[attr-defined]
+                    break
+            assert turn.status == "in_progress"
+            epoch = turn.x_corebox["worker_epoch"]  # type: ignore[attr-defined]
+            assert epoch > before.x_corebox["worker_epoch"]  # type: ignore[attr-defined]
+            assert len(client.beta.agents.sessions.turns.list(hanging_id).data) == 1
+            with client.beta.agents.sessions.events.stream(hanging_id) as live:
+                client.beta.agents.sessions.events.create(
+                    hanging_id,
+                    events=[{"type": "agent.session.input.cancel"}],  # type: ignore[list-item]
+                )
+                for event in live:
+                    if event.type == "agent.session.idle":
+                        break
+            assert client.beta.agents.sessions.turns.list(hanging_id).data[0].status == "cancelled"
+            items = client.beta.agents.sessions.items.list(hanging_id, order="asc").data
+            assert [i.content[0].text for i in items if i.role == "assistant"] == ["partial"]
+            with client.beta.agents.sessions.stream(hanging_id, input="fresh") as stream:
+                result = stream.get_final_result()
+            assert result.turn.status == "completed"
+    finally:
+        restarted.stop()
+
+
+def test_a_crash_with_an_operation_in_flight_fails_the_turn_naming_it(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    server = start_server(data)
+    try:
+        with _client(server) as client:
+            stream = client.beta.agents.sessions.create(
+                agent={"model": "scripted"},
+                environment={"type": "none"},
+                input="/say partial\n/stream 100000",
+                stream=True,
+            )
+            session_id = None
+            done = 0
+            for event in stream:
+                if event.type == "agent.session.created":
+                    session_id = event.session.id
+                if event.type == "agent.session.turn.item.done":
+                    done += 1
+                added = event.type == "agent.session.turn.item.added"
+                if done and added and getattr(event, "output_index", None) == 1:
+                    break  # the second reply is streaming: model output in flight
             stream.close()
     finally:
         server.process.send_signal(signal.SIGKILL)
@@ -49,34 +123,19 @@ def test_a_crash_fails_the_running_turn_and_keeps_everything_acknowledged(tmp_pa
 
     restarted = start_server(data, port=server.port)
     try:
-        with OpenAI(
-            base_url=f"{restarted.base_url}/v1",
-            api_key=API_KEY,
-            max_retries=0,
-            _strict_response_validation=True,
-        ) as client:
-            kept = client.beta.agents.sessions.items.list(kept_id, order="asc").data
-            assert [i.content[0].text for i in kept] == ["kept", "kept"]
-            assert hanging_id is not None
-            turn = client.beta.agents.sessions.turns.list(hanging_id).data[0]
+        with _client(restarted) as client:
+            assert session_id is not None
+            turn = client.beta.agents.sessions.turns.list(session_id).data[0]
             assert turn.status == "failed"
-            assert turn.error is not None and "unknown" in turn.error.message
             assert turn.x_corebox["error_code"] == "execution_interrupted"  # type: ignore[attr-defined]
-            items = client.beta.agents.sessions.items.list(hanging_id, order="asc").data
-            assert [i.content[0].text for i in items if i.role == "assistant"] == ["partial"]
-            assert client.beta.agents.sessions.retrieve(hanging_id).status == "idle"
-            # Nothing was replayed: still exactly one turn.
-            assert len(client.beta.agents.sessions.turns.list(hanging_id).data) == 1
-            # The SDK's helper runs the next turn; the interrupted input is not seen again.
-            with client.beta.agents.sessions.stream(hanging_id, input="fresh") as stream:
-                result = stream.get_final_result()
-            assert result.turn.status == "completed"
-            replies = [
-                i.content[0].text
-                for i in client.beta.agents.sessions.items.list(hanging_id, order="asc").data
-                if i.role == "assistant"
-            ]
-            assert replies == ["partial", "fresh"]
+            assert turn.error is not None
+            assert "the outcome of model output" in turn.error.message
+            items = client.beta.agents.sessions.items.list(session_id, order="asc").data
+            assistant = [i for i in items if i.role == "assistant"]
+            assert assistant[0].content[0].text == "partial"
+            assert assistant[1].status == "incomplete"
+            assert client.beta.agents.sessions.retrieve(session_id).status == "idle"
+            assert len(client.beta.agents.sessions.turns.list(session_id).data) == 1
     finally:
         restarted.stop()
 

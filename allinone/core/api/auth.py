@@ -72,8 +72,11 @@ class Kind(enum.Enum):
 
 
 class Principal(msgspec.Struct, frozen=True):
+    """`key_id` names the project key a request acted with (a command's actor)."""
+
     kind: Kind
     project: str | None = None
+    key_id: str | None = None
 
 
 ANONYMOUS = Principal(Kind.ANONYMOUS)
@@ -113,6 +116,13 @@ class Keys:
         digest = digest_key(key)
         return await self._db.read(lambda r: tenancy.project_for_key(r, digest))
 
+    async def project_key(self, key: str) -> tuple[str, str] | None:
+        """The (project id, key id) of a live project key, or None."""
+        if not key:
+            return None
+        digest = digest_key(key)
+        return await self._db.read(lambda r: tenancy.key_for_digest(r, digest))
+
     async def resolve(self, key: str) -> Principal:
         if await self.is_core(key):
             return Principal(Kind.CORE)
@@ -129,10 +139,10 @@ async def authenticate(policy: Policy, keys: Keys, request: Request) -> Principa
     # service does; a missing key answers without a code.
     code = "invalid_api_key" if key else None
     if policy in (Policy.AGENTS, Policy.PROJECT):
-        project = await keys.project(key)
-        if project is None:
+        found = await keys.project_key(key)
+        if found is None:
             raise Unauthenticated(NEED_PROJECT_KEY, code=code)
-        return Principal(Kind.PROJECT, project)
+        return Principal(Kind.PROJECT, found[0], found[1])
     if policy is Policy.CORE:
         if not await keys.is_core(key):
             raise Unauthenticated(NEED_CORE_KEY, code=code)

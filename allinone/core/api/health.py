@@ -62,7 +62,9 @@ class Health:
         clock: Clock,
         config_summary: dict[str, Any],
         confinement: dict[str, Any] | None = None,
+        draining: Callable[[], bool] = lambda: False,
     ) -> None:
+        self._draining = draining
         self._confinement = confinement or {"kind": "none"}
         self._db = db
         self._registry = registry
@@ -131,6 +133,8 @@ class Health:
         checks["config"] = {"ok": True, **self._config}
         # How commands run in workspaces are confined (`none` is a state, not a failure).
         checks["confinement"] = {"ok": True, **self._confinement}
+        # Draining (seed 003): no new turn is claimed; running turns pause at a safe point.
+        checks["drain"] = {"ok": not self._draining(), "draining": self._draining()}
         ready = all(check["ok"] for check in checks.values())
         return ready, checks
 
@@ -138,7 +142,8 @@ class Health:
         access = await self.access(request)
         ready, checks = await self.evidence()
         missing = [name for name, check in checks.items() if not check["ok"]]
-        body: dict[str, Any] = {"status": "ready" if ready else "not_ready"}
+        status = "ready" if ready else "draining" if self._draining() else "not_ready"
+        body: dict[str, Any] = {"status": status}
         if access is not Access.PUBLIC:
             body["version"] = __version__
         body["checks"] = visible(checks, access)

@@ -160,11 +160,13 @@ class Preparations:
         timeout: float,
         environment_id: str = "",
         history: list[HistoryEntry] | None = None,
+        resume: str = "",
     ) -> None:
         """Send `execution_start` and wait for `started`, all within `timeout`; the
         preparation's subscription ends either way. `environment_id` (the bound
         Environment's wire id) lets a start refused for an open write be retried once it
-        settled. `history` is the committed conversation to rebuild the context from."""
+        settled. `history` is the committed conversation to rebuild the context from;
+        `resume` is the checkpoint cursor a re-claimed turn continues from."""
         connection = prepared.connection
         payload = ExecutionStart(
             executor_id=prepared.executor_id,
@@ -172,6 +174,7 @@ class Preparations:
             run_id=run_id,
             input=messages,
             history=history,
+            resume=resume,
         )
         deadline = asyncio.get_running_loop().time() + timeout
         try:

@@ -81,6 +81,8 @@ OPERATION_RESULTS = frozenset(
         "workspace_write_result",
         "workspace_export_result",
         "runtime_prepare_result",
+        "environment_quiesced",
+        "environment_resumed",
     }
 )
 # Run-scoped frames besides the Run events; later protocol families route the same way.

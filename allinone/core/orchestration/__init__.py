@@ -10,7 +10,11 @@ What lives here:
 - `delivery.py`: a running turn's client inputs (steering, function results,
   decisions) delivered with receipts.
 - `projector.py`: Run frames into items and journal events, fenced.
-- `outcomes.py`: how turns end (settlement, failures, lease expiry, crash recovery).
+- `outcomes.py`: how turns end (settlement, failures, lease expiry, interruption).
+- `recovery.py`: a turn whose Run is gone (a restart, a lost Runtime): continued from
+  its checkpoint by a re-claim when nothing was in flight, failed naming the operation
+  otherwise.
+- `pausing.py`: a pause (or a drain) of an observed Run at its next checkpoint.
 - `transitions.py`: every turn status move, checked against the one transition table.
 - `configuration.py`: pure mappings from a session to what the wire needs (required
   capabilities, the `execution_prepare` configuration).
@@ -23,5 +27,6 @@ here); and from Core: `gateway` (connections, subscriptions, the preparation and
 workspace clients), `states`, `recorder`, `ids`, `render`, `environments` and the
 secret stores credentials need. It never imports `allinone.core.api`: nothing here
 speaks HTTP, and API handlers reach it only through the signals the orchestrator
-exposes (`wake`, `request_cancel`, `input_admitted`, `abandon`).
+exposes (`wake`, `request_cancel`, `request_pause`, `input_admitted`, `abandon`,
+`start_drain`).
 """

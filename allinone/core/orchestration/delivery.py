@@ -4,19 +4,22 @@ One Delivery per running turn. When woken it delivers, in order: steering messag
 (`prompt_steer` with a durable receipt, one at a time, the next only after the previous
 one's receipt), function results and decisions (each with a fresh delivery id, waiting
 for `interaction_decision_ack`). Every state change is committed; a delivery whose
-receipt never came is recorded `unknown` and is never sent again.
+receipt never came is recorded `unknown` and is never sent again. Every write checks the
+Run's fencing token first: once the claim was superseded, delivery stops and writes
+nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.subscriptions import ObservationError
 from allinone.core.ids import Clock, Ids
-from allinone.core.orchestration.projector import Projector, RunProjection
+from allinone.core.orchestration.projector import Fenced, Projector, RunProjection
 from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.recorder import Recorder
 from allinone.core.tasks import cancel_and_wait
@@ -83,12 +86,24 @@ class Delivery:
             await stop(self._task)
 
     async def run(self) -> None:
-        while not self._connection.closed.is_set():
-            await self.wake.wait()
-            self.wake.clear()
-            await self._steer_all()
-            await self._results()
-            await self._decisions()
+        try:
+            while not self._connection.closed.is_set():
+                await self.wake.wait()
+                self.wake.clear()
+                await self._steer_all()
+                await self._results()
+                await self._decisions()
+        except Fenced:
+            log.warning("turn %s was fenced; its deliveries stop", self._run.turn_id)
+
+    async def _write(self, job: Callable[[Tx], Awaitable[None]]) -> None:
+        """Commit `job` only while the Run still holds the turn's fencing token."""
+
+        async def fenced(tx: Tx) -> None:
+            await self._projector.check_fence(tx, self._run)
+            await job(tx)
+
+        await self._db.write(fenced)
 
     async def _steer_all(self) -> None:
         pending = await self._db.read(
@@ -101,7 +116,7 @@ class Delivery:
         async def job(tx: Tx) -> None:
             await interactions.set_input_state(tx, seq, state)
 
-        await self._db.write(job)
+        await self._write(job)
 
     async def _steer(self, row: dict[str, Any]) -> None:
         run_id = self._run.turn_id
@@ -188,7 +203,7 @@ class Delivery:
             ) -> None:
                 await interactions.set_call_delivering(tx, run.session_id, call_id, dlv)
 
-            await self._db.write(delivering)
+            await self._write(delivering)
             ack = await self._await_ack(
                 delivery_id,
                 "function_result",
@@ -207,7 +222,7 @@ class Delivery:
         async def job(tx: Tx) -> None:
             await interactions.set_call_state(tx, self._run.session_id, call_id, state)
 
-        await self._db.write(job)
+        await self._write(job)
 
     async def _decisions(self) -> None:
         run = self._run
@@ -248,7 +263,7 @@ class Delivery:
                     tx, run.session_id, run.turn_id, run.fencing_token
                 )
 
-            await self._db.write(job)
+            await self._write(job)
 
     async def _set_interaction(self, interaction_id: str, state: str) -> None:
         async def job(tx: Tx) -> None:
@@ -256,7 +271,7 @@ class Delivery:
                 tx, self._run.session_id, interaction_id, state
             )
 
-        await self._db.write(job)
+        await self._write(job)
 
 
 async def stop(task: asyncio.Task[None]) -> None:

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -24,7 +25,9 @@ from allinone.core.gateway.subscriptions import ObservationError, RunSubscriptio
 from allinone.core.gateway.workspace import WorkspaceUnavailable
 from allinone.core.orchestration.collaborators import Collaborators
 from allinone.core.orchestration.delivery import Delivery
+from allinone.core.orchestration.pausing import Pausing
 from allinone.core.orchestration.projector import ContractViolation, Fenced, RunProjection
+from allinone.core.orchestration.recovery import Recovery
 from runtime.proto import run as wire_run
 from runtime.proto.codec import Frame
 from runtime.proto.errors import ValidationError
@@ -66,8 +69,12 @@ class Observation:
         connection: Connection,
         sub: RunSubscription,
         delivery: Delivery,
+        pause: asyncio.Event | None = None,
+        draining: Callable[[], bool] = lambda: False,
     ) -> None:
         self._parts = parts
+        self._pausing = Pausing(parts, run, connection, pause or asyncio.Event(), draining)
+        self.paused = False
         self._run = run
         self._connection = connection
         self._sub = sub
@@ -98,6 +105,8 @@ class Observation:
                 receipt = await self._send_cancel()
                 deadline = loop.time() + self._parts.timers.cancel_unconfirmed_seconds
                 self._cancellation = _Cancellation(receipt, deadline)
+            if self._pausing.due() and self._cancellation is None:
+                await self._pausing.send()
             sent = self._cancellation
             if sent is not None and (done := receipt_outcome(sent.receipt, self._run)) is not None:
                 return done
@@ -140,6 +149,16 @@ class Observation:
     async def _lost(self) -> None:
         reason = self._sub.error.reason if self._sub.error else "closed"
         await self._delivery.stop()
+        # Only a closed connection proves the Run is gone with it; a Run that may still
+        # be running (a subscriber overflow) is never continued by a second one.
+        closed = self._connection.closed.is_set()
+        if closed and await Recovery(self._parts.db, self._parts.outcomes).run_lost(self._run):
+            log.info(
+                "turn %s: observation lost (%s); continues from its checkpoint",
+                self._run.turn_id,
+                reason,
+            )
+            return
         await self._fail(
             "event_stream_incomplete",
             f"Observation of the execution stopped ({reason}); its effects are unknown.",
@@ -154,6 +173,9 @@ class Observation:
                 "cancel_unconfirmed",
                 "The cancellation was not confirmed in time; the turn's effects are unknown.",
             )
+            return
+        if self._cancellation is None and self._pausing.paused(done):
+            self.paused = await self._pausing.apply()
             return
         # Capture and settlement are bounded by their own timers; the lease is kept
         # while they run.
@@ -223,6 +245,10 @@ class Observation:
         cancel_wait = asyncio.create_task(cancel.wait()) if cancel is not None else None
         if cancel_wait is not None:
             waiters.add(cancel_wait)
+        pause_wait = None
+        if cancel is not None and not self._pausing.sent:
+            pause_wait = asyncio.create_task(self._pausing.requested.wait())
+            waiters.add(pause_wait)
         receipt = self._cancellation.receipt if self._cancellation else None
         if receipt is not None and not receipt.done():
             waiters.add(receipt)
@@ -231,6 +257,8 @@ class Observation:
         finally:
             if cancel_wait is not None:
                 cancel_wait.cancel()
+            if pause_wait is not None:
+                pause_wait.cancel()
             if not next_frame.done():
                 next_frame.cancel()
                 await asyncio.wait({next_frame})  # re-raises only this task's cancellation
@@ -265,7 +293,15 @@ class Observation:
         if environments is None:
             return True
         try:
-            await environments.capture(self._run.session_id, self._run.turn_id, self._connection)
+            await environments.capture(
+                self._run.session_id,
+                self._run.turn_id,
+                self._connection,
+                partial(self._parts.projector.check_fence, run=self._run),
+            )
+        except Fenced:
+            log.warning("turn %s was fenced during artifact capture", self._run.turn_id)
+            return False
         except (WorkspaceUnavailable, OSError, tarfile.TarError) as exc:
             log.warning("turn %s: artifact capture failed: %s", self._run.turn_id, exc)
             return False

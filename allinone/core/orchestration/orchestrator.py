@@ -3,7 +3,9 @@
 The orchestrator wakes when a turn is admitted, a device's declaration changes or the
 retry interval passes; for each queued turn not already running here it selects a
 connected device whose declared capabilities cover what the turn needs and runs the
-turn's `TurnExecution` (turn.py) as a task it owns. A turn no device can run stays
+turn's `TurnExecution` (turn.py) as a task it owns. A turn suspended for a re-claim (phase
+`resuming`, see recovery.py) is scheduled the same way and continues from its
+checkpoint. A turn no device can run stays
 queued, unless its environment failed to prepare. Signals from admission (a
 cancellation, an input for a running turn, a lapsed lease) reach the turn's execution
 through it.
@@ -25,11 +27,12 @@ from allinone.core.orchestration.configuration import required_capabilities
 from allinone.core.orchestration.credentials import RunCredentials
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Projector
+from allinone.core.orchestration.recovery import Recovery
 from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.orchestration.turn import TurnExecution
 from allinone.core.tasks import cancel_and_wait
+from storage import checkpoints, sessions, turns
 from storage import environments as env_rows
-from storage import sessions, turns
 from storage.database import Database
 
 log = logging.getLogger(__name__)
@@ -68,6 +71,8 @@ class Orchestrator:
         self._inflight: dict[str, asyncio.Task[None]] = {}
         self._executions: dict[str, TurnExecution] = {}
         self._stopping = False
+        self.draining = False
+        self._drain: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
 
     # Signals from admission (called after the admitting transaction committed).
@@ -78,6 +83,12 @@ class Orchestrator:
         execution = self._executions.get(turn_id)
         if execution is not None:
             execution.cancel.set()
+
+    def request_pause(self, turn_id: str) -> None:
+        """A pause command was accepted for this running turn."""
+        execution = self._executions.get(turn_id)
+        if execution is not None:
+            execution.pause.set()
 
     def input_admitted(self, turn_id: str) -> None:
         """A steering message, function result or decision waits for this running turn."""
@@ -95,17 +106,39 @@ class Orchestrator:
     async def start(self) -> None:
         if self._parts.environments is not None:
             await self._parts.environments.recover_interrupted()
-        await self._parts.outcomes.recover_interrupted()
+        await Recovery(self._db, self._parts.outcomes).after_restart()
         self._task = asyncio.create_task(self._loop(), name="orchestrator")
 
+    def start_drain(self, budget: float) -> bool:
+        """`drain` as a task this orchestrator owns; False when already draining."""
+        if self.draining:
+            return False
+        self._drain = asyncio.create_task(self.drain(budget), name="drain")
+        return True
+
+    async def drain(self, budget: float) -> None:
+        """Stop claiming new work and ask every running turn to pause at its next
+        checkpoint, suspended so that a later start continues it; wait at most `budget`
+        seconds for them (a turn may also finish meanwhile)."""
+        self.draining = True
+        for execution in self._executions.values():
+            execution.drain()
+        if self._inflight:
+            await asyncio.wait(list(self._inflight.values()), timeout=budget)
+
     async def stop(self, timeout: float) -> None:
-        """Stop claiming; give running turns `timeout` to settle, then stop observing them
-        (they are failed as interrupted at the next start, never replayed)."""
+        """Drain (stop claiming, pause running turns at a safe point) within `timeout`,
+        then stop observing what is left: at the next start a turn continues from its
+        checkpoint when nothing was in flight, and is failed as interrupted otherwise,
+        never replayed."""
         self._stopping = True
         if self._task is not None:
             await cancel_and_wait(self._task)
+        if self._drain is not None:
+            await cancel_and_wait(self._drain)
+        await self.drain(timeout)
         if self._inflight:
-            _, pending = await asyncio.wait(list(self._inflight.values()), timeout=timeout)
+            _, pending = await asyncio.wait(list(self._inflight.values()), timeout=0)
             for task in pending:
                 task.cancel()
             if pending:
@@ -127,14 +160,18 @@ class Orchestrator:
             self._wake.clear()
 
     async def _schedule(self) -> None:
-        queued = await self._db.read(turns.queued)
+        queued = await self._db.read(checkpoints.resumable)
+        queued += await self._db.read(turns.queued)
         for turn in queued:
-            if turn["id"] in self._inflight or self._stopping:
+            if turn["id"] in self._inflight or self._stopping or self.draining:
                 continue
             session = await self._db.read(partial(sessions.get_any, session_id=turn["session_id"]))
             if session is None:
                 continue
-            connection = self._registry.select(session["harness"], required_capabilities(session))
+            needs = required_capabilities(session)
+            if turn["status"] != "queued":
+                needs.append("resume")  # a re-claim continues from a checkpoint's cursor
+            connection = self._registry.select(session["harness"], needs)
             if connection is None:
                 # Stays queued until a device declares what it needs, unless it can never
                 # run because its environment failed to prepare.

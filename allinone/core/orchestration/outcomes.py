@@ -1,6 +1,6 @@
-"""How turns end: settlement from `done`, failures with their reasons, and the startup
-reconciliation that fails work a crash interrupted. Every ending is a compare-and-set;
-a terminal turn never reopens and its outcome is never overwritten.
+"""How turns end: settlement from `done`, failures with their reasons, and the failure of
+a turn a crash interrupted with something in flight (`interrupt`). Every ending is a
+compare-and-set; a terminal turn never reopens and its outcome is never overwritten.
 
 Internal reasons (`event_stream_incomplete`, `delivery_unknown`, `execution_interrupted`,
 `execution_unavailable`) are stored as the turn's `error_code`; they mean the native
@@ -26,7 +26,7 @@ from allinone.core.orchestration.transitions import move
 from allinone.core.recorder import Recorder
 from allinone.core.states import TurnStatus
 from runtime.proto import run as wire
-from storage import interactions, items, leases, turns
+from storage import commands, interactions, items, leases, turns
 from storage.database import Database, Tx
 
 log = logging.getLogger(__name__)
@@ -76,6 +76,9 @@ class Outcomes:
             return False
         for row in unknown:
             await self._mark_unknown(tx, row)
+        await commands.settle_terminal(
+            tx, turn_id, status is TurnStatus.CANCELLED, int(str(fields["completed_at"]))
+        )
         await self.recorder.emit_turn(tx, TERMINAL_EVENT[status], turn_id, terminal=True)
         await self.recorder.emit_session_activity(tx, session_id)
         undelivered = [row for row in steering if row["state"] in _NEVER_DELIVERED]
@@ -212,33 +215,29 @@ class Outcomes:
                 expired += 1
         return expired
 
-    async def recover_interrupted(self) -> int:
-        """After a crash, fail every turn that was running: its outcome is unknown and it is
-        never replayed. Queued turns stay queued."""
-        running = await self._db.read(lambda r: turns.running(r))
-        for row in running:
-
-            async def job(tx: Tx, row: dict[str, object] = row) -> None:
-                turn_id = str(row["id"])
-                await leases.interrupt_items(tx, turn_id)
-                await self._end(
-                    tx,
-                    turn_id,
-                    str(row["session_id"]),
-                    TurnStatus.FAILED,
-                    None,
-                    None,
-                    {
-                        "error_code": "execution_interrupted",
-                        "error_message": "The server stopped while this turn was "
-                        "running; its effects are unknown.",
-                    },
-                )
-
-            await self._db.write(job)
-        if running:
-            log.warning("%d interrupted turn(s) marked failed", len(running))
-        return len(running)
+    async def interrupt(self, tx: Tx, row: dict[str, Any], operation: str | None) -> bool:
+        """Fail a running turn whose Run was lost with something in flight: its unfinished
+        items end incomplete, its open requests are withdrawn, and the error names the
+        operation whose outcome is unknown. Nothing is replayed."""
+        turn_id = str(row["id"])
+        await leases.interrupt_items(tx, turn_id)
+        await interactions.withdraw_open(tx, turn_id)
+        unknown = (
+            f"the outcome of {operation} is unknown" if operation else "its effects are unknown"
+        )
+        return await self._end(
+            tx,
+            turn_id,
+            str(row["session_id"]),
+            TurnStatus.FAILED,
+            (TurnStatus.IN_PROGRESS, TurnStatus.WAITING),
+            None,
+            {
+                "error_code": "execution_interrupted",
+                "error_message": f"The execution stopped while this turn was running; {unknown}.",
+                "phase": "settled",
+            },
+        )
 
 
 def ending(

@@ -1,8 +1,11 @@
 """Projects the frames of one Run into items and journal events.
 
 All writes for a Run check its fencing token: a write from a superseded claim changes
-nothing. The projector keeps only what it needs between frames (open messages and their
-accumulated text); everything a reader can see is in the database.
+nothing. A `checkpoint` frame commits the turn's checkpoint at the journal position it
+reached; the first later frame that starts something (anything but usage) records what
+is in flight since (`storage.checkpoints`). The projector keeps only what it needs
+between frames (open messages and their accumulated text); everything a reader can see
+is in the database.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from runtime.proto.interactions import (
     PromptForUserChoice,
 )
 from runtime.proto.subagents import SUBAGENT_FRAMES
-from storage import interactions, turns
+from storage import checkpoints, interactions, journal, turns
 from storage import items as item_rows
 from storage.database import Tx
 
@@ -67,6 +70,8 @@ class RunProjection:
     engine_code: str = ""
     engine_status: int = 0
     done: bool = False
+    # Whether something started since the latest checkpoint (or since the claim).
+    inflight: bool = False
 
 
 class Projector:
@@ -87,6 +92,16 @@ class Projector:
 
     async def apply(self, tx: Tx, run: RunProjection, frame: Frame) -> None:
         """Apply one Run frame (not `done`; see `settle`)."""
+        payload = frame.payload
+        if isinstance(payload, wire.Checkpoint):
+            await self._checkpoint(tx, run, payload)
+            return
+        if not run.inflight and not isinstance(payload, wire.Usage):
+            run.inflight = True
+            await checkpoints.started(tx, run.turn_id, run.fencing_token, operation_of(frame))
+        await self._apply(tx, run, frame)
+
+    async def _apply(self, tx: Tx, run: RunProjection, frame: Frame) -> None:
         payload = frame.payload
         if isinstance(payload, wire.OutputMessage):
             await self._output_message(tx, run, payload)
@@ -144,6 +159,15 @@ class Projector:
             await self._subagents.apply(
                 tx, run.session_id, run.turn_id, payload, partial(self._new_item, run=run)
             )
+
+    async def _checkpoint(self, tx: Tx, run: RunProjection, frame: wire.Checkpoint) -> None:
+        seq = await journal.latest_seq(tx, run.session_id)
+        now = self._clock.now()
+        if not await checkpoints.commit(
+            tx, run.turn_id, run.fencing_token, frame.boundary, frame.cursor, seq, now
+        ):
+            raise Fenced(run.turn_id)
+        run.inflight = False
 
     async def _new_item(
         self,
@@ -391,3 +415,23 @@ class Projector:
             item["status"] = "incomplete"
             await self._recorder.emit_item(tx, "agent.session.turn.item.done", item)
         run.tools.clear()
+
+
+def operation_of(frame: Frame) -> str:
+    """How the operation a frame starts is named when its outcome is unknown."""
+    payload = frame.payload
+    if isinstance(payload, FunctionCall):
+        return f"function call {payload.name} ({payload.call_id})"
+    if isinstance(payload, wire.ToolCall):
+        return f"tool call {payload.name} ({payload.id})"
+    if isinstance(payload, PermissionRequest):
+        return f"permission request {payload.request_id}"
+    if isinstance(payload, PromptForUserChoice):
+        return f"user choice {payload.ask_id}"
+    if isinstance(payload, wire.OutputMessage):
+        return f"model output {payload.id}"
+    if isinstance(payload, (wire.Delta, wire.Thinking)):
+        return f"model output {payload.item_id}"
+    if isinstance(payload, InteractionDecisionAck):
+        return f"the input delivered as {payload.delivery_id}"
+    return frame.type

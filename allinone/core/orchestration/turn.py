@@ -17,6 +17,7 @@ import logging
 from functools import partial
 from typing import Any
 
+from allinone.core.gateway import suspension
 from allinone.core.gateway.connection import Connection
 from allinone.core.gateway.preparations import (
     PreparationError,
@@ -26,6 +27,7 @@ from allinone.core.gateway.preparations import (
     Prepared,
 )
 from allinone.core.gateway.subscriptions import RunSubscription
+from allinone.core.gateway.suspension import suspend_id
 from allinone.core.gateway.workspace import WorkspaceUnavailable, wire_uuid
 from allinone.core.orchestration import context
 from allinone.core.orchestration.collaborators import Collaborators
@@ -34,11 +36,12 @@ from allinone.core.orchestration.credentials import ResolutionFailed
 from allinone.core.orchestration.delivery import Delivery, messages_of
 from allinone.core.orchestration.observation import Observation
 from allinone.core.orchestration.projector import RunProjection
+from allinone.core.orchestration.recovery import RESUMING, restore_problem
 from allinone.core.orchestration.transitions import move
 from allinone.core.states import TurnStatus
 from runtime.proto.errors import PreparationErrorCode
 from runtime.proto.inputs import Message
-from storage import interactions, leases, tenancy, turns
+from storage import checkpoints, commands, interactions, leases, tenancy, turns
 from storage.database import Tx
 
 log = logging.getLogger(__name__)
@@ -61,8 +64,18 @@ class TurnExecution:
         self._session = session
         self._connection = connection
         self.cancel = asyncio.Event()
+        self.pause = asyncio.Event()
+        self.draining = False
         self.delivery: Delivery | None = None
         self._context: context.TurnContext | None = None
+        # A turn suspended at a checkpoint is re-claimed and continues from its cursor.
+        self._resuming = turn.get("phase") == RESUMING and turn["status"] != TurnStatus.QUEUED
+        self._cursor = ""
+
+    def drain(self) -> None:
+        """Pause at the next checkpoint for a drain: the turn is left to be re-claimed."""
+        self.draining = True
+        self.pause.set()
 
     async def run(self) -> None:
         try:
@@ -111,11 +124,26 @@ class TurnExecution:
         )
         self.delivery = delivery
         delivery.start()
-        observation = Observation(parts, run, self._connection, run_sub, delivery)
+        observation = Observation(
+            parts, run, self._connection, run_sub, delivery, self.pause, lambda: self.draining
+        )
         try:
             await observation.observe(self.cancel)
         finally:
             await delivery.stop()
+        if observation.paused:
+            await self._quiesce()
+
+    async def _quiesce(self) -> None:
+        """A paused turn's Environment is quiesced on its Runtime until a resume."""
+        environment_id = self._session.get("environment_id")
+        if environment_id:
+            await suspension.quiesce(
+                self._connection,
+                wire_uuid(environment_id),
+                suspend_id(self._turn_id),
+                self._parts.timers.receipt_seconds,
+            )
 
     async def _environment_ready(self) -> bool:
         """Initialize the session's Environment once before its first turn."""
@@ -123,6 +151,13 @@ class TurnExecution:
         environment_id = self._session.get("environment_id")
         if not environment_id or environments is None:
             return True
+        if self._resuming:  # a no-op unless a pause quiesced it on this Runtime
+            await suspension.resume(
+                self._connection,
+                wire_uuid(environment_id),
+                suspend_id(self._turn_id),
+                self._parts.timers.receipt_seconds,
+            )
         directory = (self._session.get("environment") or {}).get("workspace_directory")
         if directory:
             # Grants can be revoked after the environment was made: check at every turn.
@@ -171,7 +206,10 @@ class TurnExecution:
     async def _claim(self, tx: Tx, reused: bool = False) -> str | None:
         """Claim the turn for this connection; its fencing token, or None when it is no
         longer queued or its cancellation was requested. The model context the turn
-        starts with is decided and recorded in the same transaction."""
+        starts with is decided and recorded in the same transaction (a turn re-claimed at a
+        checkpoint keeps the context it started with)."""
+        if self._resuming:
+            return await self._reclaim(tx)
         row = await turns.get(tx, self._turn_id)
         if row is None or row["status"] != TurnStatus.QUEUED or row["cancel_requested_at"]:
             return None
@@ -203,6 +241,40 @@ class TurnExecution:
         await recorder.announce_queued_input(tx, self._turn_id)
         return token
 
+    async def _reclaim(self, tx: Tx) -> str | None:
+        """Re-claim a suspended turn from its checkpoint (restore validation first): a new
+        worker epoch and fencing token, compare-and-set on its state version. The
+        checkpoint is carried over to the new claim. None when the turn is no longer
+        suspended, or failed because its checkpoint cannot be restored."""
+        row = await turns.get(tx, self._turn_id)
+        if row is None or row["phase"] != RESUMING or row["cancel_requested_at"]:
+            return None
+        problem = restore_problem(row, self._session["request_hash"])
+        if problem is not None:
+            await self._parts.outcomes.interrupt(tx, row, problem)
+            return None
+        token = str(await tenancy.next_counter(tx, "fencing_token"))
+        now = self._parts.clock.now()
+        waiting = row["status"] == TurnStatus.WAITING
+        moved = await checkpoints.reclaim(
+            tx,
+            self._turn_id,
+            row["state_version"],
+            {
+                "worker_epoch": await tenancy.next_counter(tx, "worker_epoch"),
+                "fencing_token": token,
+                "checkpoint_token": token,
+                "device_id": self._connection.device_id,
+                "phase": "waiting" if waiting else "running",
+                "lease_expires_at": now + self._parts.timers.lease_seconds,
+            },
+        )
+        if not moved:
+            return None
+        await commands.settle(tx, self._turn_id, "resume", "applied", None, now)
+        self._cursor = row["checkpoint_cursor"]
+        return token
+
     async def _input(self) -> list[Message]:
         rows = await self._parts.db.read(
             partial(interactions.steering_inputs, turn_id=self._turn_id, state="initial")
@@ -220,6 +292,7 @@ class TurnExecution:
                 self._parts.timers.start_seconds,
                 wire_uuid(environment_id) if environment_id else "",
                 self._context.history if self._context else None,
+                self._cursor,
             )
         except PreparationRefused as exc:
             await self._fail_running(

@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 
 from allinone.core.archive import refuse_archived
+from allinone.core.control.suspended import cancel_suspended, is_suspended
 from allinone.core.errors import Conflict, InvalidRequest, NotFound, TurnConflict
 from allinone.core.ids import Clock
 from allinone.core.recorder import Recorder
@@ -137,6 +138,9 @@ class Inputs:
                     tx, "agent.session.turn.cancelled", active["id"], terminal=True
                 )
                 await self._recorder.emit_session_activity(tx, session_id)
+            return
+        if is_suspended(active):
+            await cancel_suspended(tx, self._recorder, active, now)
             return
         await turns.request_cancel(tx, active["id"], now)
         if active["status"] == TurnStatus.WAITING:

@@ -52,7 +52,7 @@ def test_fail_sends_usage_then_error_then_done() -> None:
 
 def test_without_failure_usage_is_the_last_frame_before_done() -> None:
     types = [type_ for type_, _ in frames("hello there")]
-    assert types == ["output_message", "delta", "output_message", "usage", "done"]
+    assert types == ["checkpoint", "output_message", "delta", "output_message", "usage", "done"]
 
 
 def _final_text(sent: list[tuple[str, msgspec.Struct | None]]) -> str:

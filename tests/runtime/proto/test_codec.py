@@ -76,6 +76,7 @@ CORE_SAMPLES: dict[str, msgspec.Struct] = {
     "execution_start": execution.ExecutionStart("executor", "handle", "run", HELLO),
     "execution_release": execution.ExecutionRelease("handle"),
     "prompt_cancel": run.PromptCancel("cancel:run"),
+    "prompt_pause": run.PromptPause(),
     "runtime_prepare": initialization.RuntimePrepare(
         TransferStep.BEGIN,
         environment_id=UUID_A,
@@ -115,6 +116,7 @@ RUNTIME_SAMPLES: dict[str, msgspec.Struct] = {
     "usage": run.Usage(run.TokenCounts(1, 0, 2, 0, 3), "openai", "scripted"),
     "error": run.Error("boom", "server_error"),
     "done": run.Done(metadata={"agent_session_id": "native"}),
+    "checkpoint": run.Checkpoint(boundary="between_model_calls", cursor="{}"),
     "runtime_prepare_result": initialization.RuntimePrepareResult(
         TransferOutcome.FAILED, exit_code=3, error_code="runtime_preparation_failed"
     ),

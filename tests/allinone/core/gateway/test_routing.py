@@ -88,9 +88,13 @@ def test_a_cancel_goes_to_the_run_that_opened_the_interaction() -> None:
     assert route(cancel, NO_INTERACTIONS) == ToRun("")
 
 
-@pytest.mark.parametrize("type_", ["environment_quiesced", "environment_resumed", "nonsense"])
-def test_a_frame_without_a_route_goes_nowhere(type_: str) -> None:
-    assert isinstance(route(_frame(type_, "x"), NO_INTERACTIONS), Nowhere)
+def test_a_frame_without_a_route_goes_nowhere() -> None:
+    assert isinstance(route(_frame("nonsense", "x"), NO_INTERACTIONS), Nowhere)
+
+
+@pytest.mark.parametrize("type_", ["environment_quiesced", "environment_resumed"])
+def test_suspension_replies_go_to_the_request_by_its_suspension_id(type_: str) -> None:
+    assert route(_frame(type_, "pause-turn_1"), NO_INTERACTIONS) == ToOperation("pause-turn_1")
 
 
 def test_every_runtime_message_type_has_a_decided_destination() -> None:
@@ -103,4 +107,4 @@ def test_every_runtime_message_type_has_a_decided_destination() -> None:
         for type_ in RUNTIME_TO_CORE
         if not isinstance(route(_frame(type_, "x", openers.get(type_)), NO_INTERACTIONS), Nowhere)
     }
-    assert RUNTIME_TO_CORE.keys() - routed == {"environment_quiesced", "environment_resumed"}
+    assert RUNTIME_TO_CORE.keys() - routed == set()

@@ -1,0 +1,84 @@
+"""A pause of an observed Run (seed 003: `pause_requested -> pausing -> paused`).
+
+The pause command moved the turn's phase to `pause_requested` and signalled the turn's
+execution. Observation then sends `prompt_pause` once and moves the phase to `pausing`.
+The Run stops at its next checkpoint and ends with a `done` that says `paused`; the turn
+is then suspended `paused` (no lease, no device, its status kept) and the open pause
+commands are applied, all in one fenced transaction. A Run that ends otherwise settles
+as it would have, and the pause commands are rejected `terminal` with it.
+
+A drain pauses the same way, but leaves the turn `resuming` (no pause command asked for
+it): a later start re-claims it and it continues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from allinone.core.gateway.connection import Connection, SendFailed
+from allinone.core.orchestration.collaborators import Collaborators
+from allinone.core.orchestration.projector import RunProjection
+from runtime.proto import run as wire_run
+from storage import checkpoints, commands
+from storage.database import Tx
+
+log = logging.getLogger(__name__)
+
+
+class Pausing:
+    def __init__(
+        self,
+        parts: Collaborators,
+        run: RunProjection,
+        connection: Connection,
+        requested: asyncio.Event,
+        draining: Callable[[], bool],
+    ) -> None:
+        self._draining = draining
+        self._parts = parts
+        self._run = run
+        self._connection = connection
+        self.requested = requested
+        self.sent = False
+
+    def due(self) -> bool:
+        return self.requested.is_set() and not self.sent
+
+    async def send(self) -> None:
+        """Move the phase to `pausing` and ask the Run to stop at its next checkpoint."""
+        self.sent = True
+        run = self._run
+
+        async def job(tx: Tx) -> bool:
+            return await checkpoints.set_phase(tx, run.turn_id, "pausing", run.fencing_token)
+
+        if not await self._parts.db.write(job):
+            return
+        with contextlib.suppress(SendFailed):  # a lost connection is handled as lost
+            await self._connection.send("prompt_pause", run.turn_id, wire_run.PromptPause())
+
+    def paused(self, done: wire_run.Done) -> bool:
+        """Whether `done` ends the Run paused at a checkpoint with nothing since."""
+        said = (done.metadata or {}).get(wire_run.PAUSED_METADATA_KEY) == "true"
+        return self.sent and said and not self._run.inflight
+
+    async def apply(self) -> bool:
+        """Suspend the turn `paused` and apply its open pause commands (fenced)."""
+        run = self._run
+        now = self._parts.clock.now()
+
+        async def job(tx: Tx) -> str | None:
+            asked = await commands.open_for(tx, run.turn_id, "pause")
+            phase = "resuming" if self._draining() and not asked else "paused"
+            if not await checkpoints.suspend(tx, run.turn_id, phase, run.fencing_token, None):
+                return None
+            await commands.settle(tx, run.turn_id, "pause", "applied", None, now)
+            return phase
+
+        phase = await self._parts.db.write_durably(job)
+        if phase is not None:
+            log.info("turn %s stopped at its checkpoint (%s)", run.turn_id, phase)
+        return phase == "paused"

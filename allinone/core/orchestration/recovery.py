@@ -1,0 +1,116 @@
+"""What happens to a running turn whose Run is gone: after a crash of Core, or when the
+Runtime that ran it disconnected while Core stayed up (DESIGN.md section 4, step 7).
+
+A turn whose latest checkpoint can be restored (`storage.checkpoints.restorable`: one
+was committed under the current claim, nothing started since, no input delivery is
+unconfirmed, the pinned configuration is unchanged) is suspended with phase `resuming`:
+it holds no lease and no device, and the orchestrator re-claims it with a new worker
+epoch and fencing token and continues it from the checkpoint on a new Run. Every other
+running turn fails `execution_interrupted`, naming the operation whose outcome is
+unknown. A paused turn stays paused. Nothing is ever replayed.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from typing import Any
+
+from allinone.core.orchestration.outcomes import Outcomes
+from allinone.core.orchestration.projector import RunProjection
+from storage import checkpoints, commands, turns
+from storage.database import Database, Tx
+
+log = logging.getLogger(__name__)
+
+RESUMING = "resuming"
+PAUSED = "paused"
+
+
+async def unknown_operation(tx: Tx, row: dict[str, Any]) -> str | None:
+    """Why the turn cannot continue from its checkpoint (the operation in flight, or the
+    checkpoint that is missing or invalid); None when it can."""
+    if not checkpoints.restorable(row):
+        if row.get("inflight_operation"):
+            return str(row["inflight_operation"])
+        return None if row.get("checkpoint_cursor") else "the Run's work (no checkpoint)"
+    return await checkpoints.deliveries_in_flight(tx, str(row["id"]))
+
+
+async def suspend(tx: Tx, row: dict[str, Any], token: str | None) -> bool:
+    """Suspend a turn that can continue from its checkpoint: `resuming`, or `paused`
+    when a pause was under way (its open pause commands are then applied)."""
+    pausing = row.get("phase") in ("pause_requested", "pausing")
+    phase = PAUSED if pausing else RESUMING
+    if not await checkpoints.suspend(tx, row["id"], phase, token, row["state_version"]):
+        return False
+    if pausing:
+        now = int(row.get("checkpoint_at") or 0)
+        await commands.settle(tx, row["id"], "pause", "applied", None, now)
+    return True
+
+
+def restore_problem(row: dict[str, Any], config_digest: str | None) -> str | None:
+    """Restore validation before a re-claim: why the turn cannot continue from its
+    checkpoint on a new Run, or None when it can."""
+    if row.get("phase") != RESUMING:
+        return "a turn that is not waiting to be re-claimed"
+    if not checkpoints.restorable(row):
+        return "a checkpoint that is missing or was superseded"
+    if row.get("checkpoint_config_digest") != config_digest:
+        return "a checkpoint taken with another configuration"
+    return None
+
+
+class Recovery:
+    def __init__(self, db: Database, outcomes: Outcomes) -> None:
+        self._db = db
+        self._outcomes = outcomes
+
+    async def after_restart(self) -> tuple[int, int]:
+        """At start-up, before any claim: suspend what can continue, fail the rest.
+        Returns (suspended, failed)."""
+        running = await self._db.read(turns.running)
+        suspended = failed = 0
+        for row in running:
+            if row.get("phase") == PAUSED:
+                continue
+            if await self._db.write(partial(self._recover, row=row, token=None)):
+                suspended += 1
+            else:
+                failed += 1
+        if running:
+            log.warning(
+                "after a restart: %d turn(s) continue from their checkpoint, %d failed",
+                suspended,
+                failed,
+            )
+        return suspended, failed
+
+    async def run_lost(self, run: RunProjection) -> bool:
+        """The Run's observation was lost (its Runtime disconnected): suspend the turn
+        for a re-claim when it can continue from its checkpoint and return True;
+        otherwise change nothing and return False (the caller fails it). Fenced on the
+        Run's token."""
+
+        async def job(tx: Tx) -> bool:
+            row = await turns.get(tx, run.turn_id)
+            if row is None or row.get("fencing_token") != run.fencing_token:
+                return False
+            if await unknown_operation(tx, row) is not None:
+                return False
+            return await suspend(tx, row, run.fencing_token)
+
+        return bool(await self._db.write_durably(job))
+
+    async def _recover(self, tx: Tx, row: dict[str, Any], token: str | None) -> bool:
+        fresh = await turns.get(tx, str(row["id"]))
+        if fresh is None or fresh["status"] not in ("in_progress", "waiting"):
+            return True
+        if fresh.get("phase") == PAUSED:
+            return True
+        reason = await unknown_operation(tx, fresh)
+        if reason is None and await suspend(tx, fresh, token):
+            return True
+        await self._outcomes.interrupt(tx, fresh, reason)
+        return False

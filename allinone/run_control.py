@@ -1,0 +1,145 @@
+"""`corebox sessions ...`: run control from the command line, against a running server
+with a project API key (seed 003 commands, see `allinone.core.control.commands`).
+
+    corebox sessions pause SESSION_ID [--turn TURN_ID] [--expected-version N] [--reason R]
+    corebox sessions resume SESSION_ID [...same options]
+    corebox sessions cancel SESSION_ID [...same options]
+    corebox sessions commands SESSION_ID
+
+The key comes from `--api-key-file`, else the COREBOX_API_KEY environment variable,
+else the default project's key file in the data directory; it is never printed. Each
+command sends a fresh Idempotency-Key unless `--idempotency-key` is given, and prints
+the command's id, action, status and reason (or the API's JSON with `--json`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from allinone.admin import AdminError
+from allinone.config import ConfigError, load
+from allinone.credentials import KEY_FILE
+
+TIMEOUT_SECONDS = 30.0
+ACTIONS = ("pause", "resume", "cancel")
+
+
+def add_commands(commands: Any) -> Any:
+    """Add the `sessions` group to the CLI's subparsers; return the group's own
+    subparsers, for the other session commands (fork, rewind)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
+    common.add_argument("--config", help="a corebox.toml file")
+    common.add_argument("--url", help="the server's base URL (default: from the configuration)")
+    common.add_argument(
+        "--api-key-file", dest="api_key_file", help="file holding a project API key"
+    )
+    common.add_argument("--json", action="store_true", help="print the API's JSON")
+    common.add_argument("session_id")
+    group = commands.add_parser(
+        "sessions", help="pause, resume, cancel, fork or rewind a session (needs a running server)"
+    )
+    actions = group.add_subparsers(dest="action", required=True)
+    for action in ACTIONS:
+        parser = actions.add_parser(action, parents=[common], help=f"{action} the active turn")
+        parser.add_argument("--turn", dest="turn_id", help="the turn (default: the active one)")
+        parser.add_argument(
+            "--expected-version",
+            dest="expected_state_version",
+            type=int,
+            help="apply only while the turn is at this state_version",
+        )
+        parser.add_argument("--reason", help="why (kept on the command)")
+        parser.add_argument("--idempotency-key", dest="idempotency_key")
+    actions.add_parser("commands", parents=[common], help="list the session's commands")
+    return actions
+
+
+@dataclass(frozen=True)
+class ProjectClient:
+    base_url: str
+    api_key: str
+
+    def call(
+        self, method: str, path: str, body: dict[str, Any] | None = None, key: str = ""
+    ) -> Any:
+        headers = {"Authorization": f"Bearer {self.api_key}", "Content-Type": "application/json"}
+        if key:
+            headers["Idempotency-Key"] = key
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"{self.base_url}{path}", data=data, method=method, headers=headers
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as reply:
+                return json.loads(reply.read())
+        except urllib.error.HTTPError as exc:
+            with exc:
+                try:
+                    message = json.loads(exc.read())["error"]["message"]
+                except (ValueError, KeyError, TypeError):
+                    message = exc.reason
+            raise AdminError(f"the server refused: {message} (HTTP {exc.code})") from exc
+        except (urllib.error.URLError, OSError) as exc:
+            raise AdminError(f"cannot reach corebox at {self.base_url}: {exc}") from exc
+
+
+def client_for(args: argparse.Namespace, environ: dict[str, str]) -> ProjectClient:
+    flags = {"data_dir": args.data_dir, "config": args.config}
+    try:
+        config = load(flags, environ, Path.cwd())
+    except ConfigError as exc:
+        raise AdminError(str(exc)) from exc
+    if args.api_key_file:
+        source = Path(args.api_key_file)
+    elif environ.get("COREBOX_API_KEY", "").strip():
+        source = None
+    else:
+        source = config.data_dir / KEY_FILE
+    try:
+        key = environ["COREBOX_API_KEY"].strip() if source is None else source.read_text().strip()
+    except OSError as exc:
+        raise AdminError("no project API key: use --api-key-file or set COREBOX_API_KEY") from exc
+    url = args.url
+    if not url:
+        host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
+        url = f"http://{f'[{host}]' if ':' in host else host}:{config.port}"
+    return ProjectClient(url.rstrip("/"), key)
+
+
+def run(args: argparse.Namespace, out: TextIO, environ: dict[str, str] | None = None) -> None:
+    client = client_for(args, dict(os.environ if environ is None else environ))
+    base = f"/x/v1/sessions/{args.session_id}/commands"
+    if args.action == "commands":
+        rows = client.call("GET", f"{base}?limit=100")["data"]
+        if args.json:
+            out.write(json.dumps(rows, indent=2) + "\n")
+            return
+        for row in rows:
+            _line(row, out)
+        return
+    body = {
+        "action": args.action,
+        "turn_id": args.turn_id,
+        "expected_state_version": args.expected_state_version,
+        "reason": args.reason,
+    }
+    key = args.idempotency_key or f"cli-{secrets.token_hex(12)}"
+    row = client.call("POST", base, body, key)
+    if args.json:
+        out.write(json.dumps(row, indent=2) + "\n")
+    else:
+        _line(row, out)
+
+
+def _line(row: dict[str, Any], out: TextIO) -> None:
+    reason = row.get("reason") or "-"
+    out.write(f"{row['id']}\t{row['action']}\t{row['status']}\t{row['turn_id'] or '-'}\t{reason}\n")

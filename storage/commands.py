@@ -1,0 +1,98 @@
+"""Control commands (pause, resume, cancel) as resources (seed 003).
+
+A command is written `accepted` (or already `rejected`) in the transaction that checked
+it, and moves once to `applied`, `rejected` or `expired` when the change it asked for
+happened, or could not. The idempotency key is unique per session and acting key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage.database import Tx
+from storage.pages import keyset
+from storage.rows import Queryable
+
+OPEN = "accepted"
+
+
+async def insert(tx: Tx, row: dict[str, Any]) -> None:
+    columns = ", ".join(row)
+    marks = ", ".join("?" for _ in row)
+    await tx.execute(f"INSERT INTO commands ({columns}) VALUES ({marks})", tuple(row.values()))
+
+
+async def get(q: Queryable, command_id: str) -> dict[str, Any] | None:
+    row = await q.fetchone("SELECT * FROM commands WHERE id = ?", (command_id,))
+    return None if row is None else dict(row)
+
+
+async def by_key(
+    q: Queryable, session_id: str, actor: str, idempotency_key: str
+) -> dict[str, Any] | None:
+    row = await q.fetchone(
+        "SELECT * FROM commands WHERE session_id = ? AND actor = ? AND idempotency_key = ?",
+        (session_id, actor, idempotency_key),
+    )
+    return None if row is None else dict(row)
+
+
+async def page(
+    q: Queryable, session_id: str, after: str | None, limit: int
+) -> tuple[list[dict[str, Any]], bool]:
+    """Commands of a session, oldest first, keyset on (created_at, id); raises
+    CursorNotFound for an `after` that is not one of them."""
+    rows, more = await keyset(
+        q,
+        table="commands",
+        where="session_id = ?",
+        params=(session_id,),
+        after=after,
+        limit=limit,
+        order="asc",
+    )
+    return [dict(row) for row in rows], more
+
+
+async def settle(
+    tx: Tx, turn_id: str, action: str, status: str, reason: str | None, now: int
+) -> list[str]:
+    """Move the turn's open commands of `action` to `status`; the ids moved."""
+    rows = await tx.fetchall(
+        "SELECT id FROM commands WHERE turn_id = ? AND action = ? AND status = 'accepted'",
+        (turn_id, action),
+    )
+    ids = [str(row["id"]) for row in rows]
+    for command_id in ids:
+        await tx.execute(
+            "UPDATE commands SET status = ?, reason = ?, updated_at = ?"
+            " WHERE id = ? AND status = 'accepted'",
+            (status, reason, now, command_id),
+        )
+    return ids
+
+
+async def settle_one(tx: Tx, command_id: str, status: str, reason: str | None, now: int) -> bool:
+    changed = await tx.execute(
+        "UPDATE commands SET status = ?, reason = ?, updated_at = ?"
+        " WHERE id = ? AND status = 'accepted'",
+        (status, reason, now, command_id),
+    )
+    return changed == 1
+
+
+async def open_for(q: Queryable, turn_id: str, action: str) -> list[dict[str, Any]]:
+    rows = await q.fetchall(
+        "SELECT * FROM commands WHERE turn_id = ? AND action = ? AND status = 'accepted'",
+        (turn_id, action),
+    )
+    return [dict(row) for row in rows]
+
+
+async def settle_terminal(tx: Tx, turn_id: str, cancelled: bool, now: int) -> None:
+    """The turn ended: an open cancel applied when it ended cancelled; every other open
+    command is rejected `terminal`."""
+    if cancelled:
+        await settle(tx, turn_id, "cancel", "applied", None, now)
+    for action in ("pause", "resume", "cancel"):
+        await settle(tx, turn_id, action, "rejected", "terminal", now)

@@ -1,0 +1,88 @@
+"""Drain (seed 003): `POST /core/v1/drain` or SIGTERM stops claiming new turns,
+`/readyz` answers 503 `draining`, running turns stop at their next checkpoint, and a
+later start continues them."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from allinone.app import DATABASE_FILE
+from allinone.credentials import read_core_key
+from tests.api.test_run_control import (
+    assistant,
+    call,
+    run_state,
+    sdk,
+    start,
+    wait_idle,
+)
+from tests.conftest import start_server
+
+SCRIPT = "/say a\n/sleep 1500\n/say b"
+
+
+def test_a_drained_turn_stops_at_a_checkpoint_and_a_later_start_continues_it(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    server = start_server(data)
+    try:
+        with sdk(server) as client:
+            session_id = start(client, SCRIPT)
+            before = run_state(client, session_id)
+            core = read_core_key(data)
+            drained = call(server, "POST", "/core/v1/drain", {}, bearer=core)
+            assert drained.status_code == 202, drained.body
+            ready = call(server, "GET", "/readyz", bearer=core)
+            assert ready.status_code == 503 and ready.json()["status"] == "draining"
+            while run_state(client, session_id)["phase"] != "resuming":
+                pass  # suspended at its checkpoint: no lease, no worker
+            queued = client.beta.agents.sessions.create(
+                agent={"model": "scripted"}, environment={"type": "none"}, input="later"
+            )
+            assert run_state(client, queued.id)["status"] == "queued"  # nothing is claimed
+    finally:
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=30) == 0
+
+    restarted = start_server(data, port=server.port)
+    try:
+        with sdk(restarted) as client:
+            wait_idle(client, session_id)
+            after = run_state(client, session_id)
+            assert after["status"] == "completed"
+            assert after["worker_epoch"] > before["worker_epoch"]
+            assert assistant(client, session_id) == ["a", "b"]
+            wait_idle(client, queued.id)
+            assert assistant(client, queued.id) == ["later"]
+    finally:
+        restarted.stop()
+
+
+def test_sigterm_drains_a_running_turn_and_the_next_start_continues_it(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    server = start_server(data)
+    try:
+        with sdk(server) as client:
+            session_id = start(client, SCRIPT)
+    finally:
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=30) == 0
+    # Stopped at its checkpoint by the drain, not abandoned mid-run: no lease, no worker.
+    with closing(sqlite3.connect(data / DATABASE_FILE)) as db:
+        phase, lease = db.execute(
+            "SELECT phase, lease_expires_at FROM turns WHERE session_id = ?", (session_id,)
+        ).fetchone()
+    assert (phase, lease) == ("resuming", None)
+
+    restarted = start_server(data, port=server.port)
+    try:
+        with sdk(restarted) as client:
+            wait_idle(client, session_id)
+            assert run_state(client, session_id)["status"] == "completed"
+            assert assistant(client, session_id) == ["a", "b"]
+    finally:
+        restarted.stop()
