@@ -110,4 +110,6 @@ def configuration(
             if t.get("type") == "function"
         ],
         mcp_http_servers=resolved.mcp_http_servers,
+        # The key under which a harness with native sessions finds this session's own.
+        agent_session_id=session["id"],
     )
