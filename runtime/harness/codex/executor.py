@@ -37,6 +37,7 @@ PROVIDER_ID = "corebox"
 APPROVAL_POLICIES = {"ask": "untrusted", "allow": "never", "deny": "untrusted"}
 # Subagents, goals, image generation and web search stay off: corebox declares none of them.
 DISABLED_FEATURES = ("multi_agent", "goals", "image_generation")
+MODEL_RETRIES = 2  # the CLI's own retries of a failed or dropped model request
 EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhigh"})
 
 
@@ -109,7 +110,10 @@ class CodexExecutor:
     async def _open(self, workspace: Path | None) -> None:
         if self._server is not None:
             await self._server.close()
-        cwd = workspace or self._home / "scratch" / self.executor_id
+        # Without an environment, a scratch directory of the session's own (the same
+        # after a restart, so a resumed thread keeps its working directory).
+        key = self._configuration.agent_session_id or self.executor_id
+        cwd = workspace or self._home / "scratch" / hashlib.sha256(key.encode()).hexdigest()[:32]
         for directory in (self._home / "home", self._home / "tmp", cwd):
             directory.mkdir(parents=True, exist_ok=True)
         server = AppServer(self._argv(), self._environment(), cwd)
@@ -154,7 +158,8 @@ class CodexExecutor:
         base_url = self._provider.base_url.rstrip("/")
         provider = (
             f'{{name="{PROVIDER_ID}", base_url="{_toml(base_url)}", '
-            f'wire_api="responses", env_key="{API_KEY_VARIABLE}"}}'
+            f'wire_api="responses", env_key="{API_KEY_VARIABLE}", '
+            f"request_max_retries={MODEL_RETRIES}, stream_max_retries={MODEL_RETRIES}}}"
         )
         overrides = [
             f'model_provider="{PROVIDER_ID}"',
