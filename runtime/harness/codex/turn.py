@@ -67,6 +67,7 @@ class CodexTurn:
         self._model = model
         self._turn_id = ""
         self._sequences: dict[str, int] = {}
+        self._texts: dict[str, str] = {}  # messages opened and not yet completed
         self._usage = [0, 0, 0, 0, 0]  # input, cached input, output, reasoning, total
         self._counted = False
 
@@ -79,7 +80,9 @@ class CodexTurn:
             turn = await self._follow()
         except asyncio.CancelledError:
             await self._interrupt()
+            await self._cut_short()
             raise
+        await self._cut_short()
         if turn.get("status") == "failed":
             raise classify(turn.get("error"))
         if self._counted:
@@ -163,8 +166,18 @@ class CodexTurn:
         )
         await self._server.respond(request_id, {"decision": "accept" if approved else "decline"})
 
+    async def _cut_short(self) -> None:
+        """Messages the CLI abandoned (a steer or an interrupt cut the model off) end
+        `incomplete` with the text streamed so far."""
+        for item_id, text in list(self._texts.items()):
+            await self._context.emit(
+                "output_message", wire.OutputMessage(id=item_id, status="incomplete", text=text)
+            )
+        self._texts.clear()
+
     async def _delta(self, item_id: str, text: str) -> None:
         await self._open(item_id)
+        self._texts[item_id] = self._texts.get(item_id, "") + text
         self._sequences[item_id] += 1
         await self._context.emit(
             "delta", wire.Delta(item_id=item_id, delta=text, sequence=self._sequences[item_id])
@@ -173,6 +186,7 @@ class CodexTurn:
     async def _open(self, item_id: str) -> None:
         if item_id not in self._sequences:
             self._sequences[item_id] = 0
+            self._texts[item_id] = ""
             await self._context.emit(
                 "output_message", wire.OutputMessage(id=item_id, status="in_progress")
             )
@@ -182,6 +196,7 @@ class CodexTurn:
         item_id = str(item.get("id") or "")
         if kind == "agentMessage" and stage == "after":
             await self._open(item_id)
+            self._texts.pop(item_id, None)
             phase = item.get("phase")
             await self._context.emit(
                 "output_message",
