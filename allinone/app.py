@@ -592,6 +592,7 @@ async def run_daemon(
     """`corebox daemon`: the same Runtime as `corebox serve` runs in-process, connected to
     a Core elsewhere, until SIGINT/SIGTERM. It serves `self_hosted` workspaces only under
     `allowed_roots` and runs commands confined (unconfined only if `allow_unconfined`).
+    CLI harnesses keep their private state under `~/.corebox/harnesses`.
     Raises RuntimeStopped on a permanent refusal (401, 403, 426 or close 4001); never
     reconnects after one."""
     confinement = probe()

@@ -143,10 +143,14 @@ def test_a_command_runs_after_an_approval_given_through_the_sdk(
     workspace = tmp_path / "ws"
     workspace.mkdir()
     model.queue(Reply.call("exec_command", {"cmd": "touch made.txt"}), Reply.say("Made it."))
+    # As a user would: a saved agent choosing the harness and its model provider.
+    agent = codex_client.beta.agents.create(
+        model=MODEL,
+        extra_body={"x_corebox": {"harness": "codex", **codex_body(model)["x_corebox"]}},
+    )
     created = codex_client.beta.agents.sessions.create(
-        agent=AGENT,  # type: ignore[arg-type]
+        agent_id=agent.id,
         environment={"type": "self_hosted", "workspace_directory": str(workspace)},  # type: ignore[typeddict-item]
-        extra_body=codex_body(model),
     )
     with codex_client.beta.agents.sessions.events.stream(created.id) as live:
         send(codex_client, created.id, message("create made.txt"))
