@@ -11,10 +11,12 @@ to Run frames until `turn/completed`.
     thread/tokenUsage/updated           -> summed, one `usage` frame at the end
     turn/completed failed               -> NativeFailure classified by errors.py
 
-Steered input is passed on at once with `turn/steer` (the native turn takes it at its
-next model call). Cancellation sends `turn/interrupt` and waits, bounded, for the turn
-to settle before re-raising. Requests the adapter cannot answer (user input, permission
-profiles, dynamic tools) are declined with a JSON-RPC error, so the CLI never waits.
+Steered input is passed on at once with `turn/steer` (the CLI stops the model reply
+it is writing and calls the model again with the input); input that arrives as the
+native turn ends starts one more native turn within the same Run. Cancellation sends
+`turn/interrupt` and waits, bounded, for the turn to settle before re-raising. Requests
+the adapter cannot answer (user input, permission profiles, dynamic tools) are declined
+with a JSON-RPC error, so the CLI never waits.
 """
 
 from __future__ import annotations
@@ -70,8 +72,20 @@ class CodexTurn:
         self._texts: dict[str, str] = {}  # messages opened and not yet completed
         self._usage = [0, 0, 0, 0, 0]  # input, cached input, output, reasoning, total
         self._counted = False
+        self._leftover: list[MessageInput] = []
 
     async def play(self, messages: MessageInput, options: dict[str, Any]) -> None:
+        """Run the turn; steered input the native turn could no longer take (it had
+        just ended) starts one more native turn within this Run."""
+        waiting = list(messages)
+        while waiting:
+            self._leftover = []
+            await self._native_turn(waiting, options)
+            waiting = [message for batch in self._leftover for message in batch]
+        if self._counted:
+            await self._report_usage()
+
+    async def _native_turn(self, messages: MessageInput, options: dict[str, Any]) -> None:
         started = await self._server.request(
             "turn/start", {"threadId": self._thread_id, "input": user_input(messages), **options}
         )
@@ -85,8 +99,6 @@ class CodexTurn:
         await self._cut_short()
         if turn.get("status") == "failed":
             raise classify(turn.get("error"))
-        if self._counted:
-            await self._report_usage()
 
     async def _follow(self) -> dict[str, Any]:
         """Handle messages until this turn completes; return the completed Turn."""
@@ -122,7 +134,8 @@ class CodexTurn:
                     },
                 )
             except RpcError:
-                log.warning("codex turn %s did not take a steered input", self._turn_id)
+                log.info("codex turn %s had ended; steered input starts the next", self._turn_id)
+                self._leftover.append(messages)
 
     async def _handle(self, message: Message) -> dict[str, Any] | None:
         method = str(message.get("method") or "")
