@@ -132,7 +132,8 @@ class CodexExecutor:
         settings: dict[str, Any] = {
             "cwd": str(cwd),
             "approvalPolicy": APPROVAL_POLICIES[self._policy],
-            "sandbox": "workspace-write" if writable else "read-only",
+            # Denied commands: the CLI still runs the ones it deems safe, so nothing may write.
+            "sandbox": "workspace-write" if writable and self._policy != "deny" else "read-only",
         }
         if cfg.agent_options.system_prompt:
             settings["developerInstructions"] = cfg.agent_options.system_prompt
