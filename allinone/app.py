@@ -89,6 +89,8 @@ from allinone.redaction import Redactor
 from runtime.confinement import Confinement, Sandbox, probe
 from runtime.daemon import Daemon
 from runtime.harness.builtin.adapter import BuiltinHarness
+from runtime.harness.codex.adapter import CodexHarness
+from runtime.harness.codex.cli import probe as probe_codex
 from runtime.harness.registry import HarnessRegistry
 from runtime.harness.scripted import ScriptedHarness
 from runtime.proto import limits
@@ -104,6 +106,7 @@ log = logging.getLogger(__name__)
 
 SHUTDOWN_BUDGET_SECONDS = 10.0
 DATABASE_FILE = "corebox.db"
+HARNESSES_DIR = "harnesses"  # private state of CLI harnesses (the Codex CLI's home)
 
 
 class StartupError(Exception):
@@ -256,7 +259,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     )  # fmt: skip
     admission = Admission(
         db, recorder, ids, clock, orchestrator.wake, orchestrator.request_cancel,
-        orchestrator.input_admitted, environments, providers,
+        orchestrator.input_admitted, environments, providers, registry.offers,
     )  # fmt: skip
     commands = Commands(
         db, recorder, ids, clock,
@@ -383,7 +386,7 @@ def _local_daemon(config: Config, opened: Opened, grants: HostGrants) -> Daemon 
         f"http://{_url_host(_local_host(config))}:{opened.port}/api/v1",
         LOCAL_DEVICE_ID,
         opened.runtime_credential,
-        runtime_harnesses(),
+        runtime_harnesses(config.data_dir / HARNESSES_DIR),
         __version__,
         workspaces=Workspaces(
             config.data_dir / WORKSPACES_DIR,
@@ -595,11 +598,15 @@ def _add_periodic_jobs(parts: Parts, timers: Timers) -> None:
     scheduler.add_job(parts.retention.run, "interval", hours=1, id="data-retention", **_ONCE)
 
 
-def runtime_harnesses() -> HarnessRegistry:
-    """The harnesses every Runtime this build runs registers, in-process or remote."""
+def runtime_harnesses(home: Path) -> HarnessRegistry:
+    """The harnesses every Runtime this build runs registers, in-process or remote.
+    CLI harnesses keep their private state under `home`; each is registered whether or
+    not its CLI is installed, and declares itself available only when it is, at a
+    version the adapter knows."""
     harnesses = HarnessRegistry()
     harnesses.register(ScriptedHarness())
     harnesses.register(BuiltinHarness())
+    harnesses.register(CodexHarness(probe_codex(), home / "codex"))
     return harnesses
 
 
@@ -631,6 +638,7 @@ async def run_daemon(
     """`corebox daemon`: the same Runtime as `corebox serve` runs in-process, connected to
     a Core elsewhere, until SIGINT/SIGTERM. It serves `self_hosted` workspaces only under
     `allowed_roots` and runs commands confined (unconfined only if `allow_unconfined`).
+    CLI harnesses keep their private state under `~/.corebox/harnesses`.
     Raises RuntimeStopped on a permanent refusal (401, 403, 426 or close 4001); never
     reconnects after one."""
     confinement = probe()
@@ -641,7 +649,7 @@ async def run_daemon(
         core_url,
         device_id,
         credential,
-        runtime_harnesses(),
+        runtime_harnesses(Path.home() / ".corebox" / HARNESSES_DIR),
         __version__,
         workspaces=Workspaces(
             workspaces,

@@ -137,6 +137,7 @@ class Run:
         self._interactions: dict[str, _Pending] = {}
         self._steers: dict[str, _Steer] = {}
         self._written: list[str] = []
+        self._steer_written = asyncio.Event()
         self._acks: set[asyncio.Task[None]] = set()
 
     # RunContext, used by the adapter.
@@ -241,7 +242,11 @@ class Run:
             taken.append(steer.messages)
             self._spawn_ack(input_id, PromptSteerAck(input_id=input_id, accepted=True))
         self._written = []
+        self._steer_written.clear()
         return taken
+
+    async def wait_steered(self) -> None:
+        await self._steer_written.wait()
 
     # Deliveries from Core.
     def owns_interaction(self, interaction_id: str) -> bool:
@@ -353,6 +358,7 @@ class Run:
             return
         self._steers[request.input_id] = _Steer(fingerprint, request.input)
         self._written.append(request.input_id)
+        self._steer_written.set()
         await self._steer_ack(
             PromptSteerAck(input_id=request.input_id, accepted=False, written=True)
         )

@@ -1,6 +1,7 @@
 """Agent configuration: defaults, normalisation and harness resolution.
 
-corebox settings live under `x_corebox`: `harness` (`scripted` or `builtin`),
+corebox settings live under `x_corebox`: `harness` (`scripted`, `builtin`, or a harness
+over an installed coding-agent CLI: `codex`),
 `model_provider` (see allinone/core/model_providers.py; its API key is stored sealed,
 through the `seal_provider` callable the caller passes, and never in plain text), and
 `tool_policy` (`{"run_command": "ask" | "allow" | "deny"}`, for workspace commands).
@@ -18,7 +19,11 @@ from allinone.core import tools as tool_lists
 from allinone.core.errors import InvalidRequest
 from allinone.core.shapes.models import AgentCreate, AgentUpdate, SessionAgentParam
 
-HARNESSES = ("scripted", "builtin")
+HARNESSES = ("scripted", "builtin", "codex")
+# Harnesses that drive an installed CLI -> what to install when no Runtime offers it.
+CLI_HARNESSES: dict[str, str] = {
+    "codex": "the Codex CLI (npm install -g @openai/codex) on the Runtime's PATH",
+}
 COMMAND_POLICIES = ("ask", "allow", "deny")
 # (stored model_provider value, param) -> its stored form with the API key sealed.
 SealProvider = Callable[[Any, str], dict[str, Any]]
@@ -167,6 +172,20 @@ def harness_for(
     if default_provider and config.get("model") != "scripted":
         return "builtin"
     return "scripted"
+
+
+def check_installed(harness: str, offered: Callable[[str], bool]) -> None:
+    """Refuse a CLI harness that no connected Runtime offers (its CLI is missing, or at a
+    version the adapter does not know), naming what to install."""
+    install = CLI_HARNESSES.get(harness)
+    if install is not None and not offered(harness):
+        raise InvalidRequest(
+            f"The {harness} harness is not available: no connected Runtime has its CLI "
+            f"at a version corebox knows. Install {install}, then restart corebox; "
+            "GET /core/v1/harnesses lists the harnesses that can run.",
+            "agent.x_corebox.harness",
+            code="unsupported_or_invalid_configuration",
+        )
 
 
 def session_agent(agent_id: str, config: dict[str, Any]) -> dict[str, Any]:

@@ -37,6 +37,8 @@ from runtime.proto import limits
 PROTOCOLS = ("chat_completions", "responses")
 KEYS = ("protocol", "base_url", "api_key", "context_window", "max_output_tokens")
 SEAL_CONTEXT = "model_provider.api_key"
+# Harnesses whose sessions freeze a model provider (an OpenAI-compatible endpoint).
+MODEL_HARNESSES = ("builtin", "codex")
 UNSUPPORTED = "unsupported_or_invalid_configuration"
 
 
@@ -162,8 +164,9 @@ class ModelProviders:
         self, config: dict[str, Any], session_extension: dict[str, Any] | None, harness: str
     ) -> Frozen | None:
         """What a new session on `harness` freezes; None for harnesses without a model.
-        Raises a 400 when `builtin` has no provider or a provider has no key."""
-        if harness != "builtin":
+        Raises a 400 when a model harness (`builtin`, `codex`) has no provider or a
+        provider has no key."""
+        if harness not in MODEL_HARNESSES:
             return None
         agent_extension = config.get("x_corebox") or {}
         model = ""  # empty: the agent's own model is used
@@ -191,7 +194,7 @@ class ModelProviders:
             source = "default"
         else:
             raise InvalidRequest(
-                "The builtin harness needs a model provider: set x_corebox.model_provider, "
+                f"The {harness} harness needs a model provider: set x_corebox.model_provider, "
                 "or start corebox with --model-base-url.",
                 "agent.x_corebox.model_provider",
                 code=UNSUPPORTED,

@@ -155,6 +155,11 @@ class RunContext(Protocol):
         """Take every steered input written so far; taking one confirms its consumption."""
         ...
 
+    async def wait_steered(self) -> None:
+        """Return once a steered input is written and not yet taken (at once if one is
+        waiting), for adapters that pass steering on while their native turn runs."""
+        ...
+
 
 class Executor(Protocol):
     executor_id: str

@@ -163,11 +163,44 @@ _RESPONSES = _row(
     **_NEVER,
 )
 
+# The Codex CLI over the responses wire API (it has no other).
+_CODEX = _row(
+    streaming=(S, "the CLI's agent message deltas"),
+    function_tools=(U, "the CLI runs its own tools; client-executed functions cannot be added"),
+    parallel_tool_calls=(S, "the CLI's own tool loop"),
+    structured_output=(U, "the app-server protocol has no output schema for a turn"),
+    text_verbosity=(L, "not sent: the CLI has no per-turn verbosity"),
+    reasoning_effort=(S, "sent as the turn's effort"),
+    reasoning_summaries=(S, "the CLI's reasoning items"),
+    usage=(S, "the CLI's per-request token counts, summed over the turn"),
+    steering=(S, "passed to the running native turn (turn/steer)"),
+    cancellation=(S, "turn/interrupt, then the turn settles"),
+    permissions=(
+        S,
+        "the CLI's command and file-change approval requests, unless the tool policy "
+        "allows or denies them",
+    ),
+    user_choices=(U, "the CLI's questions to the user are declined"),
+    mcp_http_tools=(U, "MCP servers are not passed to the CLI"),
+    message_images=(S, "sent as image inputs"),
+    workspace_tools=(
+        S,
+        "the CLI's shell and patch tools in the bound workspace, under its own "
+        "workspace-write sandbox",
+    ),
+    conversation_memory=(
+        S,
+        "the CLI's native thread, resumed by the Runtime, also after a restart",
+    ),
+    **_NEVER,
+)
+
 # (harness kind, protocol) -> feature -> support. `scripted` speaks no model protocol.
 MATRIX: dict[tuple[str, str], dict[str, FeatureSupport]] = {
     ("scripted", "scripted"): _SCRIPTED,
     ("builtin", "chat_completions"): _CHAT,
     ("builtin", "responses"): _RESPONSES,
+    ("codex", "responses"): _CODEX,
 }
 
 

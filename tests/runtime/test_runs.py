@@ -227,3 +227,22 @@ def test_applied_decisions_are_remembered_up_to_the_cache_limit() -> None:
         assert (replay.applied, replay.error_code) == (True, "")
 
     asyncio.run(main())
+
+
+def test_an_adapter_can_wait_for_steered_input_while_its_turn_runs() -> None:
+    taken: list[list[str]] = []
+
+    async def body(context: RunContext) -> None:
+        await context.wait_steered()  # returns only once an input is written
+        for messages in context.take_steered():
+            taken.append([p.text for m in messages for p in m.content])  # type: ignore[union-attr]
+
+    async def during(run: Run) -> None:
+        await run.steer(
+            PromptSteer(input_id="in_1", input=[Message(content=[InputText(text="more")])])
+        )
+
+    sent = play(body, declaration(), during)
+    assert taken == [["more"]]
+    acks = [payload for type_, payload in sent if type_ == "prompt_steer_ack"]
+    assert [(ack.written, ack.accepted) for ack in acks] == [(True, False), (False, True)]  # type: ignore[attr-defined]

@@ -3,8 +3,11 @@ declaring devices (availability, version and complete capability declaration) an
 rows of the capability matrix (runtime/proto/matrix.py), one per model protocol.
 
 Core learns kinds only from heartbeats: a kind no connected Runtime declares is not
-listed, and nothing is inferred before a Runtime's first heartbeat. The matrix rows are
-the shared table both sides import. Authorised by the Core key or a project API key.
+listed, and nothing is inferred before a Runtime's first heartbeat. A CLI harness
+(agents.CLI_HARNESSES) is listed only with the devices that declare it available, that
+is, where its CLI is installed at a version the adapter knows; `version` is the CLI's.
+The matrix rows are the shared table both sides import. Authorised by the Core key or a
+project API key.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from allinone.core.agents import CLI_HARNESSES
 from allinone.core.api.common import json
 from allinone.core.gateway.registry import Registry
 from runtime.proto import matrix
@@ -36,6 +40,8 @@ class HarnessesApi:
             if connection.closed.is_set() or connection.kinds is None:
                 continue
             for declared in connection.kinds.values():
+                if declared.kind in CLI_HARNESSES and not declared.available:
+                    continue
                 entry = kinds.setdefault(
                     declared.kind,
                     {

@@ -76,6 +76,13 @@ class Registry:
     def __iter__(self) -> Iterator[Connection]:
         return iter(list(self._connections.values()))
 
+    def offers(self, kind: str) -> bool:
+        """Whether a connected device's latest declaration has `kind` available."""
+        return any(
+            not connection.closed.is_set() and connection.available_kind(kind) is not None
+            for connection in self
+        )
+
     def select(self, kind: str, required: list[str]) -> Connection | None:
         """A connected device that declared `kind` available with every required capability."""
         for connection in self:

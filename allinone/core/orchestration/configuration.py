@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from allinone.core.agents import CLI_HARNESSES
 from allinone.core.gateway.connection import Connection
 from allinone.core.gateway.workspace import wire_uuid
 from allinone.core.orchestration.credentials import Resolved
@@ -133,4 +134,6 @@ def configuration(
         ],
         mcp_http_servers=resolved.mcp_http_servers,
         command_environment=resolved.command_environment,
+        # The key under which a CLI harness finds this session's native session again.
+        agent_session_id=session["id"] if session["harness"] in CLI_HARNESSES else "",
     )

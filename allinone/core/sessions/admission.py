@@ -34,7 +34,10 @@ class Admission:
         on_input: Callable[[str], None],
         environments: Environments | None = None,
         providers: ModelProviders | None = None,
+        offered: Callable[[str], bool] = lambda kind: True,
     ) -> None:
+        """`offered(kind)`: whether a connected Runtime declares that harness available;
+        sessions on a CLI harness nobody offers are refused at creation."""
         self._db = db
         self._ids = ids
         self._environments = environments
@@ -51,6 +54,7 @@ class Admission:
             Binding(db, environments),
             providers or ModelProviders(None),
             self._host,
+            offered,
         )
         self._inputs = Inputs(writer, recorder, clock)
         self._changes = Changes(db, clock, recorder)

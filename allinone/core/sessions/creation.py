@@ -89,8 +89,11 @@ class Creation:
         binding: Binding,
         providers: ModelProviders,
         host: Callable[[str], dict[str, Any]],
+        offered: Callable[[str], bool] = lambda kind: True,
     ) -> None:
+        """`offered(kind)`: whether a connected Runtime declares the harness available."""
         self._db = db
+        self._offered = offered
         self._writer = writer
         self._recorder = recorder
         self._ids = ids
@@ -134,6 +137,7 @@ class Creation:
             default_provider=self._providers.has_default,
             session_provider=extension.get("model_provider") is not None,
         )
+        agent_config.check_installed(harness, self._offered)
         frozen = self._providers.freeze(config, extension, harness)
         provider = frozen.public if frozen is not None else None
         notes = features.check(

@@ -118,6 +118,9 @@ class Recording:
         taken, self.steered = self.steered, []
         return taken
 
+    async def wait_steered(self) -> None:
+        await asyncio.Event().wait()  # steering is given up front (self.steered), never later
+
     def types(self) -> list[str]:
         return [type_ for type_, _ in self.frames]
 
