@@ -25,6 +25,8 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 
 from allinone import __version__
 from allinone.config import Config
+from allinone.core.agent_versions import Deployments
+from allinone.core.api.agent_versions import AgentVersionsApi
 from allinone.core.api.agents import AgentsApi
 from allinone.core.api.app import build_app
 from allinone.core.api.auth import Keys
@@ -300,6 +302,7 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         *comms_routes(d.comms, db),
         *HarnessesApi(db, registry).routes(),
         *AgentsApi(db, ids, clock, d.providers).routes(),
+        *AgentVersionsApi(db, Deployments(db, ids, clock)).routes(),
     ]
 
 

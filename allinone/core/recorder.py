@@ -95,6 +95,10 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
         "capability_notes": execution_settings.notes_of(row),
         # How the session's commands are confined on the host running them.
         "confinement": execution_settings.settings_of(row).get("confinement"),
+        # The saved agent's version the session is pinned to (null for an inline agent)
+        # and its configuration revision (one more per update that changes it).
+        "agent_version": row.get("agent_version"),
+        "config_revision": row.get("config_revision") or 1,
     }
     return view
 

@@ -76,6 +76,10 @@ def turn(row: dict[str, Any]) -> dict[str, Any]:
             "worker_epoch": row.get("worker_epoch", 0),
             # Steering messages whose delivery outcome is unknown (marked on their items).
             "unknown_inputs": row.get("unknown_inputs") or 0,
+            # The saved agent's version this turn ran (null for an inline agent) and the
+            # digest of the session configuration revision it ran with.
+            "agent_version": row.get("agent_version"),
+            "config_digest": row.get("config_digest"),
         },
     }
 

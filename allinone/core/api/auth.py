@@ -53,6 +53,7 @@ class Policy(enum.Enum):
 POLICIES: dict[str, Policy] = {
     "/v1/files": Policy.PROJECT,  # the Files API takes no OpenAI-Beta header
     "/v1/": Policy.AGENTS,
+    "/x/v1/": Policy.PROJECT,  # corebox-only operations on a project's resources
     "/core/v1/comms/": Policy.PROJECT,
     "/core/v1/harnesses": Policy.CORE_OR_PROJECT,
     "/core/v1/": Policy.CORE,

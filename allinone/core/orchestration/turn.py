@@ -34,6 +34,7 @@ from allinone.core.orchestration.delivery import Delivery, messages_of
 from allinone.core.orchestration.observation import Observation
 from allinone.core.orchestration.projector import RunProjection
 from allinone.core.orchestration.transitions import move
+from allinone.core.sessions import revisions
 from allinone.core.states import TurnStatus
 from runtime.proto.errors import PreparationErrorCode
 from runtime.proto.inputs import Message
@@ -187,7 +188,8 @@ class TurnExecution:
                 "started_at": now,
                 "phase": "running",
                 "lease_expires_at": now + self._parts.timers.lease_seconds,
-                "config_digest": self._session["request_hash"],
+                "config_digest": revisions.digest_of(self._session),
+                "agent_version": self._session.get("agent_version"),
             },
         )
         if not moved:
