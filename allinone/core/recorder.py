@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from allinone.core import render
+from allinone.core import budgets, render
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
 from allinone.core.model_providers import public_view
@@ -86,6 +86,9 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
     view = render.session(
         row, status=status.value, required_actions=actions, usage=usage, error=error
     )
+    spend = await budgets.spend_view(q, row)
+    if spend is not None:
+        view["spend_control"] = spend
     view["x_corebox"] = {
         "required_actions": choices,
         "harness": row["harness"],

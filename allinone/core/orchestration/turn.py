@@ -17,6 +17,7 @@ import logging
 from functools import partial
 from typing import Any
 
+from allinone.core import budgets
 from allinone.core.gateway.connection import Connection
 from allinone.core.gateway.preparations import (
     PreparationError,
@@ -72,6 +73,10 @@ class TurnExecution:
             log.exception("turn %s could not be executed", self._turn_id)
 
     async def _execute(self) -> None:
+        budget = await self._parts.db.read(partial(budgets.refusal, session=self._session))
+        if budget is not None:
+            await self._fail_queued(budgets.BUDGET_CODE, budget)
+            return
         if not await self._environment_ready():
             return
         prepared = await self._prepare()

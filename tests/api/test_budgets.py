@@ -1,0 +1,67 @@
+"""Session budgets through the official SDK: `spend_control` set at creation is kept,
+reported with what was consumed (in token units), and enforced: once a turn has used
+the limit up, the next turn fails with `session_budget_exceeded` before it runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openai import OpenAI
+
+
+def settle(client: OpenAI, session_id: str, text: str) -> Any:
+    """Send a message, follow events until the session is idle, return the turn."""
+    with client.beta.agents.sessions.events.stream(session_id) as live:
+        client.beta.agents.sessions.events.create(
+            session_id,
+            events=[
+                {
+                    "type": "agent.session.input.message",
+                    "input": [{"role": "user", "content": [{"type": "input_text", "text": text}]}],
+                }
+            ],
+        )
+        for event in live:
+            if event.type == "agent.session.idle":
+                break
+    return client.beta.agents.sessions.turns.list(session_id, limit=1).data[0]
+
+
+def test_spend_control_is_kept_reported_and_enforced(client: OpenAI) -> None:
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment={"type": "none"},
+            input="hello\n/usage 40 30",
+            spend_control={"limit": 50},
+            stream=True,
+        )
+    )
+    session = events[0].session
+    assert session.spend_control is not None
+    assert (session.spend_control.limit, session.spend_control.consumed) == (50, 0)
+    first = client.beta.agents.sessions.turns.list(session.id, limit=1).data[0]
+    assert first.status == "completed"
+    assert first.usage is not None and first.usage.total_tokens == 70
+    retrieved = client.beta.agents.sessions.retrieve(session.id)
+    assert retrieved.spend_control is not None
+    assert (retrieved.spend_control.limit, retrieved.spend_control.consumed) == (50, 70)
+
+    second = settle(client, session.id, "again")
+    assert second.status == "failed"
+    assert second.error is not None and second.error.code == "session_budget_exceeded"
+    assert "50" in second.error.message
+
+    # Raising the limit lets the session run again.
+    client.beta.agents.sessions.update(session.id, spend_control={"limit": 1000})
+    assert settle(client, session.id, "more").status == "completed"
+    # Removing it makes the session unlimited again (the object is omitted).
+    cleared = client.beta.agents.sessions.update(session.id, spend_control=None)
+    assert cleared.spend_control is None
+
+
+def test_an_unlimited_session_omits_spend_control(client: OpenAI) -> None:
+    session = client.beta.agents.sessions.create(
+        agent={"model": "scripted"}, environment={"type": "none"}, input="hi"
+    )
+    assert session.spend_control is None
