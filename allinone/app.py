@@ -36,6 +36,7 @@ from allinone.core.api.devices import DevicesApi
 from allinone.core.api.environments import EnvironmentsApi
 from allinone.core.api.harnesses import HarnessesApi
 from allinone.core.api.health import Health
+from allinone.core.api.overlays import OverlaysApi
 from allinone.core.api.projects import ProjectsApi
 from allinone.core.api.protocol import MAX_HEADER_BYTES, BoundedH11Protocol
 from allinone.core.api.sessions import SessionsApi
@@ -45,6 +46,7 @@ from allinone.core.api.vaults import VaultsApi
 from allinone.core.automations import Automations
 from allinone.core.comms.service import Comms
 from allinone.core.environments import Environments
+from allinone.core.errors import Refused
 from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
 from allinone.core.gateway.server import Gateway
@@ -57,9 +59,11 @@ from allinone.core.orchestration.orchestrator import Orchestrator
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Projector
 from allinone.core.orchestration.timers import PRODUCTION, Timers
+from allinone.core.overlays import CancelTurns, Overlays
 from allinone.core.recorder import Recorder
 from allinone.core.sealing import Sealer
 from allinone.core.sessions.admission import Admission
+from allinone.core.shapes.models import CancelInputEvent
 from allinone.core.tasks import cancel_and_wait
 from allinone.core.vault_secrets import VaultSecrets
 from allinone.credentials import (
@@ -205,6 +209,7 @@ class _Domain:
     scheduler: AsyncIOScheduler
     health: Health
     ws_url: str
+    overlays: Overlays
 
 
 def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) -> Parts:
@@ -242,9 +247,10 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     automations = Automations(db, admission, scheduler, sealer, ids, clock)
     comms = Comms(db, ids, clock)
     health = _health(config, opened, registry, scheduler, clock)
+    overlays = Overlays(db, ids, clock, _turn_canceller(admission), orchestrator.wake)
     domain = _Domain(
         config, opened, clock, ids, hub, registry, sealer, grants, providers,
-        environments, admission, automations, comms, scheduler, health, ws_url,
+        environments, admission, automations, comms, scheduler, health, ws_url, overlays,
     )  # fmt: skip
     return Parts(
         db=db,
@@ -261,6 +267,19 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
         health=health,
         registry=registry,
     )
+
+
+def _turn_canceller(admission: Admission) -> CancelTurns:
+    """Cancels the turns a `cancel` kill switch ends, as a client's cancel input would."""
+
+    async def cancel(project_id: str, turns: list[tuple[str, str]]) -> None:
+        for session_id, turn_id in turns:
+            try:
+                await admission.admit_inputs(project_id, session_id, [CancelInputEvent()], None)
+            except Refused as exc:  # e.g. the session was deleted meanwhile
+                log.warning("kill switch could not cancel turn %s: %s", turn_id, exc.message)
+
+    return cancel
 
 
 def _health(
@@ -303,6 +322,7 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         *HarnessesApi(db, registry).routes(),
         *AgentsApi(db, ids, clock, d.providers).routes(),
         *AgentVersionsApi(db, Deployments(db, ids, clock)).routes(),
+        *OverlaysApi(db, d.overlays).routes(),
     ]
 
 

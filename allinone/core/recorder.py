@@ -12,8 +12,10 @@ from allinone.core import budgets, render
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
 from allinone.core.model_providers import public_view
+from allinone.core.overlays import view as overlay_view
 from allinone.core.states import SessionStatus, session_status
 from storage import environments, execution_settings, interactions, journal, sessions, turns
+from storage import overlays as overlay_rows
 from storage.database import Tx
 from storage.rows import Queryable, dumps, loads
 
@@ -89,6 +91,7 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
     spend = await budgets.spend_view(q, row)
     if spend is not None:
         view["spend_control"] = spend
+    in_force = await overlay_rows.active(q, row["project_id"], row["agent_id"])
     view["x_corebox"] = {
         "required_actions": choices,
         "harness": row["harness"],
@@ -102,6 +105,8 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
         # and its configuration revision (one more per update that changes it).
         "agent_version": row.get("agent_version"),
         "config_revision": row.get("config_revision") or 1,
+        # Safety overlays in force for the session (its project's and its agent's).
+        "overlays": [overlay_view(o) for o in in_force],
     }
     return view
 

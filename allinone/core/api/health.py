@@ -29,6 +29,8 @@ from allinone.core.api.auth import Kind, principal_of
 from allinone.core.api.common import json
 from allinone.core.gateway.registry import Registry
 from allinone.core.ids import Clock
+from allinone.core.overlays import view as overlay_view
+from storage import overlays as overlay_rows
 from storage import tenancy
 from storage.database import Database, Tx
 from storage.errors import StorageError
@@ -126,8 +128,17 @@ class Health:
         checks["config"] = {"ok": True, **self._config}
         # How commands run in workspaces are confined (`none` is a state, not a failure).
         checks["confinement"] = {"ok": True, **self._confinement}
+        # Active safety overlays (a state, not a failure; shown to the Core key only).
+        checks["overlays"] = {"ok": True, "active": await self._overlays()}
         ready = all(check["ok"] for check in checks.values())
         return ready, checks
+
+    async def _overlays(self) -> list[dict[str, Any]] | None:
+        try:
+            rows = await self._db.read(overlay_rows.active)
+        except StorageError:
+            return None  # the storage check reports the failure
+        return [overlay_view(row) for row in rows]
 
     async def readyz(self, request: Request) -> Response:
         access = await self.access(request)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from allinone.core.gateway.connection import Connection
 from allinone.core.gateway.workspace import wire_uuid
 from allinone.core.orchestration.credentials import Resolved
@@ -110,4 +112,19 @@ def configuration(
             if t.get("type") == "function"
         ],
         mcp_http_servers=resolved.mcp_http_servers,
+    )
+
+
+def with_disabled_tools(
+    config: wire_exec.ExecutionConfiguration, disabled: dict[str, int]
+) -> wire_exec.ExecutionConfiguration:
+    """`config` with the tools safety overlays disable (name or MCP server_label ->
+    overlay version) in `harness_config.disabled_tools`, for the harness to answer a
+    call of one with a structured `tool_disabled` result."""
+    if not disabled:
+        return config
+    options = config.agent_options
+    harness_config = {**(options.harness_config or {}), "disabled_tools": dict(disabled)}
+    return msgspec.structs.replace(
+        config, agent_options=msgspec.structs.replace(options, harness_config=harness_config)
     )

@@ -17,7 +17,7 @@ import logging
 from functools import partial
 from typing import Any
 
-from allinone.core import budgets
+from allinone.core import budgets, overlays
 from allinone.core.gateway.connection import Connection
 from allinone.core.gateway.preparations import (
     PreparationError,
@@ -29,7 +29,11 @@ from allinone.core.gateway.preparations import (
 from allinone.core.gateway.subscriptions import RunSubscription
 from allinone.core.gateway.workspace import WorkspaceUnavailable, wire_uuid
 from allinone.core.orchestration.collaborators import Collaborators
-from allinone.core.orchestration.configuration import configuration, still_declared
+from allinone.core.orchestration.configuration import (
+    configuration,
+    still_declared,
+    with_disabled_tools,
+)
 from allinone.core.orchestration.credentials import ResolutionFailed
 from allinone.core.orchestration.delivery import Delivery, messages_of
 from allinone.core.orchestration.observation import Observation
@@ -39,7 +43,8 @@ from allinone.core.sessions import revisions
 from allinone.core.states import TurnStatus
 from runtime.proto.errors import PreparationErrorCode
 from runtime.proto.inputs import Message
-from storage import interactions, leases, tenancy, turns
+from storage import execution_settings, interactions, leases, tenancy, turns
+from storage import overlays as overlay_rows
 from storage.database import Tx
 
 log = logging.getLogger(__name__)
@@ -63,6 +68,7 @@ class TurnExecution:
         self._connection = connection
         self.cancel = asyncio.Event()
         self.delivery: Delivery | None = None
+        self._disabled: dict[str, int] = {}
 
     async def run(self) -> None:
         try:
@@ -73,9 +79,7 @@ class TurnExecution:
             log.exception("turn %s could not be executed", self._turn_id)
 
     async def _execute(self) -> None:
-        budget = await self._parts.db.read(partial(budgets.refusal, session=self._session))
-        if budget is not None:
-            await self._fail_queued(budgets.BUDGET_CODE, budget)
+        if not await self._allowed():
             return
         if not await self._environment_ready():
             return
@@ -121,6 +125,28 @@ class TurnExecution:
         finally:
             await delivery.stop()
 
+    async def _allowed(self) -> bool:
+        """The checks at the safe point before a claim: the session's budget and the
+        overlays in force (egress); False when the turn was failed instead. Tools the
+        overlays disable are noted for the preparation."""
+        session = self._session
+        budget = await self._parts.db.read(partial(budgets.refusal, session=session))
+        if budget is not None:
+            await self._fail_queued(budgets.BUDGET_CODE, budget)
+            return False
+        active = await self._parts.db.read(
+            partial(
+                overlay_rows.active, project_id=session["project_id"], agent_id=session["agent_id"]
+            )
+        )
+        provider = execution_settings.settings_of(session).get("model_provider") or {}
+        refusal = overlays.egress_refusal(active, session, provider.get("base_url"))
+        if refusal is not None:
+            await self._fail_queued(overlays.EGRESS_CODE, refusal)
+            return False
+        self._disabled = overlays.disabled_tools(active)
+        return True
+
     async def _environment_ready(self) -> bool:
         """Initialize the session's Environment once before its first turn."""
         environments = self._parts.environments
@@ -151,7 +177,9 @@ class TurnExecution:
         except ResolutionFailed as exc:
             await self._fail_queued("execution_unavailable", str(exc))
             return None
-        config = configuration(self._session, self._connection, resolved)
+        config = with_disabled_tools(
+            configuration(self._session, self._connection, resolved), self._disabled
+        )
         try:
             return await parts.preparations.prepare(
                 self._connection, self._session["id"], config, parts.timers.preparation_seconds

@@ -45,8 +45,11 @@ class BuiltinExecutor:
         )
         self._context_window = provider.context_window if provider else 0
         self._conversation = Conversation(system_prompt=options.system_prompt)
-        policy = (options.harness_config or {}).get("tool_policy") or {}
+        harness_config = options.harness_config or {}
+        policy = harness_config.get("tool_policy") or {}
         self._command_policy = str(policy.get("run_command") or "ask")
+        disabled = harness_config.get("disabled_tools") or {}
+        self._disabled = {str(k): int(v) for k, v in disabled.items() if isinstance(v, int)}
 
     async def run(self, run_id: str, messages: MessageInput, context: RunContext) -> None:
         servers = self._configuration.mcp_http_servers or []
@@ -64,7 +67,7 @@ class BuiltinExecutor:
                 context,
                 self._conversation,
                 self._protocol,
-                Toolbox(self._configuration.function_tools, mcp, workspace),
+                Toolbox(self._configuration.function_tools, mcp, workspace, self._disabled),
                 self._settings,
                 self._context_window,
             )

@@ -8,6 +8,11 @@
 - Workspace tools (read, write, list, run a command) are offered when the Run is bound
   to a workspace (workspace_tools.py); a function tool of the same name wins.
 
+Tools a safety overlay disables (`harness_config.disabled_tools`: a tool name or an
+MCP server label -> the overlay's version) stay offered, so the model's call of one gets
+the structured result `{"error": "tool_disabled", "tool", "overlay_version"}` instead of
+a vanished tool.
+
 `run` never raises for a bad call from the model (unknown tool, arguments that are not a
 JSON object, a failing MCP call): it returns text saying what went wrong, so the model
 can recover. Cancellation propagates.
@@ -36,8 +41,10 @@ class Toolbox:
         functions: list[FunctionTool],
         mcp: McpServers | None = None,
         workspace: WorkspaceTools | None = None,
+        disabled: dict[str, int] | None = None,
     ) -> None:
         self._functions = {tool.name: tool for tool in functions}
+        self._disabled = dict(disabled or {})
         self._mcp = mcp
         self._workspace = workspace
         self._workspace_names = (
@@ -63,6 +70,9 @@ class Toolbox:
             arguments = None
         if not isinstance(arguments, dict):
             return "error: the arguments must be a JSON object"
+        refusal = self._disabled_result(request.name)
+        if refusal is not None:
+            return refusal
         if request.name in self._functions:
             outcome = await context.call_function(
                 f"call_{secrets.token_hex(12)}", request.name, json.dumps(arguments)
@@ -75,6 +85,14 @@ class Toolbox:
         if self._mcp is not None and request.name in self._mcp.tools:
             return await self._mcp_call(request.name, arguments, context)
         return f"error: there is no tool named {request.name[:64]!r}"
+
+    def _disabled_result(self, name: str) -> str | None:
+        version = self._disabled.get(name)
+        if version is None and self._mcp is not None and name in self._mcp.tools:
+            version = self._disabled.get(self._mcp.tools[name].server)
+        if version is None:
+            return None
+        return json.dumps({"error": "tool_disabled", "tool": name, "overlay_version": version})
 
     async def _mcp_call(self, name: str, arguments: dict[str, Any], context: RunContext) -> str:
         assert self._mcp is not None
