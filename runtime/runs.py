@@ -117,6 +117,7 @@ class Run:
         self._calls: dict[str, _Pending] = {}
         self._applied: dict[str, str] = {}  # call or interaction id -> result fingerprint
         self._interactions: dict[str, _Pending] = {}
+        self._metadata: dict[str, str] = {}  # for the `done` frame (`annotate`)
         self._steers: dict[str, _Steer] = {}
         self._written: list[str] = []
         self._acks: set[asyncio.Task[None]] = set()
@@ -166,6 +167,9 @@ class Run:
         result = await pending.future
         assert isinstance(result, ChoiceOutcome)
         return result
+
+    def annotate(self, key: str, value: str) -> None:
+        self._metadata[key] = value
 
     def take_steered(self) -> list[MessageInput]:
         taken: list[MessageInput] = []
@@ -385,7 +389,9 @@ class Run:
         if self._acks:
             await asyncio.wait(set(self._acks), timeout=limits.RECEIPT_SEND_TIMEOUT_SECONDS)
         self.done_sent = True
-        await self._send("done", self.run_id, wire.Done(usage=self._usage))
+        await self._send(
+            "done", self.run_id, wire.Done(usage=self._usage, metadata=self._metadata or None)
+        )
 
     async def cancel(self, timeout: float) -> bool:
         """Ask the adapter to stop and wait for native settlement; return whether it did."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from runtime.proto.run import TokenCounts
@@ -80,8 +81,14 @@ def turn(row: dict[str, Any]) -> dict[str, Any]:
             # digest of the session configuration revision it ran with.
             "agent_version": row.get("agent_version"),
             "config_digest": row.get("config_digest"),
+            # What the turn actually ran (allinone/core/orchestration/manifest.py).
+            "manifest": _manifest(row.get("manifest")),
         },
     }
+
+
+def _manifest(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def session(

@@ -122,6 +122,11 @@ class RunContext(Protocol):
         """Take every steered input written so far; taking one confirms its consumption."""
         ...
 
+    def annotate(self, key: str, value: str) -> None:
+        """Record `value` under `key` in the metadata of the Run's `done` frame (a later
+        value replaces an earlier one)."""
+        ...
+
 
 class Executor(Protocol):
     executor_id: str

@@ -21,6 +21,7 @@ from typing import Any
 
 from allinone.core import render
 from allinone.core.ids import Clock, Ids
+from allinone.core.orchestration import manifest
 from allinone.core.orchestration.projector import Projector, RunProjection
 from allinone.core.orchestration.transitions import move
 from allinone.core.recorder import Recorder
@@ -127,6 +128,7 @@ class Outcomes:
             await turns.set_usage(
                 tx, run.turn_id, render.token_usage(done.usage.tokens), run.fencing_token
             )
+        await manifest.settle(tx, run.session_id, run.turn_id, done.metadata)
         await self._projector.close_unfinished(tx, run)
         await interactions.withdraw_open(tx, run.turn_id)
         status, fields = ending(run, cancelled, unconfirmed, captured)

@@ -13,6 +13,7 @@ step is unknown).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from functools import partial
 from typing import Any
@@ -28,6 +29,7 @@ from allinone.core.gateway.preparations import (
 )
 from allinone.core.gateway.subscriptions import RunSubscription
 from allinone.core.gateway.workspace import WorkspaceUnavailable, wire_uuid
+from allinone.core.orchestration import manifest
 from allinone.core.orchestration.collaborators import Collaborators
 from allinone.core.orchestration.configuration import (
     configuration,
@@ -69,6 +71,7 @@ class TurnExecution:
         self.cancel = asyncio.Event()
         self.delivery: Delivery | None = None
         self._disabled: dict[str, int] = {}
+        self._overlays: list[dict[str, Any]] = []
 
     async def run(self) -> None:
         try:
@@ -145,6 +148,7 @@ class TurnExecution:
             await self._fail_queued(overlays.EGRESS_CODE, refusal)
             return False
         self._disabled = overlays.disabled_tools(active)
+        self._overlays = active
         return True
 
     async def _environment_ready(self) -> bool:
@@ -206,6 +210,7 @@ class TurnExecution:
         row = await turns.get(tx, self._turn_id)
         if row is None or row["status"] != TurnStatus.QUEUED or row["cancel_requested_at"]:
             return None
+        config_digest = revisions.digest_of(self._session)
         epoch = await tenancy.next_counter(tx, "worker_epoch")
         token = str(await tenancy.next_counter(tx, "fencing_token"))
         now = self._parts.clock.now()
@@ -221,8 +226,11 @@ class TurnExecution:
                 "started_at": now,
                 "phase": "running",
                 "lease_expires_at": now + self._parts.timers.lease_seconds,
-                "config_digest": revisions.digest_of(self._session),
+                "config_digest": config_digest,
                 "agent_version": self._session.get("agent_version"),
+                "manifest": json.dumps(
+                    manifest.claimed(self._session, config_digest, self._overlays)
+                ),
             },
         )
         if not moved:

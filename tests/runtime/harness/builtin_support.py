@@ -92,6 +92,7 @@ class Recording:
     frames: list[tuple[str, msgspec.Struct]] = field(default_factory=list)
     calls: list[tuple[str, str]] = field(default_factory=list)
     first_delta: asyncio.Event = field(default_factory=asyncio.Event)
+    metadata: dict[str, str] = field(default_factory=dict)
 
     async def emit(self, type_: str, payload: msgspec.Struct) -> None:
         self.frames.append((type_, payload))
@@ -115,6 +116,9 @@ class Recording:
     def take_steered(self) -> list[MessageInput]:
         taken, self.steered = self.steered, []
         return taken
+
+    def annotate(self, key: str, value: str) -> None:
+        self.metadata[key] = value
 
     def types(self) -> list[str]:
         return [type_ for type_, _ in self.frames]
