@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from allinone import __version__, admin, devices
+from allinone import __version__, admin, agents_cli, devices, overlays_cli
 from allinone.config import ConfigError, load
 from allinone.receiver import commands as comms_commands
 
@@ -77,6 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     admin.add_commands(commands)
     comms_commands.add_commands(commands)
     devices.add_commands(commands)
+    agents_cli.add_commands(commands)
+    overlays_cli.add_commands(commands)
     return parser
 
 
@@ -104,6 +106,8 @@ def _announce(started: Started) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if getattr(args, "handler", None) is not None:  # groups that dispatch themselves
+        return int(args.handler(args))
     if args.command in comms_commands.COMMANDS:
         return comms_commands.run_command(args, os.environ)
     if args.command in ("projects", "keys"):
