@@ -1,6 +1,8 @@
-"""Session budgets through the official SDK: `spend_control` set at creation is kept,
-reported with what was consumed (in token units), and enforced: once a turn has used
-the limit up, the next turn fails with `session_budget_exceeded` before it runs."""
+"""Session budgets and per-turn deadlines through the official SDK: `spend_control` set
+at creation is kept, reported with what was consumed (in token units), and enforced:
+once a turn has used the limit up, the next turn fails with `session_budget_exceeded`
+before it runs. A turn that outlives `x_corebox.turn_deadline_seconds` is cancelled and
+fails."""
 
 from __future__ import annotations
 
@@ -65,3 +67,20 @@ def test_an_unlimited_session_omits_spend_control(client: OpenAI) -> None:
         agent={"model": "scripted"}, environment={"type": "none"}, input="hi"
     )
     assert session.spend_control is None
+
+
+def test_a_turn_past_its_deadline_fails(client: OpenAI) -> None:
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment={"type": "none"},
+            input="/hang",
+            stream=True,
+            extra_body={"x_corebox": {"turn_deadline_seconds": 1}},
+        )
+    )
+    assert events[-1].type == "agent.session.idle"
+    turn = client.beta.agents.sessions.turns.list(events[0].session.id, limit=1).data[0]
+    assert turn.status == "failed"
+    assert turn.error is not None and turn.error.code == "request_timeout"
+    assert turn.x_corebox["error_code"] == "turn_deadline_exceeded"  # type: ignore[attr-defined]

@@ -238,6 +238,9 @@ class Outcomes:
         return len(running)
 
 
+DEADLINE_CODE = "turn_deadline_exceeded"
+
+
 def ending(
     run: RunProjection, cancelled: bool, unconfirmed: bool, captured: bool
 ) -> tuple[TurnStatus, dict[str, object]]:
@@ -250,6 +253,15 @@ def ending(
                 "error_message": run.error.error[:1000] or "The harness failed.",
                 "engine_error_code": run.engine_code or None,
                 "engine_http_status": run.engine_status or None,
+            }
+        )
+        return TurnStatus.FAILED, fields
+    if run.deadline_passed and (cancelled or unconfirmed):
+        fields.update(
+            {
+                "error_code": DEADLINE_CODE,
+                "error_message": "The turn ran past the session's per-turn deadline.",
+                "engine_error_code": "request_timeout",
             }
         )
         return TurnStatus.FAILED, fields

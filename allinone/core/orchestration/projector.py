@@ -64,6 +64,8 @@ class RunProjection:
     engine_code: str = ""
     engine_status: int = 0
     done: bool = False
+    # The session's per-turn deadline passed and Core cancelled the turn for it.
+    deadline_passed: bool = False
 
 
 class Projector:

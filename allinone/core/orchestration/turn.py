@@ -123,10 +123,27 @@ class TurnExecution:
         self.delivery = delivery
         delivery.start()
         observation = Observation(parts, run, self._connection, run_sub, delivery)
+        timer = self._deadline(run)
         try:
             await observation.observe(self.cancel)
         finally:
+            if timer is not None:
+                timer.cancel()
             await delivery.stop()
+
+    def _deadline(self, run: RunProjection) -> asyncio.TimerHandle | None:
+        """Cancel the turn when the session's per-turn deadline passes (it then fails
+        with `turn_deadline_exceeded`)."""
+        seconds = execution_settings.settings_of(self._session).get("turn_deadline_seconds")
+        if not isinstance(seconds, int | float) or seconds <= 0:
+            return None
+
+        def passed() -> None:
+            log.info("turn %s passed its deadline of %s s", self._turn_id, seconds)
+            run.deadline_passed = True
+            self.cancel.set()
+
+        return asyncio.get_running_loop().call_later(float(seconds), passed)
 
     async def _allowed(self) -> bool:
         """The checks at the safe point before a claim: the session's budget and the

@@ -142,6 +142,8 @@ class Creation:
             "tool_policy": _tool_policy(extension, config),
             **self._host(project_id),
         }
+        if extension.get("turn_deadline_seconds") is not None:
+            settings["turn_deadline_seconds"] = extension["turn_deadline_seconds"]
         return Plan(
             session_id=self._ids.new("sess"),
             agent_id=agent_id,

@@ -112,6 +112,9 @@ class SessionExtensionParam(msgspec.Struct, **_STRICT):
     # `latest`); only with `agent_id`.
     agent_version: Annotated[int, msgspec.Meta(ge=1)] | UnsetType = UNSET
     deployment: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | UnsetType = UNSET
+    # Each turn of the session fails with `turn_deadline_exceeded` once it has run this
+    # long (it is cancelled at that point).
+    turn_deadline_seconds: Annotated[int, msgspec.Meta(ge=1, le=86400)] | UnsetType = UNSET
 
 
 class AgentCreate(msgspec.Struct, **_STRICT):
