@@ -118,6 +118,7 @@ class Run:
         self._applied: dict[str, str] = {}  # call or interaction id -> result fingerprint
         self._interactions: dict[str, _Pending] = {}
         self._metadata: dict[str, str] = {}  # for the `done` frame (`annotate`)
+        self._denials: dict[str, str] = {}  # permission request id -> the denial's message
         self._steers: dict[str, _Steer] = {}
         self._written: list[str] = []
         self._acks: set[asyncio.Task[None]] = set()
@@ -170,6 +171,9 @@ class Run:
 
     def annotate(self, key: str, value: str) -> None:
         self._metadata[key] = value
+
+    def denial(self, request_id: str) -> str:
+        return self._denials.pop(request_id, "")
 
     def take_steered(self) -> list[MessageInput]:
         taken: list[MessageInput] = []
@@ -247,6 +251,8 @@ class Run:
             if pending.question_ids:
                 return ack(DecisionErrorCode.INVALID_DECISION)
             value: object = decision.approved
+            if not decision.approved and decision.message:
+                self._denials[interaction_id] = decision.message
         else:
             try:
                 answers = decision.answers_for(list(pending.question_ids))

@@ -8,7 +8,9 @@ Kinds (`value` in brackets):
   same path as a client's cancel input).
 - `tool_disabled` (a tool name: a function, a workspace tool such as `run_command`, or
   an MCP `server_label`): turns that start while it is active get, for a call of that
-  tool, the structured result `{"error": "tool_disabled", "tool", "overlay_version"}`.
+  tool, the structured result `{"error": "tool_disabled", "tool", "overlay_version"}`;
+  in a running turn, a permission request for that tool is denied at once with the same
+  result (`orchestration/projector.py`).
 - `egress` (`loopback_only`): a turn whose model endpoint or HTTP MCP servers are not on
   a loopback address fails with `egress_refused` before any connection is attempted.
 

@@ -153,3 +153,58 @@ def test_bad_overlays_are_refused(surface: Surface) -> None:
         assert (status, error["error"]["param"]) == (400, param)
     status, _ = surface.core("DELETE", "/core/v1/overlays/ovl_nothing")
     assert status == 404
+
+
+def test_disabling_run_command_mid_turn_answers_the_next_call(
+    surface: Surface, model: ModelServer, tmp_path: Any
+) -> None:
+    project_id, key = surface.project()
+    status, _ = surface.core(
+        "POST",
+        f"/core/v1/projects/{project_id}/host_grants/workspace_roots",
+        {"path": str(tmp_path)},
+    )
+    assert status == 200
+    client = surface.client(key)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    provider = {"protocol": "chat_completions", "base_url": model.base_url, "api_key": "sk-x"}
+    model.queue(
+        Reply.call("run_command", {"command": "echo one"}),
+        Reply.call("run_command", {"command": "echo two"}),
+        Reply.say("Stopped."),
+    )
+    live = iter(
+        client.beta.agents.sessions.create(
+            agent={"model": MODEL},
+            environment={"type": "self_hosted", "workspace_directory": str(workspace)},
+            input="keep running commands",
+            stream=True,
+            extra_body={"x_corebox": {"model_provider": provider}},
+        )
+    )
+    session = next(live).session  # type: ignore[attr-defined]
+    for event in live:
+        if event.type == "agent.session.requires_action":
+            action = event.session.required_actions[0]
+            break
+    disabled = overlay(surface, project_id, "tool_disabled", "run_command")
+    client.beta.agents.sessions.events.create(
+        session.id,
+        events=[
+            {
+                "type": "agent.session.input.mcp_approval_request_result",
+                "request_id": action.request_id,
+                "response": {"type": "mcp_tool_call", "decision": "approve"},
+            }
+        ],
+    )
+    ended = next(e.type for e in live if e.type in TURN_ENDS)
+    assert ended == "agent.session.turn.completed"
+    told = [m for m in model.requests[-1].body["messages"] if m["role"] == "tool"]
+    assert told[0]["content"] == "exit code 0\none\n"
+    assert json.loads(told[1]["content"]) == {
+        "error": "tool_disabled",
+        "tool": "run_command",
+        "overlay_version": disabled["version"],
+    }

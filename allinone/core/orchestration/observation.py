@@ -135,6 +135,9 @@ class Observation:
         if isinstance(projected, ContractViolation):
             await self._violated(projected)
             return _ENDED
+        if self._run.answered:  # Core answered an interaction itself: deliver it
+            self._run.answered = False
+            self._delivery.wake.set()
         return projected
 
     async def _lost(self) -> None:

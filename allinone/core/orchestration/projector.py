@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from allinone.core import render
+from allinone.core import overlays, render
 from allinone.core.errors import CoreError
 from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.transitions import move
@@ -28,8 +28,9 @@ from runtime.proto.interactions import (
     PermissionRequest,
     PromptForUserChoice,
 )
-from storage import interactions, turns
+from storage import interactions, sessions, turns
 from storage import items as item_rows
+from storage import overlays as overlay_rows
 from storage.database import Tx
 
 
@@ -66,6 +67,8 @@ class RunProjection:
     done: bool = False
     # The session's per-turn deadline passed and Core cancelled the turn for it.
     deadline_passed: bool = False
+    # Core answered an interaction itself (an overlay's denial): delivery must run.
+    answered: bool = False
 
 
 class Projector:
@@ -107,18 +110,7 @@ class Projector:
         elif isinstance(payload, FunctionCall):
             await self._function_call(tx, run, payload)
         elif isinstance(payload, PermissionRequest):
-            await self._interaction(
-                tx,
-                run,
-                payload.request_id,
-                "permission",
-                {
-                    "tool": payload.tool,
-                    "title": payload.title,
-                    "detail": payload.detail,
-                    "payload": payload.payload,
-                },
-            )
+            await self._permission(tx, run, payload)
         elif isinstance(payload, PromptForUserChoice):
             await self._interaction(
                 tx,
@@ -315,6 +307,28 @@ class Projector:
         await self._recorder.emit_item(tx, "agent.session.turn.item.done", item)
         await self._wait(tx, run)
 
+    async def _permission(self, tx: Tx, run: RunProjection, payload: PermissionRequest) -> None:
+        """A permission request becomes a pending interaction, or, for a tool a safety
+        overlay disables, is denied at once with the structured `tool_disabled` result."""
+        request = {
+            "tool": payload.tool,
+            "title": payload.title,
+            "detail": payload.detail,
+            "payload": payload.payload,
+        }
+        refusal = await _disabled_refusal(tx, run.session_id, payload.tool)
+        if refusal is None:
+            await self._interaction(tx, run, payload.request_id, "permission", request)
+            return
+        await interactions.insert_interaction(
+            tx, run.session_id, run.turn_id, payload.request_id, "permission", request,
+            self._clock.now(),
+        )  # fmt: skip
+        await interactions.answer_interaction(
+            tx, run.session_id, payload.request_id, {"decision": "deny", "message": refusal}
+        )
+        run.answered = True
+
     async def _interaction(
         self, tx: Tx, run: RunProjection, interaction_id: str, kind: str, request: dict[str, Any]
     ) -> None:
@@ -382,3 +396,14 @@ class Projector:
             item["status"] = "incomplete"
             await self._recorder.emit_item(tx, "agent.session.turn.item.done", item)
         run.tools.clear()
+
+
+async def _disabled_refusal(tx: Tx, session_id: str, tool: str) -> str | None:
+    """The `tool_disabled` result when an active overlay disables `tool` for the session."""
+    session = await sessions.get_any(tx, session_id)
+    if session is None:
+        return None
+    active = await overlay_rows.active(tx, session["project_id"], session["agent_id"])
+    name = overlays.TOOL_ALIASES.get(tool, tool)
+    version = overlays.disabled_tools(active).get(name)
+    return None if version is None else overlays.disabled_result(name, version)

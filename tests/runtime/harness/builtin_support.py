@@ -120,6 +120,9 @@ class Recording:
     def annotate(self, key: str, value: str) -> None:
         self.metadata[key] = value
 
+    def denial(self, request_id: str) -> str:
+        return ""
+
     def types(self) -> list[str]:
         return [type_ for type_, _ in self.frames]
 
