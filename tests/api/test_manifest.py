@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
+from tests.support.mcp_server import TOKEN, McpTestServer
 from tests.support.model_server import MODEL, ModelServer, Reply
 
 WEATHER = {
@@ -102,3 +103,42 @@ def test_a_scripted_turn_records_cores_part(client: OpenAI) -> None:
     assert manifest["harness"] == "scripted"
     assert manifest["system_prompt_digest"] == digest("x")
     assert manifest["policy"]["overlays"] == []
+
+
+def test_a_server_that_dropped_out_answers_unavailable(client: OpenAI, model: ModelServer) -> None:
+    provider = {"protocol": "chat_completions", "base_url": model.base_url, "api_key": "sk-x"}
+    with McpTestServer().running() as tools:
+        vault = client.beta.agents.vaults.create(name="tools")
+        credential = client.beta.agents.vaults.credentials.create(
+            vault.id,
+            name="calc",
+            auth={"type": "static_bearer", "mcp_server_url": tools.url, "token": TOKEN},
+        )
+        tool = {
+            "type": "mcp",
+            "server_label": "calc",
+            "transport": {"type": "http", "server_url": tools.url},
+            "credential_id": credential.id,
+        }
+        model.queue(Reply.say("Ready."))
+        events = list(
+            client.beta.agents.sessions.create(
+                agent={"model": MODEL, "tools": [tool]},  # type: ignore[list-item]
+                environment={"type": "none"},
+                input="hi",
+                stream=True,
+                extra_body={"x_corebox": {"model_provider": provider}},
+            )
+        )
+    session_id = events[0].session.id
+    first = client.beta.agents.sessions.turns.list(session_id, limit=1).data[0]
+    offered = [t["function"]["name"] for t in model.requests[-1].body["tools"]]
+    assert "calc__add" in offered
+    model.queue(Reply.call("calc__add", {"a": 1, "b": 2}), Reply.say("It is down."))
+    second = settle(client, session_id, "1 + 2?")
+    assert second.status == "completed"
+    told = model.requests[-1].body["messages"][-1]
+    assert told["role"] == "tool"
+    assert json.loads(told["content"]) == {"error": "unavailable", "server": "calc", "tool": "add"}
+    catalog = [t.x_corebox["manifest"]["tool_catalog_version"] for t in (first, second)]  # type: ignore[attr-defined]
+    assert catalog == [1, 1]

@@ -14,7 +14,7 @@ import openai
 from runtime.harness.base import RunContext
 from runtime.harness.builtin.chat import ChatCompletions
 from runtime.harness.builtin.conversation import Conversation
-from runtime.harness.builtin.mcp_servers import McpServers
+from runtime.harness.builtin.mcp_servers import McpServers, McpTool
 from runtime.harness.builtin.model import ModelProtocol, Settings
 from runtime.harness.builtin.responses import Responses
 from runtime.harness.builtin.tools import Toolbox
@@ -50,10 +50,12 @@ class BuiltinExecutor:
         self._command_policy = str(policy.get("run_command") or "ask")
         disabled = harness_config.get("disabled_tools") or {}
         self._disabled = {str(k): int(v) for k, v in disabled.items() if isinstance(v, int)}
+        # MCP tools earlier turns saw, offered again while their server is unreachable.
+        self._mcp_known: dict[str, McpTool] = {}
 
     async def run(self, run_id: str, messages: MessageInput, context: RunContext) -> None:
         servers = self._configuration.mcp_http_servers or []
-        mcp = McpServers(servers) if servers else None
+        mcp = McpServers(servers, self._mcp_known) if servers else None
         root = context.workspace
         workspace = (
             WorkspaceTools(root, context.sandbox, self._command_policy)
@@ -63,6 +65,7 @@ class BuiltinExecutor:
         try:
             if mcp is not None:
                 await mcp.open()
+                self._mcp_known = dict(mcp.tools)
             turn = BuiltinTurn(
                 context,
                 self._conversation,

@@ -4,7 +4,8 @@
   (a `function_call` frame; Core shows it as a required action) and the turn waits for
   the result the client sends.
 - HTTP MCP tools run here, each use reported as a `tool_call` observation (`before`,
-  then `after`) of kind `mcp_tool_call`.
+  then `after`) of kind `mcp_tool_call`. A tool of a server that dropped out since an
+  earlier turn stays offered and answers `{"error": "unavailable", "server", "tool"}`.
 - Workspace tools (read, write, list, run a command) are offered when the Run is bound
   to a workspace (workspace_tools.py); a function tool of the same name wins.
 
@@ -83,6 +84,11 @@ class Toolbox:
         if self._workspace is not None and request.name in self._workspace_names:
             return await self._workspace.run(request.name, arguments, context)
         if self._mcp is not None and request.name in self._mcp.tools:
+            tool = self._mcp.tools[request.name]
+            if tool.server in self._mcp.unavailable:
+                return json.dumps(
+                    {"error": "unavailable", "server": tool.server, "tool": tool.name}
+                )
             return await self._mcp_call(request.name, arguments, context)
         return f"error: there is no tool named {request.name[:64]!r}"
 
