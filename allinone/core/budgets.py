@@ -5,7 +5,8 @@ corebox has no price list of its own, so a session's spend is counted in token u
 `spend_control.consumed` reports that count (the README's differences section says
 so). The check runs at the safe point before a turn is claimed: a turn that would
 start with the budget already used up fails with `session_budget_exceeded` and never
-reaches a model.
+reaches a model. A running turn whose reported usage goes past what was left when it
+started is cancelled and fails with the same code (`orchestration/observation.py`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ async def refusal(q: Queryable, session: dict[str, Any]) -> str | None:
     if used < limit:
         return None
     return f"The session's spend_control limit ({limit}) is used up ({used} consumed)."
+
+
+async def remaining(q: Queryable, session: dict[str, Any]) -> int | None:
+    """Tokens left before the limit (None: unlimited)."""
+    limit = limit_of(session)
+    if limit is None:
+        return None
+    return limit - await consumed(q, session["id"])
 
 
 async def spend_view(q: Queryable, session: dict[str, Any]) -> dict[str, Any] | None:

@@ -84,3 +84,20 @@ def test_a_turn_past_its_deadline_fails(client: OpenAI) -> None:
     assert turn.status == "failed"
     assert turn.error is not None and turn.error.code == "request_timeout"
     assert turn.x_corebox["error_code"] == "turn_deadline_exceeded"  # type: ignore[attr-defined]
+
+
+def test_a_turn_going_past_the_limit_is_stopped_and_fails(client: OpenAI) -> None:
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment={"type": "none"},
+            input="/usage 40 30\n/hang",
+            spend_control={"limit": 50},
+            stream=True,
+        )
+    )
+    assert events[-1].type == "agent.session.idle"
+    turn = client.beta.agents.sessions.turns.list(events[0].session.id, limit=1).data[0]
+    assert turn.status == "failed"
+    assert turn.error is not None and turn.error.code == "session_budget_exceeded"
+    assert turn.usage is not None and turn.usage.total_tokens == 70

@@ -113,6 +113,9 @@ class Observation:
             outcome = await self._project_batch(frame)
             if outcome is not None:
                 return outcome
+            if self._run.over_budget and not cancel.is_set():
+                log.info("turn %s went past its session's budget", self._run.turn_id)
+                cancel.set()
 
     async def _project_batch(self, frame: Frame | _Woken) -> wire_run.Done | _Ended | None:
         """Project `frame` and whatever else is buffered (renewing the lease when due);

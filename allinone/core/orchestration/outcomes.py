@@ -239,6 +239,7 @@ class Outcomes:
 
 
 DEADLINE_CODE = "turn_deadline_exceeded"
+BUDGET_CODE = "session_budget_exceeded"
 
 
 def ending(
@@ -262,6 +263,14 @@ def ending(
                 "error_code": DEADLINE_CODE,
                 "error_message": "The turn ran past the session's per-turn deadline.",
                 "engine_error_code": "request_timeout",
+            }
+        )
+        return TurnStatus.FAILED, fields
+    if run.over_budget and (cancelled or unconfirmed):
+        fields.update(
+            {
+                "error_code": BUDGET_CODE,
+                "error_message": "The turn went past the session's spend_control limit.",
             }
         )
         return TurnStatus.FAILED, fields

@@ -69,6 +69,10 @@ class RunProjection:
     deadline_passed: bool = False
     # Core answered an interaction itself (an overlay's denial): delivery must run.
     answered: bool = False
+    # Tokens the session's spend_control left when the turn started (None: no limit);
+    # `over_budget` once the turn's reported usage went past it.
+    budget_left: int | None = None
+    over_budget: bool = False
 
 
 class Projector:
@@ -102,6 +106,8 @@ class Projector:
                 await turns.set_usage(
                     tx, run.turn_id, render.token_usage(payload.tokens), run.fencing_token
                 )
+                if run.budget_left is not None and payload.tokens.total_tokens > run.budget_left:
+                    run.over_budget = True
         elif isinstance(payload, wire.Error):
             run.error = payload
             run.engine_code, run.engine_status = classify_engine_failure(

@@ -72,6 +72,7 @@ class TurnExecution:
         self.delivery: Delivery | None = None
         self._disabled: dict[str, int] = {}
         self._overlays: list[dict[str, Any]] = []
+        self._budget_left: int | None = None
 
     async def run(self) -> None:
         try:
@@ -100,6 +101,7 @@ class TurnExecution:
             await self._parts.preparations.release(prepared)
             return
         run = RunProjection(self._session["id"], self._turn_id, claim)
+        run.budget_left = self._budget_left
         run_sub = self._connection.subscribe_run(self._turn_id)
         try:
             if not await self._start(prepared, run):
@@ -154,6 +156,7 @@ class TurnExecution:
         if budget is not None:
             await self._fail_queued(budgets.BUDGET_CODE, budget)
             return False
+        self._budget_left = await self._parts.db.read(partial(budgets.remaining, session=session))
         active = await self._parts.db.read(
             partial(
                 overlay_rows.active, project_id=session["project_id"], agent_id=session["agent_id"]
