@@ -241,7 +241,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     )  # fmt: skip
     admission = Admission(
         db, recorder, ids, clock, orchestrator.wake, orchestrator.request_cancel,
-        orchestrator.input_admitted, environments, providers,
+        orchestrator.input_admitted, environments, providers, config.prices,
     )  # fmt: skip
     scheduler = AsyncIOScheduler()
     automations = Automations(db, admission, scheduler, sealer, ids, clock)

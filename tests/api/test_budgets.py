@@ -6,9 +6,12 @@ fails."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from openai import OpenAI
+
+from tests.conftest import API_KEY, start_server
 
 
 def settle(client: OpenAI, session_id: str, text: str) -> Any:
@@ -101,3 +104,32 @@ def test_a_turn_going_past_the_limit_is_stopped_and_fails(client: OpenAI) -> Non
     assert turn.status == "failed"
     assert turn.error is not None and turn.error.code == "session_budget_exceeded"
     assert turn.usage is not None and turn.usage.total_tokens == 70
+
+
+def test_under_the_owners_price_table_the_budget_is_in_cents(tmp_path: Path) -> None:
+    config = tmp_path / "corebox.toml"
+    # 0.1 cent per input token, 0.2 cent per output token.
+    config.write_text("[prices.scripted]\ninput = 100000\noutput = 200000\n", encoding="utf-8")
+    running = start_server(tmp_path / "data", extra_env={"COREBOX_CONFIG": str(config)})
+    try:
+        with OpenAI(
+            base_url=f"{running.base_url}/v1",
+            api_key=API_KEY,
+            max_retries=0,
+            _strict_response_validation=True,
+        ) as sdk:
+            events = list(
+                sdk.beta.agents.sessions.create(
+                    agent={"model": "scripted"},
+                    environment={"type": "none"},
+                    input="/usage 40 30",
+                    spend_control={"limit": 10},
+                    stream=True,
+                )
+            )
+            session_id = events[0].session.id
+            spend = sdk.beta.agents.sessions.retrieve(session_id).spend_control
+            assert spend is not None and (spend.limit, spend.consumed) == (10, 10)
+            assert settle(sdk, session_id, "again").error.code == "session_budget_exceeded"
+    finally:
+        running.stop()

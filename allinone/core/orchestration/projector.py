@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from allinone.core import overlays, render
+from allinone.core import budgets, overlays, render
 from allinone.core.errors import CoreError
 from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.transitions import move
@@ -73,6 +73,7 @@ class RunProjection:
     # `over_budget` once the turn's reported usage went past it.
     budget_left: int | None = None
     over_budget: bool = False
+    price: dict[str, Any] | None = None  # the session's price (cents), None: tokens
 
 
 class Projector:
@@ -106,8 +107,12 @@ class Projector:
                 await turns.set_usage(
                     tx, run.turn_id, render.token_usage(payload.tokens), run.fencing_token
                 )
-                if run.budget_left is not None and payload.tokens.total_tokens > run.budget_left:
-                    run.over_budget = True
+                if run.budget_left is not None:
+                    counts = payload.tokens
+                    cost = budgets.spent(
+                        run.price, counts.input_tokens, counts.output_tokens, counts.total_tokens
+                    )
+                    run.over_budget = run.over_budget or cost > run.budget_left
         elif isinstance(payload, wire.Error):
             run.error = payload
             run.engine_code, run.engine_status = classify_engine_failure(

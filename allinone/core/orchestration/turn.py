@@ -102,6 +102,7 @@ class TurnExecution:
             return
         run = RunProjection(self._session["id"], self._turn_id, claim)
         run.budget_left = self._budget_left
+        run.price = budgets.price_of(self._session)
         run_sub = self._connection.subscribe_run(self._turn_id)
         try:
             if not await self._start(prepared, run):

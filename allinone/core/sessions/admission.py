@@ -4,7 +4,7 @@ only after the commit (`on_work`, `on_cancel`, `on_input`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from msgspec import UNSET
@@ -43,6 +43,7 @@ class Admission:
         on_input: Callable[[str], None],
         environments: Environments | None = None,
         providers: ModelProviders | None = None,
+        prices: Mapping[str, tuple[float, float]] | None = None,
     ) -> None:
         self._db = db
         self._ids = ids
@@ -60,6 +61,7 @@ class Admission:
             Binding(db, environments),
             providers or ModelProviders(None),
             self._host,
+            prices,
         )
         self._inputs = Inputs(writer, recorder, clock)
         self._changes = Changes(db, clock)

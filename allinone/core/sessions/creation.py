@@ -4,7 +4,7 @@ with initial input, its first turn."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -84,8 +84,10 @@ class Creation:
         binding: Binding,
         providers: ModelProviders,
         host: Callable[[str], dict[str, Any]],
+        prices: Mapping[str, tuple[float, float]] | None = None,
     ) -> None:
         self._db = db
+        self._prices = dict(prices or {})
         self._deployments = Deployments(db, ids, clock)
         self._writer = writer
         self._recorder = recorder
@@ -142,6 +144,9 @@ class Creation:
             "tool_policy": _tool_policy(extension, config),
             **self._host(project_id),
         }
+        price = self._price(provider, config)
+        if price is not None:
+            settings["price"] = price
         if extension.get("turn_deadline_seconds") is not None:
             settings["turn_deadline_seconds"] = extension["turn_deadline_seconds"]
         return Plan(
@@ -161,6 +166,15 @@ class Creation:
             notes=notes,
             options=_options(body),
         )
+
+    def _price(self, provider: Any, config: dict[str, Any]) -> dict[str, Any] | None:
+        """The owner's price of the model the session runs (its budget's unit is cents
+        when there is one)."""
+        model = ((provider or {}).get("model") or "") or str(config.get("model") or "")
+        found = self._prices.get(model)
+        if found is None:
+            return None
+        return {"model": model, "input": found[0], "output": found[1]}
 
     async def _check_vaults(self, project_id: str, vault_ids: list[str]) -> None:
         if not vault_ids:
