@@ -38,7 +38,7 @@ def add_commands(commands: Any) -> None:
     agents = commands.add_parser(
         "agents", help="agent versions and deployments (needs a running server)"
     )
-    agents.set_defaults(handler=main)
+    agents.set_defaults(group_main=main)
     actions = agents.add_subparsers(dest="action", required=True)
     versions = actions.add_parser("versions", parents=[common], help="list an agent's versions")
     versions.add_argument("agent_id")

@@ -106,8 +106,9 @@ def _announce(started: Started) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if getattr(args, "handler", None) is not None:  # groups that dispatch themselves
-        return int(args.handler(args))
+    group_main = getattr(args, "group_main", None)
+    if callable(group_main):  # command groups that dispatch themselves
+        return int(group_main(args))
     if args.command in comms_commands.COMMANDS:
         return comms_commands.run_command(args, os.environ)
     if args.command in ("projects", "keys"):

@@ -28,7 +28,7 @@ def add_commands(commands: Any) -> None:
     overlays = commands.add_parser(
         "overlays", help="kill switch, tool disable, egress (needs a running server)"
     )
-    overlays.set_defaults(handler=main)
+    overlays.set_defaults(group_main=main)
     actions = overlays.add_subparsers(dest="action", required=True)
     show = actions.add_parser("show", parents=[common], help="list the active overlays")
     show.add_argument("--all", action="store_true", help="also the cleared ones")
