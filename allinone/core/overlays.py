@@ -12,7 +12,9 @@ Kinds (`value` in brackets):
   in a running turn, a permission request for that tool is denied at once with the same
   result (`orchestration/projector.py`).
 - `egress` (`loopback_only`): a turn whose model endpoint or HTTP MCP servers are not on
-  a loopback address fails with `egress_refused` before any connection is attempted.
+  a loopback address fails with `egress_refused` before any connection is attempted;
+  the harness runs workspace commands without network where the platform allows it
+  (`harness_config.egress`, `runtime.confinement.Sandbox.without_network`).
 
 Every change is a versioned row with its actor, reason and time (`storage.overlays`);
 clearing one keeps it, marked cleared.

@@ -14,6 +14,7 @@ from typing import Any
 import openai
 import pytest
 
+from runtime.confinement import landlock_abi
 from tests.api.support import Surface, surface
 from tests.support.model_server import MODEL, ModelServer, Reply
 
@@ -208,3 +209,44 @@ def test_disabling_run_command_mid_turn_answers_the_next_call(
         "tool": "run_command",
         "overlay_version": disabled["version"],
     }
+
+
+def test_loopback_only_runs_commands_without_network(
+    surface: Surface, model: ModelServer, tmp_path: Any
+) -> None:
+    if landlock_abi() < 4:
+        pytest.skip("network rules need Landlock ABI 4 on this host")
+    project_id, key = surface.project()
+    status, _ = surface.core(
+        "POST",
+        f"/core/v1/projects/{project_id}/host_grants/workspace_roots",
+        {"path": str(tmp_path)},
+    )
+    assert status == 200
+    client = surface.client(key)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    port = model.base_url.split(":")[-1].split("/")[0]
+    connect = f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 5)'"
+    overlay(surface, project_id, "egress", "loopback_only")
+    provider = {"protocol": "chat_completions", "base_url": model.base_url, "api_key": "sk-x"}
+    model.queue(Reply.call("run_command", {"command": connect}), Reply.say("Offline."))
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": MODEL},
+            environment={"type": "self_hosted", "workspace_directory": str(workspace)},
+            input="reach the model",
+            stream=True,
+            extra_body={
+                "x_corebox": {
+                    "model_provider": provider,
+                    "tool_policy": {"run_command": "allow"},
+                }
+            },
+        )
+    )
+    assert events[-1].type == "agent.session.idle"
+    told = model.requests[-1].body["messages"][-1]
+    assert told["role"] == "tool"
+    assert not told["content"].startswith("exit code 0"), told["content"]
+    assert "PermissionError" in told["content"]

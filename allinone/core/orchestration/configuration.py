@@ -115,16 +115,21 @@ def configuration(
     )
 
 
-def with_disabled_tools(
-    config: wire_exec.ExecutionConfiguration, disabled: dict[str, int]
+def with_overlays(
+    config: wire_exec.ExecutionConfiguration, disabled: dict[str, int], offline: bool
 ) -> wire_exec.ExecutionConfiguration:
-    """`config` with the tools safety overlays disable (name or MCP server_label ->
-    overlay version) in `harness_config.disabled_tools`, for the harness to answer a
-    call of one with a structured `tool_disabled` result."""
-    if not disabled:
+    """`config` with what safety overlays ask of the harness: the tools they disable
+    (name or MCP server_label -> overlay version) in `harness_config.disabled_tools`, for
+    a structured `tool_disabled` result to a call of one; `harness_config.egress =
+    "loopback_only"` (`offline`) for commands run without network."""
+    if not disabled and not offline:
         return config
     options = config.agent_options
-    harness_config = {**(options.harness_config or {}), "disabled_tools": dict(disabled)}
+    harness_config = dict(options.harness_config or {})
+    if disabled:
+        harness_config["disabled_tools"] = dict(disabled)
+    if offline:
+        harness_config["egress"] = "loopback_only"
     return msgspec.structs.replace(
         config, agent_options=msgspec.structs.replace(options, harness_config=harness_config)
     )

@@ -34,7 +34,7 @@ from allinone.core.orchestration.collaborators import Collaborators
 from allinone.core.orchestration.configuration import (
     configuration,
     still_declared,
-    with_disabled_tools,
+    with_overlays,
 )
 from allinone.core.orchestration.credentials import ResolutionFailed
 from allinone.core.orchestration.delivery import Delivery, messages_of
@@ -202,8 +202,9 @@ class TurnExecution:
         except ResolutionFailed as exc:
             await self._fail_queued("execution_unavailable", str(exc))
             return None
-        config = with_disabled_tools(
-            configuration(self._session, self._connection, resolved), self._disabled
+        offline = any(o["kind"] == "egress" for o in self._overlays)
+        config = with_overlays(
+            configuration(self._session, self._connection, resolved), self._disabled, offline
         )
         try:
             return await parts.preparations.prepare(

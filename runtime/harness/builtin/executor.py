@@ -50,6 +50,7 @@ class BuiltinExecutor:
         self._command_policy = str(policy.get("run_command") or "ask")
         disabled = harness_config.get("disabled_tools") or {}
         self._disabled = {str(k): int(v) for k, v in disabled.items() if isinstance(v, int)}
+        self._offline = harness_config.get("egress") == "loopback_only"
         # MCP tools earlier turns saw, offered again while their server is unreachable.
         self._mcp_known: dict[str, McpTool] = {}
 
@@ -57,10 +58,10 @@ class BuiltinExecutor:
         servers = self._configuration.mcp_http_servers or []
         mcp = McpServers(servers, self._mcp_known) if servers else None
         root = context.workspace
+        # Under an `egress: loopback_only` overlay commands run without network.
+        sandbox = context.sandbox.without_network() if self._offline else context.sandbox
         workspace = (
-            WorkspaceTools(root, context.sandbox, self._command_policy)
-            if root is not None
-            else None
+            WorkspaceTools(root, sandbox, self._command_policy) if root is not None else None
         )
         try:
             if mcp is not None:
