@@ -72,6 +72,20 @@ def deployment_view(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def audit_view(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "object": "x_corebox.agent_audit",
+        "id": row["id"],
+        "action": row["action"],
+        "deployment": row["deployment"],
+        "from_version": row["from_version"],
+        "to_version": row["to_version"],
+        "pointer_version": row["pointer_version"],
+        "actor": row["actor"],
+        "created_at": row["created_at"],
+    }
+
+
 async def write_version(
     tx: Tx,
     ids: Ids,
@@ -139,6 +153,12 @@ class Deployments:
     async def deployments(self, project: str, agent_id: str) -> list[dict[str, Any]]:
         await self._agent(project, agent_id)
         return await self._db.read(lambda r: version_rows.deployments(r, agent_id))
+
+    async def audit(self, project: str, agent_id: str, limit: int) -> list[dict[str, Any]]:
+        """The agent's version writes and pointer moves, newest first, with who did them."""
+        await self._agent(project, agent_id)
+        rows = await self._db.read(lambda r: version_rows.audit_page(r, agent_id, limit))
+        return [audit_view(row) for row in rows]
 
     async def resolve(
         self, project: str, agent_id: str, version: int | None, deployment: str | None

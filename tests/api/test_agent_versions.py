@@ -30,6 +30,18 @@ def x(surface: Surface, method: str, path: str, body: Any = None) -> tuple[int, 
     return status, decoded
 
 
+def key_id(surface: Surface) -> str:
+    """The id of the default project's key (the actor its requests are audited as)."""
+    status, projects = surface.core("GET", "/core/v1/projects?limit=100")
+    assert status == 200
+    for project in projects["data"]:
+        status, keys = surface.core("GET", f"/core/v1/projects/{project['id']}/api_keys")
+        for key in keys["data"]:
+            if API_KEY.startswith(key["prefix"]) and key["revoked_at"] is None:
+                return str(key["id"])
+    raise AssertionError("no key found")
+
+
 def saved_agent(client: OpenAI, model: ModelServer) -> str:
     """An agent on the loopback model, created then updated twice (versions 1-3)."""
     provider = {"protocol": "chat_completions", "base_url": model.base_url, "api_key": "sk-x"}
@@ -126,6 +138,12 @@ def test_versions_pins_promotion_and_rollback(
     send_and_settle(client, pinned.id, "again")
     assert system_prompt(model) == "prompt two"
 
+    status, audit = x(surface, "GET", f"/x/v1/agents/{agent_id}/audit")
+    moves = [
+        (a["action"], a["deployment"], a["from_version"], a["to_version"]) for a in audit["data"]
+    ]
+    assert moves[:2] == [("rollback", "latest", 3, 1), ("promote", "production", None, 3)]
+    assert {a["actor"] for a in audit["data"]} == {key_id(surface)}
     status, listed = x(surface, "GET", f"/x/v1/agents/{agent_id}/deployments")
     assert {(d["name"], d["version"]) for d in listed["data"]} == {
         ("latest", 1),

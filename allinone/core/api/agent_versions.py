@@ -1,6 +1,7 @@
 """`/x/v1/agents/{agent_id}/versions` and `/deployments`: an agent's immutable versions
 and the pointers that decide which version new sessions get (see
-`allinone.core.agent_versions`). Pointer moves are audited with the acting key."""
+`allinone.core.agent_versions`). Version writes and pointer moves are audited with the
+acting key (`/audit`)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,7 @@ class AgentVersionsApi:
             Route(AGENT + "/versions", self.list_versions, methods=["GET"]),
             Route(AGENT + "/versions/{number}", self.retrieve_version, methods=["GET"]),
             Route(AGENT + "/deployments", self.list_deployments, methods=["GET"]),
+            Route(AGENT + "/audit", self.list_audit, methods=["GET"]),
             Route(AGENT + "/deployments/{name}/promote", self.promote, methods=["POST"]),
             Route(AGENT + "/deployments/{name}/rollback", self.rollback, methods=["POST"]),
         ]
@@ -80,6 +82,14 @@ class AgentVersionsApi:
             project_of(request), request.path_params["agent_id"]
         )
         return json(page([deployment_view(row) for row in rows], False))
+
+    async def list_audit(self, request: Request) -> Response:
+        """Version writes and pointer moves, newest first (`limit`, at most 100)."""
+        params = list_params(request)
+        rows = await self._deployments.audit(
+            project_of(request), request.path_params["agent_id"], params.limit
+        )
+        return json(page(rows, False))
 
     async def promote(self, request: Request) -> Response:
         body = await decode_body(request, PromoteBody)
