@@ -25,6 +25,8 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 
 from allinone import __version__
 from allinone.config import Config
+from allinone.core.agent_versions import Deployments
+from allinone.core.api.agent_versions import AgentVersionsApi
 from allinone.core.api.agents import AgentsApi
 from allinone.core.api.app import build_app
 from allinone.core.api.archive import ArchiveApi
@@ -40,6 +42,7 @@ from allinone.core.api.files import FilesApi
 from allinone.core.api.forks import ForksApi
 from allinone.core.api.harnesses import HarnessesApi
 from allinone.core.api.health import Health
+from allinone.core.api.overlays import OverlaysApi
 from allinone.core.api.projects import ProjectsApi
 from allinone.core.api.protocol import MAX_HEADER_BYTES, BoundedH11Protocol
 from allinone.core.api.sessions import SessionsApi
@@ -55,6 +58,7 @@ from allinone.core.control.commands import Commands, Signals
 from allinone.core.control.forks import Forks
 from allinone.core.control.rewinds import Rewinds
 from allinone.core.environments import Environments
+from allinone.core.errors import Refused
 from allinone.core.file_bodies import FileBodies
 from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
@@ -68,9 +72,11 @@ from allinone.core.orchestration.orchestrator import Orchestrator
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Projector
 from allinone.core.orchestration.timers import PRODUCTION, Timers
+from allinone.core.overlays import CancelTurns, Overlays
 from allinone.core.recorder import Recorder
 from allinone.core.sealing import Sealer
 from allinone.core.sessions.admission import Admission
+from allinone.core.shapes.models import CancelInputEvent
 from allinone.core.skills.catalog import Catalog
 from allinone.core.tasks import cancel_and_wait
 from allinone.core.vault_secrets import VaultSecrets
@@ -226,6 +232,7 @@ class _Domain:
     skills: Catalog
     commands: Commands
     drain: Callable[[float], bool]
+    overlays: Overlays
 
 
 def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) -> Parts:
@@ -259,7 +266,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     )  # fmt: skip
     admission = Admission(
         db, recorder, ids, clock, orchestrator.wake, orchestrator.request_cancel,
-        orchestrator.input_admitted, environments, providers, registry.offers,
+        orchestrator.input_admitted, environments, providers, registry.offers, config.prices,
     )  # fmt: skip
     commands = Commands(
         db, recorder, ids, clock,
@@ -269,10 +276,11 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     automations = Automations(db, admission, scheduler, sealer, ids, clock)
     comms = Comms(db, ids, clock)
     health = _health(config, opened, registry, scheduler, clock, orchestrator)
+    overlays = Overlays(db, ids, clock, _turn_canceller(admission), orchestrator.wake)
     domain = _Domain(
         config, opened, clock, ids, hub, registry, sealer, grants, providers,
         environments, admission, automations, comms, scheduler, health, ws_url, skills,
-        commands, orchestrator.start_drain,
+        commands, orchestrator.start_drain, overlays,
     )  # fmt: skip
     return Parts(
         db=db,
@@ -290,6 +298,19 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
         registry=registry,
         retention=Retention(db, config.data_dir, clock.now, config.retention_seconds),
     )
+
+
+def _turn_canceller(admission: Admission) -> CancelTurns:
+    """Cancels the turns a `cancel` kill switch ends, as a client's cancel input would."""
+
+    async def cancel(project_id: str, turns: list[tuple[str, str]]) -> None:
+        for session_id, turn_id in turns:
+            try:
+                await admission.admit_inputs(project_id, session_id, [CancelInputEvent()], None)
+            except Refused as exc:  # e.g. the session was deleted meanwhile
+                log.warning("kill switch could not cancel turn %s: %s", turn_id, exc.message)
+
+    return cancel
 
 
 def _health(
@@ -347,6 +368,8 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         *BundlesApi(d.config.data_dir).routes(),
         *CommandsApi(d.commands).routes(),
         *DrainApi(d.drain).routes(),
+        *AgentVersionsApi(db, Deployments(db, ids, clock)).routes(),
+        *OverlaysApi(db, d.overlays).routes(),
     ]
 
 

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING
 from allinone import (
     __version__,
     admin,
+    agents_cli,
     data_commands,
     devices,
+    overlays_cli,
     run_control,
     session_forks,
     skill_commands,
@@ -88,6 +90,8 @@ def _parser() -> argparse.ArgumentParser:
     skill_commands.add_commands(commands)
     session_forks.add_commands(run_control.add_commands(commands))
     data_commands.add_commands(commands)
+    agents_cli.add_commands(commands)
+    overlays_cli.add_commands(commands)
     return parser
 
 
@@ -114,6 +118,9 @@ def _announce(started: Started) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    group_main = getattr(args, "group_main", None)
+    if callable(group_main):  # command groups that dispatch themselves
+        return int(group_main(args))
     if args.command in comms_commands.COMMANDS:
         return comms_commands.run_command(args, os.environ)
     if args.command in data_commands.COMMANDS:

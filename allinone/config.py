@@ -15,6 +15,11 @@ and other tombstones are kept before the retention job purges them for good.
 `self_hosted` workspaces (a list in `corebox.toml`, `os.pathsep`-separated in
 `COREBOX_WORKSPACE_ROOTS`, `--workspace-root` repeated); the default is the home
 directory. Other projects use only the roots the owner grants them.
+
+`prices` (only in `corebox.toml`) is the owner's price table for session budgets: per
+model, USD cents per million input and output tokens (`[prices."gpt-4o"]` with `input =
+250` and `output = 1000`). A session whose model has a price enforces and reports its
+`spend_control` in cents; without one, in tokens.
 """
 
 from __future__ import annotations
@@ -62,6 +67,8 @@ class Config:
     workspace_roots: tuple[Path, ...] = ()
     # How long deleted data is kept before the retention job (or `corebox gc`) purges it.
     retention_seconds: int = 30 * 86400
+    # model -> (USD cents per million input tokens, per million output tokens)
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def default_data_dir(environ: Mapping[str, str]) -> Path:
@@ -103,6 +110,7 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> Con
     roots = _workspace_roots(config_file, flags, environ)
     return Config(
         workspace_roots=roots,
+        prices=_prices(config_file),
         host=str(values["host"]),
         port=_port(values["port"]),
         data_dir=Path(os.path.expanduser(str(values["data_dir"]))),
@@ -163,6 +171,24 @@ def _read_toml_roots(path: Path, default: Any) -> Any:
     return data.get("serve", data).get("workspace_roots", default)
 
 
+def _prices(config_file: Path | None) -> dict[str, tuple[float, float]]:
+    if config_file is None:
+        return {}
+    data = tomllib.loads(config_file.read_text(encoding="utf-8"))
+    table = data.get("prices", data.get("serve", {}).get("prices", {}))
+    if not isinstance(table, dict):
+        raise ConfigError("prices must be a table of models")
+    prices: dict[str, tuple[float, float]] = {}
+    for model, price in table.items():
+        if not isinstance(price, dict) or set(price) - {"input", "output"}:
+            raise ConfigError(f"prices.{model} takes input and output (cents per million)")
+        values = (price.get("input", 0), price.get("output", 0))
+        if not all(isinstance(v, int | float) and v >= 0 for v in values):
+            raise ConfigError(f"prices.{model}: prices are non-negative numbers")
+        prices[str(model)] = (float(values[0]), float(values[1]))
+    return prices
+
+
 def _public_url(value: Any) -> str | None:
     """The origin remote Runtimes dial; unset means the listening address."""
     if not value:
@@ -179,7 +205,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from exc
     section = data.get("serve", data)
-    unknown = sorted(set(section) - set(KEYS) - {"serve", "workspace_roots"})
+    unknown = sorted(set(section) - set(KEYS) - {"serve", "workspace_roots", "prices"})
     if unknown:
         raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}")
     return {key: section[key] for key in KEYS if key in section}

@@ -55,6 +55,8 @@ _READ_ONLY = _EXECUTE | _READ_FILE | _READ_DIR
 # ABI 6: no signals to, and no abstract UNIX sockets of, processes outside the sandbox
 # (the Runtime itself, other commands).
 _SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
+# ABI 4: TCP bind and connect (handled with no port allowed: no TCP at all).
+_NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
 _FILE_RIGHTS = _EXECUTE | _WRITE_FILE | _READ_FILE | _TRUNCATE | _IOCTL_DEV
 
 SYSTEM_DIRECTORIES = (
@@ -139,21 +141,34 @@ def _within(path: Path, root: Path) -> bool:
 @dataclass(frozen=True)
 class Rules:
     """What a confined command may reach: `writable` directories (full access),
-    `readable` directories (read and execute) and `devices` (read and write files)."""
+    `readable` directories (read and execute), `devices` (read and write files), and
+    the network unless `network` is False (then no TCP under Landlock ABI 4 and later,
+    no network namespace under bubblewrap; older Landlock cannot take it away)."""
 
     writable: tuple[str, ...]
     readable: tuple[str, ...]
     devices: tuple[str, ...]
+    network: bool = True
 
     def encode(self) -> str:
         return json.dumps(
-            {"writable": self.writable, "readable": self.readable, "devices": self.devices}
+            {
+                "writable": self.writable,
+                "readable": self.readable,
+                "devices": self.devices,
+                "network": self.network,
+            }
         )
 
     @classmethod
     def decode(cls, text: str) -> Rules:
         data = json.loads(text)
-        return cls(tuple(data["writable"]), tuple(data["readable"]), tuple(data["devices"]))
+        return cls(
+            tuple(data["writable"]),
+            tuple(data["readable"]),
+            tuple(data["devices"]),
+            bool(data.get("network", True)),
+        )
 
 
 class Sandbox:
@@ -166,10 +181,17 @@ class Sandbox:
         confinement: Confinement,
         denied: Sequence[Path] = (),
         unconfined_allowed: bool = False,
+        network: bool = True,
     ) -> None:
         self.confinement = confinement
         self.unconfined_allowed = unconfined_allowed
+        self.network = network
         self._denied = tuple(Path(os.path.realpath(p)) for p in denied)
+
+    def without_network(self) -> Sandbox:
+        """This sandbox, its commands also cut off from the network where the mechanism
+        in force can do it (an `egress: loopback_only` safety overlay)."""
+        return Sandbox(self.confinement, self._denied, self.unconfined_allowed, network=False)
 
     @contextlib.contextmanager
     def command(
@@ -201,7 +223,7 @@ class Sandbox:
                 continue  # never grant a directory that holds (or is) a denied path
             readable.append(str(real))
         devices = tuple(d for d in DEVICE_FILES if os.path.exists(d))
-        return Rules((str(workspace), str(private_tmp)), tuple(readable), devices)
+        return Rules((str(workspace), str(private_tmp)), tuple(readable), devices, self.network)
 
     def wrap(self, argv: Sequence[str], workspace: Path, private_tmp: Path) -> list[str]:
         """The argv that runs `argv` confined to `workspace` (read-write), `private_tmp`
@@ -235,6 +257,8 @@ def _bubblewrap(rules: Rules, workspace: Path, argv: Sequence[str]) -> list[str]
         "bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
         "--dev", "/dev", "--proc", "/proc",
     ]  # fmt: skip
+    if not rules.network:
+        command.append("--unshare-net")
     for directory in rules.readable:
         command += ["--ro-bind", directory, directory]
     for directory in rules.writable:
@@ -285,9 +309,13 @@ def restrict_self(rules: Rules) -> None:
     if abi <= 0:
         raise ConfinementError("Landlock is unavailable")
     handled = handled_rights(abi)
+    net = 0 if rules.network or abi < 4 else _NET_BIND_TCP | _NET_CONNECT_TCP
     if abi >= 6:
-        attr = _RulesetAttr(handled, 0, _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL)
+        attr = _RulesetAttr(handled, net, _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL)
         size = ctypes.sizeof(_RulesetAttr)
+    elif abi >= 4:
+        attr = _RulesetAttr(handled, net, 0)
+        size = 2 * ctypes.sizeof(ctypes.c_uint64)  # ABI 4 and 5 know the first two fields
     else:
         attr = _RulesetAttr(handled, 0, 0)
         size = ctypes.sizeof(ctypes.c_uint64)  # kernels before ABI 4 know only this field

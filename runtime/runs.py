@@ -135,6 +135,8 @@ class Run:
         self._calls: dict[str, _Pending] = {}
         self._applied: dict[str, str] = {}  # call or interaction id -> result fingerprint
         self._interactions: dict[str, _Pending] = {}
+        self._metadata: dict[str, str] = {}  # for the `done` frame (`annotate`)
+        self._denials: dict[str, str] = {}  # permission request id -> the denial's message
         self._steers: dict[str, _Steer] = {}
         self._written: list[str] = []
         self._steer_written = asyncio.Event()
@@ -234,6 +236,12 @@ class Run:
         self._interactions[ask_id] = pending
         return pending
 
+    def annotate(self, key: str, value: str) -> None:
+        self._metadata[key] = value
+
+    def denial(self, request_id: str) -> str:
+        return self._denials.pop(request_id, "")
+
     def take_steered(self) -> list[MessageInput]:
         taken: list[MessageInput] = []
         for input_id in self._written:
@@ -314,6 +322,8 @@ class Run:
             if pending.question_ids:
                 return ack(DecisionErrorCode.INVALID_DECISION)
             value: object = decision.approved
+            if not decision.approved and decision.message:
+                self._denials[interaction_id] = decision.message
         else:
             try:
                 answers = decision.answers_for(list(pending.question_ids))
@@ -459,11 +469,13 @@ class Run:
             await asyncio.wait(set(self._acks), timeout=limits.RECEIPT_SEND_TIMEOUT_SECONDS)
         snapshot = await self._take_snapshot()
         self.done_sent = True
-        metadata = {wire.PAUSED_METADATA_KEY: "true"} if self.paused else None
+        metadata = dict(self._metadata)
+        if self.paused:
+            metadata[wire.PAUSED_METADATA_KEY] = "true"
         await self._send(
             "done",
             self.run_id,
-            wire.Done(usage=self._usage, workspace_snapshot=snapshot, metadata=metadata),
+            wire.Done(usage=self._usage, workspace_snapshot=snapshot, metadata=metadata or None),
         )
 
     async def _take_snapshot(self) -> str:

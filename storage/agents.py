@@ -25,16 +25,6 @@ async def get(q: Queryable, project_id: str, agent_id: str) -> dict[str, Any] | 
     return record(row, ("config",))
 
 
-async def update(tx: Tx, project_id: str, agent_id: str, config: dict[str, Any], now: int) -> bool:
-    """Replace a live agent's configuration; False when there is no such agent."""
-    changed = await tx.execute(
-        "UPDATE agents SET config = ?, updated_at = ?"
-        " WHERE project_id = ? AND id = ? AND deleted_at IS NULL",
-        (dumps(config), now, project_id, agent_id),
-    )
-    return changed == 1
-
-
 async def delete(tx: Tx, project_id: str, agent_id: str, now: int) -> bool:
     """Soft-delete a live agent; False when there is no such agent. Sessions keep their
     frozen copy of its configuration."""

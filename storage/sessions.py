@@ -13,8 +13,8 @@ JSON_COLUMNS = ("agent", "environment", "metadata", "vault_ids", "options")
 async def insert(tx: Tx, row: dict[str, Any]) -> None:
     await tx.execute(
         "INSERT INTO sessions (id, project_id, agent_id, harness, created_at, last_active_at,"
-        " agent, environment, metadata, vault_ids, idempotency_key, request_hash)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " agent, environment, metadata, vault_ids, idempotency_key, request_hash,"
+        " agent_version, options) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             row["id"],
             row["project_id"],
@@ -28,6 +28,8 @@ async def insert(tx: Tx, row: dict[str, Any]) -> None:
             dumps(row["vault_ids"]),
             row.get("idempotency_key"),
             row.get("request_hash"),
+            row.get("agent_version"),
+            dumps(row.get("options") or {}),
         ),
     )
 

@@ -170,3 +170,11 @@ async def probe_written_at(q: Queryable) -> int | None:
     """When the readiness probe's row was last written, or None before the first probe."""
     row = await q.fetchone("SELECT written_at FROM health_probe WHERE id = 1")
     return None if row is None else int(row["written_at"])
+
+
+async def key_id_for_digest(q: Queryable, digest: str) -> str | None:
+    """The id of the live key with this digest (who acted, for audit trails), or None."""
+    row = await q.fetchone(
+        "SELECT id FROM api_keys WHERE digest = ? AND revoked_at IS NULL", (digest,)
+    )
+    return None if row is None else str(row["id"])

@@ -4,25 +4,33 @@ Update semantics (reference 4.1): an omitted field keeps its value; null clears 
 and `instructions` and resets the structured settings to their defaults; `metadata` and
 `tools` are replaced whole (null or `{}` clears metadata); `experimental` is merged by
 key. An MCP tool may name a vault credential only of the same project.
+
+Every create and update also writes an immutable version and moves the `latest`
+pointer, in the same transaction (`allinone.core.agent_versions`). An update carrying
+`x_corebox.expected_version` is refused with 409 when the agent has moved past it.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, TypeVar
 
+import msgspec
 from msgspec import UNSET
 
 from allinone.core import agents as agent_config
 from allinone.core import tools as tool_lists
-from allinone.core.errors import NotFound
+from allinone.core.agent_versions import write_version
+from allinone.core.errors import Conflict, NotFound
 from allinone.core.ids import Clock, Ids
 from allinone.core.shapes.models import AgentCreate, AgentUpdate
+from storage import agent_versions as version_rows
 from storage import agents as agent_rows
 from storage import vaults as vault_rows
 from storage.database import Database, Reader, Tx
 
 log = logging.getLogger(__name__)
+B = TypeVar("B", AgentCreate, AgentUpdate)
 
 
 class AgentStore:
@@ -41,7 +49,8 @@ class AgentStore:
             raise NotFound()
         return row
 
-    async def create(self, project: str, body: AgentCreate) -> str:
+    async def create(self, project: str, body: AgentCreate, actor: str | None = None) -> str:
+        body, _ = _without_expected(body)
         config = agent_config.from_create(body, seal_provider=self._seal)
         agent_config.harness_for(config)
         await self._check_credentials(project, config["tools"])
@@ -50,13 +59,27 @@ class AgentStore:
 
         async def job(tx: Tx) -> None:
             await agent_rows.insert(tx, agent_id, project, config, now)
+            await write_version(
+                tx,
+                self._ids,
+                project_id=project,
+                agent_id=agent_id,
+                number=1,
+                config=config,
+                actor=actor,
+                now=now,
+            )
 
         await self._db.write(job)
         log.info("created agent %s in project %s", agent_id, project)
         return agent_id
 
-    async def update(self, project: str, agent_id: str, body: AgentUpdate) -> None:
+    async def update(
+        self, project: str, agent_id: str, body: AgentUpdate, actor: str | None = None
+    ) -> None:
+        body, expected = _without_expected(body)
         row = await self.get(project, agent_id)
+        _check_expected(row, expected)
         config = dict(row["config"])
         agent_config.apply_fields(config, body, seal_provider=self._seal)
         if body.name is not UNSET:
@@ -67,11 +90,27 @@ class AgentStore:
         await self._check_credentials(project, config["tools"])
         now = self._clock.now()
 
+        number = int(row["version"]) + 1
+
         async def job(tx: Tx) -> bool:
-            return await agent_rows.update(tx, project, agent_id, config, now)
+            if not await version_rows.set_agent_version(tx, project, agent_id, number, config, now):
+                return False
+            await write_version(
+                tx,
+                self._ids,
+                project_id=project,
+                agent_id=agent_id,
+                number=number,
+                config=config,
+                actor=actor,
+                now=now,
+            )
+            return True
 
         if not await self._db.write(job):
-            raise NotFound()
+            # Deleted, or another update made a version in between: report which.
+            current = await self.get(project, agent_id)
+            raise _stale(expected or int(row["version"]), int(current["version"]))
 
     async def delete(self, project: str, agent_id: str) -> None:
         now = self._clock.now()
@@ -96,3 +135,26 @@ class AgentStore:
         index = await self._db.read(first_missing) if refs else None
         if index is not None:
             raise NotFound(param=f"tools[{index}].credential_id")
+
+
+def _without_expected(body: B) -> tuple[B, int | None]:
+    """`body` without `x_corebox.expected_version` (never stored), and its value."""
+    extension = body.x_corebox
+    if extension is UNSET or extension.expected_version is UNSET:
+        return body, None
+    expected = int(extension.expected_version)
+    rest = msgspec.structs.replace(extension, expected_version=UNSET)
+    if all(getattr(rest, f) is UNSET for f in rest.__struct_fields__):
+        return msgspec.structs.replace(body, x_corebox=UNSET), expected
+    return msgspec.structs.replace(body, x_corebox=rest), expected
+
+
+def _check_expected(row: dict[str, Any], expected: int | None) -> None:
+    if expected is not None and expected != int(row["version"]):
+        raise _stale(expected, int(row["version"]))
+
+
+def _stale(expected: int, current: int) -> Conflict:
+    return Conflict(
+        f"The agent is at version {current}, not {expected}.", code="stale_agent_version"
+    )

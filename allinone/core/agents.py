@@ -107,7 +107,10 @@ def apply_fields(
         merged.update(_builtins(body.experimental))
         config["experimental"] = merged
     if body.tools is not UNSET:
-        config["tools"] = normalize_tools(body.tools, session=isinstance(body, SessionAgentParam))
+        inline = isinstance(body, SessionAgentParam)
+        config["tools"] = normalize_tools(
+            body.tools, "agent.tools" if inline else "tools", session=inline
+        )
     if body.x_corebox is not UNSET:
         param = "agent.x_corebox" if isinstance(body, SessionAgentParam) else "x_corebox"
         extension = msgspec.to_builtins(body.x_corebox)

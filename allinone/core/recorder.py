@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from allinone.core import render
+from allinone.core import budgets, render
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
 from allinone.core.model_providers import public_view
+from allinone.core.overlays import view as overlay_view
 from allinone.core.states import SessionStatus, session_status
 from storage import (
     environments,
@@ -23,6 +24,7 @@ from storage import (
     sessions,
     turns,
 )
+from storage import overlays as overlay_rows
 from storage.database import Tx
 from storage.rows import Queryable, loads
 
@@ -105,6 +107,10 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
     view = render.session(
         row, status=status.value, required_actions=actions, usage=usage, error=error
     )
+    spend = await budgets.spend_view(q, row)
+    if spend is not None:
+        view["spend_control"] = spend
+    in_force = await overlay_rows.active(q, row["project_id"], row["agent_id"])
     view["x_corebox"] = {
         "required_actions": choices,
         "harness": row["harness"],
@@ -122,6 +128,12 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
         ),
         # Turns rewinds hid from the model's context (control/rewinds.py), oldest first.
         "hidden_turn_ids": await _hidden_turn_ids(q, row["id"]),
+        # The saved agent's version the session is pinned to (null for an inline agent)
+        # and its configuration revision (one more per update that changes it).
+        "agent_version": row.get("agent_version"),
+        "config_revision": row.get("config_revision") or 1,
+        # Safety overlays in force for the session (its project's and its agent's).
+        "overlays": [overlay_view(o) for o in in_force],
     }
     if row.get("archived_at") is not None:
         view["x_corebox"]["archived_at"] = row["archived_at"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from runtime.proto.run import TokenCounts
@@ -79,6 +80,12 @@ def turn(row: dict[str, Any]) -> dict[str, Any]:
             # The model context the turn ran with (orchestration/context.py), or null.
             "context": row.get("context"),
             "checkpoint": checkpoint(row),
+            # The saved agent's version this turn ran (null for an inline agent) and the
+            # digest of the session configuration revision it ran with.
+            "agent_version": row.get("agent_version"),
+            "config_digest": row.get("config_digest"),
+            # What the turn actually ran (allinone/core/orchestration/manifest.py).
+            "manifest": _manifest(row.get("manifest")),
         },
     }
 
@@ -93,6 +100,10 @@ def checkpoint(row: dict[str, Any]) -> dict[str, Any] | None:
         "config_digest": row.get("checkpoint_config_digest"),
         "created_at": row.get("checkpoint_at"),
     }
+
+
+def _manifest(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def session(

@@ -7,6 +7,11 @@ transport `headers: {}` and a stdio transport `args: []`, `env_vars: []`; web se
 `context_size: "medium"` and `mode: "live"`; computer use `include_screenshots: false`;
 programmatic tool calling `enabled: true`; a function `defer_loading: false`.
 
+A tool list is also checked as a catalog: function names and MCP `server_label`s are
+unique (the model would otherwise see one tool and the last definition would silently
+win), names follow the model APIs' pattern `^[A-Za-z0-9_-]{1,64}$` (`ToolName`), and a
+function's `parameters` is a JSON object schema (`{}` for none).
+
 Secrets an inline session tool may carry (`authorization` on an HTTP transport, `env`
 on a stdio transport) are validated but never kept: they would otherwise be returned
 and stored in plain text. Vault credentials (`credential_id`) are the supported way to
@@ -43,9 +48,46 @@ def normalize(tools: list[Any] | None, param: str = "tools", *, session: bool) -
         except msgspec.ValidationError as exc:
             raise _tool_error(exc, where) from exc
         result.append(_stored(msgspec.to_builtins(parsed)))
+    check_catalog(result, param)
     if len(_encoder.encode(result)) > MAX_TOOLS_BYTES:
         raise InvalidRequest("The tool list must fit within 3 MiB of compact JSON.", param)
     return result
+
+
+def check_catalog(tools: list[dict[str, Any]], param: str = "tools") -> None:
+    """Refuse duplicate function names, duplicate MCP labels and function parameters
+    that are not an object schema, naming the offending field."""
+    seen: dict[tuple[str, str], int] = {}
+    for index, tool in enumerate(tools):
+        kind = tool["type"]
+        if kind not in ("function", "mcp"):
+            continue
+        field = "name" if kind == "function" else "server_label"
+        key = (kind, str(tool[field]))
+        if key in seen:
+            what = "function name" if kind == "function" else "MCP server_label"
+            raise InvalidRequest(
+                f"Duplicate {what} {key[1]!r} (also tools[{seen[key]}]).",
+                f"{param}[{index}].{field}",
+            )
+        seen[key] = index
+        if kind == "function":
+            _check_parameters(tool["parameters"], f"{param}[{index}].parameters")
+
+
+def _check_parameters(schema: dict[str, Any], where: str) -> None:
+    if not schema:
+        return
+    if schema.get("type") != "object":
+        raise InvalidRequest("A function's parameters must be a JSON object schema.", where)
+    properties = schema.get("properties")
+    if properties is not None and not isinstance(properties, dict):
+        raise InvalidRequest("parameters.properties must be an object.", f"{where}.properties")
+    required = schema.get("required")
+    if required is not None and (
+        not isinstance(required, list) or not all(isinstance(r, str) for r in required)
+    ):
+        raise InvalidRequest("parameters.required must be a list of names.", f"{where}.required")
 
 
 def resources(stored: list[Any]) -> list[ToolResource]:

@@ -160,6 +160,16 @@ class RunContext(Protocol):
         waiting), for adapters that pass steering on while their native turn runs."""
         ...
 
+    def denial(self, request_id: str) -> str:
+        """The message Core sent with the denial of that permission request ("" when
+        none), for the tool's result; taking it forgets it."""
+        ...
+
+    def annotate(self, key: str, value: str) -> None:
+        """Record `value` under `key` in the metadata of the Run's `done` frame (a later
+        value replaces an earlier one)."""
+        ...
+
 
 class Executor(Protocol):
     executor_id: str

@@ -107,3 +107,15 @@ def test_workspace_roots_must_be_absolute_directories(tmp_path: Path) -> None:
     (tmp_path / "corebox.toml").write_text('workspace_roots = "/not/a/list"\n')
     with pytest.raises(ConfigError, match="workspace_roots"):
         load({}, {}, tmp_path)
+
+
+def test_the_price_table_is_read_and_checked(tmp_path: Path) -> None:
+    config = tmp_path / "corebox.toml"
+    config.write_text('[prices."gpt-x"]\ninput = 250\noutput = 1000.5\n', encoding="utf-8")
+    assert load({}, {}, tmp_path).prices == {"gpt-x": (250.0, 1000.5)}
+    config.write_text('[prices."gpt-x"]\ninput = -1\n', encoding="utf-8")
+    with pytest.raises(ConfigError):
+        load({}, {}, tmp_path)
+    config.write_text('[prices."gpt-x"]\ncurrency = "EUR"\n', encoding="utf-8")
+    with pytest.raises(ConfigError):
+        load({}, {}, tmp_path)

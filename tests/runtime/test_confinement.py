@@ -4,9 +4,12 @@ the actual launcher (Landlock through system calls) on the kernel the tests run 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import socket
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -130,3 +133,41 @@ def test_a_system_directory_holding_a_denied_path_is_not_granted(tmp_path: Path)
     rules = sandbox.rules(tmp_path, tmp_path / "tmp")
     assert "/etc" not in rules.readable
     assert "/usr" in rules.readable or not Path("/usr").is_dir()
+
+
+@contextlib.contextmanager
+def listener() -> Iterator[int]:
+    """A loopback TCP listener; its port."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        yield int(server.getsockname()[1])
+
+
+CONNECT = "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 5)'"
+
+
+@landlock
+def test_a_sandbox_without_network_refuses_tcp(places: tuple[Path, Path, Path]) -> None:
+    if landlock_abi() < 4:
+        pytest.skip("network rules need Landlock ABI 4")
+    _, workspace, _ = places
+    sandbox = Sandbox(Confinement(LANDLOCK, landlock_abi()))
+    with listener() as port:
+        assert run(sandbox, workspace, CONNECT.format(port=port)).returncode == 0
+        done = run(sandbox.without_network(), workspace, CONNECT.format(port=port))
+    assert done.returncode != 0 and "PermissionError" in done.stderr, done.stderr
+    # Files are confined as before.
+    assert run(sandbox.without_network(), workspace, "echo ok > f && cat f").stdout == "ok\n"
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_bubblewrap_without_network_has_no_network(places: tuple[Path, Path, Path]) -> None:
+    _, workspace, _ = places
+    sandbox = Sandbox(Confinement(BUBBLEWRAP)).without_network()
+    usable = run(sandbox, workspace, "true")
+    if usable.returncode != 0:
+        pytest.skip(f"bubblewrap cannot create namespaces here: {usable.stderr.strip()}")
+    with listener() as port:
+        done = run(sandbox, workspace, CONNECT.format(port=port))
+    assert done.returncode != 0

@@ -12,6 +12,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core.agent_store import AgentStore
+from allinone.core.api.actors import actor_of
 from allinone.core.api.auth import project_of
 from allinone.core.api.common import decode_body, json, list_params, read_page
 from allinone.core.api.listing import page
@@ -45,7 +46,7 @@ class AgentsApi:
     async def create(self, request: Request) -> Response:
         project = project_of(request)
         body = await decode_body(request, AgentCreate, MAX_AGENT_BODY_BYTES)
-        agent_id = await self._store.create(project, body)
+        agent_id = await self._store.create(project, body, await actor_of(request, self._db))
         return json(shapes.agent(await self._store.get(project, agent_id)))
 
     async def list_agents(self, request: Request) -> Response:
@@ -67,7 +68,7 @@ class AgentsApi:
         project = project_of(request)
         agent_id = request.path_params["agent_id"]
         body = await decode_body(request, AgentUpdate, MAX_AGENT_BODY_BYTES)
-        await self._store.update(project, agent_id, body)
+        await self._store.update(project, agent_id, body, await actor_of(request, self._db))
         return json(shapes.agent(await self._store.get(project, agent_id)))
 
     async def delete(self, request: Request) -> Response:

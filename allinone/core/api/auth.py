@@ -54,10 +54,10 @@ POLICIES: dict[str, Policy] = {
     "/v1/files": Policy.PROJECT,  # the Files API takes no OpenAI-Beta header
     "/v1/skills": Policy.PROJECT,  # nor does the Skills API
     "/v1/": Policy.AGENTS,
+    "/x/v1/": Policy.PROJECT,  # corebox-only operations on a project's resources
     "/core/v1/comms/": Policy.PROJECT,
     "/core/v1/harnesses": Policy.CORE_OR_PROJECT,
     "/core/v1/": Policy.CORE,
-    "/x/v1/": Policy.PROJECT,  # corebox-only operations on a project's resources
     "/api/v1/": Policy.PUBLIC,
     "/healthz": Policy.OPTIONAL,
     "/readyz": Policy.OPTIONAL,

@@ -32,6 +32,8 @@ from allinone.core.api.auth import Kind, principal_of
 from allinone.core.api.common import json
 from allinone.core.gateway.registry import Registry
 from allinone.core.ids import Clock
+from allinone.core.overlays import view as overlay_view
+from storage import overlays as overlay_rows
 from storage import tenancy
 from storage.database import Database, Tx
 from storage.errors import StorageError
@@ -135,8 +137,17 @@ class Health:
         checks["confinement"] = {"ok": True, **self._confinement}
         # Draining (seed 003): no new turn is claimed; running turns pause at a safe point.
         checks["drain"] = {"ok": not self._draining(), "draining": self._draining()}
+        # Active safety overlays (a state, not a failure; shown to the Core key only).
+        checks["overlays"] = {"ok": True, "active": await self._overlays()}
         ready = all(check["ok"] for check in checks.values())
         return ready, checks
+
+    async def _overlays(self) -> list[dict[str, Any]] | None:
+        try:
+            rows = await self._db.read(overlay_rows.active)
+        except StorageError:
+            return None  # the storage check reports the failure
+        return [overlay_view(row) for row in rows]
 
     async def readyz(self, request: Request) -> Response:
         access = await self.access(request)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from allinone.core.agents import CLI_HARNESSES
 from allinone.core.gateway.connection import Connection
 from allinone.core.gateway.workspace import wire_uuid
@@ -136,4 +138,24 @@ def configuration(
         command_environment=resolved.command_environment,
         # The key under which a CLI harness finds this session's native session again.
         agent_session_id=session["id"] if session["harness"] in CLI_HARNESSES else "",
+    )
+
+
+def with_overlays(
+    config: wire_exec.ExecutionConfiguration, disabled: dict[str, int], offline: bool
+) -> wire_exec.ExecutionConfiguration:
+    """`config` with what safety overlays ask of the harness: the tools they disable
+    (name or MCP server_label -> overlay version) in `harness_config.disabled_tools`, for
+    a structured `tool_disabled` result to a call of one; `harness_config.egress =
+    "loopback_only"` (`offline`) for commands run without network."""
+    if not disabled and not offline:
+        return config
+    options = config.agent_options
+    harness_config = dict(options.harness_config or {})
+    if disabled:
+        harness_config["disabled_tools"] = dict(disabled)
+    if offline:
+        harness_config["egress"] = "loopback_only"
+    return msgspec.structs.replace(
+        config, agent_options=msgspec.structs.replace(options, harness_config=harness_config)
     )

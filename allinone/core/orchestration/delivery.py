@@ -237,7 +237,9 @@ class Delivery:
             if row["kind"] == "permission":
                 type_ = "permission_decision"
                 payload = PermissionDecision(
-                    delivery_id=delivery_id, approved=response["decision"] == "approve"
+                    delivery_id=delivery_id,
+                    approved=response["decision"] == "approve",
+                    message=str(response.get("message") or ""),
                 )
             else:
                 type_ = "prompt_for_user_choice_decision"

@@ -122,6 +122,9 @@ class Observation:
             outcome = await self._project_batch(frame)
             if outcome is not None:
                 return outcome
+            if self._run.over_budget and not cancel.is_set():
+                log.info("turn %s went past its session's budget", self._run.turn_id)
+                cancel.set()
 
     async def _project_batch(self, frame: Frame | _Woken) -> wire_run.Done | _Ended | None:
         """Project `frame` and whatever else is buffered (renewing the lease when due);
@@ -144,6 +147,9 @@ class Observation:
         if isinstance(projected, ContractViolation):
             await self._violated(projected)
             return _ENDED
+        if self._run.answered:  # Core answered an interaction itself: deliver it
+            self._run.answered = False
+            self._delivery.wake.set()
         return projected
 
     async def _lost(self) -> None:

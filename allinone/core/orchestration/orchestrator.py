@@ -18,6 +18,7 @@ import logging
 from functools import partial
 from typing import Any
 
+from allinone.core import overlays
 from allinone.core.environments import Environments
 from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
@@ -33,6 +34,7 @@ from allinone.core.orchestration.turn import TurnExecution
 from allinone.core.tasks import cancel_and_wait
 from storage import checkpoints, sessions, turns
 from storage import environments as env_rows
+from storage import overlays as overlay_rows
 from storage.database import Database
 
 log = logging.getLogger(__name__)
@@ -168,6 +170,8 @@ class Orchestrator:
             session = await self._db.read(partial(sessions.get_any, session_id=turn["session_id"]))
             if session is None:
                 continue
+            if await self._held(session):
+                continue  # a kill switch holds it queued until it is cleared
             needs = required_capabilities(session)
             if turn["status"] != "queued":
                 needs.append("resume")  # a re-claim continues from a checkpoint's cursor
@@ -182,6 +186,14 @@ class Orchestrator:
             self._executions[turn["id"]] = execution
             self._inflight[turn["id"]] = task
             task.add_done_callback(partial(self._finished, str(turn["id"])))
+
+    async def _held(self, session: dict[str, Any]) -> bool:
+        active = await self._db.read(
+            partial(
+                overlay_rows.active, project_id=session["project_id"], agent_id=session["agent_id"]
+            )
+        )
+        return overlays.kill_switch(active) is not None
 
     async def _fail_if_environment_failed(self, turn_id: str, session: dict[str, Any]) -> None:
         environment_id = session.get("environment_id")

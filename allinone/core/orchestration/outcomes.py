@@ -21,6 +21,7 @@ from typing import Any
 
 from allinone.core import render
 from allinone.core.ids import Clock, Ids
+from allinone.core.orchestration import manifest
 from allinone.core.orchestration.projector import Projector, RunProjection
 from allinone.core.orchestration.transitions import move
 from allinone.core.recorder import Recorder
@@ -130,6 +131,7 @@ class Outcomes:
             await turns.set_usage(
                 tx, run.turn_id, render.token_usage(done.usage.tokens), run.fencing_token
             )
+        await manifest.settle(tx, run.session_id, run.turn_id, done.metadata)
         await self._projector.close_unfinished(tx, run)
         await interactions.withdraw_open(tx, run.turn_id)
         status, fields = ending(run, cancelled, unconfirmed, captured)
@@ -240,6 +242,10 @@ class Outcomes:
         )
 
 
+DEADLINE_CODE = "turn_deadline_exceeded"
+BUDGET_CODE = "session_budget_exceeded"
+
+
 def ending(
     run: RunProjection, cancelled: bool, unconfirmed: bool, captured: bool
 ) -> tuple[TurnStatus, dict[str, object]]:
@@ -252,6 +258,23 @@ def ending(
                 "error_message": run.error.error[:1000] or "The harness failed.",
                 "engine_error_code": run.engine_code or None,
                 "engine_http_status": run.engine_status or None,
+            }
+        )
+        return TurnStatus.FAILED, fields
+    if run.deadline_passed and (cancelled or unconfirmed):
+        fields.update(
+            {
+                "error_code": DEADLINE_CODE,
+                "error_message": "The turn ran past the session's per-turn deadline.",
+                "engine_error_code": "request_timeout",
+            }
+        )
+        return TurnStatus.FAILED, fields
+    if run.over_budget and (cancelled or unconfirmed):
+        fields.update(
+            {
+                "error_code": BUDGET_CODE,
+                "error_message": "The turn went past the session's spend_control limit.",
             }
         )
         return TurnStatus.FAILED, fields

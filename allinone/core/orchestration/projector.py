@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from allinone.core import render
+from allinone.core import budgets, overlays, render
 from allinone.core.errors import CoreError
 from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.transitions import move
@@ -34,8 +34,9 @@ from runtime.proto.interactions import (
     PromptForUserChoice,
 )
 from runtime.proto.subagents import SUBAGENT_FRAMES
-from storage import checkpoints, interactions, journal, turns
+from storage import checkpoints, interactions, journal, sessions, turns
 from storage import items as item_rows
+from storage import overlays as overlay_rows
 from storage.database import Tx
 
 
@@ -72,6 +73,15 @@ class RunProjection:
     done: bool = False
     # Whether something started since the latest checkpoint (or since the claim).
     inflight: bool = False
+    # The session's per-turn deadline passed and Core cancelled the turn for it.
+    deadline_passed: bool = False
+    # Core answered an interaction itself (an overlay's denial): delivery must run.
+    answered: bool = False
+    # Tokens the session's spend_control left when the turn started (None: no limit);
+    # `over_budget` once the turn's reported usage went past it.
+    budget_left: int | None = None
+    over_budget: bool = False
+    price: dict[str, Any] | None = None  # the session's price (cents), None: tokens
 
 
 class Projector:
@@ -116,6 +126,12 @@ class Projector:
                 await turns.set_usage(
                     tx, run.turn_id, render.token_usage(payload.tokens), run.fencing_token
                 )
+                if run.budget_left is not None:
+                    counts = payload.tokens
+                    cost = budgets.spent(
+                        run.price, counts.input_tokens, counts.output_tokens, counts.total_tokens
+                    )
+                    run.over_budget = run.over_budget or cost > run.budget_left
         elif isinstance(payload, wire.Error):
             run.error = payload
             run.engine_code, run.engine_status = classify_engine_failure(
@@ -124,18 +140,7 @@ class Projector:
         elif isinstance(payload, FunctionCall):
             await self._function_call(tx, run, payload)
         elif isinstance(payload, PermissionRequest):
-            await self._interaction(
-                tx,
-                run,
-                payload.request_id,
-                "permission",
-                {
-                    "tool": payload.tool,
-                    "title": payload.title,
-                    "detail": payload.detail,
-                    "payload": payload.payload,
-                },
-            )
+            await self._permission(tx, run, payload)
         elif isinstance(payload, PromptForUserChoice):
             await self._interaction(
                 tx,
@@ -348,6 +353,28 @@ class Projector:
         await self._recorder.emit_item(tx, "agent.session.turn.item.done", item)
         await self._wait(tx, run)
 
+    async def _permission(self, tx: Tx, run: RunProjection, payload: PermissionRequest) -> None:
+        """A permission request becomes a pending interaction, or, for a tool a safety
+        overlay disables, is denied at once with the structured `tool_disabled` result."""
+        request = {
+            "tool": payload.tool,
+            "title": payload.title,
+            "detail": payload.detail,
+            "payload": payload.payload,
+        }
+        refusal = await _disabled_refusal(tx, run.session_id, payload.tool)
+        if refusal is None:
+            await self._interaction(tx, run, payload.request_id, "permission", request)
+            return
+        await interactions.insert_interaction(
+            tx, run.session_id, run.turn_id, payload.request_id, "permission", request,
+            self._clock.now(),
+        )  # fmt: skip
+        await interactions.answer_interaction(
+            tx, run.session_id, payload.request_id, {"decision": "deny", "message": refusal}
+        )
+        run.answered = True
+
     async def _interaction(
         self, tx: Tx, run: RunProjection, interaction_id: str, kind: str, request: dict[str, Any]
     ) -> None:
@@ -435,3 +462,14 @@ def operation_of(frame: Frame) -> str:
     if isinstance(payload, InteractionDecisionAck):
         return f"the input delivered as {payload.delivery_id}"
     return frame.type
+
+
+async def _disabled_refusal(tx: Tx, session_id: str, tool: str) -> str | None:
+    """The `tool_disabled` result when an active overlay disables `tool` for the session."""
+    session = await sessions.get_any(tx, session_id)
+    if session is None:
+        return None
+    active = await overlay_rows.active(tx, session["project_id"], session["agent_id"])
+    name = overlays.TOOL_ALIASES.get(tool, tool)
+    version = overlays.disabled_tools(active).get(name)
+    return None if version is None else overlays.disabled_result(name, version)

@@ -13,10 +13,12 @@ step is unknown).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from functools import partial
 from typing import Any
 
+from allinone.core import budgets, overlays
 from allinone.core.gateway import suspension
 from allinone.core.gateway.connection import Connection
 from allinone.core.gateway.preparations import (
@@ -29,19 +31,25 @@ from allinone.core.gateway.preparations import (
 from allinone.core.gateway.subscriptions import RunSubscription
 from allinone.core.gateway.suspension import suspend_id
 from allinone.core.gateway.workspace import WorkspaceUnavailable, wire_uuid
-from allinone.core.orchestration import context
+from allinone.core.orchestration import context, manifest
 from allinone.core.orchestration.collaborators import Collaborators
-from allinone.core.orchestration.configuration import configuration, still_declared
+from allinone.core.orchestration.configuration import (
+    configuration,
+    still_declared,
+    with_overlays,
+)
 from allinone.core.orchestration.credentials import ResolutionFailed
 from allinone.core.orchestration.delivery import Delivery, messages_of
 from allinone.core.orchestration.observation import Observation
 from allinone.core.orchestration.projector import RunProjection
 from allinone.core.orchestration.recovery import RESUMING, restore_problem
 from allinone.core.orchestration.transitions import move
+from allinone.core.sessions import revisions
 from allinone.core.states import TurnStatus
 from runtime.proto.errors import PreparationErrorCode
 from runtime.proto.inputs import Message
-from storage import checkpoints, commands, interactions, leases, tenancy, turns
+from storage import checkpoints, commands, execution_settings, interactions, leases, tenancy, turns
+from storage import overlays as overlay_rows
 from storage.database import Tx
 
 log = logging.getLogger(__name__)
@@ -68,6 +76,9 @@ class TurnExecution:
         self.draining = False
         self.delivery: Delivery | None = None
         self._context: context.TurnContext | None = None
+        self._disabled: dict[str, int] = {}
+        self._overlays: list[dict[str, Any]] = []
+        self._budget_left: int | None = None
         # A turn suspended at a checkpoint is re-claimed and continues from its cursor.
         self._resuming = turn.get("phase") == RESUMING and turn["status"] != TurnStatus.QUEUED
         self._cursor = ""
@@ -86,6 +97,8 @@ class TurnExecution:
             log.exception("turn %s could not be executed", self._turn_id)
 
     async def _execute(self) -> None:
+        if not await self._allowed():
+            return
         if not await self._environment_ready():
             return
         prepared = await self._prepare()
@@ -102,6 +115,8 @@ class TurnExecution:
             await self._parts.preparations.release(prepared)
             return
         run = RunProjection(self._session["id"], self._turn_id, claim)
+        run.budget_left = self._budget_left
+        run.price = budgets.price_of(self._session)
         run_sub = self._connection.subscribe_run(self._turn_id)
         try:
             if not await self._start(prepared, run):
@@ -127,9 +142,12 @@ class TurnExecution:
         observation = Observation(
             parts, run, self._connection, run_sub, delivery, self.pause, lambda: self.draining
         )
+        timer = self._deadline(run)
         try:
             await observation.observe(self.cancel)
         finally:
+            if timer is not None:
+                timer.cancel()
             await delivery.stop()
         if observation.paused:
             await self._quiesce()
@@ -144,6 +162,44 @@ class TurnExecution:
                 suspend_id(self._turn_id),
                 self._parts.timers.receipt_seconds,
             )
+
+    def _deadline(self, run: RunProjection) -> asyncio.TimerHandle | None:
+        """Cancel the turn when the session's per-turn deadline passes (it then fails
+        with `turn_deadline_exceeded`)."""
+        seconds = execution_settings.settings_of(self._session).get("turn_deadline_seconds")
+        if not isinstance(seconds, int | float) or seconds <= 0:
+            return None
+
+        def passed() -> None:
+            log.info("turn %s passed its deadline of %s s", self._turn_id, seconds)
+            run.deadline_passed = True
+            self.cancel.set()
+
+        return asyncio.get_running_loop().call_later(float(seconds), passed)
+
+    async def _allowed(self) -> bool:
+        """The checks at the safe point before a claim: the session's budget and the
+        overlays in force (egress); False when the turn was failed instead. Tools the
+        overlays disable are noted for the preparation."""
+        session = self._session
+        budget = await self._parts.db.read(partial(budgets.refusal, session=session))
+        if budget is not None:
+            await self._fail_queued(budgets.BUDGET_CODE, budget)
+            return False
+        self._budget_left = await self._parts.db.read(partial(budgets.remaining, session=session))
+        active = await self._parts.db.read(
+            partial(
+                overlay_rows.active, project_id=session["project_id"], agent_id=session["agent_id"]
+            )
+        )
+        provider = execution_settings.settings_of(session).get("model_provider") or {}
+        refusal = overlays.egress_refusal(active, session, provider.get("base_url"))
+        if refusal is not None:
+            await self._fail_queued(overlays.EGRESS_CODE, refusal)
+            return False
+        self._disabled = overlays.disabled_tools(active)
+        self._overlays = active
+        return True
 
     async def _environment_ready(self) -> bool:
         """Initialize the session's Environment once before its first turn."""
@@ -182,7 +238,10 @@ class TurnExecution:
         except ResolutionFailed as exc:
             await self._fail_queued("execution_unavailable", str(exc))
             return None
-        config = configuration(self._session, self._connection, resolved)
+        offline = any(o["kind"] == "egress" for o in self._overlays)
+        config = with_overlays(
+            configuration(self._session, self._connection, resolved), self._disabled, offline
+        )
         try:
             return await parts.preparations.prepare(
                 self._connection, self._session["id"], config, parts.timers.preparation_seconds
@@ -213,6 +272,7 @@ class TurnExecution:
         row = await turns.get(tx, self._turn_id)
         if row is None or row["status"] != TurnStatus.QUEUED or row["cancel_requested_at"]:
             return None
+        config_digest = revisions.digest_of(self._session)
         epoch = await tenancy.next_counter(tx, "worker_epoch")
         token = str(await tenancy.next_counter(tx, "fencing_token"))
         now = self._parts.clock.now()
@@ -228,7 +288,11 @@ class TurnExecution:
                 "started_at": now,
                 "phase": "running",
                 "lease_expires_at": now + self._parts.timers.lease_seconds,
-                "config_digest": self._session["request_hash"],
+                "config_digest": config_digest,
+                "agent_version": self._session.get("agent_version"),
+                "manifest": json.dumps(
+                    manifest.claimed(self._session, config_digest, self._overlays)
+                ),
             },
         )
         if not moved:

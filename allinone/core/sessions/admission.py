@@ -4,9 +4,12 @@ only after the commit (`on_work`, `on_cancel`, `on_input`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from msgspec import UNSET
+
+from allinone.core import overlays
 from allinone.core.environments import Environments
 from allinone.core.ids import Clock, Ids
 from allinone.core.model_providers import ModelProviders
@@ -18,7 +21,13 @@ from allinone.core.sessions.hosted import Binding
 from allinone.core.sessions.idempotency import digest
 from allinone.core.sessions.inputs import Inputs
 from allinone.core.sessions.writer import Writer
-from allinone.core.shapes.models import InputEvent, SessionCreate, SessionUpdate
+from allinone.core.shapes.models import (
+    CancelInputEvent,
+    InputEvent,
+    SessionCreate,
+    SessionUpdate,
+)
+from storage import sessions
 from storage.database import Database, Tx
 
 
@@ -35,6 +44,7 @@ class Admission:
         environments: Environments | None = None,
         providers: ModelProviders | None = None,
         offered: Callable[[str], bool] = lambda kind: True,
+        prices: Mapping[str, tuple[float, float]] | None = None,
     ) -> None:
         """`offered(kind)`: whether a connected Runtime declares that harness available;
         sessions on a CLI harness nobody offers are refused at creation."""
@@ -55,6 +65,7 @@ class Admission:
             providers or ModelProviders(None),
             self._host,
             offered,
+            prices,
         )
         self._inputs = Inputs(writer, recorder, clock)
         self._changes = Changes(db, clock, recorder)
@@ -78,6 +89,9 @@ class Admission:
         Return (session_id, created); `created` is False when an earlier request with the
         same idempotency key and body already created it.
         """
+        if body.input not in (UNSET, None, ""):
+            agent_id = None if body.agent_id is UNSET else body.agent_id
+            await self._check_kill_switch(project_id, agent_id)
         result = await self._creation.create(project_id, body, idempotency_key)
         self._on_work()
         return result
@@ -89,7 +103,12 @@ class Admission:
         events: list[InputEvent],
         idempotency_key: str | None,
     ) -> None:
-        """Admit an ordered batch of 0-64 inputs atomically; replay-safe by key."""
+        """Admit an ordered batch of 0-64 inputs atomically; replay-safe by key. While a
+        kill switch covers the session, only cancellations are admitted."""
+        if any(not isinstance(event, CancelInputEvent) for event in events):
+            session = await self._db.read(lambda r: sessions.get(r, project_id, session_id))
+            if session is not None:
+                await self._check_kill_switch(project_id, session["agent_id"])
         batch = InputBatch(session_id, idempotency_key or self._ids.new("idem"), digest(events))
 
         async def job(tx: Tx) -> bool:
@@ -103,6 +122,11 @@ class Admission:
                 self._on_cancel(turn_id)
             for turn_id in batch.steered:
                 self._on_input(turn_id)
+
+    async def _check_kill_switch(self, project_id: str, agent_id: str | None) -> None:
+        refusal = await self._db.read(lambda r: overlays.input_refusal(r, project_id, agent_id))
+        if refusal is not None:
+            raise refusal
 
     async def update_session(self, session: dict[str, Any], body: SessionUpdate) -> None:
         """Apply a session update; new values apply to turns that start afterwards."""

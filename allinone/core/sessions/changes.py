@@ -11,6 +11,7 @@ from allinone.core import features
 from allinone.core.errors import Conflict, InvalidRequest
 from allinone.core.ids import Clock
 from allinone.core.recorder import Recorder
+from allinone.core.sessions import revisions
 from allinone.core.sessions.options import options_of
 from allinone.core.shapes.models import SessionUpdate
 from storage import execution_settings, sessions
@@ -44,7 +45,9 @@ class Changes:
         self._clock = clock
 
     async def update(self, session: dict[str, Any], body: SessionUpdate) -> None:
-        """Apply a session update; new values apply to turns that start afterwards."""
+        """Apply a session update; new values apply to turns that start afterwards. A
+        change of the agent or the options writes the session's next configuration
+        revision."""
         if all(getattr(body, f) is UNSET for f in body.__struct_fields__):
             raise InvalidRequest("At least one update field is required")
         agent = _updated_agent(session, body)
@@ -63,12 +66,18 @@ class Changes:
         if body.spend_control is not UNSET:
             options["spend_control"] = body.spend_control
 
+        revised = agent is not None or options != (session.get("options") or {})
+        now = self._clock.now()
+
         async def job(tx: Tx) -> None:
             await sessions.update(
                 tx, session["id"], agent=agent, metadata=metadata, options=options
             )
             if notes is not None:
                 await execution_settings.set_notes(tx, session["id"], notes)
+            if revised:
+                # A new configuration revision; earlier ones stay as they were.
+                await revisions.write_next(tx, session, agent or session["agent"], options, now)
 
         await self._db.write(job)
 

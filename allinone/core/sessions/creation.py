@@ -4,7 +4,7 @@ with initial input, its first turn."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -14,11 +14,13 @@ from msgspec import UNSET
 
 from allinone.core import agents as agent_config
 from allinone.core import features
+from allinone.core.agent_versions import Deployments
 from allinone.core.archive import refuse_archived
 from allinone.core.errors import InvalidRequest, NotFound
 from allinone.core.ids import Clock, Ids
 from allinone.core.model_providers import ModelProviders
 from allinone.core.recorder import Recorder
+from allinone.core.sessions import revisions
 from allinone.core.sessions.batch import InputBatch, Slot
 from allinone.core.sessions.hosted import Binding, Hosted
 from allinone.core.sessions.idempotency import check_session_replay, digest
@@ -26,7 +28,6 @@ from allinone.core.sessions.inputs import messages_of
 from allinone.core.sessions.options import options_of
 from allinone.core.sessions.writer import Writer
 from allinone.core.shapes.models import SessionCreate
-from storage import agents as agent_rows
 from storage import execution_settings, sessions
 from storage import vaults as vault_rows
 from storage.database import Database, Tx
@@ -40,6 +41,7 @@ class Plan:
 
     session_id: str
     agent_id: str
+    agent_version: int | None
     harness: str
     config: dict[str, Any]
     environment: dict[str, Any]
@@ -90,10 +92,13 @@ class Creation:
         providers: ModelProviders,
         host: Callable[[str], dict[str, Any]],
         offered: Callable[[str], bool] = lambda kind: True,
+        prices: Mapping[str, tuple[float, float]] | None = None,
     ) -> None:
         """`offered(kind)`: whether a connected Runtime declares the harness available."""
         self._db = db
         self._offered = offered
+        self._prices = dict(prices or {})
+        self._deployments = Deployments(db, ids, clock)
         self._writer = writer
         self._recorder = recorder
         self._ids = ids
@@ -128,10 +133,10 @@ class Creation:
         vault_ids = [] if body.vault_ids in (UNSET, None) else list(body.vault_ids)
         await self._check_vaults(project_id, vault_ids)
         request_hash = digest(body)
-        agent_id, config = await self._agent(project_id, body)
         extension: dict[str, Any] = (
             {} if body.x_corebox is UNSET else msgspec.to_builtins(body.x_corebox)
         )
+        agent_id, version, config = await self._agent(project_id, body, extension)
         harness = agent_config.harness_for(
             config,
             default_provider=self._providers.has_default,
@@ -150,9 +155,15 @@ class Creation:
             "tool_policy": _tool_policy(extension, config),
             **self._host(project_id),
         }
+        price = self._price(provider, config)
+        if price is not None:
+            settings["price"] = price
+        if extension.get("turn_deadline_seconds") is not None:
+            settings["turn_deadline_seconds"] = extension["turn_deadline_seconds"]
         return Plan(
             session_id=self._ids.new("sess"),
             agent_id=agent_id,
+            agent_version=version,
             harness=harness,
             config=config,
             environment=environment,
@@ -164,8 +175,17 @@ class Creation:
             settings=settings,
             sealed_key=frozen.sealed_key if frozen is not None else None,
             notes=notes,
-            options=options_of(body),
+            options={**options_of(body), **_options(body)},
         )
+
+    def _price(self, provider: Any, config: dict[str, Any]) -> dict[str, Any] | None:
+        """The owner's price of the model the session runs (its budget's unit is cents
+        when there is one)."""
+        model = ((provider or {}).get("model") or "") or str(config.get("model") or "")
+        found = self._prices.get(model)
+        if found is None:
+            return None
+        return {"model": model, "input": found[0], "output": found[1]}
 
     async def _check_vaults(self, project_id: str, vault_ids: list[str]) -> None:
         if not vault_ids:
@@ -176,38 +196,51 @@ class Creation:
         if missing:
             raise NotFound(param=f"vault_ids[{vault_ids.index(missing[0])}]")
 
-    async def _agent(self, project_id: str, body: SessionCreate) -> tuple[str, dict[str, Any]]:
-        """The session's agent: a saved one (with `agent` fields applied over it), or one
-        defined inline."""
+    async def _agent(
+        self, project_id: str, body: SessionCreate, extension: dict[str, Any]
+    ) -> tuple[str, int | None, dict[str, Any]]:
+        """The session's agent, its pinned version and configuration: a saved one at the
+        version named by `x_corebox.agent_version` or `x_corebox.deployment` (default
+        `latest`), with `agent` fields applied over it; or one defined inline."""
         seal = self._providers.stored
+        version = extension.pop("agent_version", None)
+        deployment = extension.pop("deployment", None)
         if body.agent_id is not UNSET:
-            wanted: str = body.agent_id
-            saved = await self._db.read(lambda r: agent_rows.get(r, project_id, wanted))
-            if saved is None:
-                raise NotFound(param="agent_id")
+            saved, number, stored = await self._deployments.resolve(
+                project_id, body.agent_id, version, deployment
+            )
             refuse_archived("agent", saved)
-            config = dict(saved["config"])
+            config = dict(stored)
             if body.agent is not UNSET:
                 agent_config.apply_fields(config, body.agent, seal_provider=seal)
-            return str(saved["id"]), config
+            return str(saved["id"]), number, config
+        if version is not None or deployment is not None:
+            raise InvalidRequest(
+                "A version or deployment can be named only with agent_id.",
+                "x_corebox.agent_version" if version is not None else "x_corebox.deployment",
+            )
         if body.agent is UNSET or body.agent.model is UNSET:
             raise InvalidRequest("agent.model is required without agent_id.", "agent.model")
         config = agent_config.defaults()
         agent_config.apply_fields(config, body.agent, seal_provider=seal)
-        return self._ids.new("agent"), config
+        return self._ids.new("agent"), None, config
 
     async def _write(
         self, tx: Tx, project_id: str, plan: Plan, idempotency_key: str | None
     ) -> None:
+        now = self._clock.now()
+        agent = agent_config.session_agent(plan.agent_id, plan.config)
         await sessions.insert(
             tx,
             {
                 "id": plan.session_id,
                 "project_id": project_id,
                 "agent_id": plan.agent_id,
+                "agent_version": plan.agent_version,
                 "harness": plan.harness,
-                "created_at": self._clock.now(),
-                "agent": agent_config.session_agent(plan.agent_id, plan.config),
+                "created_at": now,
+                "agent": agent,
+                "options": plan.options,
                 "environment": {"type": "none"},
                 "metadata": plan.metadata,
                 "vault_ids": plan.vault_ids,
@@ -220,6 +253,7 @@ class Creation:
         await execution_settings.freeze(
             tx, plan.session_id, plan.settings, plan.sealed_key, plan.notes
         )
+        await revisions.write_first(tx, plan.session_id, agent, plan.options, plan.settings, now)
         if plan.environment["type"] != "none":
             await self._binding.bind(tx, project_id, plan.session_id, plan.environment, plan.hosted)
         await self._recorder.emit_session(tx, plan.session_id, "agent.session.created")
@@ -227,6 +261,14 @@ class Creation:
         if plan.messages:
             batch = InputBatch(plan.session_id, key, plan.request_hash)
             await self._writer.start_turn(tx, Slot(batch, 0), plan.agent_id, plan.messages)
+
+
+def _options(body: SessionCreate) -> dict[str, Any]:
+    """The session options a create sets (kept as `sessions.update` keeps them)."""
+    options: dict[str, Any] = {}
+    if body.spend_control not in (UNSET, None):
+        options["spend_control"] = msgspec.to_builtins(body.spend_control)
+    return options
 
 
 def _tool_policy(extension: dict[str, Any], config: dict[str, Any]) -> Any:

@@ -50,6 +50,12 @@ class Experimental(msgspec.Struct):
     time_awareness: bool
 
 
+class AgentExtension(msgspec.Struct):
+    """corebox extension of an agent: its current (latest) version number."""
+
+    version: int
+
+
 class Agent(msgspec.Struct):
     id: str
     created_at: int
@@ -65,6 +71,7 @@ class Agent(msgspec.Struct):
     tools: list[ToolResource]
     compaction: Compaction | None
     experimental: Experimental | None
+    x_corebox: AgentExtension
     object: Literal["agent"] = "agent"
 
 
@@ -110,6 +117,7 @@ def agent(row: dict[str, Any]) -> Agent:
     config = row["config"]
     body = {key: config.get(key) for key in _CONFIG_FIELDS}
     body.update(id=row["id"], created_at=row["created_at"], updated_at=row["updated_at"])
+    body["x_corebox"] = {"version": row.get("version") or 1}
     return _convert(body, Agent)
 
 

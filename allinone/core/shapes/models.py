@@ -97,6 +97,9 @@ class AgentExtensionParam(msgspec.Struct, **_STRICT):
     harness: Annotated[str, msgspec.Meta(max_length=64)] | UnsetType | None = UNSET
     model_provider: dict[str, Any] | UnsetType | None = UNSET
     tool_policy: dict[str, str] | UnsetType | None = UNSET
+    # On an agent update: the version the caller last read (409 when another update
+    # made a newer one). Never stored.
+    expected_version: Annotated[int, msgspec.Meta(ge=1)] | UnsetType = UNSET
 
 
 class SessionExtensionParam(msgspec.Struct, **_STRICT):
@@ -105,6 +108,13 @@ class SessionExtensionParam(msgspec.Struct, **_STRICT):
 
     model_provider: dict[str, Any] | UnsetType | None = UNSET
     tool_policy: dict[str, str] | UnsetType | None = UNSET
+    # A saved agent's version to run, or the deployment pointer naming it (default
+    # `latest`); only with `agent_id`.
+    agent_version: Annotated[int, msgspec.Meta(ge=1)] | UnsetType = UNSET
+    deployment: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | UnsetType = UNSET
+    # Each turn of the session fails with `turn_deadline_exceeded` once it has run this
+    # long (it is cancelled at that point).
+    turn_deadline_seconds: Annotated[int, msgspec.Meta(ge=1, le=86400)] | UnsetType = UNSET
 
 
 class AgentCreate(msgspec.Struct, **_STRICT):

@@ -34,12 +34,14 @@ from runtime.harness.builtin.model import (
     Event,
     Finished,
     Reasoning,
+    Sent,
     Settings,
     TextDelta,
     TextDone,
     ToolRequest,
     ToolSpec,
     Usage,
+    digest_of,
 )
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
@@ -149,6 +151,7 @@ class ChatCompletions:
                 stream=True,
                 extra_body=body,
             )
+            yield Sent(digest_of(body.get("tools", [])), _request_id(stream))
             async with stream:
                 async for chunk in stream:
                     if chunk.usage is not None:
@@ -217,3 +220,8 @@ def _reason(finish: str, called: bool) -> str:
     if finish in ("stop", "length", "content_filter"):
         return finish
     return "stop" if not finish else "other"
+
+
+def _request_id(stream: Any) -> str:
+    response = getattr(stream, "response", None)
+    return str(response.headers.get("x-request-id", "")) if response is not None else ""

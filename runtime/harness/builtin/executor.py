@@ -15,7 +15,7 @@ from runtime.harness.base import RunContext
 from runtime.harness.builtin.chat import ChatCompletions
 from runtime.harness.builtin.conversation import Conversation
 from runtime.harness.builtin.delegation import Delegation
-from runtime.harness.builtin.mcp_servers import McpServers
+from runtime.harness.builtin.mcp_servers import McpServers, McpTool
 from runtime.harness.builtin.model import ModelProtocol, Settings
 from runtime.harness.builtin.responses import Responses
 from runtime.harness.builtin.skills import with_skills
@@ -50,8 +50,14 @@ class BuiltinExecutor:
         self._conversation = Conversation(
             system_prompt=with_skills(options.system_prompt, configuration)
         )
-        policy = (options.harness_config or {}).get("tool_policy") or {}
+        harness_config = options.harness_config or {}
+        policy = harness_config.get("tool_policy") or {}
         self._command_policy = str(policy.get("run_command") or "ask")
+        disabled = harness_config.get("disabled_tools") or {}
+        self._disabled = {str(k): int(v) for k, v in disabled.items() if isinstance(v, int)}
+        self._offline = harness_config.get("egress") == "loopback_only"
+        # MCP tools earlier turns saw, offered again while their server is unreachable.
+        self._mcp_known: dict[str, McpTool] = {}
 
     async def run(self, run_id: str, messages: MessageInput, context: RunContext) -> None:
         """Play one turn. A start that carries the session's history rebuilds the
@@ -64,12 +70,14 @@ class BuiltinExecutor:
                 len(context.history),
             )
         servers = self._configuration.mcp_http_servers or []
-        mcp = McpServers(servers) if servers else None
+        mcp = McpServers(servers, self._mcp_known) if servers else None
         root = context.workspace
+        # Under an `egress: loopback_only` overlay commands run without network.
+        sandbox = context.sandbox.without_network() if self._offline else context.sandbox
         workspace = (
             WorkspaceTools(
                 root,
-                context.sandbox,
+                sandbox,
                 self._command_policy,
                 self._configuration.command_environment,
             )
@@ -79,6 +87,7 @@ class BuiltinExecutor:
         try:
             if mcp is not None:
                 await mcp.open()
+                self._mcp_known = dict(mcp.tools)
             turn = BuiltinTurn(
                 context,
                 self._conversation,
@@ -95,6 +104,7 @@ class BuiltinExecutor:
                     )
                     if subagents_allowed(self._configuration)
                     else None,
+                    self._disabled,
                 ),
                 self._settings,
                 self._context_window,

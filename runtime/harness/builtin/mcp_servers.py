@@ -54,11 +54,19 @@ def offered_name(label: str, tool: str) -> str:
 
 
 class McpServers:
-    def __init__(self, servers: list[MCPHTTPServer]) -> None:
+    """`known` holds the tools earlier turns of the session saw: a server that cannot
+    be reached now keeps its known tools offered (`unavailable` names it), so the model
+    gets a structured `unavailable` result rather than finding the tool gone."""
+
+    def __init__(
+        self, servers: list[MCPHTTPServer], known: dict[str, McpTool] | None = None
+    ) -> None:
         self._servers = servers
+        self._known = dict(known or {})
         self._stack = contextlib.AsyncExitStack()
         self._clients: dict[str, Client] = {}
         self.tools: dict[str, McpTool] = {}  # offered name -> tool
+        self.unavailable: set[str] = set()  # labels of servers that could not be reached
 
     async def open(self) -> None:
         for server in self._servers:
@@ -70,6 +78,10 @@ class McpServers:
                         f"the required MCP server {server.server_label} could not be reached"
                     ) from exc
                 log.warning("MCP server %s skipped: %s", server.server_label, type(exc).__name__)
+                self.unavailable.add(server.server_label)
+                for name, known in self._known.items():
+                    if known.server == server.server_label:
+                        self.tools[name] = known
                 continue
             self._clients[server.server_label] = client
             allowed = None if server.allowed_tools is None else set(server.allowed_tools)

@@ -2,7 +2,8 @@
 
 A protocol module (`chat.py`, `responses.py`) turns one model call into this sequence:
 
-    (TextDelta | Reasoning | ToolRequest)*  then  TextDone* and Usage?  then  Finished
+    Sent  then  (TextDelta | Reasoning | ToolRequest)*  then  TextDone* and Usage?
+    then  Finished
 
 per call, in stream order, with every TextDelta of an item before its TextDone. It
 never flattens what it cannot carry: an absent usage report is no Usage event (unknown,
@@ -14,6 +15,8 @@ Cancellation closes the HTTP stream and propagates.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -61,7 +64,23 @@ class Finished:
     reason: str  # stop | tool_calls | length | content_filter | other
 
 
-Event = TextDelta | TextDone | Reasoning | ToolRequest | Usage | Finished
+@dataclass(frozen=True)
+class Sent:
+    """The request reached the provider: the digest of the `tools` array it carried
+    (`digest_of`) and the provider's request id (`x-request-id`, or "")."""
+
+    tools_digest: str
+    request_id: str = ""
+
+
+Event = Sent | TextDelta | TextDone | Reasoning | ToolRequest | Usage | Finished
+
+
+def digest_of(value: Any) -> str:
+    """`sha256:<hex>` of `value` as canonical JSON (sorted keys, no spaces): what a run
+    manifest records of a prompt or a tool list."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -33,12 +33,14 @@ from runtime.harness.builtin.model import (
     Event,
     Finished,
     Reasoning,
+    Sent,
     Settings,
     TextDelta,
     TextDone,
     ToolRequest,
     ToolSpec,
     Usage,
+    digest_of,
 )
 
 
@@ -128,6 +130,7 @@ class Responses:
             stream = await self._client.responses.create(
                 model=settings.model, stream=True, extra_body=body
             )
+            yield Sent(digest_of(body.get("tools", [])), _request_id(stream))
             async with stream:
                 async for typed in stream:
                     event: Any = typed  # a union of 60 event types, told apart by `type`
@@ -184,3 +187,8 @@ def _usage(counted: Any) -> Usage:
         cached_input_tokens=counted.input_tokens_details.cached_tokens,
         reasoning_output_tokens=counted.output_tokens_details.reasoning_tokens,
     )
+
+
+def _request_id(stream: Any) -> str:
+    response = getattr(stream, "response", None)
+    return str(response.headers.get("x-request-id", "")) if response is not None else ""

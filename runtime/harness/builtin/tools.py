@@ -4,11 +4,17 @@
   (a `function_call` frame; Core shows it as a required action) and the turn waits for
   the result the client sends.
 - HTTP MCP tools run here, each use reported as a `tool_call` observation (`before`,
-  then `after`) of kind `mcp_tool_call`.
+  then `after`) of kind `mcp_tool_call`. A tool of a server that dropped out since an
+  earlier turn stays offered and answers `{"error": "unavailable", "server", "tool"}`.
 - Workspace tools (read, write, list, run a command) are offered when the Run is bound
   to a workspace (workspace_tools.py); a function tool of the same name wins.
 - `create_subagent` is offered when subagents are enabled (delegation.py); a function
   tool of the same name wins.
+
+Tools a safety overlay disables (`harness_config.disabled_tools`: a tool name or an
+MCP server label -> the overlay's version) stay offered, so the model's call of one gets
+the structured result `{"error": "tool_disabled", "tool", "overlay_version"}` instead of
+a vanished tool.
 
 `run` never raises for a bad call from the model (unknown tool, arguments that are not a
 JSON object, a failing MCP call): it returns text saying what went wrong, so the model
@@ -42,9 +48,11 @@ class Toolbox:
         mcp: McpServers | None = None,
         workspace: WorkspaceTools | None = None,
         delegation: Delegation | None = None,
+        disabled: dict[str, int] | None = None,
     ) -> None:
         self._functions = {tool.name: tool for tool in functions}
         self._delegation = delegation if DELEGATE not in self._functions else None
+        self._disabled = dict(disabled or {})
         self._mcp = mcp
         self._workspace = workspace
         self._workspace_names = (
@@ -73,6 +81,9 @@ class Toolbox:
             arguments = None
         if not isinstance(arguments, dict):
             return "error: the arguments must be a JSON object"
+        refusal = self._disabled_result(request.name)
+        if refusal is not None:
+            return refusal
         if request.name in self._functions:
             outcome = await context.call_function(
                 f"call_{secrets.token_hex(12)}", request.name, json.dumps(arguments)
@@ -85,8 +96,21 @@ class Toolbox:
         if self._delegation is not None and request.name == DELEGATE:
             return await self._delegation.run(arguments, request.call_id, context)
         if self._mcp is not None and request.name in self._mcp.tools:
+            tool = self._mcp.tools[request.name]
+            if tool.server in self._mcp.unavailable:
+                return json.dumps(
+                    {"error": "unavailable", "server": tool.server, "tool": tool.name}
+                )
             return await self._mcp_call(request.name, arguments, context)
         return f"error: there is no tool named {request.name[:64]!r}"
+
+    def _disabled_result(self, name: str) -> str | None:
+        version = self._disabled.get(name)
+        if version is None and self._mcp is not None and name in self._mcp.tools:
+            version = self._disabled.get(self._mcp.tools[name].server)
+        if version is None:
+            return None
+        return json.dumps({"error": "tool_disabled", "tool": name, "overlay_version": version})
 
     async def _mcp_call(self, name: str, arguments: dict[str, Any], context: RunContext) -> str:
         assert self._mcp is not None

@@ -11,7 +11,11 @@
 Frames: each text item streams as `output_message` in_progress, `delta`s, then
 `output_message` completed (or incomplete when the reply was cut short), its phase
 `commentary` when the same model reply also called tools and `final_answer` otherwise;
-reasoning text becomes one `thinking` frame per reasoning item. Usage is one cumulative
+reasoning text becomes one `thinking` frame per reasoning item. The turn's run manifest
+(digests of the system prompt and of the last tool list the model received, the
+provider's request ids, the last stop reason, how many history entries the context
+window left out) is annotated on the `done` frame as `x_corebox_manifest` (JSON). Usage
+is one cumulative
 `usage` frame at the end, sent only when every model call of the turn reported usage
 (otherwise the total is unknown and nothing is sent). Cancellation propagates from the
 model stream or the tool being awaited; the conversation is settled either way.
@@ -19,8 +23,9 @@ model stream or the tool being awaited; the conversation is settled either way.
 
 from __future__ import annotations
 
+import json
 import logging
-from typing import Literal
+from typing import Any, Literal
 
 from runtime.harness.base import NativeFailure, RunContext
 from runtime.harness.builtin.conversation import (
@@ -33,11 +38,13 @@ from runtime.harness.builtin.model import (
     Finished,
     ModelProtocol,
     Reasoning,
+    Sent,
     Settings,
     TextDelta,
     TextDone,
     ToolRequest,
     Usage,
+    digest_of,
 )
 from runtime.harness.builtin.tools import Toolbox
 from runtime.proto import run as wire
@@ -66,6 +73,15 @@ class BuiltinTurn:
         self._context_window = context_window
         self._usage: Usage | None = Usage(0, 0, 0)
         self.rounds = 0
+        self.manifest: dict[str, Any] = {
+            "system_prompt_digest": digest_of(conversation.system_prompt),
+            "model": settings.model,
+            "protocol": protocol.name,
+            "tools_digest": None,
+            "request_ids": [],
+            "stop_reason": None,
+            "history_omitted": 0,
+        }
 
     async def play(self, messages: MessageInput) -> None:
         self._conversation.add_input(messages)
@@ -85,6 +101,7 @@ class BuiltinTurn:
                 break
         finally:
             self._conversation.settle()
+            self._context.annotate("x_corebox_manifest", json.dumps(self.manifest))
         if self._usage is not None:
             await self._report_usage(self._usage)
 
@@ -102,11 +119,17 @@ class BuiltinTurn:
         requests: list[ToolRequest] = []
         counted: Usage | None = None
         entries = self._conversation.window(self._context_window, self._settings.max_output_tokens)
+        omitted = len(self._conversation.entries) - len(entries)
+        self.manifest["history_omitted"] = max(self.manifest["history_omitted"], omitted)
         stream = self._protocol.stream(
             self._conversation.system_prompt, entries, self._toolbox.specs(), self._settings
         )
         async for event in stream:
-            if isinstance(event, TextDelta):
+            if isinstance(event, Sent):
+                self.manifest["tools_digest"] = event.tools_digest
+                if event.request_id:
+                    self.manifest["request_ids"].append(event.request_id)
+            elif isinstance(event, TextDelta):
                 await self._open(event.item_id, sequences)
                 sequences[event.item_id] += 1
                 await self._context.emit(
@@ -128,6 +151,7 @@ class BuiltinTurn:
                 counted = event
             elif isinstance(event, Finished):
                 log.debug("model call %d finished: %s", self.rounds, event.reason)
+                self.manifest["stop_reason"] = event.reason
         self._add_usage(counted)
         phase: Literal["commentary", "final_answer"] = "commentary" if requests else "final_answer"
         for done in finished:

@@ -146,14 +146,13 @@ class WorkspaceTools:
         if self._policy == "deny":
             return "error: the tool policy does not allow commands"
         if self._policy == "ask":
+            request_id = f"perm_{secrets.token_hex(8)}"
             approved = await context.request_permission(
-                f"perm_{secrets.token_hex(8)}",
-                "shell",
-                command[:200],
-                f"Run in {self._binding.root}",
+                request_id, "shell", command[:200], f"Run in {self._binding.root}"
             )
             if not approved:
-                return "The user denied running this command."
+                # A denial by a safety overlay carries its structured result.
+                return context.denial(request_id) or "The user denied running this command."
         call_id = f"cmd_{secrets.token_hex(8)}"
         cwd = str(self._binding.root)
         before = wire.ToolObservation(

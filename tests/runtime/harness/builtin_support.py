@@ -94,6 +94,7 @@ class Recording:
     frames: list[tuple[str, msgspec.Struct]] = field(default_factory=list)
     calls: list[tuple[str, str]] = field(default_factory=list)
     first_delta: asyncio.Event = field(default_factory=asyncio.Event)
+    metadata: dict[str, str] = field(default_factory=dict)
 
     async def emit(self, type_: str, payload: msgspec.Struct) -> None:
         self.frames.append((type_, payload))
@@ -120,6 +121,12 @@ class Recording:
 
     async def wait_steered(self) -> None:
         await asyncio.Event().wait()  # steering is given up front (self.steered), never later
+
+    def annotate(self, key: str, value: str) -> None:
+        self.metadata[key] = value
+
+    def denial(self, request_id: str) -> str:
+        return ""
 
     def types(self) -> list[str]:
         return [type_ for type_, _ in self.frames]

@@ -1,0 +1,81 @@
+"""`corebox overlays ...`: safety overlays, owner operations with the Core key against a
+running Core (like `corebox projects`).
+
+    corebox overlays show [--all]
+    corebox overlays set KIND VALUE --project PROJECT_ID --reason TEXT [--agent AGENT_ID]
+    corebox overlays clear OVERLAY_ID
+
+KIND is `kill_switch` (VALUE `pause` or `cancel`), `tool_disabled` (VALUE a tool name or
+an MCP server_label) or `egress` (VALUE `loopback_only`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, TextIO
+
+from allinone.admin import AdminError, client_for
+
+
+def add_commands(commands: Any) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
+    common.add_argument("--config", help="a corebox.toml file")
+    common.add_argument("--url", help="the server's base URL (default: from the configuration)")
+    common.add_argument("--json", action="store_true", help="print the API's JSON")
+    overlays = commands.add_parser(
+        "overlays", help="kill switch, tool disable, egress (needs a running server)"
+    )
+    overlays.set_defaults(group_main=main)
+    actions = overlays.add_subparsers(dest="action", required=True)
+    show = actions.add_parser("show", parents=[common], help="list the active overlays")
+    show.add_argument("--all", action="store_true", help="also the cleared ones")
+    put = actions.add_parser("set", parents=[common], help="set an overlay")
+    put.add_argument("kind", choices=["kill_switch", "tool_disabled", "egress"])
+    put.add_argument("value")
+    put.add_argument("--project", required=True, help="the project it applies to")
+    put.add_argument("--agent", help="only this agent's sessions")
+    put.add_argument("--reason", required=True, help="why (kept in the audit trail)")
+    clear = actions.add_parser("clear", parents=[common], help="clear an overlay")
+    clear.add_argument("overlay_id")
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        run(args, sys.stdout)
+    except AdminError as exc:
+        print(f"corebox: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run(args: argparse.Namespace, out: TextIO) -> None:
+    """Run one `overlays` command; raise AdminError on failure."""
+    client = client_for(args)
+    result: Any
+    if args.action == "show":
+        result = client.call("GET", "/overlays" + ("?all=true" if args.all else ""))["data"]
+    elif args.action == "set":
+        body = {
+            "kind": args.kind,
+            "value": args.value,
+            "project_id": args.project,
+            "agent_id": args.agent,
+            "reason": args.reason,
+        }
+        result = client.call("POST", "/overlays", body)
+    else:
+        result = client.call("DELETE", f"/overlays/{args.overlay_id}")
+    if args.json:
+        print(json.dumps(result, indent=2), file=out)
+        return
+    for item in result if isinstance(result, list) else [result]:
+        state = "cleared" if item["cleared_at"] else "active"
+        scope = item["agent_id"] or item["project_id"]
+        print(
+            f"{item['id']}\tv{item['version']}\t{state}\t{item['kind']}={item['value']}"
+            f"\t{scope}\t{item['reason']}",
+            file=out,
+        )

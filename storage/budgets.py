@@ -1,0 +1,20 @@
+"""What a session has consumed, for its spend control."""
+
+from __future__ import annotations
+
+from storage.rows import Queryable
+
+
+async def tokens_used(q: Queryable, session_id: str) -> tuple[int, int, int]:
+    """(input, output, total) tokens of every measured turn of the session (a turn still
+    running counts what it has reported so far)."""
+    row = await q.fetchone(
+        "SELECT COALESCE(SUM(json_extract(usage, '$.input_tokens')), 0) AS input,"
+        " COALESCE(SUM(json_extract(usage, '$.output_tokens')), 0) AS output,"
+        " COALESCE(SUM(json_extract(usage, '$.total_tokens')), 0) AS total"
+        " FROM turns WHERE session_id = ? AND usage IS NOT NULL",
+        (session_id,),
+    )
+    if row is None:
+        return 0, 0, 0
+    return int(row["input"]), int(row["output"]), int(row["total"])

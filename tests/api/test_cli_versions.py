@@ -1,0 +1,53 @@
+"""`corebox agents ...` and `corebox overlays ...` against the shared server."""
+
+from __future__ import annotations
+
+import pytest
+from openai import OpenAI
+
+from allinone import cli
+from tests.api.support import Surface, surface
+from tests.conftest import API_KEY
+
+__all__ = ["surface"]
+
+
+def corebox(surface: Surface, *argv: str) -> int:
+    where = ["--data-dir", str(surface.server.data_dir), "--url", surface.server.base_url]
+    return cli.main([*argv[:2], *where, *argv[2:]])
+
+
+def test_agents_versions_promote_and_rollback(
+    surface: Surface, client: OpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent = client.beta.agents.create(model="scripted", instructions="one")
+    client.beta.agents.update(agent.id, instructions="two")
+    key = ["--api-key", API_KEY]
+    assert corebox(surface, "agents", "versions", agent.id, *key) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("\t")[0] for line in lines] == ["1", "2"]
+    assert corebox(surface, "agents", "promote", agent.id, "production", "2", *key) == 0
+    assert capsys.readouterr().out.strip() == "production\t2\tpointer 1"
+    stale = ("agents", "promote", agent.id, "production", "1", "--expected", "0", *key)
+    assert corebox(surface, *stale) == 1
+    assert "HTTP 409" in capsys.readouterr().err
+    assert corebox(surface, "agents", "rollback", agent.id, "latest", "--version", "1", *key) == 0
+    assert capsys.readouterr().out.strip() == "latest\t1\tpointer 3"
+    assert corebox(surface, "agents", "deployments", agent.id, *key) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "latest\t1\tpointer 3",
+        "production\t2\tpointer 1",
+    ]
+
+
+def test_overlays_set_show_and_clear(surface: Surface, capsys: pytest.CaptureFixture[str]) -> None:
+    project_id, _ = surface.project()
+    args = ("overlays", "set", "tool_disabled", "run_command", "--project", project_id)
+    assert corebox(surface, *args, "--reason", "incident 7") == 0
+    overlay_id = capsys.readouterr().out.split("\t")[0]
+    assert corebox(surface, "overlays", "show") == 0
+    shown = [line for line in capsys.readouterr().out.splitlines() if line.startswith(overlay_id)]
+    assert len(shown) == 1 and "active\ttool_disabled=run_command" in shown[0]
+    assert corebox(surface, "overlays", "clear", overlay_id) == 0
+    assert "\tcleared\t" in capsys.readouterr().out
+    assert corebox(surface, "overlays", "clear", overlay_id) == 1

@@ -1,0 +1,252 @@
+"""Safety overlays, set by the owner over `/core/v1/overlays` and seen through the
+official SDK: a kill switch ends active turns and refuses new input until cleared, a
+disabled tool answers the model with a structured `tool_disabled` result naming the
+overlay version, and `egress: loopback_only` fails a turn whose model is not on a
+loopback address before any connection. Every overlay shows on the session and in the
+owner's `/readyz` evidence."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+
+from runtime.confinement import landlock_abi
+from tests.api.support import Surface, surface
+from tests.support.model_server import MODEL, ModelServer, Reply
+
+__all__ = ["surface"]
+
+TURN_ENDS = (
+    "agent.session.turn.cancelled",
+    "agent.session.turn.failed",
+    "agent.session.turn.completed",
+)
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Weather for a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+
+
+@pytest.fixture
+def model() -> Iterator[ModelServer]:
+    with ModelServer().running() as server:
+        yield server
+
+
+def message(text: str) -> dict[str, Any]:
+    return {
+        "type": "agent.session.input.message",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": text}]}],
+    }
+
+
+def overlay(surface: Surface, project_id: str, kind: str, value: Any, **extra: Any) -> Any:
+    body = {"kind": kind, "project_id": project_id, "value": value, "reason": "test", **extra}
+    status, created = surface.core("POST", "/core/v1/overlays", body)
+    assert status == 200, created
+    return created
+
+
+def test_a_cancel_kill_switch_ends_turns_and_refuses_input_until_cleared(
+    surface: Surface,
+) -> None:
+    project_id, key = surface.project()
+    client = surface.client(key)
+    live = iter(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"}, environment={"type": "none"}, input="/hang", stream=True
+        )
+    )
+    session = next(live).session  # type: ignore[attr-defined]
+    for event in live:
+        if event.type == "agent.session.turn.in_progress":
+            break
+    kill = overlay(surface, project_id, "kill_switch", "cancel")
+    ended = next(e.type for e in live if e.type in TURN_ENDS)
+    assert ended == "agent.session.turn.cancelled"
+
+    with pytest.raises(openai.ConflictError) as caught:
+        client.beta.agents.sessions.events.create(session.id, events=[message("more")])  # type: ignore[list-item]
+    assert caught.value.code == "kill_switch_active"
+    shown = client.beta.agents.sessions.retrieve(session.id).x_corebox["overlays"]  # type: ignore[attr-defined]
+    assert [(o["id"], o["value"], o["actor"]) for o in shown] == [(kill["id"], "cancel", "core")]
+    status, ready = surface.core("GET", "/readyz")
+    assert kill["id"] in [o["id"] for o in ready["checks"]["overlays"]["active"]]
+
+    status, cleared = surface.core("DELETE", f"/core/v1/overlays/{kill['id']}")
+    assert (status, cleared["cleared_by"]) == (200, "core")
+    assert cleared["version"] == kill["version"]
+    with client.beta.agents.sessions.events.stream(session.id) as live:
+        client.beta.agents.sessions.events.create(session.id, events=[message("again")])  # type: ignore[list-item]
+        for event in live:
+            if event.type == "agent.session.idle":
+                break
+    turn = client.beta.agents.sessions.turns.list(session.id, limit=1).data[0]
+    assert turn.status == "completed"
+    status, history = surface.core("GET", "/core/v1/overlays?all=true")
+    assert kill["id"] in [o["id"] for o in history["data"]]
+
+
+def test_a_disabled_tool_answers_tool_disabled_with_the_overlay_version(
+    surface: Surface, model: ModelServer
+) -> None:
+    project_id, key = surface.project()
+    client = surface.client(key)
+    provider = {"protocol": "chat_completions", "base_url": model.base_url, "api_key": "sk-x"}
+    disabled = overlay(surface, project_id, "tool_disabled", "get_weather")
+    model.queue(Reply.call("get_weather", {"city": "Paris"}), Reply.say("It is disabled."))
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": MODEL, "tools": [WEATHER]},  # type: ignore[list-item]
+            environment={"type": "none"},
+            input="Weather?",
+            stream=True,
+            extra_body={"x_corebox": {"model_provider": provider}},
+        )
+    )
+    assert events[-1].type == "agent.session.idle"
+    output = model.requests[-1].body["messages"][-1]
+    assert output["role"] == "tool"
+    assert json.loads(output["content"]) == {
+        "error": "tool_disabled",
+        "tool": "get_weather",
+        "overlay_version": disabled["version"],
+    }
+
+
+def test_loopback_only_fails_a_turn_on_a_remote_model(surface: Surface) -> None:
+    project_id, key = surface.project()
+    client = surface.client(key)
+    overlay(surface, project_id, "egress", "loopback_only")
+    remote = {"protocol": "chat_completions", "base_url": "http://192.0.2.1:9/v1", "api_key": "k"}
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": MODEL},
+            environment={"type": "none"},
+            input="hi",
+            stream=True,
+            extra_body={"x_corebox": {"model_provider": remote}},
+        )
+    )
+    session_id = events[0].session.id
+    turn = client.beta.agents.sessions.turns.list(session_id, limit=1).data[0]
+    assert turn.status == "failed"
+    assert turn.x_corebox["error_code"] == "egress_refused"  # type: ignore[attr-defined]
+
+
+def test_bad_overlays_are_refused(surface: Surface) -> None:
+    project_id, _ = surface.project()
+    for body, param in [
+        ({"kind": "kill_switch", "value": "explode"}, "value"),
+        ({"kind": "meteor", "value": "x"}, "kind"),
+        ({"kind": "egress", "value": "open"}, "value"),
+        ({"kind": "kill_switch", "value": "pause", "reason": ""}, "reason"),
+    ]:
+        status, error = surface.core(
+            "POST", "/core/v1/overlays", {"project_id": project_id, "reason": "r", **body}
+        )
+        assert (status, error["error"]["param"]) == (400, param)
+    status, _ = surface.core("DELETE", "/core/v1/overlays/ovl_nothing")
+    assert status == 404
+
+
+def test_disabling_run_command_mid_turn_answers_the_next_call(
+    surface: Surface, model: ModelServer, tmp_path: Any
+) -> None:
+    project_id, key = surface.project()
+    status, _ = surface.core(
+        "POST",
+        f"/core/v1/projects/{project_id}/host_grants/workspace_roots",
+        {"path": str(tmp_path)},
+    )
+    assert status == 200
+    client = surface.client(key)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    provider = {"protocol": "chat_completions", "base_url": model.base_url, "api_key": "sk-x"}
+    model.queue(
+        Reply.call("run_command", {"command": "echo one"}),
+        Reply.call("run_command", {"command": "echo two"}),
+        Reply.say("Stopped."),
+    )
+    live = iter(
+        client.beta.agents.sessions.create(
+            agent={"model": MODEL},
+            environment={"type": "self_hosted", "workspace_directory": str(workspace)},
+            input="keep running commands",
+            stream=True,
+            extra_body={"x_corebox": {"model_provider": provider}},
+        )
+    )
+    session = next(live).session  # type: ignore[attr-defined]
+    for event in live:
+        if event.type == "agent.session.requires_action":
+            action = event.session.required_actions[0]
+            break
+    disabled = overlay(surface, project_id, "tool_disabled", "run_command")
+    client.beta.agents.sessions.events.create(
+        session.id,
+        events=[
+            {
+                "type": "agent.session.input.mcp_approval_request_result",
+                "request_id": action.request_id,
+                "response": {"type": "mcp_tool_call", "decision": "approve"},
+            }
+        ],
+    )
+    ended = next(e.type for e in live if e.type in TURN_ENDS)
+    assert ended == "agent.session.turn.completed"
+    told = [m for m in model.requests[-1].body["messages"] if m["role"] == "tool"]
+    assert told[0]["content"] == "exit code 0\none\n"
+    assert json.loads(told[1]["content"]) == {
+        "error": "tool_disabled",
+        "tool": "run_command",
+        "overlay_version": disabled["version"],
+    }
+
+
+def test_loopback_only_runs_commands_without_network(
+    surface: Surface, model: ModelServer, tmp_path: Any
+) -> None:
+    if landlock_abi() < 4:
+        pytest.skip("network rules need Landlock ABI 4 on this host")
+    project_id, key = surface.project()
+    status, _ = surface.core(
+        "POST",
+        f"/core/v1/projects/{project_id}/host_grants/workspace_roots",
+        {"path": str(tmp_path)},
+    )
+    assert status == 200
+    client = surface.client(key)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    port = model.base_url.split(":")[-1].split("/")[0]
+    connect = f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 5)'"
+    overlay(surface, project_id, "egress", "loopback_only")
+    provider = {"protocol": "chat_completions", "base_url": model.base_url, "api_key": "sk-x"}
+    model.queue(Reply.call("run_command", {"command": connect}), Reply.say("Offline."))
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": MODEL},
+            environment={"type": "self_hosted", "workspace_directory": str(workspace)},
+            input="reach the model",
+            stream=True,
+            extra_body={
+                "x_corebox": {
+                    "model_provider": provider,
+                    "tool_policy": {"run_command": "allow"},
+                }
+            },
+        )
+    )
+    assert events[-1].type == "agent.session.idle"
+    told = model.requests[-1].body["messages"][-1]
+    assert told["role"] == "tool"
+    assert not told["content"].startswith("exit code 0"), told["content"]
+    assert "PermissionError" in told["content"]
