@@ -31,6 +31,8 @@ SESSION_CASCADE: tuple[str, ...] = (
     "subagent_turns",
     "subagents",
     "session_rewinds",
+    "session_revisions",
+    "commands",
     "turns",
 )
 # How a session's rows are found in a table that holds no `session_id` of its own.
@@ -40,7 +42,7 @@ SESSION_WHERE: dict[str, str] = {
 # Rows that belong to one environment, deleted with it.
 ENVIRONMENT_CASCADE: tuple[str, ...] = ("environment_files",)
 # Rows that belong to one agent, deleted with it.
-AGENT_CASCADE: tuple[str, ...] = ()
+AGENT_CASCADE: tuple[str, ...] = ("agent_audit", "agent_deployments", "agent_versions")
 
 # Every table whose rows a purge deletes.
 PURGED = frozenset(
@@ -56,6 +58,8 @@ KEPT: dict[tuple[str, str], str] = {
     ("automation_invocations", "session_id"): "an automation's history names the session"
     " it started; the id stays a dangling reference",
     ("comms_roles", "agent_id"): "a messaging role outlives the agent it may run",
+    ("overlays", "agent_id"): "an overlay's history (actor, reason, time) is the project's"
+    " audit record; the id stays a dangling reference",
 }
 
 

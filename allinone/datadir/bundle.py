@@ -138,10 +138,29 @@ def _export(
             "version": VERSION,
             "created_at": int(time.time()),
         },
-        "agents": [{**_row("agents", r), "versions": [], "deployments": []} for r in agent_rows],
+        "agents": [_agent(conn, r) for r in agent_rows],
         "environments": environments,
         "sessions": exported,
         "needs_reentry": sorted(reentry, key=lambda e: (e["kind"], e["id"], e["what"])),
+    }
+
+
+def _agent(conn: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]:
+    """An agent with its immutable versions and its deployment pointers."""
+    versions = conn.execute(
+        "SELECT number, config, digest, created_at FROM agent_versions WHERE agent_id = ?"
+        " ORDER BY number",
+        (row["id"],),
+    )
+    deployments = conn.execute(
+        "SELECT name, version, pointer_version, updated_at FROM agent_deployments"
+        " WHERE agent_id = ? ORDER BY name",
+        (row["id"],),
+    )
+    return {
+        **_row("agents", row),
+        "versions": [dict(v) for v in versions],
+        "deployments": [dict(d) for d in deployments],
     }
 
 
@@ -243,6 +262,7 @@ def _import(
     for agent in document.get("agents", []):
         row = {k: v for k, v in agent.items() if k not in ("versions", "deployments")}
         _insert(conn, "agents", {**row, "project_id": project_id}, added)
+        _import_versions(conn, agent, project_id, added)
     for environment in document.get("environments", []):
         _insert(conn, "environments", {**environment, "project_id": project_id}, added)
     sessions = document.get("sessions", [])
@@ -256,6 +276,25 @@ def _import(
                     child = _artifact(child, blobs)
                 _insert(conn, table, child, added)
     on_progress(len(sessions), len(sessions))
+
+
+def _import_versions(
+    conn: sqlite3.Connection, agent: dict[str, Any], project_id: str, added: dict[str, int]
+) -> None:
+    """The agent's versions and pointers as exported; a bundle without them (written
+    before agents had versions) gives version 1 and `latest`, as the schema's upgrade
+    does."""
+    versions = agent.get("versions") or [
+        {"number": 1, "config": agent["config"], "digest": None, "created_at": agent["updated_at"]}
+    ]
+    deployments = agent.get("deployments") or [
+        {"name": "latest", "version": 1, "pointer_version": 1, "updated_at": agent["updated_at"]}
+    ]
+    for version in versions:
+        row = {**version, "agent_id": agent["id"], "project_id": project_id, "actor": None}
+        _insert(conn, "agent_versions", row, added)
+    for deployment in deployments:
+        _insert(conn, "agent_deployments", {**deployment, "agent_id": agent["id"]}, added)
 
 
 def _artifact(child: dict[str, Any], blobs: BlobStore) -> dict[str, Any]:

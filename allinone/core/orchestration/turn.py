@@ -313,7 +313,7 @@ class TurnExecution:
         row = await turns.get(tx, self._turn_id)
         if row is None or row["phase"] != RESUMING or row["cancel_requested_at"]:
             return None
-        problem = restore_problem(row, self._session["request_hash"])
+        problem = restore_problem(row, revisions.digest_of(self._session))
         if problem is not None:
             await self._parts.outcomes.interrupt(tx, row, problem)
             return None

@@ -37,11 +37,29 @@ def _picture(client: OpenAI) -> dict[str, Any]:
             "artifacts": sorted(digests),
             "usage": client.beta.agents.sessions.retrieve(session.id).usage,
         }
-    return {"agents": agents, "sessions": sessions}
+    root = str(client.base_url).rstrip("/").removesuffix("/v1")
+    versions = {
+        agent_id: [
+            (v["version"], v["config_digest"])
+            for v in client.get(f"{root}/x/v1/agents/{agent_id}/versions", cast_to=object)["data"]  # type: ignore[index]
+        ]
+        for agent_id, _, _ in agents
+    }
+    deployments = {
+        agent_id: client.get(f"{root}/x/v1/agents/{agent_id}/deployments", cast_to=object)
+        for agent_id, _, _ in agents
+    }
+    return {
+        "agents": agents,
+        "versions": versions,
+        "deployments": deployments,
+        "sessions": sessions,
+    }
 
 
 def _source(client: OpenAI) -> None:
     agent = client.beta.agents.create(model="scripted", name="carried")
+    client.beta.agents.update(agent.id, name="carried, version 2")
     vault = client.beta.agents.vaults.create(name="v")
     client.beta.agents.vaults.credentials.create(
         vault.id,

@@ -168,3 +168,28 @@ def _post_input(server: Server, session_id: str) -> tuple[int, Any]:
         BETA,
     )
     return status, body
+
+
+def test_gc_purges_a_deleted_agent_with_its_versions_and_pointers(own_server: Server) -> None:
+    with OpenAI(base_url=f"{own_server.base_url}/v1", api_key=API_KEY, max_retries=0) as client:
+        agent = client.beta.agents.create(model="scripted", name="versioned")
+        client.beta.agents.update(agent.id, name="versioned again")
+        kept = client.beta.agents.create(model="scripted", name="kept")
+        client.beta.agents.delete(agent.id)
+    result = corebox(own_server.data_dir, "gc", "--retention-days", "0")
+    assert result.returncode == 0, result.stderr
+    with closing(sqlite3.connect(own_server.data_dir / "corebox.db")) as conn:
+        for table in ("agent_versions", "agent_deployments", "agent_audit", "agents"):
+            rows = conn.execute(
+                f"SELECT COUNT(*) FROM {table} WHERE agent_id = ?"
+                if table != "agents"
+                else "SELECT COUNT(*) FROM agents WHERE id = ?",
+                (agent.id,),
+            ).fetchone()[0]
+            assert rows == 0, table
+        assert (
+            conn.execute(
+                "SELECT COUNT(*) FROM agent_versions WHERE agent_id = ?", (kept.id,)
+            ).fetchone()[0]
+            == 1
+        )
