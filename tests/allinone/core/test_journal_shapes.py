@@ -31,8 +31,13 @@ HEADERS = {
     "OpenAI-Beta": "agents=v1",
 }
 ID = re.compile(r"\b([a-z]+)_([0-9a-f]{16,})\b")
+# Configuration digests cover the agent's id, so they are numbered like identifiers.
+DIGEST = re.compile(r"\b(sha256):([0-9a-f]{64})\b")
 TIME = re.compile(r'("(?:created_at|last_active_at|started_at|completed_at|updated_at)":)\d+')
 CONFINEMENT = re.compile(r'"confinement":(null|\{[^{}]*\})')
+# Stream padding (`obfuscation`) is random per event and added as an event is sent, not
+# stored: its length and alphabet are checked, its letters normalised.
+OBFUSCATION = re.compile(r'"obfuscation":"[A-Za-z0-9]{1,64}"')
 LOOKUP_TOOL = {
     "type": "function",
     "name": "lookup",
@@ -186,7 +191,9 @@ def normalised(lines: list[str]) -> str:
     out = []
     for line in lines:
         line = ID.sub(name, line)
+        line = DIGEST.sub(name, line)
         line = TIME.sub(r"\1<time>", line)
+        line = OBFUSCATION.sub('"obfuscation":"<padding>"', line)
         out.append(CONFINEMENT.sub('"confinement":"<host>"', line))
     return "\n".join(out) + "\n"
 
