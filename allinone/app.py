@@ -30,6 +30,7 @@ from allinone.core.api.app import build_app
 from allinone.core.api.auth import Keys
 from allinone.core.api.automations import AutomationsApi
 from allinone.core.api.comms_owner import comms_routes
+from allinone.core.api.console import ConsoleApi
 from allinone.core.api.devices import DevicesApi
 from allinone.core.api.environments import EnvironmentsApi
 from allinone.core.api.harnesses import HarnessesApi
@@ -254,7 +255,12 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
         outcomes=outcomes,
         automations=automations,
         comms=comms,
-        server=_Server(_server_config(build_app(_routes(domain), keys=Keys(db)), config.log_level)),
+        server=_Server(
+            _server_config(
+                build_app(_routes(domain), keys=Keys(db), pages=ConsoleApi().routes()),
+                config.log_level,
+            )
+        ),
         daemon=_local_daemon(config, opened, grants),
         health=health,
         registry=registry,
