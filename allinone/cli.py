@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from allinone import __version__, admin, devices
 from allinone.config import ConfigError, load
+from allinone.console import command as console_command
 from allinone.receiver import commands as comms_commands
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     admin.add_commands(commands)
     comms_commands.add_commands(commands)
     devices.add_commands(commands)
+    console_command.add_commands(commands)
     return parser
 
 
@@ -120,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"corebox: error: {exc}", file=sys.stderr)
             return 1
         return 0
+    if args.command == "console":
+        return console_command.run(args, sys.stdout, sys.stderr)
     if args.command == "daemon":
         return _daemon(args)
     if args.command == "serve":

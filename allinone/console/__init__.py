@@ -4,5 +4,5 @@ Everything the page needs is in `static/` (no build step, no file fetched from a
 origin). `allinone.core.api.console` serves these files; the page reads the same public
 API and event streams as any client, with a key it holds in memory only.
 
-Holds no Python logic; imports nothing.
+`command.py` is the `corebox console` command (where the console is, and opening it).
 """

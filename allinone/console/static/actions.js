@@ -4,7 +4,7 @@
 import { post } from "./api.js";
 import { h, json } from "./dom.js";
 
-function sender(sessionId, done) {
+function sender(sessionId) {
   return async (event, controls, status) => {
     controls.forEach((control) => { control.disabled = true; });
     status.textContent = "Sending…";
@@ -12,9 +12,8 @@ function sender(sessionId, done) {
     try {
       await post(`/v1/agents/sessions/${sessionId}/events`, { events: [event] });
       status.textContent = "Sent: waiting for the agent…";
-      const card = status.closest(".action");
-      if (card) card.dataset.sent = "true";
-      done();
+      const shown = status.closest(".action");
+      if (shown) shown.dataset.sent = "true";
     } catch (error) {
       status.textContent = error.message;
       status.className = "action-status error";
@@ -120,14 +119,37 @@ function other(action) {
   return h("div.action", {}, h("div.action-kind", {}, action.type.replace(/_/g, " ")), h("pre.code", {}, json(action)));
 }
 
-/** The cards for every pending action of `session`. */
-export function actionCards(session, done) {
-  const send = sender(session.id, done);
+function card(action, send) {
+  if (action.type === "mcp_approval_request") return permission(action, send);
+  if (action.type === "x_corebox_user_choice") return choice(action, send);
+  if (action.type === "function_call") return functionCall(action, send);
+  return other(action);
+}
+
+function keyOf(action) {
+  return action.request_id || action.ask_id || action.call_id || JSON.stringify(action);
+}
+
+/**
+ * Show a card for every pending action of `session` in `box`. A card already shown stays
+ * as it is (what the person has typed or picked is kept); cards of actions no longer
+ * pending are removed.
+ */
+export function showActions(box, session) {
+  const send = sender(session.id);
   const pending = [...(session.required_actions || []), ...((session.x_corebox || {}).required_actions || [])];
-  return pending.map((action) => {
-    if (action.type === "mcp_approval_request") return permission(action, send);
-    if (action.type === "x_corebox_user_choice") return choice(action, send);
-    if (action.type === "function_call") return functionCall(action, send);
-    return other(action);
+  const shown = new Map([...box.children].map((node) => [node.dataset.key, node]));
+  const keep = new Set();
+  for (const action of pending) {
+    const key = keyOf(action);
+    keep.add(key);
+    if (!shown.has(key)) {
+      const node = card(action, send);
+      node.dataset.key = key;
+      box.append(node);
+    }
+  }
+  shown.forEach((node, key) => {
+    if (!keep.has(key)) node.remove();
   });
 }

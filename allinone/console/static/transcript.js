@@ -48,6 +48,14 @@ export class Transcript {
     this.emptyNote.hidden = this.turns.size > 0;
   }
 
+  /** The text of the session's first user message, for a title. */
+  firstUserText() {
+    for (const { item } of this.items.values()) {
+      if (item.type === "message" && item.role === "user") return textOf(item);
+    }
+    return "";
+  }
+
   turnList() {
     return this.order.map((id) => this.turns.get(id).turn);
   }
@@ -126,8 +134,9 @@ export class Transcript {
       }
       case "reasoning": {
         const text = h("div.reasoning-text", {}, (item.summary || []).map((p) => p.text).join("\n"));
+        const first = (item.summary || []).map((p) => p.text).join(" ").split("\n")[0];
         const node = h("details.reasoning", { open: running(item), dataset: { itemId: item.id } },
-          h("summary", {}, "Reasoning"), text);
+          h("summary", {}, "Reasoning", first ? h("span.reasoning-peek", {}, ` · ${first.slice(0, 90)}`) : null), text);
         return { node, text };
       }
       case "function_call":

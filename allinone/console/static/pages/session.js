@@ -1,7 +1,7 @@
 // One session: the live transcript, its pending actions, the composer and the controls,
 // with run state, usage, timeline and files beside it.
 
-import { actionCards } from "../actions.js";
+import { showActions } from "../actions.js";
 import { ApiError, get, idempotencyKey, post, stream, supports } from "../api.js";
 import { badge, failure, h, replace, short, when } from "../dom.js";
 import { files, runState, timeline, usage } from "../panels.js";
@@ -169,7 +169,7 @@ class SessionPage {
     replace(this.header,
       h("div.crumbs", {}, h("a", { href: "#/sessions" }, "Sessions"), " / ", h("span", {}, short(s.id))),
       h("div.session-title", {},
-        h("h1", {}, s.metadata && s.metadata.title ? s.metadata.title : s.agent && s.agent.name ? s.agent.name : "Session"),
+        h("h1", {}, this.title(s)),
         badge(s.status)),
       h("div.session-meta", {},
         h("span", {}, h("code", {}, s.id)),
@@ -178,12 +178,19 @@ class SessionPage {
         h("span", {}, `active ${when(s.last_active_at)}`),
         forked ? h("span", {}, "forked from ", h("a", { href: `#/sessions/${forked.session_id}` }, short(forked.session_id))) : null),
       this.controls);
-    replace(this.actions, actionCards(s, () => {}));
+    showActions(this.actions, s);
     const active = ["in_progress", "requires_action"].includes(s.status) || this.activeTurn();
     this.sendButton.textContent = active ? "Steer" : "Send";
     this.hint.textContent = active ? "A turn is running: your message steers it · Ctrl+Enter" : "Ctrl+Enter to send";
     this.drawControls();
     this.scheduleSide();
+  }
+
+  title(s) {
+    if (s.metadata && s.metadata.title) return s.metadata.title;
+    const first = this.transcript.firstUserText().split("\n")[0].trim();
+    if (first) return first.length > 72 ? `${first.slice(0, 72)}…` : first;
+    return s.agent && s.agent.name ? s.agent.name : "Session";
   }
 
   async drawControls() {

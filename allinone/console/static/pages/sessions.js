@@ -1,13 +1,15 @@
 // The live list of sessions: status, agent, last activity; refreshed while shown.
 
 import { get, post } from "../api.js";
-import { badge, card, empty, failure, h, pageHead, replace, short, table, when } from "../dom.js";
+import { badge, card, empty, failure, h, pageHead, replace, table, when } from "../dom.js";
 
 const REFRESH_MS = 2000;
 
 function columns() {
   return [
-    { title: "Session", render: (s) => h("div.cell-main", {}, h("strong", {}, s.metadata && s.metadata.title ? s.metadata.title : short(s.id)), h("code.muted", {}, s.id)) },
+    { title: "Session", render: (s) => (s.metadata && s.metadata.title
+      ? h("div.cell-main", {}, h("strong", {}, s.metadata.title), h("code.muted", {}, s.id))
+      : h("code.session-id", {}, s.id)) },
     { title: "Status", render: (s) => badge(s.status) },
     { title: "Agent", render: (s) => h("span", {}, s.agent ? s.agent.name || s.agent.model : "—") },
     { title: "Last activity", class: "num", render: (s) => when(s.last_active_at) },
