@@ -26,8 +26,23 @@ export function runState(turn) {
     notes.length ? h("ul.notes", {}, notes.map((n) => h("li", {}, typeof n === "string" ? n : n.note || JSON.stringify(n)))) : null);
 }
 
-export function usage(session) {
-  const u = session.usage;
+function total(turns) {
+  const sum = { input_tokens: 0, output_tokens: 0, total_tokens: 0, input_tokens_details: { cached_tokens: 0 } };
+  let any = false;
+  for (const turn of turns) {
+    if (!turn.usage) continue;
+    any = true;
+    sum.input_tokens += turn.usage.input_tokens || 0;
+    sum.output_tokens += turn.usage.output_tokens || 0;
+    sum.total_tokens += turn.usage.total_tokens || 0;
+    sum.input_tokens_details.cached_tokens += (turn.usage.input_tokens_details || {}).cached_tokens || 0;
+  }
+  return any ? sum : null;
+}
+
+/** The session's usage: its own figure, else the sum of its turns'. */
+export function usage(session, turns) {
+  const u = session.usage || total(turns);
   if (!u) return card("Usage", empty("No usage reported yet."));
   return card("Usage",
     h("div.usage", {},

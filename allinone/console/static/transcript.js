@@ -51,7 +51,10 @@ export class Transcript {
   /** The text of the session's first user message, for a title. */
   firstUserText() {
     for (const { item } of this.items.values()) {
-      if (item.type === "message" && item.role === "user") return textOf(item);
+      if (item.type === "message" && item.role === "user") {
+        const lines = textOf(item).split("\n").map((line) => line.trim()).filter(Boolean);
+        return lines.find((line) => !line.startsWith("/")) || lines[0] || "";
+      }
     }
     return "";
   }
@@ -117,6 +120,7 @@ export class Transcript {
       this.section(item.turn_id).append(fresh.node);
     }
     this.items.set(id, { item, ...fresh });
+    this.follow();
     if (live) {
       const times = this.seen.get(id) || { added: Date.now(), done: null, type: item.type, turn: item.turn_id };
       if (!running(item)) times.done = times.done || Date.now();
@@ -185,10 +189,22 @@ export class Transcript {
     const entry = this.items.get(itemId);
     if (!entry || !entry.text) return;
     entry.text.append(document.createTextNode(delta));
-    const scroller = this.node.closest(".transcript-scroll");
-    if (scroller && scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 160) {
-      scroller.scrollTop = scroller.scrollHeight;
+    this.follow();
+  }
+
+  /** Keep the newest part in view while the reader is at the bottom (not reading back). */
+  follow() {
+    const scroller = this.node.parentNode;
+    if (!scroller || !scroller.classList || !scroller.classList.contains("transcript-scroll")) return;
+    if (!scroller.dataset.watched) {
+      scroller.dataset.watched = "true";
+      scroller.dataset.follow = "true";
+      scroller.addEventListener("scroll", () => {
+        const gap = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight;
+        scroller.dataset.follow = String(gap < 80);
+      });
     }
+    if (scroller.dataset.follow === "true") scroller.scrollTop = scroller.scrollHeight;
   }
 
   setText(itemId, text) {

@@ -240,8 +240,16 @@ def test_every_page_renders_at_both_widths(page: Page, client: OpenAI, server: S
     shoot(page, "sessions")
     open_session(page, session_id)
     page.wait_for("document.querySelector('.command') && document.querySelector('.reasoning')")
-    page.wait_for("document.querySelector('.timeline')")
+    send(
+        client,
+        session_id,
+        "/say Before I run it:\n/permission shell Run the test suite\n/say {decision}",
+    )
+    page.wait_for("document.querySelector('[data-action=permission] .approve')")
+    page.wait_for("document.querySelector('.timeline') && document.querySelector('.usage')")
     shoot(page, "session")
+    page.click("[data-action=permission] .approve")
+    page.wait_for(says("approved"))
     for name, ready in [
         ("agents", ".table .link-row"),
         ("automations", ".page-head"),

@@ -119,8 +119,7 @@ class SessionPage {
     this.transcript.load(turns, items);
     this.showSession(session);
     files(session, this.filesBox);
-    const scroller = this.transcript.node.parentNode;
-    scroller.scrollTop = scroller.scrollHeight;
+    this.transcript.follow();
   }
 
   apply(event) {
@@ -170,14 +169,13 @@ class SessionPage {
       h("div.crumbs", {}, h("a", { href: "#/sessions" }, "Sessions"), " / ", h("span", {}, short(s.id))),
       h("div.session-title", {},
         h("h1", {}, this.title(s)),
-        badge(s.status)),
+        badge(s.status), this.controls),
       h("div.session-meta", {},
         h("span", {}, h("code", {}, s.id)),
         h("span", {}, `model ${s.agent ? s.agent.model : "—"}`),
         xc.harness ? h("span", {}, `harness ${xc.harness}`) : null,
         h("span", {}, `active ${when(s.last_active_at)}`),
-        forked ? h("span", {}, "forked from ", h("a", { href: `#/sessions/${forked.session_id}` }, short(forked.session_id))) : null),
-      this.controls);
+        forked ? h("span", {}, "forked from ", h("a", { href: `#/sessions/${forked.session_id}` }, short(forked.session_id))) : null));
     showActions(this.actions, s);
     const active = ["in_progress", "requires_action"].includes(s.status) || this.activeTurn();
     this.sendButton.textContent = active ? "Steer" : "Send";
@@ -188,7 +186,7 @@ class SessionPage {
 
   title(s) {
     if (s.metadata && s.metadata.title) return s.metadata.title;
-    const first = this.transcript.firstUserText().split("\n")[0].trim();
+    const first = this.transcript.firstUserText();
     if (first) return first.length > 72 ? `${first.slice(0, 72)}…` : first;
     return s.agent && s.agent.name ? s.agent.name : "Session";
   }
@@ -255,17 +253,18 @@ class SessionPage {
 
   scheduleSide() {
     if (this.sideTimer) return;
+    // At most one redraw per burst of events.
     this.sideTimer = setTimeout(() => {
       this.sideTimer = null;
       this.drawSide();
-    }, 120);
+    }, 40);
   }
 
   drawSide() {
     if (!this.session) return;
     const turns = this.transcript.turnList();
     const turn = turns[turns.length - 1] || null;
-    replace(this.side, runState(turn), usage(this.session), timeline(turns, this.transcript.seen), this.filesBox);
+    replace(this.side, runState(turn), usage(this.session, turns), timeline(turns, this.transcript.seen), this.filesBox);
   }
 }
 
