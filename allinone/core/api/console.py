@@ -61,8 +61,8 @@ def load_files() -> dict[str, tuple[bytes, str]]:
 class ConsoleApi:
     """Serves the files `load_files` found when it was built; any other name is a 404."""
 
-    def __init__(self, files: dict[str, tuple[bytes, str]] | None = None) -> None:
-        self._files = load_files() if files is None else files
+    def __init__(self) -> None:
+        self._files = load_files()
 
     def routes(self) -> list[Route]:
         return [

@@ -51,8 +51,11 @@ def page(browser: Page, server: Server) -> Iterator[Page]:
 
 
 @pytest.fixture
-def client(server: Server) -> OpenAI:
-    return OpenAI(base_url=server.base_url + "/v1", api_key=API_KEY, max_retries=0, timeout=30)
+def client(server: Server) -> Iterator[OpenAI]:
+    with OpenAI(
+        base_url=server.base_url + "/v1", api_key=API_KEY, max_retries=0, timeout=30
+    ) as sdk:
+        yield sdk
 
 
 def assert_contained(tab: Page, server: Server, keys: list[str]) -> None:
@@ -116,6 +119,14 @@ LOADED = (
 )
 
 
+def settled(live: Any) -> Any:
+    """The event that settled the turn, read from an SDK event stream."""
+    for event in live:
+        if event.type in SETTLED:
+            return event
+    raise AssertionError("the stream ended before the turn settled")
+
+
 def says(text: str) -> str:
     """A JS test: an assistant message in the transcript reads exactly `text`."""
     return (
@@ -173,12 +184,11 @@ def test_streamed_text_appears_and_clicking_approve_completes_the_turn(
                 break
         page.wait_for("document.querySelector('[data-action=permission] .approve')")
         page.click("[data-action=permission] .approve")
-        for event in live:
-            if event.type in SETTLED:
-                break
+        # Bounded by the page's deadline; then the SDK's stream already holds the end.
+        page.wait_for(says("approved"))
+        event = settled(live)
     assert event.type == "agent.session.turn.completed"
-    page.wait_for(says("approved"))
-    assert page.evaluate("document.querySelector('[data-action=permission]')") is None
+    page.wait_for("!document.querySelector('[data-action=permission]')")
     items = client.beta.agents.sessions.items.list(session_id, order="desc", limit=1).data
     assert items[0].content[0].text == "approved"  # type: ignore[union-attr]
 
@@ -190,14 +200,16 @@ def test_a_choice_is_answered_by_clicking_an_option(page: Page, client: OpenAI) 
     with client.beta.agents.sessions.events.stream(session_id) as live:
         send(client, session_id, "/choose Which colour? | red | blue\n/say {choice}")
         page.wait_for("document.querySelector('[data-action=choice] [data-label=blue]')")
+        # Cancel is offered for the running turn; pause and fork are not routes of this
+        # server yet, so their probes answered 404 and the controls stay hidden.
+        page.wait_for("document.querySelector('[data-control=cancel]')")
+        assert page.evaluate("document.querySelectorAll('[data-control]').length") == 1
         shoot(page, "session-choice")
         page.click("[data-action=choice] [data-label=blue]")
         page.click("[data-action=choice] .button.primary")
-        for event in live:
-            if event.type in SETTLED:
-                break
+        page.wait_for(says("blue"))
+        event = settled(live)
     assert event.type == "agent.session.turn.completed"
-    page.wait_for(says("blue"))
 
 
 def test_a_function_result_and_a_message_are_sent_from_the_page(page: Page, client: OpenAI) -> None:
@@ -270,3 +282,17 @@ def test_every_page_renders_at_both_widths(page: Page, client: OpenAI, server: S
     page.evaluate("location.hash = '#/overview'")
     page.wait_for("document.querySelector('.matrix') && document.querySelector('.runtime')")
     shoot(page, "overview-owner")
+
+
+def test_clicking_cancel_cancels_the_running_turn(page: Page, client: OpenAI) -> None:
+    sign_in(page, API_KEY)
+    session_id = idle_session(client)
+    open_session(page, session_id)
+    with client.beta.agents.sessions.events.stream(session_id) as live:
+        send(client, session_id, "/say Waiting for you\n/hang")
+        page.wait_for(says("Waiting for you"))
+        page.click("[data-control=cancel]")
+        page.wait_for("document.querySelector('.turn:last-child .badge[data-status=cancelled]')")
+        event = settled(live)
+    assert event.type == "agent.session.turn.cancelled"
+    page.wait_for("!document.querySelector('[data-control=cancel]')")

@@ -165,17 +165,26 @@ class SessionPage {
     const s = this.session;
     const xc = s.x_corebox || {};
     const forked = xc.forked_from;
-    replace(this.header,
-      h("div.crumbs", {}, h("a", { href: "#/sessions" }, "Sessions"), " / ", h("span", {}, short(s.id))),
-      h("div.session-title", {},
-        h("h1", {}, this.title(s)),
-        badge(s.status), this.controls),
-      h("div.session-meta", {},
-        h("span", {}, h("code", {}, s.id)),
-        h("span", {}, `model ${s.agent ? s.agent.model : "—"}`),
-        xc.harness ? h("span", {}, `harness ${xc.harness}`) : null,
-        h("span", {}, `active ${when(s.last_active_at)}`),
-        forked ? h("span", {}, "forked from ", h("a", { href: `#/sessions/${forked.session_id}` }, short(forked.session_id))) : null));
+    if (!this.titleText) {
+      // Built once: later updates change text only, so a control is never replaced under
+      // a pointer that is clicking it.
+      this.titleText = h("h1");
+      this.statusSlot = h("span");
+      this.meta = h("div.session-meta");
+      replace(this.header,
+        h("div.crumbs", {}, h("a", { href: "#/sessions" }, "Sessions"), " / ", h("span", {}, short(s.id))),
+        h("div.session-title", {}, this.titleText, this.statusSlot, this.controls),
+        this.meta);
+    }
+    this.titleText.textContent = this.title(s);
+    replace(this.statusSlot, badge(s.status));
+    replace(this.meta,
+      h("span", {}, h("code", {}, s.id)),
+      s.agent && s.agent.name ? h("span", {}, `agent ${s.agent.name}`) : null,
+      h("span", {}, `model ${s.agent ? s.agent.model : "—"}`),
+      xc.harness ? h("span", {}, `harness ${xc.harness}`) : null,
+      h("span", {}, `active ${when(s.last_active_at)}`),
+      forked ? h("span", {}, "forked from ", h("a", { href: `#/sessions/${forked.session_id}` }, short(forked.session_id))) : null);
     showActions(this.actions, s);
     const active = ["in_progress", "requires_action"].includes(s.status) || this.activeTurn();
     this.sendButton.textContent = active ? "Steer" : "Send";
@@ -192,25 +201,33 @@ class SessionPage {
   }
 
   async drawControls() {
-    const turn = this.activeTurn();
-    const phase = turn && turn.x_corebox ? turn.x_corebox.phase : null;
-    const buttons = [];
-    if (turn) buttons.push(this.control("Cancel", "danger", () => this.cancel()));
     const [commands, fork, rewind] = await Promise.all([
       supports(`/x/v1/sessions/${this.id}/commands`),
       supports(`/x/v1/sessions/${this.id}/fork`),
       supports(`/x/v1/sessions/${this.id}/rewind`),
     ]);
+    // Read the state after the probes: a later update may have drawn in the meantime.
+    const turns = this.transcript.turnList();
+    const latest = turns[turns.length - 1];
+    const turn = this.activeTurn();
+    const phase = latest && latest.x_corebox ? latest.x_corebox.phase : null;
+    const buttons = [];
+    if (turn) buttons.push(this.control("Cancel", "danger", () => this.cancel()));
     if (commands && turn && phase !== "paused" && phase !== "pausing" && phase !== "pause_requested") {
-      buttons.push(this.control("Pause", "", () => this.command("pause", turn)));
+      buttons.push(this.control("Pause", "", () => this.command("pause")));
     }
     if (commands && phase === "paused") {
-      buttons.push(this.control("Resume", "primary", () => this.command("resume", turn)));
+      buttons.push(this.control("Resume", "primary", () => this.command("resume")));
     }
     const finished = this.transcript.turnList().some((t) => !ACTIVE.has(t.status));
     if (fork && finished) buttons.push(this.control("Fork", "", () => this.fork()));
     if (rewind && finished && !turn) buttons.push(this.control("Rewind 1 turn", "ghost", () => this.rewind()));
-    replace(this.controls, buttons);
+    // Replace the buttons only when the set changes (a click in flight keeps its target).
+    const signature = buttons.map((b) => b.dataset.control).join();
+    if (signature !== this.controls.dataset.signature) {
+      this.controls.dataset.signature = signature;
+      replace(this.controls, buttons);
+    }
   }
 
   control(label, kind, action) {
@@ -232,7 +249,12 @@ class SessionPage {
     return post(`${this.base}/events`, { events: [{ type: "agent.session.input.cancel" }] });
   }
 
-  async command(action, turn) {
+  /** A pause or resume command for the turn it applies to now (read at click time). */
+  async command(action) {
+    const turns = this.transcript.turnList();
+    const paused = [...turns].reverse().find((t) => (t.x_corebox || {}).phase === "paused");
+    const turn = action === "resume" ? paused || this.activeTurn() : this.activeTurn();
+    if (!turn) return;
     const state = turn.x_corebox || {};
     await post(`/x/v1/sessions/${this.id}/commands`, {
       action, turn_id: turn.id, expected_state_version: state.state_version ?? null, reason: "console",
