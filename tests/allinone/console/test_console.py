@@ -246,7 +246,21 @@ def test_every_page_renders_at_both_widths(page: Page, client: OpenAI, server: S
         client,
         "/think Planning the answer\n/command pytest -q\n/say Here is what I found.\n/usage 120 48",
     )
-    client.beta.agents.create(model="scripted", name="Greeter", instructions="Say hello.")
+    agent = client.beta.agents.create(model="scripted", name="Greeter", instructions="Say hello.")
+    client.beta.agents.automations.create(
+        type="periodic",
+        name="Morning digest",
+        expression="30 7 * * 1-5",
+        timezone="Europe/Paris",
+        target={"type": "existing_session", "session_id": session_id, "instructions": "digest"},
+    )
+    owner = {"Authorization": f"Bearer {API_KEY}"}
+    status, role, _ = http(
+        server.base_url, "POST", "/core/v1/comms/roles", {"name": "reviewer"}, owner
+    )
+    assert status == 200, role
+    path = f"/core/v1/comms/roles/{role['id']}/instances"
+    assert http(server.base_url, "POST", path, {"name": "reviewer-1"}, owner)[0] == 200
     sign_in(page, API_KEY)
     page.wait_for("document.querySelector('.table .link-row')")
     shoot(page, "sessions")
@@ -264,14 +278,21 @@ def test_every_page_renders_at_both_widths(page: Page, client: OpenAI, server: S
     page.wait_for(says("approved"))
     for name, ready in [
         ("agents", ".table .link-row"),
-        ("automations", ".page-head"),
-        ("contacts", ".page-head"),
+        ("automations", ".invocations"),
+        ("contacts", ".card h3"),
         ("overview", ".check-grid"),
     ]:
         page.evaluate(f"location.hash = '#/{name}'")
         page.wait_for(f"document.getElementById('main').dataset.page === '{name}'")
         page.wait_for(f"document.querySelector('{ready}') && {LOADED}")
         shoot(page, name)
+        if name == "automations":
+            # Run now: the invocation appears under the automation.
+            page.click(".card .button.secondary")
+            page.wait_for("document.querySelector('.invocation a[href^=\"#/sessions/\"]')")
+    page.evaluate(f"location.hash = '#/agents/{agent.id}'")
+    page.wait_for("document.querySelector('.facts') && document.querySelector('.prose')")
+    shoot(page, "agent")
     page.evaluate("location.hash = '#/signin'")
     sign_in(page, core_key(server.data_dir))
     page.evaluate("location.hash = '#/owner'")
