@@ -21,6 +21,7 @@ export function runState(turn) {
       state.engine_error_code ? field("Engine error", `${state.engine_error_code}${state.engine_http_status ? ` (HTTP ${state.engine_http_status})` : ""}`) : null,
       state.unknown_inputs ? field("Unknown inputs", state.unknown_inputs) : null,
       checkpoint ? field("Checkpoint", `${checkpoint.boundary} @ ${checkpoint.journal_seq}`) : null,
+      state.config_digest ? field("Config", h("code", { title: state.config_digest }, state.config_digest.slice(0, 12))) : null,
       field("Started", stamp(turn.started_at)),
       field("Completed", stamp(turn.completed_at))),
     notes.length ? h("ul.notes", {}, notes.map((n) => h("li", {}, typeof n === "string" ? n : n.note || JSON.stringify(n)))) : null);

@@ -130,6 +130,9 @@ async function fetchReady() {
 
 async function overlayList(ready) {
   if (Array.isArray(ready.overlays)) return ready.overlays;
+  const check = (ready.checks || {}).overlays;
+  if (check && Array.isArray(check.active)) return check.active;
+  if (check && Array.isArray(check.overlays)) return check.overlays;
   if (!signedIn().core || !(await supports("/core/v1/overlays"))) return null;
   const page = await get("/core/v1/overlays").catch(() => null);
   return page ? page.data : null;

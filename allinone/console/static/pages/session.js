@@ -184,7 +184,8 @@ class SessionPage {
       h("span", {}, `model ${s.agent ? s.agent.model : "—"}`),
       xc.harness ? h("span", {}, `harness ${xc.harness}`) : null,
       h("span", {}, `active ${when(s.last_active_at)}`),
-      forked ? h("span", {}, "forked from ", h("a", { href: `#/sessions/${forked.session_id}` }, short(forked.session_id))) : null);
+      forked ? h("span", {}, "forked from ", h("a", { href: `#/sessions/${forked.session_id}` }, short(forked.session_id))) : null,
+      (xc.overlays || []).map((o) => h("span.overlay", {}, badge(o.kind), o.reason ? ` ${o.reason}` : "")));
     showActions(this.actions, s);
     const active = ["in_progress", "requires_action"].includes(s.status) || this.activeTurn();
     this.sendButton.textContent = active ? "Steer" : "Send";
