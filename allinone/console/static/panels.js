@@ -4,11 +4,11 @@
 import { get, raw } from "./api.js";
 import { badge, bytes, card, empty, field, h, replace, short, stamp } from "./dom.js";
 
-export function runState(turn) {
+export function runState(turn, session) {
   if (!turn) return card("Run state", empty("No turn yet."));
   const state = turn.x_corebox || {};
   const checkpoint = state.checkpoint;
-  const notes = state.capability_notes || [];
+  const notes = state.capability_notes || ((session || {}).x_corebox || {}).capability_notes || [];
   return card("Run state",
     h("dl.facts", {},
       field("Turn", h("code", { title: turn.id }, short(turn.id))),
@@ -24,7 +24,8 @@ export function runState(turn) {
       state.config_digest ? field("Config", h("code", { title: state.config_digest }, state.config_digest.slice(0, 12))) : null,
       field("Started", stamp(turn.started_at)),
       field("Completed", stamp(turn.completed_at))),
-    notes.length ? h("ul.notes", {}, notes.map((n) => h("li", {}, typeof n === "string" ? n : n.note || JSON.stringify(n)))) : null);
+    notes.length ? [h("h3", {}, "Capability notes"),
+      h("ul.notes", {}, notes.map((n) => h("li", {}, typeof n === "string" ? n : n.note || n.message || JSON.stringify(n))))] : null);
 }
 
 function total(turns) {

@@ -287,7 +287,7 @@ class SessionPage {
     if (!this.session) return;
     const turns = this.transcript.turnList();
     const turn = turns[turns.length - 1] || null;
-    replace(this.side, runState(turn), usage(this.session, turns), timeline(turns, this.transcript.seen), this.filesBox);
+    replace(this.side, runState(turn, this.session), usage(this.session, turns), timeline(turns, this.transcript.seen), this.filesBox);
   }
 }
 
