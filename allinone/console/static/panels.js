@@ -94,7 +94,8 @@ export function timeline(turns, seen) {
       marks.length ? h("div.tl-row", {}, h("span.tl-label", {}, "Items"), h("span.tl-track", {}, marks)) : null,
       h("div.tl-axis", {}, h("span", {}, "0 s"), h("span", {}, `${total} s`))),
     h("div.tl-legend", {},
-      [["t-queued", "queued"], ["t-run", "running"], ["t-message", "message"], ["t-tool", "tool call"], ["t-command", "command"]]
+      [["t-queued", "queued"], ["t-live", "running"], ["t-wait", "waiting"], ["t-run", "completed"],
+        ["t-message", "message"], ["t-tool", "tool call"], ["t-command", "command"]]
         .map(([cls, label]) => h("span", {}, h("i", { class: cls }), label))));
 }
 

@@ -126,7 +126,11 @@ class SessionPage {
     if (event.session && event.type.startsWith("agent.session.") && !event.type.includes(".turn.")) {
       this.showSession(event.session);
       // The choice prompts are a corebox extension: read them from the stored session.
-      if (event.type === "agent.session.requires_action") this.refresh();
+      // The turn is now waiting: its run state is read from the turns list.
+      if (event.type === "agent.session.requires_action") {
+        this.refresh();
+        this.refreshTurns();
+      }
     }
     if (this.transcript.apply(event)) {
       this.refreshTurns();
