@@ -317,3 +317,20 @@ def test_clicking_cancel_cancels_the_running_turn(page: Page, client: OpenAI) ->
         event = settled(live)
     assert event.type == "agent.session.turn.cancelled"
     page.wait_for("!document.querySelector('[data-control=cancel]')")
+
+
+def test_the_menu_opens_and_navigates_at_phone_width(page: Page) -> None:
+    sign_in(page, API_KEY)
+    page.resize(*PHONE, mobile=True)
+    page.wait_for(f"innerWidth === {PHONE[0]}")
+    try:
+        page.click("#menu-toggle")
+        page.wait_for("document.getElementById('app').classList.contains('nav-open')")
+        page.screenshot(SHOTS / "menu-phone.png")
+        page.click(".nav-link[href='#/overview']")
+        page.wait_for("document.getElementById('main').dataset.page === 'overview'")
+        assert (
+            page.evaluate("document.getElementById('app').classList.contains('nav-open')") is False
+        )
+    finally:
+        page.resize(*DESKTOP)
