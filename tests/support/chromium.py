@@ -137,14 +137,19 @@ class Page:
         script = WAIT % (predicate, json.dumps(predicate), ms)
         return self.evaluate(script, timeout=ms / 1000 + 10)
 
-    def navigate(self, url: str, timeout: float = 30.0) -> None:
-        """Load `url` and return once the page's load event has fired."""
-        self.send("Page.navigate", url=url)
+    def wait_event(self, method: str, timeout: float = 30.0, **match: Any) -> dict[str, Any]:
+        """Read events until one named `method` whose params hold `match`; its params."""
         while True:
             event = json.loads(self.socket.recv(timeout=timeout))
             self._record(event)
-            if event.get("method") == "Page.loadEventFired":
-                return
+            params: dict[str, Any] = event.get("params", {})
+            if event.get("method") == method and all(params.get(k) == v for k, v in match.items()):
+                return params
+
+    def navigate(self, url: str, timeout: float = 30.0) -> None:
+        """Load `url` and return once the page's load event has fired."""
+        self.send("Page.navigate", url=url)
+        self.wait_event("Page.loadEventFired", timeout)
 
     def click(self, selector: str) -> None:
         """A real mouse click (pressed, released) at the centre of `selector`'s element."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -334,3 +335,27 @@ def test_the_menu_opens_and_navigates_at_phone_width(page: Page) -> None:
         )
     finally:
         page.resize(*DESKTOP)
+
+
+def test_an_artifact_downloads_from_the_session_page(
+    page: Page, client: OpenAI, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment={"type": "self_hosted", "workspace_directory": str(workspace)},
+            input="/write outputs/report.txt All systems nominal.\n/say Report written.",
+            stream=True,
+        )
+    )
+    session_id = events[0].session.id  # type: ignore[attr-defined]
+    downloads = tmp_path / "downloads"
+    page.send("Page.setDownloadBehavior", behavior="allow", downloadPath=str(downloads))
+    sign_in(page, API_KEY)
+    open_session(page, session_id)
+    page.click(".file-list button.link")
+    page.wait_event("Page.downloadProgress", state="completed")
+    assert (downloads / "report.txt").read_text() == "All systems nominal."
+    assert any("/artifacts/" in url and url.endswith("/content") for url in page.requests)
