@@ -37,11 +37,15 @@ FLOOR_PROTO := 98
 FLOOR_STORAGE := 96
 
 # Bubblewrap is the confinement fallback where Landlock is missing; its test runs the real
-# one, installed from Debian's packages when this is a root shell with apt-get.
+# one, installed from Debian's packages when this is a root shell with apt-get. Chromium
+# runs the console's tests (tests/allinone/console), installed the same way.
 system-deps:
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 	  && apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; } \
 	  || echo "bubblewrap is not installed: its confinement test will be skipped"
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	  && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
+	  || echo "chromium is not installed: the console's browser tests will be skipped"
 
 unit: $(STAMP_DEV) system-deps
 	rm -rf build/work/coverage && mkdir -p build/work/coverage

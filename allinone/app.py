@@ -35,6 +35,7 @@ from allinone.core.api.automations import AutomationsApi
 from allinone.core.api.bundles import BundlesApi
 from allinone.core.api.commands import CommandsApi
 from allinone.core.api.comms_owner import comms_routes
+from allinone.core.api.console import ConsoleApi
 from allinone.core.api.devices import DevicesApi
 from allinone.core.api.drain import DrainApi
 from allinone.core.api.environments import EnvironmentsApi
@@ -292,7 +293,12 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
         outcomes=outcomes,
         automations=automations,
         comms=comms,
-        server=_Server(_server_config(build_app(_routes(domain), keys=Keys(db)), config.log_level)),
+        server=_Server(
+            _server_config(
+                build_app(_routes(domain), keys=Keys(db), pages=ConsoleApi().routes()),
+                config.log_level,
+            )
+        ),
         daemon=_local_daemon(config, opened, grants),
         health=health,
         registry=registry,

@@ -24,6 +24,7 @@ from allinone import (
     skill_commands,
 )
 from allinone.config import ConfigError, load
+from allinone.console import command as console_command
 from allinone.receiver import commands as comms_commands
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     data_commands.add_commands(commands)
     agents_cli.add_commands(commands)
     overlays_cli.add_commands(commands)
+    console_command.add_commands(commands)
     return parser
 
 
@@ -151,6 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"corebox: error: {exc}", file=sys.stderr)
             return 1
         return 0
+    if args.command == "console":
+        return console_command.run(args, sys.stdout, sys.stderr)
     if args.command == "daemon":
         return _daemon(args)
     if args.command == "serve":

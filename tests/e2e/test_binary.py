@@ -24,6 +24,8 @@ import openai
 import pytest
 from openai import OpenAI
 
+from tests.support.chromium import chromium, install
+
 pytestmark = pytest.mark.binary
 
 API_KEY = "sk-corebox-e2e"
@@ -275,3 +277,40 @@ def test_setup_commands_run_confined_by_the_binary_itself(server: Server, tmp_pa
     assert len(made) == 1 and made[0].read_text() == "ok\n"
     assert (made[0].parent / "stolen.txt").read_text() == ""
     assert not (tmp_path / "planted.txt").exists()
+
+
+def test_the_binary_serves_every_console_file(server: Server) -> None:
+    static = Path(__file__).resolve().parents[2] / "allinone" / "console" / "static"
+    names = sorted(p.relative_to(static).as_posix() for p in static.rglob("*") if p.is_file())
+    assert "app.js" in names and "index.html" in names
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        connection.request("GET", "/")
+        page = connection.getresponse()
+        assert page.status == 200 and b"corebox console" in page.read()
+        for name in names:
+            connection.request("GET", f"/console/{name}")
+            answer = connection.getresponse()
+            assert (answer.status, answer.read()) == (200, (static / name).read_bytes()), name
+    finally:
+        connection.close()
+
+
+def test_the_console_signs_in_from_the_binary_with_no_other_origin(
+    server: Server, tmp_path: Path
+) -> None:
+    found = install()
+    if found is None:
+        pytest.skip("chromium is not installed and cannot be installed here")
+    run_first_turn(server)
+    origin = f"http://127.0.0.1:{server.port}/"
+    with chromium(found, tmp_path) as tab:
+        tab.navigate(origin)
+        tab.type_into("#key", API_KEY)
+        tab.click(".signin-form button[type=submit]")
+        tab.wait_for("document.querySelector('.table .link-row')")
+        tab.click(".table .link-row")
+        tab.wait_for("document.querySelector('.stream-state .live')")
+        assert tab.requests and all(url.startswith(origin) for url in tab.requests)
+        assert not any(API_KEY in url for url in tab.requests)
+        assert API_KEY not in json.dumps(tab.storage())

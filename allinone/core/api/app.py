@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -43,13 +45,16 @@ def build_app(
     body_idle_seconds: float = BODY_IDLE_SECONDS,
     body_total_seconds: float = BODY_TOTAL_SECONDS,
     keys: Keys | None = None,
+    pages: Sequence[BaseRoute] = (),
 ) -> ASGIApp:
     """The app: `routes` (in any order: a literal segment wins over a parameter, see
     `routing`) plus `GET /openapi.json` describing them, wrapped so every HTTP
     response, errors included, carries an `X-Request-Id`, and a request body that stalls
     for `body_idle_seconds`, or is not complete within `body_total_seconds`, is refused
     (408). With `keys`, every route is authenticated under its path's policy
-    (`auth.POLICIES`) before its handler runs."""
+    (`auth.POLICIES`) before its handler runs. `pages` (the console's static files) need
+    no key and are not part of the API: they are served as they are, outside the
+    authentication policies and `/openapi.json`."""
     routes = literal_first(routes)
     if keys is not None:
         guard(routes, keys)
@@ -63,7 +68,7 @@ def build_app(
         return Response(spec[0], media_type="application/json")
 
     app = Starlette(
-        routes=[*routes, Route("/openapi.json", openapi_json, methods=["GET"])],
+        routes=[*routes, Route("/openapi.json", openapi_json, methods=["GET"]), *pages],
         exception_handlers={
             ApiError: handle_api_error,
             Refused: handle_refused,

@@ -1,0 +1,139 @@
+// The console's shell: sign-in, navigation and a hash router. Each page module exports
+// `render(main, params)` and may return a function that stops what it started.
+
+import { onKeysChange, signIn, signOut, signedIn } from "./api.js";
+import { h, replace } from "./dom.js";
+import * as agents from "./pages/agents.js";
+import * as automations from "./pages/automations.js";
+import * as contacts from "./pages/contacts.js";
+import * as overview from "./pages/overview.js";
+import * as owner from "./pages/owner.js";
+import * as session from "./pages/session.js";
+import * as sessions from "./pages/sessions.js";
+
+const PAGES = [
+  { path: "overview", title: "Overview", module: overview, needs: "any" },
+  { path: "sessions", title: "Sessions", module: sessions, needs: "project" },
+  { path: "agents", title: "Agents", module: agents, needs: "project" },
+  { path: "automations", title: "Automations", module: automations, needs: "project" },
+  { path: "contacts", title: "Contacts", module: contacts, needs: "project" },
+  { path: "owner", title: "Owner", module: owner, needs: "core" },
+];
+const DETAIL = { sessions: session, agents };
+
+const main = document.getElementById("main");
+const sidebar = document.getElementById("sidebar");
+const app = document.getElementById("app");
+let stop = null;
+
+function allowed(page) {
+  const keys = signedIn();
+  if (page.needs === "any") return keys.project || keys.core;
+  return keys[page.needs];
+}
+
+function drawNav(current) {
+  const keys = signedIn();
+  const links = PAGES.map((page) => {
+    const usable = allowed(page);
+    return h("a.nav-link", {
+      href: `#/${page.path}`,
+      "aria-current": page.path === current ? "page" : null,
+      class: usable ? null : "locked",
+      title: usable ? null : `Needs a ${page.needs === "core" ? "Core" : "project"} key`,
+    }, page.title);
+  });
+  const status = h("div.nav-keys", {},
+    h("div.key-line", {}, h("span.dot", { dataset: { on: String(keys.project) } }), "Project key"),
+    h("div.key-line", {}, h("span.dot", { dataset: { on: String(keys.core) } }), "Core key"),
+    h("div.nav-buttons", {},
+      !keys.project || !keys.core ? h("a.small-link", { href: "#/signin" }, "Add a key") : null,
+      h("button.small-link", { type: "button", onclick: () => { signOut(); location.hash = "#/signin"; } }, "Sign out")));
+  replace(sidebar, h("div.nav-links", {}, links), status);
+  const who = document.getElementById("who");
+  who.textContent = keys.core && keys.project ? "project + owner" : keys.core ? "owner" : "project";
+}
+
+function signInPage() {
+  const input = h("input#key", {
+    type: "password", autocomplete: "off", spellcheck: "false", required: true,
+    placeholder: "Paste a project key or the Core key", "aria-label": "Key",
+  });
+  const error = h("p.notice.error", { role: "alert", hidden: true });
+  const button = h("button.button.primary", { type: "submit" }, "Sign in");
+  const form = h("form.signin-form", {
+    onsubmit: async (event) => {
+      event.preventDefault();
+      button.disabled = true;
+      error.hidden = true;
+      try {
+        const kind = await signIn(input.value);
+        input.value = "";
+        if (kind === null) {
+          error.textContent = "corebox did not accept this key.";
+          error.hidden = false;
+          return;
+        }
+        location.hash = kind === "core" && !signedIn().project ? "#/overview" : "#/sessions";
+      } catch (exc) {
+        error.textContent = `Could not reach corebox: ${exc.message}`;
+        error.hidden = false;
+      } finally {
+        button.disabled = false;
+      }
+    },
+  }, h("label.label", { for: "key" }, "Key"), input, error, button);
+  const keys = signedIn();
+  replace(main, h("div.signin", {},
+    h("div.signin-card", {},
+      h("img", { src: "/console/mark.svg", alt: "", width: 40, height: 40 }),
+      h("h1", {}, keys.project || keys.core ? "Add a key" : "Sign in to corebox"),
+      h("p.subtitle", {},
+        "A project key shows that project's sessions, agents and automations; the Core key " +
+        "(printed at first start, in the data directory's secrets) opens the owner pages. " +
+        "The key stays in this tab's memory and is sent only to this server."),
+      form)));
+  input.focus();
+}
+
+function route() {
+  if (stop) {
+    stop();
+    stop = null;
+  }
+  app.classList.remove("nav-open");
+  const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
+  const keys = signedIn();
+  const signed = keys.project || keys.core;
+  app.dataset.state = signed ? "ready" : "signin";
+  if (!signed || parts[0] === "signin") {
+    main.dataset.page = "signin";
+    if (signed) drawNav("");
+    signInPage();
+    return;
+  }
+  const page = PAGES.find((p) => p.path === parts[0]) || PAGES[keys.project ? 1 : 0];
+  drawNav(page.path);
+  main.dataset.page = page.path;
+  if (!allowed(page)) {
+    replace(main, h("div.locked-page", {}, h("h1", {}, page.title),
+      h("p", {}, `This page needs a ${page.needs === "core" ? "Core" : "project"} key. `,
+        h("a", { href: "#/signin" }, "Add one"), ".")));
+    return;
+  }
+  const detail = parts.length > 1 ? DETAIL[page.path] : null;
+  const module = detail || page.module;
+  const render = detail && detail.renderOne ? detail.renderOne : module.render;
+  main.replaceChildren();
+  const result = render(main, parts.slice(1));
+  if (typeof result === "function") stop = result;
+  main.focus({ preventScroll: true });
+}
+
+document.getElementById("menu-toggle").addEventListener("click", (event) => {
+  const open = app.classList.toggle("nav-open");
+  event.currentTarget.setAttribute("aria-expanded", String(open));
+});
+window.addEventListener("hashchange", route);
+onKeysChange(() => {});
+route();

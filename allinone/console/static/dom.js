@@ -1,0 +1,130 @@
+// Small DOM helpers. Text from the server is always set as text, never parsed as HTML.
+
+export function h(tag, attrs = {}, ...children) {
+  const [head, ...classes] = tag.split(".");
+  const [name, id] = head.split("#");
+  const node = document.createElement(name || "div");
+  if (id) node.id = id;
+  if (classes.length) node.className = classes.join(" ");
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key.startsWith("on") && typeof value === "function") {
+      node.addEventListener(key.slice(2).toLowerCase(), value);
+    } else if (key === "class") {
+      node.className = [node.className, value].filter(Boolean).join(" ");
+    } else if (key === "dataset") {
+      Object.assign(node.dataset, value);
+    } else if (key === "style" && typeof value === "object") {
+      Object.assign(node.style, value);
+    } else if (value === true) {
+      node.setAttribute(key, "");
+    } else {
+      node.setAttribute(key, String(value));
+    }
+  }
+  append(node, children);
+  return node;
+}
+
+function append(node, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+export function replace(node, ...children) {
+  node.replaceChildren();
+  append(node, children);
+  return node;
+}
+
+export function badge(status) {
+  const value = status || "unknown";
+  return h("span.badge", { dataset: { status: value } }, value.replace(/_/g, " "));
+}
+
+export function when(seconds) {
+  if (!seconds) return "—";
+  const date = new Date(seconds * 1000);
+  const age = Date.now() / 1000 - seconds;
+  if (age < 45) return "just now";
+  if (age < 3600) return `${Math.round(age / 60)} min ago`;
+  if (age < 86400) return `${Math.round(age / 3600)} h ago`;
+  return date.toLocaleDateString(undefined, { month: "short", day: "numeric", year: "numeric" });
+}
+
+export function stamp(seconds) {
+  if (!seconds) return "—";
+  return new Date(seconds * 1000).toLocaleString(undefined, {
+    month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit",
+  });
+}
+
+export function short(id) {
+  if (!id) return "—";
+  const cut = id.indexOf("_");
+  return cut > 0 && id.length > cut + 9 ? `${id.slice(0, cut + 1)}…${id.slice(-6)}` : id;
+}
+
+export function json(value) {
+  if (typeof value === "string") {
+    try {
+      return JSON.stringify(JSON.parse(value), null, 2);
+    } catch {
+      return value;
+    }
+  }
+  return JSON.stringify(value, null, 2);
+}
+
+export function bytes(size) {
+  if (size === null || size === undefined) return "—";
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let value = size;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value.toFixed(unit ? 1 : 0)} ${units[unit]}`;
+}
+
+export function field(label, value) {
+  return [h("dt", {}, label), h("dd", {}, value === null || value === undefined ? "—" : value)];
+}
+
+export function pageHead(title, subtitle, ...actions) {
+  return h("div.page-head", {},
+    h("div", {}, h("h1", {}, title), subtitle ? h("p.subtitle", {}, subtitle) : null),
+    actions.length ? h("div.page-actions", {}, actions) : null);
+}
+
+export function card(title, ...children) {
+  return h("section.card", {}, title ? h("h2", {}, title) : null, children);
+}
+
+export function empty(text) {
+  return h("p.empty", {}, text);
+}
+
+export function failure(error) {
+  return h("p.notice.error", { role: "alert" }, error && error.message ? error.message : String(error));
+}
+
+export function table(columns, rows, { onRow, label } = {}) {
+  const head = h("thead", {}, h("tr", {}, columns.map((c) => h("th", { class: c.class }, c.title))));
+  const body = h("tbody", {}, rows.map((row) => {
+    const tr = h("tr", {}, columns.map((c) => h("td", { class: c.class, "data-label": c.title }, c.render(row))));
+    if (onRow) {
+      tr.classList.add("link-row");
+      tr.tabIndex = 0;
+      tr.addEventListener("click", () => onRow(row));
+      tr.addEventListener("keydown", (event) => {
+        if (event.key === "Enter") onRow(row);
+      });
+    }
+    return tr;
+  }));
+  return h("div.table-wrap", {}, h("table.table", { "aria-label": label }, head, body));
+}

@@ -1,0 +1,112 @@
+// The owner's pages (Core key): projects and their API keys, Runtime devices, overlays.
+
+import { del, get, post, supports } from "../api.js";
+import { badge, card, empty, failure, h, pageHead, replace, short, table, when } from "../dom.js";
+
+function keysOf(project) {
+  const box = h("div", {}, h("p.muted", {}, "Loading keys…"));
+  const issued = h("div");
+  const load = () => get(`/core/v1/projects/${project.id}/api_keys?limit=100`).then((page) => {
+    replace(box, page.data.length ? table([
+      { title: "Key", render: (k) => h("div.cell-main", {}, h("strong", {}, k.name || "unnamed"), h("code.muted", {}, `${k.prefix || ""}…`)) },
+      { title: "Status", render: (k) => badge(k.status) },
+      { title: "Created", class: "num", render: (k) => when(k.created_at) },
+      { title: "", class: "num", render: (k) => (k.status === "active" ? h("button.button.ghost.small", {
+        type: "button",
+        onclick: async () => { await post(`/core/v1/projects/${project.id}/api_keys/${k.id}/revoke`, {}); load(); },
+      }, "Revoke") : "") },
+    ], page.data, { label: `Keys of ${project.name}` }) : empty("No keys."));
+  }).catch((error) => replace(box, failure(error)));
+  const name = h("input.input", { placeholder: "New key name", "aria-label": "New key name" });
+  const form = h("form.inline-form", {
+    onsubmit: async (event) => {
+      event.preventDefault();
+      try {
+        const made = await post(`/core/v1/projects/${project.id}/api_keys`, name.value ? { name: name.value } : {});
+        name.value = "";
+        replace(issued, h("p.notice", {}, "New key (shown once, copy it now): ", h("code.secret", {}, made.key)));
+        load();
+      } catch (error) {
+        replace(issued, failure(error));
+      }
+    },
+  }, name, h("button.button.secondary", { type: "submit" }, "Issue key"));
+  load();
+  return [box, form, issued];
+}
+
+function projects() {
+  const box = h("div", {}, h("p.muted", {}, "Loading…"));
+  get("/core/v1/projects?limit=100").then((page) => {
+    replace(box, page.data.map((p) => card(null,
+      h("div.row-head", {}, h("h2", {}, p.name || short(p.id)), badge(p.status)),
+      h("p.muted", {}, h("code", {}, p.id), ` · created ${when(p.created_at)}`),
+      keysOf(p))));
+  }).catch((error) => replace(box, failure(error)));
+  return box;
+}
+
+function devices() {
+  const box = h("div", {}, h("p.muted", {}, "Loading…"));
+  get("/core/v1/devices?limit=100").then((page) => {
+    replace(box, card("Devices", page.data.length ? table([
+      { title: "Device", render: (d) => h("div.cell-main", {}, h("strong", {}, d.name || d.id), h("code.muted", {}, d.id)) },
+      { title: "Status", render: (d) => badge(d.status) },
+      { title: "Connected", render: (d) => badge(d.connected ? "connected" : "offline") },
+      { title: "Created", class: "num", render: (d) => when(d.created_at) },
+    ], page.data, { label: "Devices" }) : empty("No devices.")));
+  }).catch((error) => replace(box, failure(error)));
+  return box;
+}
+
+function overlayForm(reload) {
+  const kind = h("select.input", { "aria-label": "Kind" },
+    ["kill_switch", "tool_disabled", "egress"].map((k) => h("option", { value: k }, k.replace(/_/g, " "))));
+  const project = h("input.input", { placeholder: "proj_…", "aria-label": "Project", required: true });
+  const agent = h("input.input", { placeholder: "agent_… (optional)", "aria-label": "Agent" });
+  const value = h("input.input", { placeholder: "value (JSON or text)", "aria-label": "Value" });
+  const reason = h("input.input", { placeholder: "reason", "aria-label": "Reason", required: true });
+  const status = h("span.action-status");
+  return h("form.inline-form.wrap", {
+    onsubmit: async (event) => {
+      event.preventDefault();
+      let parsed = value.value;
+      try { parsed = value.value ? JSON.parse(value.value) : true; } catch { /* plain text */ }
+      try {
+        await post("/core/v1/overlays", {
+          kind: kind.value, project_id: project.value, agent_id: agent.value || null, value: parsed, reason: reason.value,
+        });
+        status.textContent = "";
+        reload();
+      } catch (error) {
+        status.textContent = error.message;
+      }
+    },
+  }, kind, project, agent, value, reason, h("button.button.danger", { type: "submit" }, "Add overlay"), status);
+}
+
+function overlays() {
+  const box = h("div");
+  supports("/core/v1/overlays").then((supported) => {
+    if (!supported) return;
+    const list = h("div");
+    const load = () => get("/core/v1/overlays").then((page) => {
+      const data = Array.isArray(page) ? page : page.data || [];
+      replace(list, data.length ? table([
+        { title: "Kind", render: (o) => badge(o.kind) },
+        { title: "Scope", render: (o) => h("code", {}, o.agent_id || o.project_id) },
+        { title: "Reason", render: (o) => o.reason || "" },
+        { title: "", class: "num", render: (o) => h("button.button.ghost.small", { type: "button", onclick: async () => { await del(`/core/v1/overlays/${o.id}`); load(); } }, "Remove") },
+      ], data, { label: "Overlays" }) : empty("No overlay is active."));
+    }).catch((error) => replace(list, failure(error)));
+    replace(box, card("Overlays", list, overlayForm(load)));
+    load();
+  });
+  return box;
+}
+
+export function render(main) {
+  main.append(pageHead("Owner", "Projects, their keys, Runtime devices and safety overlays."),
+    h("div.grid-2", {}, h("div.col", {}, h("h2.section-title", {}, "Projects"), projects()),
+      h("div.col", {}, devices(), overlays())));
+}

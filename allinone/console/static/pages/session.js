@@ -1,0 +1,301 @@
+// One session: the live transcript, its pending actions, the composer and the controls,
+// with run state, usage, timeline and files beside it.
+
+import { showActions } from "../actions.js";
+import { ApiError, get, idempotencyKey, post, stream, supports } from "../api.js";
+import { badge, failure, h, replace, short, when } from "../dom.js";
+import { files, runState, timeline, usage } from "../panels.js";
+import { Transcript } from "../transcript.js";
+
+const ACTIVE = new Set(["queued", "in_progress", "waiting"]);
+
+async function all(path, limit = 1000) {
+  const found = [];
+  let after = null;
+  while (found.length < limit) {
+    const page = await get(`${path}${path.includes("?") ? "&" : "?"}limit=100${after ? `&after=${after}` : ""}`);
+    found.push(...page.data);
+    if (!page.has_more || !page.last_id) break;
+    after = page.last_id;
+  }
+  return found;
+}
+
+class SessionPage {
+  constructor(main, sessionId) {
+    this.id = sessionId;
+    this.base = `/v1/agents/sessions/${sessionId}`;
+    this.abort = new AbortController();
+    this.session = null;
+    this.transcript = new Transcript();
+    this.transcript.onTurn = () => this.scheduleSide();
+    this.header = h("div.session-head");
+    this.controls = h("div.controls", { role: "toolbar", "aria-label": "Session controls" });
+    this.actions = h("div.actions", { "aria-live": "assertive" });
+    this.notice = h("div.stream-state", { role: "status" });
+    this.side = h("aside.session-side");
+    this.filesBox = h("div");
+    this.selected = null;
+    this.composer = this.buildComposer();
+    main.append(h("div.session-page", {},
+      this.header,
+      h("div.session-grid", {},
+        h("div.session-main", {},
+          h("div.transcript-scroll", {}, this.transcript.node),
+          this.actions, this.composer, this.notice),
+        this.side)));
+    this.connect(0);
+  }
+
+  stop() {
+    this.abort.abort();
+    clearTimeout(this.sideTimer);
+    clearInterval(this.clock);
+  }
+
+  buildComposer() {
+    this.input = h("textarea.input", { rows: 2, placeholder: "Message the agent…", "aria-label": "Message" });
+    this.sendButton = h("button.button.primary", { type: "submit" }, "Send");
+    this.input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && (event.metaKey || event.ctrlKey)) this.composer.requestSubmit();
+    });
+    this.hint = h("span.composer-hint", {}, "Ctrl+Enter to send");
+    return h("form.composer", { onsubmit: (event) => { event.preventDefault(); this.send(); } },
+      this.input, h("div.composer-row", {}, this.hint, this.sendButton));
+  }
+
+  async send() {
+    const text = this.input.value;
+    if (!text.trim()) return;
+    this.sendButton.disabled = true;
+    try {
+      await post(`${this.base}/events`, {
+        events: [{ type: "agent.session.input.message", input: [{ role: "user", content: [{ type: "input_text", text }] }] }],
+      });
+      this.input.value = "";
+    } catch (error) {
+      this.flash(error.message);
+    } finally {
+      this.sendButton.disabled = false;
+    }
+  }
+
+  flash(message) {
+    replace(this.notice, h("span.error", {}, message));
+  }
+
+  async connect(attempt) {
+    const queued = [];
+    let ready = false;
+    try {
+      await stream(`${this.base}/events?include_obfuscation=false`, {
+        signal: this.abort.signal,
+        onOpen: async () => {
+          await this.snapshot();
+          ready = true;
+          queued.splice(0).forEach((event) => this.apply(event));
+          replace(this.notice, h("span.live", {}, "Live"));
+          attempt = 0;
+        },
+        onEvent: (event) => (ready ? this.apply(event) : queued.push(event)),
+      });
+    } catch (error) {
+      if (this.abort.signal.aborted) return;
+      if (error instanceof ApiError && error.status === 404) {
+        replace(this.header, failure(new Error(`No session ${this.id} in this project.`)));
+        return;
+      }
+    }
+    if (this.abort.signal.aborted) return;
+    replace(this.notice, h("span.muted", {}, "Reconnecting…"));
+    const delay = Math.min(500 * 2 ** attempt, 5000);
+    setTimeout(() => this.connect(attempt + 1), delay);
+  }
+
+  async snapshot() {
+    const [session, turns, items] = await Promise.all([
+      get(this.base), all(`${this.base}/turns?order=asc`), all(`${this.base}/items?order=asc`),
+    ]);
+    this.transcript.load(turns, items);
+    this.showSession(session);
+    files(session, this.filesBox);
+    this.transcript.follow();
+  }
+
+  apply(event) {
+    if (event.session && event.type.startsWith("agent.session.") && !event.type.includes(".turn.")) {
+      this.showSession(event.session);
+      // The choice prompts are a corebox extension: read them from the stored session.
+      // The turn is now waiting: its run state is read from the turns list.
+      if (event.type === "agent.session.requires_action") {
+        this.refresh();
+        this.refreshTurns();
+      }
+    }
+    if (this.transcript.apply(event)) {
+      this.refreshTurns();
+    }
+    if (event.type === "agent.session.turn.completed" || event.type === "agent.session.turn.failed") {
+      files(this.session, this.filesBox);
+    }
+    this.scheduleSide();
+  }
+
+  async refresh() {
+    try {
+      this.showSession(await get(this.base));
+    } catch (error) {
+      this.flash(error.message);
+    }
+  }
+
+  async refreshTurns() {
+    try {
+      const before = this.transcript.turnList().map((t) => t.status).join();
+      (await all(`${this.base}/turns?order=asc`)).forEach((turn) => this.transcript.upsertTurn(turn));
+      if (this.transcript.turnList().map((t) => t.status).join() !== before) this.refresh();
+    } catch (error) {
+      this.flash(error.message);
+    }
+  }
+
+  activeTurn() {
+    const turns = this.transcript.turnList();
+    return [...turns].reverse().find((t) => ACTIVE.has(t.status)) || null;
+  }
+
+  showSession(session) {
+    this.session = { ...this.session, ...session };
+    const s = this.session;
+    const xc = s.x_corebox || {};
+    const forked = xc.forked_from;
+    if (!this.titleText) {
+      // Built once: later updates change text only, so a control is never replaced under
+      // a pointer that is clicking it.
+      this.titleText = h("h1");
+      this.statusSlot = h("span");
+      this.meta = h("div.session-meta");
+      replace(this.header,
+        h("div.crumbs", {}, h("a", { href: "#/sessions" }, "Sessions"), " / ", h("span", {}, short(s.id))),
+        h("div.session-title", {}, this.titleText, this.statusSlot, this.controls),
+        this.meta);
+    }
+    this.titleText.textContent = this.title(s);
+    replace(this.statusSlot, badge(s.status));
+    replace(this.meta,
+      h("span", {}, h("code", {}, s.id)),
+      s.agent && s.agent.name ? h("span", {}, `agent ${s.agent.name}`) : null,
+      h("span", {}, `model ${s.agent ? s.agent.model : "—"}`),
+      xc.harness ? h("span", {}, `harness ${xc.harness}`) : null,
+      h("span", {}, `active ${when(s.last_active_at)}`),
+      forked ? h("span", {}, "forked from ", h("a", { href: `#/sessions/${forked.session_id}` }, short(forked.session_id))) : null,
+      (xc.overlays || []).map((o) => h("span.overlay", {}, badge(o.kind), o.reason ? ` ${o.reason}` : "")));
+    showActions(this.actions, s);
+    const active = ["in_progress", "requires_action"].includes(s.status) || this.activeTurn();
+    this.sendButton.textContent = active ? "Steer" : "Send";
+    this.hint.textContent = active ? "A turn is running: your message steers it · Ctrl+Enter" : "Ctrl+Enter to send";
+    this.drawControls();
+    this.scheduleSide();
+  }
+
+  title(s) {
+    if (s.metadata && s.metadata.title) return s.metadata.title;
+    const first = this.transcript.firstUserText();
+    if (first) return first.length > 72 ? `${first.slice(0, 72)}…` : first;
+    return s.agent && s.agent.name ? s.agent.name : "Session";
+  }
+
+  async drawControls() {
+    const [commands, fork, rewind] = await Promise.all([
+      supports(`/x/v1/sessions/${this.id}/commands`),
+      supports(`/x/v1/sessions/${this.id}/fork`),
+      supports(`/x/v1/sessions/${this.id}/rewind`),
+    ]);
+    // Read the state after the probes: a later update may have drawn in the meantime.
+    const turns = this.transcript.turnList();
+    const latest = turns[turns.length - 1];
+    const turn = this.activeTurn();
+    const phase = latest && latest.x_corebox ? latest.x_corebox.phase : null;
+    const buttons = [];
+    if (turn) buttons.push(this.control("Cancel", "danger", () => this.cancel()));
+    if (commands && turn && phase !== "paused" && phase !== "pausing" && phase !== "pause_requested") {
+      buttons.push(this.control("Pause", "", () => this.command("pause")));
+    }
+    if (commands && phase === "paused") {
+      buttons.push(this.control("Resume", "primary", () => this.command("resume")));
+    }
+    const finished = this.transcript.turnList().some((t) => !ACTIVE.has(t.status));
+    if (fork && finished) buttons.push(this.control("Fork", "", () => this.fork()));
+    if (rewind && finished && !turn) buttons.push(this.control("Rewind 1 turn", "ghost", () => this.rewind()));
+    // Replace the buttons only when the set changes (a click in flight keeps its target).
+    const signature = buttons.map((b) => b.dataset.control).join();
+    if (signature !== this.controls.dataset.signature) {
+      this.controls.dataset.signature = signature;
+      replace(this.controls, buttons);
+    }
+  }
+
+  control(label, kind, action) {
+    const button = h(`button.button.${kind || "secondary"}`, { type: "button", dataset: { control: label.split(" ")[0].toLowerCase() } }, label);
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      try {
+        await action();
+      } catch (error) {
+        this.flash(error.message);
+      } finally {
+        button.disabled = false;
+      }
+    });
+    return button;
+  }
+
+  cancel() {
+    return post(`${this.base}/events`, { events: [{ type: "agent.session.input.cancel" }] });
+  }
+
+  /** A pause or resume command for the turn it applies to now (read at click time). */
+  async command(action) {
+    const turns = this.transcript.turnList();
+    const paused = [...turns].reverse().find((t) => (t.x_corebox || {}).phase === "paused");
+    const turn = action === "resume" ? paused || this.activeTurn() : this.activeTurn();
+    if (!turn) return;
+    const state = turn.x_corebox || {};
+    await post(`/x/v1/sessions/${this.id}/commands`, {
+      action, turn_id: turn.id, expected_state_version: state.state_version ?? null, reason: "console",
+    }, { "Idempotency-Key": idempotencyKey() });
+    replace(this.notice, h("span.muted", {}, `${action} requested`));
+    this.refreshTurns();
+  }
+
+  async fork() {
+    const forked = await post(`/x/v1/sessions/${this.id}/fork`, { turn_id: null, item_id: null });
+    location.hash = `#/sessions/${forked.id}`;
+  }
+
+  async rewind() {
+    const result = await post(`/x/v1/sessions/${this.id}/rewind`, { turns: 1 });
+    replace(this.notice, h("span.muted", {}, `Rewound: ${result.hidden_turn_ids.length} turn hidden from the model`));
+  }
+
+  scheduleSide() {
+    if (this.sideTimer) return;
+    // At most one redraw per burst of events.
+    this.sideTimer = setTimeout(() => {
+      this.sideTimer = null;
+      this.drawSide();
+    }, 40);
+  }
+
+  drawSide() {
+    if (!this.session) return;
+    const turns = this.transcript.turnList();
+    const turn = turns[turns.length - 1] || null;
+    replace(this.side, runState(turn, this.session), usage(this.session, turns), timeline(turns, this.transcript.seen), this.filesBox);
+  }
+}
+
+export function render(main, params) {
+  const page = new SessionPage(main, params[0]);
+  return () => page.stop();
+}

@@ -1,0 +1,73 @@
+// The live list of sessions: status, agent, last activity; refreshed while shown.
+
+import { get, post } from "../api.js";
+import { badge, card, empty, failure, h, pageHead, replace, table, when } from "../dom.js";
+
+const REFRESH_MS = 2000;
+
+function columns() {
+  return [
+    { title: "Session", render: (s) => (s.metadata && s.metadata.title
+      ? h("div.cell-main", {}, h("strong", {}, s.metadata.title), h("code.muted", {}, s.id))
+      : h("code.session-id", {}, s.id)) },
+    { title: "Status", render: (s) => badge(s.status) },
+    { title: "Agent", render: (s) => h("span", {}, s.agent ? s.agent.name || s.agent.model : "—") },
+    { title: "Last activity", class: "num", render: (s) => when(s.last_active_at) },
+  ];
+}
+
+function newSessionForm(onCreated) {
+  const model = h("input.input", { value: "scripted", "aria-label": "Model", required: true });
+  const text = h("input.input", { placeholder: "First message (optional)", "aria-label": "First message" });
+  const error = h("p.notice.error", { hidden: true });
+  return h("form.inline-form", {
+    onsubmit: async (event) => {
+      event.preventDefault();
+      error.hidden = true;
+      try {
+        const body = { agent: { model: model.value.trim() }, environment: { type: "none" } };
+        if (text.value.trim()) body.input = text.value;
+        const session = await post("/v1/agents/sessions", body);
+        onCreated(session);
+      } catch (exc) {
+        error.textContent = exc.message;
+        error.hidden = false;
+      }
+    },
+  }, h("label.label", {}, "Model", model), h("label.label.grow", {}, "Message", text),
+  h("button.button.primary", { type: "submit" }, "Start session"), error);
+}
+
+export function render(main) {
+  const list = h("div", {}, h("p.muted", {}, "Loading…"));
+  const formBox = h("div", { hidden: true });
+  const toggle = h("button.button.primary", {
+    type: "button",
+    onclick: () => {
+      formBox.hidden = !formBox.hidden;
+      if (!formBox.hidden) formBox.querySelector("input").focus();
+    },
+  }, "New session");
+  formBox.append(card("New session", newSessionForm((s) => { location.hash = `#/sessions/${s.id}`; })));
+  main.append(pageHead("Sessions", "Every session of this project, newest activity first.", toggle), formBox, list);
+  let timer = null;
+  let stopped = false;
+  const load = async () => {
+    try {
+      const page = await get("/v1/agents/sessions?limit=100&order=desc");
+      if (stopped) return;
+      const rows = [...page.data].sort((a, b) => (b.last_active_at || 0) - (a.last_active_at || 0));
+      replace(list, rows.length
+        ? table(columns(), rows, { label: "Sessions", onRow: (s) => { location.hash = `#/sessions/${s.id}`; } })
+        : empty("No sessions yet. Start one above, or with the SDK."));
+    } catch (error) {
+      if (!stopped) replace(list, failure(error));
+    }
+    if (!stopped) timer = setTimeout(load, REFRESH_MS);
+  };
+  load();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}

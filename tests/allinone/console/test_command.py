@@ -1,0 +1,33 @@
+"""`corebox console` against a real server: its address when the console answers there, a
+clear error when nothing does."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.conftest import ROOT, Server, free_port
+
+
+def corebox(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "allinone", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_prints_the_address_of_a_running_console(server: Server) -> None:
+    done = corebox("console", "--url", server.base_url, "--data-dir", str(server.data_dir))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == f"corebox console: {server.base_url}/"
+    assert str(server.data_dir / "secrets" / "core.key") in done.stdout
+
+
+def test_says_so_when_nothing_answers() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    done = corebox("console", "--url", url)
+    assert done.returncode == 1
+    assert "start it with `corebox serve`" in done.stderr and done.stdout == ""

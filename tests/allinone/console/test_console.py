@@ -1,0 +1,361 @@
+"""The console in a real headless Chromium against a real `corebox serve`.
+
+One browser for the module, one tab reused by every test; each test opens the console
+afresh (so it starts signed out: the key lives in the page's memory only) and ends by
+checking that every request the tab made went to corebox's own origin and that the key
+is in no URL, cookie or browser storage. Screenshots of every page, at 1280x800 and at a
+phone width, are written to build/work/screenshots/.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openai import OpenAI
+
+from tests.api.support import core_key, http
+from tests.conftest import API_KEY, ROOT, Server
+from tests.support.chromium import Page, chromium, install
+
+pytestmark = pytest.mark.browser
+
+SHOTS = ROOT / "build" / "work" / "screenshots"
+DESKTOP = (1280, 800)
+PHONE = (390, 844)
+SETTLED = (
+    "agent.session.turn.completed",
+    "agent.session.turn.failed",
+    "agent.session.turn.cancelled",
+)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
+    binary = install()
+    if binary is None:
+        pytest.skip("chromium is not installed and cannot be installed here (needs root + apt-get)")
+    with chromium(binary, tmp_path_factory.mktemp("chromium")) as tab:
+        yield tab
+
+
+@pytest.fixture
+def page(browser: Page, server: Server) -> Iterator[Page]:
+    tab = browser
+    tab.resize(*DESKTOP)
+    tab.navigate(server.base_url + "/")
+    yield tab
+    assert_contained(tab, server, [API_KEY, core_key(server.data_dir)])
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[OpenAI]:
+    with OpenAI(
+        base_url=server.base_url + "/v1", api_key=API_KEY, max_retries=0, timeout=30
+    ) as sdk:
+        yield sdk
+
+
+def assert_contained(tab: Page, server: Server, keys: list[str]) -> None:
+    """Every request went to corebox's origin; no key in a URL, cookie or storage."""
+    origin = server.base_url + "/"
+    foreign = [u for u in tab.requests if not u.startswith((origin, "data:", "blob:"))]
+    assert tab.requests and not foreign, foreign
+    kept = json.dumps(tab.storage())
+    for key in keys:
+        assert not any(key in url for url in tab.requests)
+        assert key not in kept
+    assert tab.exceptions == []
+
+
+def sign_in(tab: Page, key: str) -> None:
+    tab.wait_for("document.querySelector('#key')")
+    tab.type_into("#key", key)
+    tab.click(".signin-form button[type=submit]")
+    tab.wait_for(
+        "document.getElementById('app').dataset.state === 'ready' && location.hash !== '#/signin'"
+    )
+
+
+def shoot(tab: Page, name: str) -> None:
+    """Screenshots at both widths; at the phone width nothing may overflow sideways."""
+    tab.screenshot(SHOTS / f"{name}-desktop.png")
+    tab.resize(*PHONE, mobile=True)
+    tab.wait_for(f"innerWidth === {PHONE[0]}")
+    overflow = tab.evaluate("document.documentElement.scrollWidth - innerWidth")
+    tab.screenshot(SHOTS / f"{name}-phone.png")
+    tab.resize(*DESKTOP)
+    tab.wait_for(f"innerWidth === {DESKTOP[0]}")
+    assert overflow <= 0, f"{name} scrolls sideways at {PHONE[0]} px"
+
+
+def idle_session(client: OpenAI, text: str = "ready", **agent: Any) -> str:
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted", **agent},
+            environment={"type": "none"},
+            input=text,
+            stream=True,
+        )
+    )
+    assert events[-1].type == "agent.session.idle"  # type: ignore[attr-defined]
+    return str(events[0].session.id)  # type: ignore[attr-defined]
+
+
+def send(client: OpenAI, session_id: str, text: str) -> None:
+    message = {
+        "type": "agent.session.input.message",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": text}]}],
+    }
+    client.beta.agents.sessions.events.create(session_id, events=[message])  # type: ignore[list-item]
+
+
+# No part of the page is still loading.
+LOADED = (
+    "![...document.querySelectorAll('#main p.muted')]"
+    ".some(p => p.textContent.startsWith('Loading'))"
+)
+
+
+def settled(live: Any) -> Any:
+    """The event that settled the turn, read from an SDK event stream."""
+    for event in live:
+        if event.type in SETTLED:
+            return event
+    raise AssertionError("the stream ended before the turn settled")
+
+
+def says(text: str) -> str:
+    """A JS test: an assistant message in the transcript reads exactly `text`."""
+    return (
+        "[...document.querySelectorAll('.msg.assistant .msg-text')]"
+        f".some(n => n.textContent === {json.dumps(text)})"
+    )
+
+
+def open_session(tab: Page, session_id: str) -> None:
+    tab.evaluate(f"location.hash = '#/sessions/{session_id}'")
+    tab.wait_for("document.querySelector('.stream-state .live')")
+
+
+def test_core_serves_the_console_without_a_key(server: Server) -> None:
+    status, _, headers = http(server.base_url, "GET", "/")
+    assert status == 200 and headers["content-type"].startswith("text/html")
+    policy = headers["content-security-policy"]
+    assert "connect-src 'self'" in policy and "default-src 'none'" in policy
+    status, _, headers = http(server.base_url, "GET", "/console/app.js")
+    assert status == 200 and headers["content-type"].startswith("text/javascript")
+    status, body, _ = http(server.base_url, "GET", "/console/missing.js")
+    assert status == 404 and body["error"]["type"] == "not_found_error"
+    status, _, _ = http(server.base_url, "GET", "/console/../allinone/app.py")
+    assert status == 404
+
+
+def test_a_wrong_key_is_refused_and_a_project_key_signs_in(page: Page) -> None:
+    page.wait_for("document.querySelector('.signin-card')")
+    shoot(page, "signin")
+    page.type_into("#key", "not-a-key")
+    page.click(".signin-form button[type=submit]")
+    page.wait_for("document.querySelector('.signin-form [role=alert]:not([hidden])')")
+    sign_in(page, API_KEY)
+    assert page.evaluate("location.hash") == "#/sessions"
+    assert page.evaluate("document.querySelector('#key')") is None
+
+
+def test_streamed_text_appears_and_clicking_approve_completes_the_turn(
+    page: Page, client: OpenAI
+) -> None:
+    sign_in(page, API_KEY)
+    session_id = idle_session(client)
+    open_session(page, session_id)
+    with client.beta.agents.sessions.events.stream(session_id) as live:
+        send(
+            client,
+            session_id,
+            "/say Streaming to the console\n/permission shell run the tests\n/say {decision}",
+        )
+        for event in live:
+            if event.type == "agent.session.turn.output_text.delta":
+                # The page shows the streamed text within a second of the delta.
+                page.wait_for("document.body.innerText.includes('Streaming')", ms=1000)
+            if event.type == "agent.session.requires_action":
+                break
+        page.wait_for("document.querySelector('[data-action=permission] .approve')")
+        page.click("[data-action=permission] .approve")
+        # Bounded by the page's deadline; then the SDK's stream already holds the end.
+        page.wait_for(says("approved"))
+        event = settled(live)
+    assert event.type == "agent.session.turn.completed"
+    page.wait_for("!document.querySelector('[data-action=permission]')")
+    items = client.beta.agents.sessions.items.list(session_id, order="desc", limit=1).data
+    assert items[0].content[0].text == "approved"  # type: ignore[union-attr]
+
+
+def test_a_choice_is_answered_by_clicking_an_option(page: Page, client: OpenAI) -> None:
+    sign_in(page, API_KEY)
+    session_id = idle_session(client)
+    open_session(page, session_id)
+    with client.beta.agents.sessions.events.stream(session_id) as live:
+        send(client, session_id, "/choose Which colour? | red | blue\n/say {choice}")
+        page.wait_for("document.querySelector('[data-action=choice] [data-label=blue]')")
+        # Cancel is offered for the running turn; pause and fork are not routes of this
+        # server yet, so their probes answered 404 and the controls stay hidden.
+        page.wait_for("document.querySelector('[data-control=cancel]')")
+        assert page.evaluate("document.querySelectorAll('[data-control]').length") == 1
+        shoot(page, "session-choice")
+        page.click("[data-action=choice] [data-label=blue]")
+        page.click("[data-action=choice] .button.primary")
+        page.wait_for(says("blue"))
+        event = settled(live)
+    assert event.type == "agent.session.turn.completed"
+
+
+def test_a_function_result_and_a_message_are_sent_from_the_page(page: Page, client: OpenAI) -> None:
+    tool = {
+        "type": "function",
+        "name": "lookup",
+        "description": "Look something up.",
+        "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
+    }
+    sign_in(page, API_KEY)
+    session_id = idle_session(client, tools=[tool])
+    open_session(page, session_id)
+    page.type_into(".composer textarea", "/call lookup {}\n/say result: {result}")
+    page.click(".composer button[type=submit]")
+    page.wait_for("document.querySelector('[data-action=function] textarea')")
+    page.type_into("[data-action=function] textarea", "forty-two")
+    page.click("[data-action=function] .button.primary")
+    shown = page.wait_for(
+        "document.querySelector('.turn:last-child .badge[data-status=completed]')"
+        " && document.querySelector("
+        "'.turn:last-child .msg.assistant[data-status=completed] .msg-text').textContent"
+    )
+    shoot(page, "session-function")
+    turns = client.beta.agents.sessions.turns.list(session_id).data
+    assert turns[0].status == "completed"
+    items = client.beta.agents.sessions.items.list(session_id, order="desc", limit=3).data
+    assert [i.type for i in items] == ["message", "function_call_output", "function_call"]
+    assert shown == items[0].content[0].text  # type: ignore[union-attr]
+    assert "forty-two" in shown
+
+
+def test_every_page_renders_at_both_widths(page: Page, client: OpenAI, server: Server) -> None:
+    session_id = idle_session(
+        client,
+        "/think Planning the answer\n/command pytest -q\n/say Here is what I found.\n/usage 120 48",
+    )
+    agent = client.beta.agents.create(model="scripted", name="Greeter", instructions="Say hello.")
+    client.beta.agents.automations.create(
+        type="periodic",
+        name="Morning digest",
+        expression="30 7 * * 1-5",
+        timezone="Europe/Paris",
+        target={"type": "existing_session", "session_id": session_id, "instructions": "digest"},
+    )
+    owner = {"Authorization": f"Bearer {API_KEY}"}
+    status, role, _ = http(
+        server.base_url, "POST", "/core/v1/comms/roles", {"name": "reviewer"}, owner
+    )
+    assert status == 200, role
+    path = f"/core/v1/comms/roles/{role['id']}/instances"
+    assert http(server.base_url, "POST", path, {"name": "reviewer-1"}, owner)[0] == 200
+    sign_in(page, API_KEY)
+    page.wait_for("document.querySelector('.table .link-row')")
+    shoot(page, "sessions")
+    open_session(page, session_id)
+    page.wait_for("document.querySelector('.command') && document.querySelector('.reasoning')")
+    send(
+        client,
+        session_id,
+        "/say Before I run it:\n/permission shell Run the test suite\n/say {decision}",
+    )
+    page.wait_for("document.querySelector('[data-action=permission] .approve')")
+    page.wait_for("document.querySelector('.timeline') && document.querySelector('.usage')")
+    shoot(page, "session")
+    page.click("[data-action=permission] .approve")
+    page.wait_for(says("approved"))
+    for name, ready in [
+        ("agents", ".table .link-row"),
+        ("automations", ".invocations"),
+        ("contacts", ".card h3"),
+        ("overview", ".check-grid"),
+    ]:
+        page.evaluate(f"location.hash = '#/{name}'")
+        page.wait_for(f"document.getElementById('main').dataset.page === '{name}'")
+        page.wait_for(f"document.querySelector('{ready}') && {LOADED}")
+        shoot(page, name)
+        if name == "automations":
+            # Run now: the invocation appears under the automation.
+            page.click(".card .button.secondary")
+            page.wait_for("document.querySelector('.invocation a[href^=\"#/sessions/\"]')")
+    page.evaluate(f"location.hash = '#/agents/{agent.id}'")
+    page.wait_for("document.querySelector('.facts') && document.querySelector('.prose')")
+    shoot(page, "agent")
+    page.evaluate("location.hash = '#/signin'")
+    sign_in(page, core_key(server.data_dir))
+    page.evaluate("location.hash = '#/owner'")
+    page.wait_for(
+        "document.querySelector('.table') && document.querySelectorAll('.card').length >= 2"
+    )
+    shoot(page, "owner")
+    page.evaluate("location.hash = '#/overview'")
+    page.wait_for("document.querySelector('.matrix') && document.querySelector('.runtime')")
+    shoot(page, "overview-owner")
+
+
+def test_clicking_cancel_cancels_the_running_turn(page: Page, client: OpenAI) -> None:
+    sign_in(page, API_KEY)
+    session_id = idle_session(client)
+    open_session(page, session_id)
+    with client.beta.agents.sessions.events.stream(session_id) as live:
+        send(client, session_id, "/say Waiting for you\n/hang")
+        page.wait_for(says("Waiting for you"))
+        page.click("[data-control=cancel]")
+        page.wait_for("document.querySelector('.turn:last-child .badge[data-status=cancelled]')")
+        event = settled(live)
+    assert event.type == "agent.session.turn.cancelled"
+    page.wait_for("!document.querySelector('[data-control=cancel]')")
+
+
+def test_the_menu_opens_and_navigates_at_phone_width(page: Page) -> None:
+    sign_in(page, API_KEY)
+    page.resize(*PHONE, mobile=True)
+    page.wait_for(f"innerWidth === {PHONE[0]}")
+    try:
+        page.click("#menu-toggle")
+        page.wait_for("document.getElementById('app').classList.contains('nav-open')")
+        page.screenshot(SHOTS / "menu-phone.png")
+        page.click(".nav-link[href='#/overview']")
+        page.wait_for("document.getElementById('main').dataset.page === 'overview'")
+        assert (
+            page.evaluate("document.getElementById('app').classList.contains('nav-open')") is False
+        )
+    finally:
+        page.resize(*DESKTOP)
+
+
+def test_an_artifact_downloads_from_the_session_page(
+    page: Page, client: OpenAI, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment={"type": "self_hosted", "workspace_directory": str(workspace)},
+            input="/write outputs/report.txt All systems nominal.\n/say Report written.",
+            stream=True,
+        )
+    )
+    session_id = events[0].session.id  # type: ignore[attr-defined]
+    downloads = tmp_path / "downloads"
+    page.send("Page.setDownloadBehavior", behavior="allow", downloadPath=str(downloads))
+    sign_in(page, API_KEY)
+    open_session(page, session_id)
+    page.click(".file-list button.link")
+    page.wait_event("Page.downloadProgress", state="completed")
+    assert (downloads / "report.txt").read_text() == "All systems nominal."
+    assert any("/artifacts/" in url and url.endswith("/content") for url in page.requests)
