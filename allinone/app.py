@@ -56,6 +56,7 @@ from allinone.core.archive import Archive
 from allinone.core.automations import Automations
 from allinone.core.comms.service import Comms
 from allinone.core.control.commands import Commands, Signals
+from allinone.core.control.commands import Request as CommandRequest
 from allinone.core.control.forks import Forks
 from allinone.core.control.rewinds import Rewinds
 from allinone.core.environments import Environments
@@ -277,7 +278,9 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     automations = Automations(db, admission, scheduler, sealer, ids, clock)
     comms = Comms(db, ids, clock)
     health = _health(config, opened, registry, scheduler, clock, orchestrator)
-    overlays = Overlays(db, ids, clock, _turn_canceller(admission), orchestrator.wake)
+    overlays = Overlays(
+        db, ids, clock, _turn_canceller(admission), orchestrator.wake, _turn_pauser(commands)
+    )
     domain = _Domain(
         config, opened, clock, ids, hub, registry, sealer, grants, providers,
         environments, admission, automations, comms, scheduler, health, ws_url, skills,
@@ -317,6 +320,21 @@ def _turn_canceller(admission: Admission) -> CancelTurns:
                 log.warning("kill switch could not cancel turn %s: %s", turn_id, exc.message)
 
     return cancel
+
+
+def _turn_pauser(commands: Commands) -> CancelTurns:
+    """Pauses the turns a `pause` kill switch stops, each by a pause command (kept, with
+    the kill switch as its reason, beside the ones clients send)."""
+
+    async def pause(project_id: str, turns: list[tuple[str, str]]) -> None:
+        for session_id, turn_id in turns:
+            request = CommandRequest("pause", turn_id, None, "kill switch")
+            try:
+                await commands.submit(project_id, session_id, "kill_switch", request, None)
+            except Refused as exc:  # e.g. the session was deleted meanwhile
+                log.warning("kill switch could not pause turn %s: %s", turn_id, exc.message)
+
+    return pause
 
 
 def _health(

@@ -154,13 +154,15 @@ class Overlays:
         clock: Clock,
         cancel_turns: CancelTurns | None = None,
         on_change: Callable[[], None] | None = None,
+        pause_turns: CancelTurns | None = None,
     ) -> None:
-        """`cancel_turns` cancels the turns a `cancel` kill switch ends; `on_change` is
-        told after every committed change (held turns may run again)."""
+        """`cancel_turns` cancels the turns a `cancel` kill switch ends, `pause_turns`
+        pauses (at their next safe point) those a `pause` kill switch stops; `on_change`
+        is told after every committed change (held turns may run again)."""
         self._db = db
         self._ids = ids
         self._clock = clock
-        self._cancel_turns = cancel_turns
+        self._act = {"cancel": cancel_turns, "pause": pause_turns}
         self._on_change = on_change
 
     async def set(
@@ -193,7 +195,7 @@ class Overlays:
 
         async def job(tx: Tx) -> list[dict[str, Any]]:
             await overlay_rows.insert(tx, row)
-            if kind == "kill_switch" and value == "cancel":
+            if kind == "kill_switch":
                 return await overlay_rows.active_turns(tx, project_id, agent_id)
             return []
 
@@ -201,10 +203,9 @@ class Overlays:
         log.info("overlay %s set: %s on project %s", overlay_id, kind, project_id)
         if self._on_change is not None:
             self._on_change()
-        if victims and self._cancel_turns is not None:
-            await self._cancel_turns(
-                project_id, [(str(v["session_id"]), str(v["turn_id"])) for v in victims]
-            )
+        act = self._act.get(value) if kind == "kill_switch" else None
+        if victims and act is not None:
+            await act(project_id, [(str(v["session_id"]), str(v["turn_id"])) for v in victims])
         return view(await self._get(overlay_id))
 
     async def clear(self, overlay_id: str, actor: str) -> dict[str, Any]:

@@ -93,6 +93,40 @@ def test_a_cancel_kill_switch_ends_turns_and_refuses_input_until_cleared(
     assert kill["id"] in [o["id"] for o in history["data"]]
 
 
+def test_a_pause_kill_switch_pauses_running_turns_by_a_pause_command(surface: Surface) -> None:
+    project_id, key = surface.project()
+    client = surface.client(key)
+    live = iter(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment={"type": "none"},
+            input="/say a\n/sleep 1500\n/say b\n/sleep 1500\n/say c",
+            stream=True,
+        )
+    )
+    session = next(live).session  # type: ignore[attr-defined]
+    for event in live:
+        if event.type == "agent.session.turn.output_text.done":
+            break
+    kill = overlay(surface, project_id, "kill_switch", "pause")
+    root = surface.server.base_url
+    listed = client.get(f"{root}/x/v1/sessions/{session.id}/commands", cast_to=object)
+    (command,) = listed["data"]  # type: ignore[index]
+    assert (command["action"], command["actor"], command["reason"]) == (
+        "pause",
+        "kill_switch",
+        "kill switch",
+    )
+    # The pause applies at the turn's next safe point; the turn then holds no lease.
+    while command["status"] == "accepted":
+        command = client.get(f"{root}/x/v1/commands/{command['id']}", cast_to=object)
+    assert command["status"] == "applied"
+    turn = client.beta.agents.sessions.turns.list(session.id, limit=1).data[0]
+    assert turn.x_corebox["phase"] == "paused"  # type: ignore[attr-defined]
+    status, _ = surface.core("DELETE", f"/core/v1/overlays/{kill['id']}")
+    assert status == 200
+
+
 def test_a_disabled_tool_answers_tool_disabled_with_the_overlay_version(
     surface: Surface, model: ModelServer
 ) -> None:
