@@ -82,34 +82,49 @@ def add_commands(commands: Any) -> None:
     revoke.add_argument("key_id")
 
 
+def request_json(
+    url: str,
+    key: str,
+    method: str,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+) -> Any:
+    """One JSON request to a running server with `key`; its decoded answer. Raises
+    AdminError naming the server's own message, or why the server could not be reached.
+    (Every CLI command that talks to a running server goes through here.)"""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        url,
+        data=data,
+        method=method,
+        headers={
+            "Authorization": f"Bearer {key}",
+            "Content-Type": "application/json",
+            **(headers or {}),
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as reply:
+            return json.loads(reply.read())
+    except urllib.error.HTTPError as exc:
+        with exc:
+            try:
+                message = json.loads(exc.read())["error"]["message"]
+            except (ValueError, KeyError, TypeError):
+                message = exc.reason
+        raise AdminError(f"the server refused: {message} (HTTP {exc.code})") from exc
+    except (urllib.error.URLError, OSError) as exc:
+        base = url.split("/", 3)[:3]
+        raise AdminError(f"cannot reach corebox at {'/'.join(base)}: {exc}") from exc
+
+
 @dataclass(frozen=True)
 class CoreClient:
     base_url: str
     core_key: str
 
     def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            f"{self.base_url}/core/v1{path}",
-            data=data,
-            method=method,
-            headers={
-                "Authorization": f"Bearer {self.core_key}",
-                "Content-Type": "application/json",
-            },
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as reply:
-                return json.loads(reply.read())
-        except urllib.error.HTTPError as exc:
-            with exc:
-                try:
-                    message = json.loads(exc.read())["error"]["message"]
-                except (ValueError, KeyError, TypeError):
-                    message = exc.reason
-            raise AdminError(f"the server refused: {message} (HTTP {exc.code})") from exc
-        except (urllib.error.URLError, OSError) as exc:
-            raise AdminError(f"cannot reach corebox at {self.base_url}: {exc}") from exc
+        return request_json(f"{self.base_url}/core/v1{path}", self.core_key, method, body)
 
     def all_pages(self, path: str) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []

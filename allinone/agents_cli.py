@@ -16,16 +16,10 @@ import argparse
 import json
 import os
 import sys
-import urllib.error
-import urllib.request
-from pathlib import Path
 from typing import Any, TextIO
 
-from allinone.admin import AdminError, client_for
-from allinone.config import ConfigError, load
-from allinone.credentials import KEY_FILE
-
-TIMEOUT_SECONDS = 30.0
+from allinone import run_control
+from allinone.admin import AdminError
 
 
 def add_commands(commands: Any) -> None:
@@ -34,6 +28,9 @@ def add_commands(commands: Any) -> None:
     common.add_argument("--config", help="a corebox.toml file")
     common.add_argument("--url", help="the server's base URL (default: from the configuration)")
     common.add_argument("--api-key", dest="api_key", help="a project API key")
+    common.add_argument(
+        "--api-key-file", dest="api_key_file", help="file holding a project API key"
+    )
     common.add_argument("--json", action="store_true", help="print the API's JSON")
     agents = commands.add_parser(
         "agents", help="agent versions and deployments (needs a running server)"
@@ -73,18 +70,20 @@ def main(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace, out: TextIO) -> None:
     """Run one `agents` command; raise AdminError on failure."""
-    base_url = client_for(args).base_url
-    key = _project_key(args)
+    environ = dict(os.environ)
+    if args.api_key:  # given on the command line, it comes before any other
+        environ["COREBOX_API_KEY"] = str(args.api_key)
+        args.api_key_file = None
+    client = run_control.client_for(args, environ)
     agent = f"/x/v1/agents/{args.agent_id}"
     result: Any
     if args.action == "versions":
-        result = _call(base_url, key, "GET", f"{agent}/versions?order=asc&limit=100")["data"]
+        result = client.call("GET", f"{agent}/versions?order=asc&limit=100")["data"]
     elif args.action == "deployments":
-        result = _call(base_url, key, "GET", f"{agent}/deployments")["data"]
+        result = client.call("GET", f"{agent}/deployments")["data"]
     else:
         body = {"version": args.version, "expected_pointer_version": args.expected}
-        path = f"{agent}/deployments/{args.deployment}/{args.action}"
-        result = _call(base_url, key, "POST", path, body)
+        result = client.call("POST", f"{agent}/deployments/{args.deployment}/{args.action}", body)
     if args.json:
         print(json.dumps(result, indent=2), file=out)
         return
@@ -93,37 +92,3 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
             print(f"{item['version']}\t{item['config_digest']}\t{item['created_at']}", file=out)
         else:
             print(f"{item['name']}\t{item['version']}\tpointer {item['pointer_version']}", file=out)
-
-
-def _project_key(args: argparse.Namespace) -> str:
-    if args.api_key:
-        return str(args.api_key)
-    if os.environ.get("COREBOX_API_KEY"):
-        return os.environ["COREBOX_API_KEY"]
-    try:
-        config = load({"data_dir": args.data_dir, "config": args.config}, os.environ, Path.cwd())
-        return (config.data_dir / KEY_FILE).read_text(encoding="utf-8").strip()
-    except (ConfigError, OSError) as exc:
-        raise AdminError("no project key: pass --api-key or set COREBOX_API_KEY") from exc
-
-
-def _call(base_url: str, key: str, method: str, path: str, body: Any = None) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(
-        f"{base_url}{path}",
-        data=data,
-        method=method,
-        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as reply:
-            return json.loads(reply.read())
-    except urllib.error.HTTPError as exc:
-        with exc:
-            try:
-                message = json.loads(exc.read())["error"]["message"]
-            except (ValueError, KeyError, TypeError):
-                message = exc.reason
-        raise AdminError(f"the server refused: {message} (HTTP {exc.code})") from exc
-    except (urllib.error.URLError, OSError) as exc:
-        raise AdminError(f"cannot reach corebox at {base_url}: {exc}") from exc

@@ -18,17 +18,14 @@ import argparse
 import json
 import os
 import secrets
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from allinone.admin import AdminError
+from allinone.admin import AdminError, request_json
 from allinone.config import ConfigError, load
 from allinone.credentials import KEY_FILE
 
-TIMEOUT_SECONDS = 30.0
 ACTIONS = ("pause", "resume", "cancel")
 
 
@@ -71,25 +68,8 @@ class ProjectClient:
     def call(
         self, method: str, path: str, body: dict[str, Any] | None = None, key: str = ""
     ) -> Any:
-        headers = {"Authorization": f"Bearer {self.api_key}", "Content-Type": "application/json"}
-        if key:
-            headers["Idempotency-Key"] = key
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            f"{self.base_url}{path}", data=data, method=method, headers=headers
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as reply:
-                return json.loads(reply.read())
-        except urllib.error.HTTPError as exc:
-            with exc:
-                try:
-                    message = json.loads(exc.read())["error"]["message"]
-                except (ValueError, KeyError, TypeError):
-                    message = exc.reason
-            raise AdminError(f"the server refused: {message} (HTTP {exc.code})") from exc
-        except (urllib.error.URLError, OSError) as exc:
-            raise AdminError(f"cannot reach corebox at {self.base_url}: {exc}") from exc
+        headers = {"Idempotency-Key": key} if key else None
+        return request_json(f"{self.base_url}{path}", self.api_key, method, body, headers)
 
 
 def client_for(args: argparse.Namespace, environ: dict[str, str]) -> ProjectClient:
