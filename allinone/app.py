@@ -74,6 +74,7 @@ from allinone.redaction import Redactor
 from runtime.confinement import Confinement, Sandbox, probe
 from runtime.daemon import Daemon
 from runtime.harness.builtin.adapter import BuiltinHarness
+from runtime.harness.claude_code.adapter import ClaudeCodeHarness
 from runtime.harness.registry import HarnessRegistry
 from runtime.harness.scripted import ScriptedHarness
 from runtime.proto import limits
@@ -554,6 +555,7 @@ def runtime_harnesses() -> HarnessRegistry:
     harnesses = HarnessRegistry()
     harnesses.register(ScriptedHarness())
     harnesses.register(BuiltinHarness())
+    harnesses.register(ClaudeCodeHarness())
     return harnesses
 
 

@@ -1,6 +1,6 @@
 """Agent configuration: defaults, normalisation and harness resolution.
 
-corebox settings live under `x_corebox`: `harness` (`scripted` or `builtin`),
+corebox settings live under `x_corebox`: `harness` (`scripted`, `builtin` or `claude_code`),
 `model_provider` (see allinone/core/model_providers.py; its API key is stored sealed,
 through the `seal_provider` callable the caller passes, and never in plain text), and
 `tool_policy` (`{"run_command": "ask" | "allow" | "deny"}`, for workspace commands).
@@ -18,7 +18,7 @@ from allinone.core import tools as tool_lists
 from allinone.core.errors import InvalidRequest
 from allinone.core.shapes.models import AgentCreate, AgentUpdate, SessionAgentParam
 
-HARNESSES = ("scripted", "builtin")
+HARNESSES = ("scripted", "builtin", "claude_code")
 COMMAND_POLICIES = ("ask", "allow", "deny")
 # (stored model_provider value, param) -> its stored form with the API key sealed.
 SealProvider = Callable[[Any, str], dict[str, Any]]

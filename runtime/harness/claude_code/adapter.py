@@ -87,4 +87,7 @@ class ClaudeCodeHarness:
         """Raises Unavailable when the CLI is missing or of a version not known here."""
         if self._path is None or not self.version:
             raise Unavailable(f"Claude Code {cli.KNOWN_RANGE} is not installed; {cli.INSTALL_HINT}")
+        provider = configuration.agent_options.model_provider
+        if provider is not None and provider.protocol != "anthropic_messages":
+            raise Unavailable("the claude_code harness speaks only anthropic_messages")
         return ClaudeCodeExecutor(executor_id, configuration, self._path, self._config_dir)

@@ -57,7 +57,7 @@ def configuration(
             model="test-model",
             system_prompt="Be brief.",
             model_provider=ModelProvider(
-                protocol="chat_completions", base_url=base_url, api_key="sk-test-secret"
+                protocol="anthropic_messages", base_url=base_url, api_key="sk-test-secret"
             ),
         ),
         execution_controls=ExecutionControls(

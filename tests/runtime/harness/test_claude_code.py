@@ -204,13 +204,13 @@ def test_a_new_runtime_resumes_the_native_session(
     [
         (429, "rate_limit_error", "rate_limit_exceeded"),
         (401, "authentication_error", "authentication_error"),
-        (529, "overloaded_error", "server_overloaded"),
+        (400, "invalid_request_error", "invalid_request"),
     ],
 )
 def test_engine_failures_are_classified_by_status(
     command: str, model: AnthropicServer, tmp_path: Path, status: int, error_type: str, code: str
 ) -> None:
-    model.queue(*[Turn.fail(status, error_type)] * 12)
+    model.queue(Turn.fail(status, error_type))
 
     async def main() -> None:
         run = await create(command, tmp_path, configuration(model.base_url))
@@ -222,3 +222,4 @@ def test_engine_failures_are_classified_by_status(
     with pytest.raises(NativeFailure) as failure:
         asyncio.run(main())
     assert failure.value.engine_code == code
+    assert len(model.requests) == 1
