@@ -1,0 +1,118 @@
+"""The `claude_code` harness end to end: the official SDK against a real `corebox serve`
+whose Runtime drives the real Claude Code CLI (installed by the test set-up) against a
+loopback Anthropic Messages server."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openai import OpenAI
+
+from tests.api.test_builtin import latest_turn, message, send, until_settled
+from tests.conftest import Server, start_server
+from tests.runtime.harness.claude_code_support import claude_command
+from tests.support.anthropic_server import AnthropicServer, Turn
+
+KEY = "sk-ant-test-0123456789"
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    command = Path(claude_command())
+    bin_dir = tmp_path_factory.mktemp("bin")
+    (bin_dir / "claude").symlink_to(command)
+    home = tmp_path_factory.mktemp("home")
+    base = tmp_path_factory.mktemp("corebox")
+    server = start_server(
+        base / "data",
+        extra_env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(home)},
+    )
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def sdk(running: Server) -> Iterator[OpenAI]:
+    with OpenAI(
+        base_url=f"{running.base_url}/v1",
+        api_key="test-key",
+        max_retries=0,
+        _strict_response_validation=True,
+    ) as client:
+        yield client
+
+
+@pytest.fixture
+def model() -> Iterator[AnthropicServer]:
+    with AnthropicServer().running() as server:
+        yield server
+
+
+def agent(client: OpenAI, model: AnthropicServer) -> str:
+    created = client.beta.agents.create(
+        model="test-model",
+        extra_body={
+            "x_corebox": {
+                "harness": "claude_code",
+                "model_provider": {
+                    "protocol": "anthropic_messages",
+                    "base_url": model.base_url,
+                    "api_key": KEY,
+                },
+            }
+        },
+    )
+    return str(created.id)
+
+
+def test_the_harness_is_listed_with_its_version(sdk: OpenAI, running: Server) -> None:
+    listed: Any = sdk.get(f"{running.base_url}/core/v1/harnesses", cast_to=object)
+    [entry] = [h for h in listed["data"] if h["kind"] == "claude_code"]
+    assert entry["available"]
+    assert entry["devices"][0]["version"].startswith("2.1.")
+
+
+def test_a_file_is_created_after_an_approval_given_through_the_sdk(
+    sdk: OpenAI, model: AnthropicServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    target = workspace / "hello.txt"
+    model.queue(
+        Turn.use("Write", {"file_path": str(target), "content": "made by claude"}, "Creating."),
+        Turn.say("The file is ready."),
+    )
+    agent_id = agent(sdk, model)
+    session = sdk.beta.agents.sessions.create(
+        agent_id=agent_id,
+        environment={"type": "self_hosted", "workspace_directory": str(workspace)},  # type: ignore[arg-type]
+    )
+    session_id = str(session.id)
+    with sdk.beta.agents.sessions.events.stream(session_id) as live:
+        send(sdk, session_id, message("create hello.txt"))
+        seen = []
+        for event in live:
+            seen.append(event)
+            if event.type == "agent.session.requires_action":
+                action = event.session.required_actions[0]
+                break
+        assert action.type == "mcp_approval_request"
+        assert not target.exists()
+        send(
+            sdk,
+            session_id,
+            {
+                "type": "agent.session.input.mcp_approval_request_result",
+                "request_id": action.request_id,
+                "response": {"type": "mcp_tool_call", "decision": "approve"},
+            },
+        )
+        seen += until_settled(live)
+    assert latest_turn(sdk, session_id).status == "completed"
+    assert target.read_text() == "made by claude"
+    deltas = "".join(e.delta for e in seen if e.type == "agent.session.turn.output_text.delta")
+    assert deltas == "Creating.The file is ready."
