@@ -385,7 +385,10 @@ class Run:
         if self._acks:
             await asyncio.wait(set(self._acks), timeout=limits.RECEIPT_SEND_TIMEOUT_SECONDS)
         self.done_sent = True
-        await self._send("done", self.run_id, wire.Done(usage=self._usage))
+        # A harness that keeps its own session names it, so Core can send it back.
+        native = getattr(self.executor, "native_session_id", "")
+        metadata = {"agent_session_id": native} if isinstance(native, str) and native else None
+        await self._send("done", self.run_id, wire.Done(usage=self._usage, metadata=metadata))
 
     async def cancel(self, timeout: float) -> bool:
         """Ask the adapter to stop and wait for native settlement; return whether it did."""

@@ -179,9 +179,9 @@ _CLAUDE_CODE = _row(
     message_images=(L, "images are ignored; only text parts are sent"),
     workspace_tools=(S, "Claude Code's own file and shell tools, in the bound workspace"),
     conversation_memory=(
-        D,
-        "Claude Code keeps the transcript and a new process of the same Runtime resumes "
-        "it; a restarted Runtime resumes it only when Core names the native session",
+        S,
+        "Claude Code keeps the session's transcript; each new CLI process resumes it, "
+        "also after a Runtime restart (Core sends back the native session id)",
     ),
     **(_NEVER | {"function_result_images": (U, "Claude Code takes no function results")}),
 )

@@ -21,28 +21,35 @@ KEY = "sk-ant-test-0123456789"
 
 
 @pytest.fixture(scope="module")
-def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def cli_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """`claude` on PATH, and a HOME of the test's own for the CLI's configuration."""
     command = Path(claude_command())
     bin_dir = tmp_path_factory.mktemp("bin")
     (bin_dir / "claude").symlink_to(command)
     home = tmp_path_factory.mktemp("home")
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(home)}
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory, cli_env: dict[str, str]) -> Iterator[Server]:
     base = tmp_path_factory.mktemp("corebox")
-    server = start_server(
-        base / "data",
-        extra_env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(home)},
-    )
+    server = start_server(base / "data", extra_env=cli_env)
     yield server
     server.stop()
 
 
-@pytest.fixture
-def sdk(running: Server) -> Iterator[OpenAI]:
-    with OpenAI(
-        base_url=f"{running.base_url}/v1",
+def connect(server: Server) -> OpenAI:
+    return OpenAI(
+        base_url=f"{server.base_url}/v1",
         api_key="test-key",
         max_retries=0,
         _strict_response_validation=True,
-    ) as client:
+    )
+
+
+@pytest.fixture
+def sdk(running: Server) -> Iterator[OpenAI]:
+    with connect(running) as client:
         yield client
 
 
@@ -116,3 +123,43 @@ def test_a_file_is_created_after_an_approval_given_through_the_sdk(
     assert target.read_text() == "made by claude"
     deltas = "".join(e.delta for e in seen if e.type == "agent.session.turn.output_text.delta")
     assert deltas == "Creating.The file is ready."
+
+
+def turn(client: OpenAI, session_id: str, text: str) -> list[Any]:
+    with client.beta.agents.sessions.events.stream(session_id) as live:
+        send(client, session_id, message(text))
+        return until_settled(live)
+
+
+def test_the_native_session_is_resumed_after_a_restart(
+    tmp_path: Path, cli_env: dict[str, str], model: AnthropicServer
+) -> None:
+    data = tmp_path / "data"
+    model.queue(Turn.say("I will remember apricot."), Turn.say("It was apricot."))
+    server = start_server(data, extra_env=cli_env)
+    try:
+        with connect(server) as client:
+            agent_id = agent(client, model)
+            events = list(
+                client.beta.agents.sessions.create(
+                    agent_id=agent_id,
+                    environment={"type": "none"},
+                    input="remember apricot",
+                    stream=True,
+                )
+            )
+            session_id = str(events[0].session.id)
+            assert latest_turn(client, session_id).status == "completed"
+    finally:
+        server.stop()
+    server = start_server(data, extra_env=cli_env)
+    try:
+        with connect(server) as client:
+            seen = turn(client, session_id, "which word?")
+            assert latest_turn(client, session_id).status == "completed"
+    finally:
+        server.stop()
+    deltas = "".join(e.delta for e in seen if e.type == "agent.session.turn.output_text.delta")
+    assert deltas == "It was apricot."
+    history = str(model.requests[-1]["messages"])
+    assert "remember apricot" in history and "I will remember apricot." in history

@@ -110,4 +110,6 @@ def configuration(
             if t.get("type") == "function"
         ],
         mcp_http_servers=resolved.mcp_http_servers,
+        agent_session_id=session.get("native_session_id") or "",
+        require_existing_native_session=bool(session.get("native_session_id")),
     )

@@ -1,7 +1,9 @@
 """The `claude_code` Executor: one session's CLI process and its native session id.
 
-The native session id is chosen here (a UUID, passed as `--session-id`) unless the
-configuration names one to resume (`agent_session_id`, passed as `--resume`). The
+The native session id is the configuration's `agent_session_id` (the one an earlier
+Executor reported in `done`, which Core sends back), else a new UUID. A process resumes
+it (`--resume`) when the CLI keeps a transcript of it, and starts it (`--session-id`)
+otherwise. The
 process is started with the first turn and kept for the next ones; a turn that is
 cancelled or fails stops it, and the next turn starts a new process that resumes the
 same native session from the transcript the CLI keeps, so the conversation survives a
@@ -42,7 +44,6 @@ class ClaudeCodeExecutor:
         self._config_dir = config_dir
         resumed = configuration.agent_session_id
         self.native_session_id = resumed or str(uuid.uuid4())
-        self._started = bool(resumed)
         self._process: ClaudeProcess | None = None
         self._cwd: Path | None = None
         self._scratch: Path | None = None
@@ -64,7 +65,7 @@ class ClaudeCodeExecutor:
             return self._process
         await self._stop()
         options = self._configuration.agent_options
-        resume = self._started or cli.transcript_exists(self._config_dir, self.native_session_id)
+        resume = cli.transcript_exists(self._config_dir, self.native_session_id)
         launch = cli.Launch(
             path=self._path,
             session_id=self.native_session_id,
@@ -82,7 +83,7 @@ class ClaudeCodeExecutor:
             await process.stop()
             raise
         log.info("claude_code executor %s started its CLI (resume=%s)", self.executor_id, resume)
-        self._process, self._cwd, self._started = process, cwd, True
+        self._process, self._cwd = process, cwd
         return process
 
     def _scratch_dir(self) -> Path:
