@@ -169,8 +169,8 @@ _CLAUDE_CODE = _row(
     usage=(S, "from the counts of each Claude Code result, cache reads as cached input"),
     steering=(
         D,
-        "steered input is written to Claude Code at its next event and answered after "
-        "the current model reply",
+        "steered input is written to Claude Code at its next event (not while a tool "
+        "runs silently) and joins its next model call",
     ),
     cancellation=(S, "the Claude Code process is stopped; the next turn resumes the session"),
     permissions=(S, "Claude Code's permission prompts are asked as approvals"),

@@ -44,8 +44,8 @@ class Turn:
         return cls(text=text, **kwargs)
 
     @classmethod
-    def use(cls, name: str, arguments: dict[str, Any], text: str = "") -> Turn:
-        return cls(text=text, tools=[(name, arguments)])
+    def use(cls, name: str, arguments: dict[str, Any], text: str = "", hang: bool = False) -> Turn:
+        return cls(text=text, tools=[(name, arguments)], hang=hang)
 
     @classmethod
     def fail(cls, status: int, error_type: str) -> Turn:

@@ -12,10 +12,10 @@ this adapter knows (cli.KNOWN_VERSIONS). The check runs once, when the adapter i
 
 Declaration: streaming text and thinking, tool observations, permissions (Claude Code's
 permission prompts through the stdio control protocol), steering (written to the CLI as
-further user messages at its next event), usage, workspaces, and resume of the native
-session (`native_session_recovery`). Not supported: function tools, HTTP MCP tools from
-the session, structured output, images, text verbosity, web search control, tool search,
-subagent observations.
+further user messages at its next event; they join its next model call), usage,
+workspaces, and resume of the native session (`native_session_recovery`). Not
+supported: function tools, HTTP MCP tools from the session, structured output, images,
+text verbosity, web search control, tool search, subagent observations.
 """
 
 from __future__ import annotations

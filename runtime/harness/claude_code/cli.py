@@ -90,6 +90,7 @@ def argv(launch: Launch) -> list[str]:
         "stream-json",
         "--verbose",
         "--include-partial-messages",
+        "--replay-user-messages",
         "--permission-prompt-tool",
         "stdio",
         "--permission-mode",

@@ -89,10 +89,12 @@ class ClaudeProcess:
         except (BrokenPipeError, ConnectionResetError) as exc:
             raise NativeFailure("the Claude Code process stopped reading") from exc
 
-    async def send_user(self, text: str) -> None:
+    async def send_user(self, text: str, message_id: str) -> None:
+        """Write a user message; `message_id` (a UUID) comes back in its replay."""
         await self.write(
             {
                 "type": "user",
+                "uuid": message_id,
                 "message": {"role": "user", "content": text},
                 "parent_tool_use_id": None,
                 "session_id": "",

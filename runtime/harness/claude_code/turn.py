@@ -1,8 +1,10 @@
 """One Claude Code turn: the CLI's messages become frames, its permission prompts become
 corebox approvals.
 
-    write the turn's input as a `user` message
-    read until every `user` message written has its `result`:
+    write the turn's input as a `user` message (with a uuid of its own)
+    read until a `result` arrives when every message written has been replayed (the CLI
+    replays a user message when it takes it into the conversation; one taken after the
+    previous `result` starts another native run, which ends in another `result`):
         stream_event     text blocks -> `output_message` in_progress, `delta`s, and
                          `output_message` completed at the message's end (phase
                          `commentary` when the message asked for tools, else
@@ -12,7 +14,8 @@ corebox approvals.
         user             tool_result blocks -> `tool_call` after
         control_request  can_use_tool -> `permission_request`; the answer goes back
         result           usage is added; a failed result fails the turn
-    steered input taken at any message is written as a further `user` message
+    steered input taken at any message is written as a further `user` message; the CLI
+    adds it before its next model call, in this native run or in a new one
 
 Events of subagents (`parent_tool_use_id` set) are not mirrored. Usage is one cumulative
 `usage` frame at the end. Tool kinds: `Bash` is a `command_execution`, `mcp__<server>__
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -82,12 +86,13 @@ class ClaudeTurn:
         self._stop_reason = ""
         self._tools: dict[str, tuple[str, str, wire.ToolObservation]] = {}
         self._error_code: str | None = None
-        self._pending = 0
+        self._unconsumed: set[str] = set()
+        self._settled = False
         self._totals = _Totals()
 
     async def play(self, messages: MessageInput) -> None:
         await self._send(input_text(messages))
-        while self._pending:
+        while not self._settled:
             await self._steer()
             message = await self._process.read()
             if message is None:
@@ -97,8 +102,9 @@ class ClaudeTurn:
             await self._report_usage()
 
     async def _send(self, text: str) -> None:
-        await self._process.send_user(text)
-        self._pending += 1
+        message_id = str(uuid.uuid4())
+        await self._process.send_user(text, message_id)
+        self._unconsumed.add(message_id)
 
     async def _steer(self) -> None:
         for messages in self._context.take_steered():
@@ -115,10 +121,12 @@ class ClaudeTurn:
             await self._stream(message.get("event") or {})
         elif kind == "assistant":
             await self._assistant(message.get("message") or {}, message.get("error"))
+        elif kind == "user" and message.get("isReplay"):
+            self._unconsumed.discard(str(message.get("uuid")))
         elif kind == "user":
             await self._results(message.get("message") or {})
         elif kind == "result":
-            self._pending -= 1
+            self._settled = not self._unconsumed
             self._totals.add(message.get("usage"))
             if message.get("is_error"):
                 raise errors.classify(

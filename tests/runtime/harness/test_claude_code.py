@@ -148,6 +148,40 @@ def test_a_steer_reaches_the_model_in_the_same_turn(
     assert finals[-1] == "Steered answer."
 
 
+def test_a_steer_during_tool_use_joins_the_turn(
+    command: str, model: AnthropicServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    target = workspace / "a.txt"
+    model.queue(
+        Turn.use("Write", {"file_path": str(target), "content": "x"}, "Writing.", hang=True),
+        Turn.say("Wrote it."),
+        Turn.say("Steered answer."),
+    )
+    context = Recording(workspace=workspace, approve=True)
+
+    async def main() -> None:
+        run = await create(command, tmp_path, configuration(model.base_url, workspace))
+        try:
+            task = asyncio.create_task(run.run("run_1", text("write a.txt"), context))
+            await context.first_delta.wait()
+            context.steered.append(text("also mention the steer"))
+            model.release.set()
+            async with asyncio.timeout(60):
+                await task
+        finally:
+            await run.close()
+
+    asyncio.run(main())
+    assert target.read_text() == "x"
+    # Written before the write was approved, the steer joins the next model call.
+    assert len(model.requests) == 2
+    assert "also mention the steer" in str(model.requests[1]["messages"])
+    finals = [m.text for m in context.of("output_message") if m.status == "completed"]
+    assert finals == ["Writing.", "Wrote it."]
+
+
 def test_a_cancelled_turn_stops_the_cli_and_the_next_turn_resumes(
     command: str, model: AnthropicServer, tmp_path: Path
 ) -> None:
