@@ -163,3 +163,28 @@ def test_the_native_session_is_resumed_after_a_restart(
     assert deltas == "It was apricot."
     history = str(model.requests[-1]["messages"])
     assert "remember apricot" in history and "I will remember apricot." in history
+
+
+def test_a_cancel_through_the_sdk_stops_the_cli(sdk: OpenAI, model: AnthropicServer) -> None:
+    model.queue(Turn.say("A story that never ends.", hang=True), Turn.say("Next."))
+    agent_id = agent(sdk, model)
+    events = sdk.beta.agents.sessions.create(
+        agent_id=agent_id, environment={"type": "none"}, input="tell a story", stream=True
+    )
+    session_id = ""
+    for event in events:
+        session_id = session_id or str(event.session.id)  # type: ignore[union-attr]
+        if event.type == "agent.session.turn.output_text.delta":
+            break
+    events.close()
+    with sdk.beta.agents.sessions.events.stream(session_id) as live:
+        send(sdk, session_id, {"type": "agent.session.input.cancel"})
+        rest = until_settled(live)
+    assert "agent.session.turn.cancelled" in [e.type for e in rest]
+    assert latest_turn(sdk, session_id).status == "cancelled"
+    model.release.set()
+    assert model.left.wait(30)  # the CLI was stopped and its model stream closed
+    # The next turn resumes the native session in a new CLI process.
+    turn(sdk, session_id, "and now?")
+    assert latest_turn(sdk, session_id).status == "completed"
+    assert "tell a story" in str(model.requests[-1]["messages"])
