@@ -15,12 +15,14 @@ Executor closes).
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import stat
 import tempfile
 import uuid
 from pathlib import Path
 
-from runtime.harness.base import RunContext
+from runtime.harness.base import RunContext, Unavailable
 from runtime.harness.claude_code import cli
 from runtime.harness.claude_code.process import ClaudeProcess
 from runtime.harness.claude_code.turn import ClaudeTurn
@@ -93,6 +95,9 @@ class ClaudeCodeExecutor:
         if self._scratch is None:
             scratch = Path(tempfile.gettempdir()) / f"corebox-claude-{self.native_session_id}"
             scratch.mkdir(mode=0o700, exist_ok=True)
+            found = scratch.lstat()
+            if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
+                raise Unavailable("the private directory of a Claude Code session is not ours")
             self._scratch = scratch
         return self._scratch
 

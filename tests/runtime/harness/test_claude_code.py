@@ -123,6 +123,28 @@ def test_a_denied_write_leaves_no_file(
     assert [c.observation.status for c in context.of("tool_call")] == ["in_progress", "failed"]
 
 
+def test_a_read_outside_the_workspace_asks_first(
+    command: str, model: AnthropicServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    outside = tmp_path / "secret.txt"
+    outside.write_text("not for the model")
+    model.queue(Turn.use("Read", {"file_path": str(outside)}), Turn.say("Ok."))
+    context = Recording(workspace=workspace, approve=False)
+
+    async def main() -> None:
+        run = await create(command, tmp_path, configuration(model.base_url, workspace))
+        try:
+            await run.run("run_1", text("read it"), context)
+        finally:
+            await run.close()
+
+    asyncio.run(main())
+    assert context.permissions == [("Read", f"Read {outside}")]
+    assert "not for the model" not in str(model.requests[-1]["messages"])
+
+
 def test_a_steer_reaches_the_model_in_the_same_turn(
     command: str, model: AnthropicServer, tmp_path: Path
 ) -> None:
