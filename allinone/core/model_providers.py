@@ -173,10 +173,11 @@ class ModelProviders:
             return None
         frozen = self._freeze(config, session_extension, harness)
         if frozen is not None and frozen.public["protocol"] not in SPOKEN[harness]:
+            owner = "" if frozen.public["source"] == "session" else "agent."
             raise InvalidRequest(
                 f"The {harness} harness does not speak {frozen.public['protocol']}; use "
                 f"{' or '.join(SPOKEN[harness])}.",
-                "x_corebox.model_provider.protocol",
+                f"{owner}x_corebox.model_provider.protocol",
                 code=UNSUPPORTED,
             )
         return frozen

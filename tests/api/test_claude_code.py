@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 from openai import OpenAI
 
@@ -188,3 +189,27 @@ def test_a_cancel_through_the_sdk_stops_the_cli(sdk: OpenAI, model: AnthropicSer
     turn(sdk, session_id, "and now?")
     assert latest_turn(sdk, session_id).status == "completed"
     assert "tell a story" in str(model.requests[-1]["messages"])
+
+
+@pytest.mark.parametrize(
+    ("harness", "protocol"),
+    [
+        ("claude_code", "chat_completions"),
+        ("claude_code", "responses"),
+        ("builtin", "anthropic_messages"),
+    ],
+)
+def test_a_harness_is_refused_a_protocol_it_does_not_speak(
+    client: OpenAI, harness: str, protocol: str
+) -> None:
+    provider = {"protocol": protocol, "base_url": "http://127.0.0.1:9/v1", "api_key": KEY}
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.beta.agents.sessions.create(
+            agent={"model": "test-model", "x_corebox": {"harness": harness}},  # type: ignore[typeddict-unknown-key]
+            environment={"type": "none"},
+            input="hi",
+            extra_body={"x_corebox": {"model_provider": provider}},
+        )
+    error: Any = caught.value.body
+    assert error["code"] == "unsupported_or_invalid_configuration"
+    assert error["param"] == "x_corebox.model_provider.protocol"
