@@ -19,13 +19,26 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from runtime.proto.execution import ModelProvider
+from runtime.proto.execution import ExecutionConfiguration, ModelProvider
 
 COMMAND = "claude"
 KNOWN_VERSIONS = re.compile(r"^2\.1\.\d+$")
 KNOWN_RANGE = "2.1.x"
 VERSION = re.compile(r"^(\d+\.\d+\.\d+)")
 VERSION_TIMEOUT_SECONDS = 30.0
+# Built-in tools taken away: the web (web search is always disabled on the wire),
+# questions to the user (this adapter does not forward them), and subagents when the
+# session disables them.
+SUBAGENT_TOOLS = ("Agent", "Task")
+ALWAYS_TAKEN = ("WebSearch", "WebFetch", "AskUserQuestion")
+
+
+def disallowed(configuration: ExecutionConfiguration) -> tuple[str, ...]:
+    if configuration.disable_subagents:
+        return ALWAYS_TAKEN + SUBAGENT_TOOLS
+    return ALWAYS_TAKEN
+
+
 INSTALL_HINT = "install Claude Code: npm install -g @anthropic-ai/claude-code"
 
 QUIET = {
@@ -78,6 +91,7 @@ class Launch:
     model: str
     system_prompt: str
     tools: bool  # False: no built-in tools (a session without a workspace)
+    disallowed: tuple[str, ...] = ()  # built-in tools taken away
 
 
 def argv(launch: Launch) -> list[str]:
@@ -104,6 +118,8 @@ def argv(launch: Launch) -> list[str]:
         args += ["--append-system-prompt", launch.system_prompt]
     if not launch.tools:
         args += ["--tools", ""]
+    elif launch.disallowed:
+        args += ["--disallowed-tools", *launch.disallowed]
     return args
 
 

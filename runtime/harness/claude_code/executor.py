@@ -75,6 +75,7 @@ class ClaudeCodeExecutor:
             model=options.model,
             system_prompt=options.system_prompt,
             tools=workspace is not None,
+            disallowed=cli.disallowed(self._configuration),
         )
         process = ClaudeProcess(
             cli.argv(launch), cwd, cli.environment(options.model_provider, self._config_dir)

@@ -74,4 +74,5 @@ def configuration(
             else None
         ),
         agent_session_id=agent_session_id,
+        disable_subagents=True,
     )

@@ -72,6 +72,10 @@ def test_a_turn_streams_text_and_reports_usage(
     [usage] = context.of("usage")
     assert usage.tokens.input_tokens == 12 and usage.tokens.output_tokens == 7
     assert model.requests[0]["model"] == "test-model"
+    offered = {tool["name"] for tool in model.requests[0]["tools"]}
+    assert {"Bash", "Write", "Read"} <= offered
+    # Subagents and web search are disabled; questions to the user are not forwarded.
+    assert not offered & {"Agent", "Task", "WebSearch", "WebFetch", "AskUserQuestion"}
 
 
 def test_a_file_is_written_after_approval(
