@@ -97,6 +97,7 @@ from allinone.redaction import Redactor
 from runtime.confinement import Confinement, Sandbox, probe
 from runtime.daemon import Daemon
 from runtime.harness.builtin.adapter import BuiltinHarness
+from runtime.harness.claude_code.adapter import ClaudeCodeHarness
 from runtime.harness.codex.adapter import CodexHarness
 from runtime.harness.codex.cli import probe as probe_codex
 from runtime.harness.registry import HarnessRegistry
@@ -654,6 +655,7 @@ def runtime_harnesses(home: Path) -> HarnessRegistry:
     harnesses.register(ScriptedHarness())
     harnesses.register(BuiltinHarness())
     harnesses.register(CodexHarness(probe_codex(), home / "codex"))
+    harnesses.register(ClaudeCodeHarness())
     return harnesses
 
 

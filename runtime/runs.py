@@ -472,6 +472,10 @@ class Run:
         metadata = dict(self._metadata)
         if self.paused:
             metadata[wire.PAUSED_METADATA_KEY] = "true"
+        # A harness that keeps its own session names it, so Core can send it back.
+        native = getattr(self.executor, "native_session_id", "")
+        if isinstance(native, str) and native:
+            metadata["agent_session_id"] = native
         await self._send(
             "done",
             self.run_id,

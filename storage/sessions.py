@@ -65,6 +65,13 @@ async def by_idempotency_key(q: Queryable, project_id: str, key: str) -> dict[st
     return record(row, JSON_COLUMNS)
 
 
+async def set_native_session(tx: Tx, session_id: str, native_session_id: str) -> None:
+    """Record the native session the session's harness reported (see 0023)."""
+    await tx.execute(
+        "UPDATE sessions SET native_session_id = ? WHERE id = ?", (native_session_id, session_id)
+    )
+
+
 async def next_event_seq(tx: Tx, session_id: str) -> int:
     await tx.execute("UPDATE sessions SET event_seq = event_seq + 1 WHERE id = ?", (session_id,))
     row = await tx.fetchone("SELECT event_seq FROM sessions WHERE id = ?", (session_id,))

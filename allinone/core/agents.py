@@ -1,7 +1,7 @@
 """Agent configuration: defaults, normalisation and harness resolution.
 
 corebox settings live under `x_corebox`: `harness` (`scripted`, `builtin`, or a harness
-over an installed coding-agent CLI: `codex`),
+over an installed coding-agent CLI: `codex`, `claude_code`),
 `model_provider` (see allinone/core/model_providers.py; its API key is stored sealed,
 through the `seal_provider` callable the caller passes, and never in plain text), and
 `tool_policy` (`{"run_command": "ask" | "allow" | "deny"}`, for workspace commands).
@@ -19,11 +19,15 @@ from allinone.core import tools as tool_lists
 from allinone.core.errors import InvalidRequest
 from allinone.core.shapes.models import AgentCreate, AgentUpdate, SessionAgentParam
 
-HARNESSES = ("scripted", "builtin", "codex")
+HARNESSES = ("scripted", "builtin", "codex", "claude_code")
 # Harnesses that drive an installed CLI -> what to install when no Runtime offers it.
 CLI_HARNESSES: dict[str, str] = {
     "codex": "the Codex CLI (npm install -g @openai/codex) on the Runtime's PATH",
+    "claude_code": "Claude Code (npm install -g @anthropic-ai/claude-code) on the Runtime's PATH",
 }
+# CLI harnesses that find their native session by the corebox session's id; the others
+# report the native session's own id when a Run ends, and Core sends that back.
+SESSION_KEYED = frozenset({"codex"})
 COMMAND_POLICIES = ("ask", "allow", "deny")
 # (stored model_provider value, param) -> its stored form with the API key sealed.
 SealProvider = Callable[[Any, str], dict[str, Any]]

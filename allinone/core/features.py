@@ -95,4 +95,6 @@ def protocol_of(harness: str, provider: dict[str, Any] | None) -> str:
     """The matrix protocol column of a session: the provider's protocol, or `scripted`."""
     if harness == "scripted":
         return "scripted"
+    if harness == "claude_code":
+        return "anthropic_messages"
     return str((provider or {}).get("protocol") or "chat_completions")

@@ -4,7 +4,8 @@ created, and the one place a provider API key is sealed and opened.
 `x_corebox.model_provider` (on an agent, saved or inline, or on the session create
 request) is
 
-    {"protocol": "chat_completions" | "responses",   default chat_completions
+    {"protocol": "chat_completions" | "responses"     default chat_completions
+                 | "anthropic_messages",              (anthropic_messages: claude_code only)
      "base_url": "http(s)://...",                     no credentials, query or fragment
      "api_key": "...",                                write-only
      "context_window": int, "max_output_tokens": int} optional
@@ -34,11 +35,15 @@ from allinone.core.sealing import Sealer, SealError
 from runtime.proto import execution as wire
 from runtime.proto import limits
 
-PROTOCOLS = ("chat_completions", "responses")
+PROTOCOLS = ("chat_completions", "responses", "anthropic_messages")
+# The protocols each model harness speaks.
+SPOKEN = {
+    "builtin": ("chat_completions", "responses"),
+    "codex": ("responses",),  # the Codex CLI dropped chat completions
+    "claude_code": ("anthropic_messages",),
+}
 KEYS = ("protocol", "base_url", "api_key", "context_window", "max_output_tokens")
 SEAL_CONTEXT = "model_provider.api_key"
-# Harnesses whose sessions freeze a model provider (an OpenAI-compatible endpoint).
-MODEL_HARNESSES = ("builtin", "codex")
 UNSUPPORTED = "unsupported_or_invalid_configuration"
 
 
@@ -81,7 +86,7 @@ def parse(value: Any, param: str) -> tuple[dict[str, Any], str | None]:
     protocol = value.get("protocol", "chat_completions")
     if protocol not in PROTOCOLS:
         raise InvalidRequest(
-            "model_provider.protocol must be chat_completions or responses.",
+            "model_provider.protocol must be chat_completions, responses or anthropic_messages.",
             f"{param}.protocol",
             code=UNSUPPORTED,
         )
@@ -163,11 +168,27 @@ class ModelProviders:
     def freeze(
         self, config: dict[str, Any], session_extension: dict[str, Any] | None, harness: str
     ) -> Frozen | None:
-        """What a new session on `harness` freezes; None for harnesses without a model.
-        Raises a 400 when a model harness (`builtin`, `codex`) has no provider or a
-        provider has no key."""
-        if harness not in MODEL_HARNESSES:
+        """What a new session on `harness` freezes; None for harnesses without a model,
+        and for `claude_code` without a provider of its own (the CLI then uses its own
+        login; the deployment default is not an Anthropic endpoint). Raises a 400 when
+        `builtin` has no provider, a provider has no key, or the harness does not speak
+        the provider's protocol."""
+        if harness not in SPOKEN:
             return None
+        frozen = self._freeze(config, session_extension, harness)
+        if frozen is not None and frozen.public["protocol"] not in SPOKEN[harness]:
+            owner = "" if frozen.public["source"] == "session" else "agent."
+            raise InvalidRequest(
+                f"The {harness} harness does not speak {frozen.public['protocol']}; use "
+                f"{' or '.join(SPOKEN[harness])}.",
+                f"{owner}x_corebox.model_provider.protocol",
+                code=UNSUPPORTED,
+            )
+        return frozen
+
+    def _freeze(
+        self, config: dict[str, Any], session_extension: dict[str, Any] | None, harness: str
+    ) -> Frozen | None:
         agent_extension = config.get("x_corebox") or {}
         model = ""  # empty: the agent's own model is used
         if session_extension and session_extension.get("model_provider") is not None:
@@ -181,6 +202,8 @@ class ModelProviders:
             public, api_key = parse(stored, param)
             sealed = self._sealed(api_key, stored.get("sealed_api_key"), param)
             source = "agent"
+        elif harness == "claude_code":
+            return None
         elif self._default is not None:
             default = self._default
             public = {

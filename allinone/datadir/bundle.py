@@ -45,7 +45,14 @@ ACTIVE = ("queued", "in_progress", "waiting")
 DROPPED: dict[str, frozenset[str]] = {
     "agents": frozenset({"project_id"}),
     "sessions": frozenset(
-        {"project_id", "sealed_model_key", "idempotency_key", "request_hash", "event_seq"}
+        {
+            "project_id",
+            "sealed_model_key",
+            "idempotency_key",
+            "request_hash",
+            "event_seq",
+            "native_session_id",  # a CLI harness's state on the machine that ran it
+        }
     )
     | DERIVED["sessions"],
     "environments": frozenset({"project_id", "secrets", "idempotency_key", "request_hash"}),

@@ -88,7 +88,7 @@ class ModelProvider(msgspec.Struct, **_STRICT):
     """Where a model harness reaches its model (`AgentOptions.model` names the model).
     `api_key` is a secret: it is never logged or echoed in an error."""
 
-    protocol: Literal["chat_completions", "responses"]
+    protocol: Literal["chat_completions", "responses", "anthropic_messages"]
     base_url: str
     api_key: str
     context_window: int = 0

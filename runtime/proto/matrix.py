@@ -195,12 +195,42 @@ _CODEX = _row(
     **_NEVER,
 )
 
+# Claude Code over the Anthropic Messages API.
+_CLAUDE_CODE = _row(
+    streaming=(S, "text deltas as Claude Code streams them"),
+    function_tools=(U, "Claude Code cannot call back to the client for a function result"),
+    parallel_tool_calls=(S, "Claude Code runs several tool uses of one reply itself"),
+    structured_output=(U, "not passed to Claude Code"),
+    text_verbosity=(L, "Claude Code has no verbosity control; not sent"),
+    reasoning_effort=(L, "not passed to Claude Code"),
+    reasoning_summaries=(D, "thinking blocks the model streams are shown; no summaries"),
+    usage=(S, "from the counts of each Claude Code result, cache reads as cached input"),
+    steering=(
+        D,
+        "steered input is written to Claude Code at its next event (not while a tool "
+        "runs silently) and joins its next model call",
+    ),
+    cancellation=(S, "the Claude Code process is stopped; the next turn resumes the session"),
+    permissions=(S, "Claude Code's permission prompts are asked as approvals"),
+    user_choices=(U, "Claude Code's questions are not forwarded"),
+    mcp_http_tools=(U, "the session's MCP servers are not passed to Claude Code"),
+    message_images=(L, "images are ignored; only text parts are sent"),
+    workspace_tools=(S, "Claude Code's own file and shell tools, in the bound workspace"),
+    conversation_memory=(
+        S,
+        "Claude Code keeps the session's transcript; each new CLI process resumes it, "
+        "also after a Runtime restart (Core sends back the native session id)",
+    ),
+    **(_NEVER | {"function_result_images": (U, "Claude Code takes no function results")}),
+)
+
 # (harness kind, protocol) -> feature -> support. `scripted` speaks no model protocol.
 MATRIX: dict[tuple[str, str], dict[str, FeatureSupport]] = {
     ("scripted", "scripted"): _SCRIPTED,
     ("builtin", "chat_completions"): _CHAT,
     ("builtin", "responses"): _RESPONSES,
     ("codex", "responses"): _CODEX,
+    ("claude_code", "anthropic_messages"): _CLAUDE_CODE,
 }
 
 

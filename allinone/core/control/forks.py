@@ -145,6 +145,9 @@ class Forks:
                 "deleted_at": None,
                 "forked_from_session_id": parent["id"],
                 "forked_from_turn_id": point.turn["id"],
+                # A CLI harness's native session is the parent's alone: sharing it would
+                # let both sessions append to one transcript.
+                "native_session_id": None,
                 **environment,
             },
         )

@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from allinone.core.agents import CLI_HARNESSES
+from allinone.core.agents import SESSION_KEYED
 from allinone.core.gateway.connection import Connection
 from allinone.core.gateway.workspace import wire_uuid
 from allinone.core.orchestration.credentials import Resolved
@@ -137,7 +137,8 @@ def configuration(
         mcp_http_servers=resolved.mcp_http_servers,
         command_environment=resolved.command_environment,
         # The key under which a CLI harness finds this session's native session again.
-        agent_session_id=session["id"] if session["harness"] in CLI_HARNESSES else "",
+        agent_session_id=native_session(session),
+        require_existing_native_session=bool(session.get("native_session_id")),
     )
 
 
@@ -159,3 +160,12 @@ def with_overlays(
     return msgspec.structs.replace(
         config, agent_options=msgspec.structs.replace(options, harness_config=harness_config)
     )
+
+
+def native_session(session: dict[str, Any]) -> str:
+    """The native session a CLI harness should continue: the one it reported, or, for a
+    harness that keys its own by the session (`SESSION_KEYED`), the session's id."""
+    native = session.get("native_session_id")
+    if native:
+        return str(native)
+    return str(session["id"]) if session["harness"] in SESSION_KEYED else ""

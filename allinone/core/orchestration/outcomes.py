@@ -27,8 +27,10 @@ from allinone.core.orchestration.transitions import move
 from allinone.core.recorder import Recorder
 from allinone.core.states import TurnStatus
 from runtime.proto import run as wire
-from storage import commands, interactions, items, leases, turns
+from storage import commands, interactions, items, leases, sessions, turns
 from storage.database import Database, Tx
+
+MAX_NATIVE_SESSION_ID = 256  # a longer `agent_session_id` is not recorded
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +129,9 @@ class Outcomes:
         (see the module docstring).
         """
         await self._projector.check_fence(tx, run)
+        native = (done.metadata or {}).get("agent_session_id", "")
+        if 0 < len(native) <= MAX_NATIVE_SESSION_ID:
+            await sessions.set_native_session(tx, run.session_id, native)
         if done.usage is not None and done.usage.tokens is not None:
             await turns.set_usage(
                 tx, run.turn_id, render.token_usage(done.usage.tokens), run.fencing_token

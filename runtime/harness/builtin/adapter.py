@@ -81,6 +81,8 @@ class BuiltinHarness:
         provider = configuration.agent_options.model_provider
         if provider is None:
             raise Unavailable("the builtin harness needs a model provider")
+        if provider.protocol == "anthropic_messages":
+            raise Unavailable("the builtin harness does not speak anthropic_messages")
         # Imported here so `openai` and `mcp` load with the first builtin Executor, not
         # at start-up; a plain import statement, so the frozen build still carries them.
         from runtime.harness.builtin.executor import create
