@@ -271,17 +271,11 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
         db, recorder, ids, clock, orchestrator.wake, orchestrator.request_cancel,
         orchestrator.input_admitted, environments, providers, registry.offers, config.prices,
     )  # fmt: skip
-    commands = Commands(
-        db, recorder, ids, clock,
-        Signals(orchestrator.wake, orchestrator.request_pause, orchestrator.request_cancel),
-    )  # fmt: skip
+    commands, overlays = _controls(db, recorder, ids, clock, orchestrator, admission)
     scheduler = AsyncIOScheduler()
     automations = Automations(db, admission, scheduler, sealer, ids, clock)
     comms = Comms(db, ids, clock)
     health = _health(config, opened, registry, scheduler, clock, orchestrator)
-    overlays = Overlays(
-        db, ids, clock, _turn_canceller(admission), orchestrator.wake, _turn_pauser(commands)
-    )
     domain = _Domain(
         config, opened, clock, ids, hub, registry, sealer, grants, providers,
         environments, admission, automations, comms, scheduler, health, ws_url, skills,
@@ -297,17 +291,36 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
         outcomes=outcomes,
         automations=automations,
         comms=comms,
-        server=_Server(
-            _server_config(
-                build_app(_routes(domain), keys=Keys(db), pages=ConsoleApi().routes()),
-                config.log_level,
-            )
-        ),
+        server=_http_server(domain),
         daemon=_local_daemon(config, opened, grants),
         health=health,
         registry=registry,
         retention=Retention(db, config.data_dir, clock.now, config.retention_seconds),
     )
+
+
+def _http_server(domain: _Domain) -> _Server:
+    """The HTTP server: every route, each under its path's key policy, and the console."""
+    app = build_app(_routes(domain), keys=Keys(domain.opened.db), pages=ConsoleApi().routes())
+    return _Server(_server_config(app, domain.config.log_level))
+
+
+def _controls(
+    db: Database,
+    recorder: Recorder,
+    ids: Ids,
+    clock: Clock,
+    orchestrator: Orchestrator,
+    admission: Admission,
+) -> tuple[Commands, Overlays]:
+    """Run control (pause, resume, cancel as commands) and the safety overlays, whose
+    kill switches act on turns through it."""
+    signals = Signals(orchestrator.wake, orchestrator.request_pause, orchestrator.request_cancel)
+    commands = Commands(db, recorder, ids, clock, signals)
+    overlays = Overlays(
+        db, ids, clock, _turn_canceller(admission), orchestrator.wake, _turn_pauser(commands)
+    )
+    return commands, overlays
 
 
 def _turn_canceller(admission: Admission) -> CancelTurns:

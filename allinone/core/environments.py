@@ -632,46 +632,54 @@ class Environments:
             connection, session["harness"], wire_uuid(session_id), environment
         ) as handle:
             archive = await self._client.export_outputs(connection, handle, environment)
-        captured = 0
         with tarfile.open(fileobj=io.BytesIO(archive), mode="r") as tar:
             members = [(m, tar.extractfile(m)) for m in tar.getmembers() if m.isreg()]
             entries = [(m.name, handle.read()) for m, handle in members if handle is not None]
+        captured = 0
         for name, content in entries:
-            digest = hashlib.sha256(content).hexdigest()
-            if self.blobs is not None and self.blobs.holds(len(content)):
-                await asyncio.to_thread(self.blobs.put, digest, content)
-
-            async def store(
-                tx: Tx, name: str = name, content: bytes = content, digest: str = digest
-            ) -> bool:
-                if fence is not None:
-                    await fence(tx)
-                path = f"{WORKSPACE}/{name}"
-                # Only what this session changed is its output: a file left by an
-                # earlier session of a reused environment, unchanged, is not.
-                latest = await env_rows.latest_artifact_digest(tx, environment["id"], path)
-                if latest == digest:
-                    return False
-                await env_rows.insert_artifact(
-                    tx,
-                    {
-                        "id": self._ids.new("artifact"),
-                        "session_id": session_id,
-                        "turn_id": turn_id,
-                        "environment_id": environment["id"],
-                        "path": path,
-                        "size_bytes": len(content),
-                        "sha256": digest,
-                        "content": content,
-                        "created_at": self._clock.now(),
-                    },
-                    self.blobs,
-                )
-                return True
-
-            if await self._db.write(store):
-                captured += 1
+            artifact = {
+                "session_id": session_id,
+                "turn_id": turn_id,
+                "environment_id": environment["id"],
+                "path": f"{WORKSPACE}/{name}",
+            }
+            captured += await self._store_artifact(artifact, content, fence)
         return captured
+
+    async def _store_artifact(
+        self,
+        artifact: dict[str, Any],
+        content: bytes,
+        fence: Callable[[Tx], Awaitable[None]] | None,
+    ) -> bool:
+        """Store one output as an artifact unless the environment's latest artifact at its
+        path holds the same bytes (a file an earlier session of a reused environment left
+        unchanged is not this session's output). The body goes to the blob store first
+        when it is large; the row references it in the same transaction."""
+        digest = hashlib.sha256(content).hexdigest()
+        if self.blobs is not None and self.blobs.holds(len(content)):
+            await asyncio.to_thread(self.blobs.put, digest, content)
+
+        async def store(tx: Tx) -> bool:
+            if fence is not None:
+                await fence(tx)
+            latest = await env_rows.latest_artifact_digest(
+                tx, artifact["environment_id"], artifact["path"]
+            )
+            if latest == digest:
+                return False
+            row = {
+                "id": self._ids.new("artifact"),
+                **artifact,
+                "size_bytes": len(content),
+                "sha256": digest,
+                "content": content,
+                "created_at": self._clock.now(),
+            }
+            await env_rows.insert_artifact(tx, row, self.blobs)
+            return True
+
+        return await self._db.write(store)
 
 
 def artifact_body(row: dict[str, Any], blobs: BlobStore | None) -> bytes:

@@ -182,6 +182,7 @@ _CODEX = _row(
     ),
     user_choices=(U, "the CLI's questions to the user are declined"),
     mcp_http_tools=(U, "MCP servers are not passed to the CLI"),
+    subagents=(U, "the CLI's multi-agent feature is turned off; no subagent is reported"),
     message_images=(S, "sent as image inputs"),
     workspace_tools=(
         S,
@@ -213,6 +214,7 @@ _CLAUDE_CODE = _row(
     cancellation=(S, "the Claude Code process is stopped; the next turn resumes the session"),
     permissions=(S, "Claude Code's permission prompts are asked as approvals"),
     user_choices=(U, "Claude Code's questions are not forwarded"),
+    subagents=(U, "Claude Code's own subagent tools are taken away; none is reported"),
     mcp_http_tools=(U, "the session's MCP servers are not passed to Claude Code"),
     message_images=(L, "images are ignored; only text parts are sent"),
     workspace_tools=(S, "Claude Code's own file and shell tools, in the bound workspace"),

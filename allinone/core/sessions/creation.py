@@ -142,8 +142,9 @@ class Creation:
             default_provider=self._providers.has_default,
             session_provider=extension.get("model_provider") is not None,
         )
-        agent_config.check_installed(harness, self._offered)
+        # What the request itself gets wrong is named before what this host lacks.
         frozen = self._providers.freeze(config, extension, harness)
+        agent_config.check_installed(harness, self._offered)
         provider = frozen.public if frozen is not None else None
         notes = features.check(
             harness,

@@ -79,6 +79,7 @@ class Stream:
         raise AssertionError(f"the stream ended before {wanted}")
 
     def close(self) -> None:
+        self._response.close()  # it holds the socket until closed itself
         self._conn.close()
 
 

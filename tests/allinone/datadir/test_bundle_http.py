@@ -43,7 +43,8 @@ def test_export_and_import_over_http(server: Server) -> None:
         bundle = reply.read()
     assert [a["id"] for a in json.loads(bundle)["agents"]] == [agent.id]
     # Ids are global: the agent already exists, so even another project gains nothing.
-    assert _import(server, key, target["id"], bundle)[1]["added"] == {"agents": 0}
+    added = _import(server, key, target["id"], bundle)[1]["added"]
+    assert added == {"agents": 0, "agent_versions": 0, "agent_deployments": 0}
     refused, _, _ = http(
         server.base_url, "POST", "/core/v1/export", {"project_id": source},
         {"Authorization": f"Bearer {API_KEY}"},
