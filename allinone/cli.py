@@ -8,12 +8,14 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from allinone import __version__, admin, devices, skill_commands
-from allinone.config import ConfigError, load
+from allinone import __version__, admin, devices, logs, skill_commands
+from allinone.banner import Facts, banner, machine_lines
+from allinone.config import Config, ConfigError, load
+from allinone.credentials import KEY_FILE
 from allinone.receiver import commands as comms_commands
 
 if TYPE_CHECKING:
@@ -36,6 +38,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-dir", dest="data_dir", help="where state is kept")
     serve.add_argument(
         "--log-level", dest="log_level", help="critical, error, warning, info or debug"
+    )
+    serve.add_argument(
+        "--log-format",
+        dest="log_format",
+        help="text (key=value, the default) or json (one object per line, for collectors)",
     )
     serve.add_argument("--config", help="a corebox.toml file")
     serve.add_argument(
@@ -81,25 +88,30 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Client libraries that log request bodies or URLs below warning: a prompt or an API key
-# must never reach the log, whatever the log level.
-QUIET_LIBRARIES = ("openai", "httpx", "httpx2", "httpcore", "httpcore2", "mcp")
+def _announcer(config: Config, harnesses: tuple[str, ...]) -> Callable[[Started], None]:
+    """What `corebox serve` says once it listens: the banner to a person at a terminal
+    (standard error), the stable `corebox: ...` lines to a program reading standard
+    output through a pipe."""
 
-
-def _quiet_libraries() -> None:
-    for name in QUIET_LIBRARIES:
-        logging.getLogger(name).setLevel(logging.WARNING)
-
-
-def _announce(started: Started) -> None:
-    if started.api_key is not None:
-        print(f"corebox: created the default project; its API key is {started.api_key}", flush=True)
-        print(
-            f"corebox: the key was saved to {started.key_file} (mode 0600) and will not be "
-            "shown again",
-            flush=True,
+    def announce(started: Started) -> None:
+        key_file = started.key_file or config.data_dir / KEY_FILE
+        facts = Facts(
+            version=__version__,
+            host=config.host,
+            port=started.port,
+            data_dir=config.data_dir,
+            new_key=started.api_key,
+            key_file=key_file if key_file.is_file() else None,
+            key_from_environment=config.api_key is not None,
+            harnesses=harnesses,
+            model=config.model or config.model_base_url,
         )
-    print(f"corebox: serving on port {started.port}", flush=True)
+        if sys.stderr.isatty():
+            print("\n".join(banner(facts)), file=sys.stderr, flush=True)
+        if not sys.stdout.isatty():
+            print("\n".join(machine_lines(facts)), flush=True)
+
+    return announce
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -137,6 +149,7 @@ def _serve(args: argparse.Namespace) -> int:
             "port",
             "data_dir",
             "log_level",
+            "log_format",
             "config",
             "model_base_url",
             "model",
@@ -150,11 +163,11 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"corebox: error: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    _quiet_libraries()
-    from allinone.app import App, StartupError
+    logs.configure(config.log_level, config.log_format, sys.stderr)
+    from allinone.app import App, StartupError, runtime_harnesses
+
+    local = not args.no_local_runtime
+    harnesses = tuple(runtime_harnesses().kinds()) if local else ()
 
     ready_fd: int | None = args.ready_fd
 
@@ -165,8 +178,8 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         app = App(
             config,
-            on_started=_announce,
-            local_runtime=not args.no_local_runtime,
+            on_started=_announcer(config, harnesses),
+            local_runtime=local,
             on_ready=ready if ready_fd is not None else None,
         )
         asyncio.run(app.run())
@@ -196,11 +209,7 @@ def _daemon(args: argparse.Namespace) -> int:
     except admin.AdminError as exc:
         print(f"corebox: error: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=str(args.log_level).upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    _quiet_libraries()
+    logs.configure(str(args.log_level), str(args.log_format), sys.stderr)
     workspaces = Path(args.workspaces) if args.workspaces else None
     roots = tuple(Path(root) for root in args.allowed_roots or [str(Path.home())])
     if not all(root.is_absolute() for root in roots):

@@ -88,6 +88,13 @@ def add_commands(commands: Any) -> None:
     daemon.add_argument(
         "--log-level", dest="log_level", default="info", help="critical, error, warning, info"
     )
+    daemon.add_argument(
+        "--log-format",
+        dest="log_format",
+        choices=("text", "json"),
+        default="text",
+        help="text (key=value) or json (one object per line)",
+    )
 
 
 def run(args: argparse.Namespace, out: TextIO) -> None:
