@@ -23,7 +23,7 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-from allinone import __version__
+from allinone import __version__, doctor
 from allinone.config import Config
 from allinone.core.api.agents import AgentsApi
 from allinone.core.api.app import build_app
@@ -277,7 +277,13 @@ def _health(
         clock,
         {"data_dir": str(config.data_dir), "port": opened.port, "source": source},
         confinement=opened.confinement.describe(),
+        setup=partial(_setup_evidence, config),
     )
+
+
+def _setup_evidence(config: Config) -> tuple[bool, list[dict[str, Any]]]:
+    checks = doctor.serving_checks(config)
+    return doctor.passed(checks), [check.to_dict() for check in checks]
 
 
 def _routes(d: _Domain) -> list[BaseRoute]:

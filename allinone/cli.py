@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from allinone import __version__, admin, devices, logs, skill_commands
+from allinone import __version__, admin, devices, doctor_command, logs, skill_commands
 from allinone.banner import Facts, banner, machine_lines
 from allinone.config import Config, ConfigError, load
 from allinone.credentials import KEY_FILE
@@ -85,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     comms_commands.add_commands(commands)
     devices.add_commands(commands)
     skill_commands.add_commands(commands)
+    doctor_command.add_command(commands)
     return parser
 
 
@@ -134,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == skill_commands.COMMAND:
         return skill_commands.run_command(args, os.environ)
+    if args.command == doctor_command.COMMAND:
+        return doctor_command.run_command(args, sys.stdout)
     if args.command == "daemon":
         return _daemon(args)
     if args.command == "serve":

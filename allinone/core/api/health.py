@@ -8,9 +8,11 @@ Who sees what: without a key, only the status and each check's `ok`: no version,
 port, configuration or device identity. A project's API key adds the version and the
 evidence that is about the service rather than the owner's machine (storage latency and
 schema version, how many Runtimes are connected and which agent kinds they offer). The
-Core key sees all of it. Storage is reported failing from the moment any write fails
-for lack of disk or a read-only file until a write other than this probe commits again
-(an API write, a settlement retry, or the minutely journal prune).
+Core key sees all of it, the `setup` check too: the data directory, secrets, workspace
+roots and clock checks of `corebox doctor`, each with its fix. Storage is reported
+failing from the moment any write fails for lack of disk or a read-only file until a
+write other than this probe commits again (an API write, a settlement retry, or the
+minutely journal prune).
 """
 
 from __future__ import annotations
@@ -62,8 +64,12 @@ class Health:
         clock: Clock,
         config_summary: dict[str, Any],
         confinement: dict[str, Any] | None = None,
+        setup: Callable[[], tuple[bool, list[dict[str, Any]]]] | None = None,
     ) -> None:
+        """`setup` returns the set-up checks `corebox doctor` also runs (whether all that
+        sessions need holds, and each check); its evidence is the `setup` check."""
         self._confinement = confinement or {"kind": "none"}
+        self._setup = setup
         self._db = db
         self._registry = registry
         self._scheduler_running = scheduler_running
@@ -131,6 +137,9 @@ class Health:
         checks["config"] = {"ok": True, **self._config}
         # How commands run in workspaces are confined (`none` is a state, not a failure).
         checks["confinement"] = {"ok": True, **self._confinement}
+        if self._setup is not None:
+            ok, found = self._setup()
+            checks["setup"] = {"ok": ok, "checks": found}
         ready = all(check["ok"] for check in checks.values())
         return ready, checks
 
