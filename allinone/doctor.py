@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from allinone.config import Config
 from allinone.credentials import CORE_KEY_FILE, KEY_FILE, SECRETS_DIR, VAULT_KEY_FILE
@@ -223,6 +224,60 @@ def serving_checks(config: Config) -> list[Check]:
         workspace_roots_check(config.workspace_roots),
         clock_check(config.data_dir, use_database=False),
     ]
+
+
+def mcp_checks(data_dir: Path) -> list[Check]:
+    """One check per MCP server the saved agents name: does its address accept a
+    connection? (What a session's tools need before any credential is presented.)"""
+    urls = sorted(_mcp_urls(data_dir / DATABASE_FILE))
+    if not urls:
+        return [Check("mcp servers", True, "none configured")]
+    return [_mcp_check(url) for url in urls]
+
+
+def _mcp_urls(path: Path) -> set[str]:
+    if not path.exists():
+        return set()
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
+            rows = conn.execute("SELECT config FROM agents WHERE deleted_at IS NULL").fetchall()
+    except sqlite3.Error:
+        return set()
+    found: set[str] = set()
+    for (config,) in rows:
+        with contextlib.suppress(ValueError):
+            _collect_urls(json.loads(config), found)
+    return found
+
+
+def _collect_urls(value: Any, found: set[str]) -> None:
+    if isinstance(value, dict):
+        url = value.get("server_url")
+        if isinstance(url, str):
+            found.add(url)
+        for child in value.values():
+            _collect_urls(child, found)
+    elif isinstance(value, list):
+        for child in value:
+            _collect_urls(child, found)
+
+
+def _mcp_check(url: str) -> Check:
+    name = f"mcp {url}"
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "", port), timeout=5):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        return Check(
+            name,
+            False,
+            f"unreachable: {reason}",
+            "start that MCP server, or change the agents that name it",
+        )
+    return Check(name, True, "accepts connections")
 
 
 def port_check(host: str, port: int) -> Check:

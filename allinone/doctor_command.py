@@ -77,6 +77,7 @@ def run_command(args: argparse.Namespace, out: TextIO) -> int:
         return 2
     checks = doctor.local_checks(config)
     checks.append(doctor.model_check(config))
+    checks.extend(doctor.mcp_checks(config.data_dir))
     if args.url:
         checks.extend(server_checks(args.url.rstrip("/"), config.data_dir))
     else:

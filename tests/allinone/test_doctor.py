@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 from allinone import doctor
-from tests.conftest import ROOT, Server, free_port
+from tests.api.support import http
+from tests.conftest import API_KEY, ROOT, Server, free_port, start_server
 from tests.support.model_server import MODEL, ModelServer, Reply
 
 
@@ -114,3 +115,28 @@ def test_a_database_from_a_newer_build_fails(tmp_path: Path) -> None:
 def test_a_stopped_clock_fails(tmp_path: Path) -> None:
     assert not doctor.clock_check(tmp_path, now=0).ok
     assert doctor.clock_check(tmp_path).ok
+
+
+def test_an_unreachable_mcp_server_of_a_saved_agent_fails(tmp_path: Path) -> None:
+    running = start_server(tmp_path / "data")
+    try:
+        dead = f"http://127.0.0.1:{free_port()}/mcp"
+        tool = {
+            "type": "mcp",
+            "server_label": "docs",
+            "transport": {"type": "http", "server_url": dead},
+        }
+        status, body, _ = http(
+            running.base_url,
+            "POST",
+            "/v1/agents",
+            {"model": "scripted", "tools": [tool]},
+            {"Authorization": f"Bearer {API_KEY}", "OpenAI-Beta": "agents=v1"},
+        )
+        assert status == 200, body
+        done = _doctor("--data-dir", str(running.data_dir), "--url", running.base_url)
+    finally:
+        running.stop()
+    assert done.returncode == 1, done.stdout
+    assert f"FAIL  mcp {dead}" in done.stdout
+    assert "fix: start that MCP server" in done.stdout
