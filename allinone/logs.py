@@ -7,8 +7,8 @@ Two formats, chosen with `--log-format`:
   quoted when it holds a space, a quote or an `=`;
 - `json`: one JSON object per line with the same keys, for log collectors.
 
-Fields come from a record's `extra=` mapping and from `turn_fields`, a context the
-orchestration sets around the work of one turn, so every line logged while a turn runs
+Fields come from a record's `extra=` mapping and from `log_context.turn_fields`, which
+the orchestration sets around the work of one turn, so every line logged while a turn runs
 carries its session and turn ids without each call naming them.
 
 Libraries' own INFO chatter (the scheduler's job bookkeeping, the HTTP server's process
@@ -19,13 +19,12 @@ so secrets are replaced before either formatter sees a record.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import json
 import logging
 import time
-from collections.abc import Iterator
 from typing import Any, TextIO
+
+from allinone.core import log_context
 
 FORMATS = ("text", "json")
 CHATTY_LIBRARIES = ("apscheduler", "uvicorn", "websockets")
@@ -38,24 +37,11 @@ _STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) 
     "asctime",
     "taskName",
 }
-_FIELDS: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
-    "corebox_log_fields", default=None
-)
-
-
-@contextlib.contextmanager
-def turn_fields(session_id: str, turn_id: str) -> Iterator[None]:
-    """Within this block (and tasks started in it), every log line names the turn."""
-    token = _FIELDS.set({"session_id": session_id, "turn_id": turn_id})
-    try:
-        yield
-    finally:
-        _FIELDS.reset(token)
 
 
 def fields(record: logging.LogRecord) -> dict[str, Any]:
     """The record's own fields: the turn context, then its `extra=` values."""
-    found: dict[str, Any] = dict(_FIELDS.get() or {})
+    found: dict[str, Any] = log_context.current()
     for key, value in record.__dict__.items():
         if key not in _STANDARD and not key.startswith("_"):
             found[key] = value

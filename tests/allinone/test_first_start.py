@@ -13,7 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ROOT, free_port, wait_ready
+from openai import OpenAI
+
+from tests.conftest import API_KEY, ROOT, free_port, start_server, wait_ready
 
 CHATTER = ("apscheduler", "uvicorn", "Adding job", "WebSocket /api", "connection open")
 
@@ -143,3 +145,24 @@ def test_json_logs_are_one_object_per_line(tmp_path: Path) -> None:
     assert records
     assert {"time", "level", "logger", "msg"} <= set(records[0])
     assert any("serving on" in record["msg"] for record in records)
+
+
+def test_every_line_about_a_turn_names_its_session_and_turn(tmp_path: Path) -> None:
+    running = start_server(tmp_path / "data", log_level="debug")
+    try:
+        client = OpenAI(base_url=f"{running.base_url}/v1", api_key=API_KEY, max_retries=0)
+        events = list(
+            client.beta.agents.sessions.create(
+                agent={"model": "scripted"}, environment={"type": "none"}, input="hi", stream=True
+            )
+        )
+        session_id = events[0].session.id  # type: ignore[union-attr]
+        completed = next(e for e in events if e.type == "agent.session.turn.completed")
+        turn_id = completed.turn.id  # type: ignore[union-attr]
+    finally:
+        running.stop()
+    naming = [line for line in running.log.read_text().splitlines() if turn_id in line]
+    assert any("claimed" in line for line in naming), naming
+    for line in naming:
+        if line.startswith("time="):
+            assert f"session_id={session_id}" in line and f"turn_id={turn_id}" in line, line
