@@ -12,7 +12,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from allinone import __version__, admin, devices, doctor_command, logs, skill_commands
+from allinone import (
+    __version__,
+    admin,
+    devices,
+    doctor_command,
+    logs,
+    skill_commands,
+    status_command,
+)
 from allinone.banner import Facts, banner, machine_lines
 from allinone.config import Config, ConfigError, load
 from allinone.credentials import KEY_FILE
@@ -86,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     devices.add_commands(commands)
     skill_commands.add_commands(commands)
     doctor_command.add_command(commands)
+    status_command.add_command(commands)
     return parser
 
 
@@ -135,6 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == skill_commands.COMMAND:
         return skill_commands.run_command(args, os.environ)
+    if args.command == status_command.COMMAND:
+        return status_command.run_command(args, sys.stdout)
     if args.command == doctor_command.COMMAND:
         return doctor_command.run_command(args, sys.stdout)
     if args.command == "daemon":

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -73,7 +74,7 @@ def run_command(args: argparse.Namespace, out: TextIO) -> int:
     try:
         config = load({k: getattr(args, k) for k in keys}, os.environ, Path.cwd())
     except ConfigError as exc:
-        print(f"corebox: error: {exc}", file=out)
+        print(f"corebox: error: {exc}", file=sys.stderr)
         return 2
     checks = doctor.local_checks(config)
     checks.append(doctor.model_check(config))
