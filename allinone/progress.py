@@ -50,9 +50,11 @@ class Bar:
     def enabled(self) -> bool:
         return self._enabled
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int | None) -> None:
+        """Report `done` of `total` (None or 0 when the total is not known yet)."""
         if not self._enabled:
             return
+        total = total or 0
         now = self._clock()
         finished = total > 0 and done >= total
         if (
