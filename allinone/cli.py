@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from allinone import (
     __version__,
     admin,
+    cli_help,
     devices,
     doctor_command,
     logs,
@@ -95,6 +96,8 @@ def _parser() -> argparse.ArgumentParser:
     skill_commands.add_commands(commands)
     doctor_command.add_command(commands)
     status_command.add_command(commands)
+    cli_help.add_command(commands)
+    cli_help.add_examples(parser)
     return parser
 
 
@@ -144,6 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == skill_commands.COMMAND:
         return skill_commands.run_command(args, os.environ)
+    if args.command == "completion":
+        print(cli_help.completion(_parser(), args.shell), end="")
+        return 0
     if args.command == status_command.COMMAND:
         return status_command.run_command(args, sys.stdout)
     if args.command == doctor_command.COMMAND:

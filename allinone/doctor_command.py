@@ -28,11 +28,6 @@ from allinone.doctor import Check
 
 COMMAND = "doctor"
 TIMEOUT_SECONDS = 15
-EXAMPLES = """examples:
-  corebox doctor
-  corebox doctor --model-base-url http://127.0.0.1:11434/v1 --model llama3.2
-  corebox doctor --url http://127.0.0.1:8800 --json
-"""
 
 
 def add_command(commands: Any) -> None:
@@ -41,8 +36,6 @@ def add_command(commands: Any) -> None:
         help="check that a set-up is healthy (model, keys, workspaces, confinement, port)",
         description="Check a configuration without starting the server, or a running one"
         " with --url. Exit code 0 only when everything a session needs holds.",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--data-dir", dest="data_dir", help="the data directory to check")
     parser.add_argument("--config", help="a corebox.toml file")

@@ -22,11 +22,6 @@ from typing import Any, TextIO
 from allinone import admin
 
 COMMAND = "status"
-EXAMPLES = """examples:
-  corebox status
-  corebox status --data-dir ~/.local/share/corebox --url http://127.0.0.1:8800
-  corebox status --json
-"""
 
 
 def add_command(commands: Any) -> None:
@@ -34,8 +29,6 @@ def add_command(commands: Any) -> None:
         COMMAND,
         help="one screen about a running server (needs a running server)",
         description="Uptime, Runtimes, turns, storage and set-up of a running server.",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
     parser.add_argument("--config", help="a corebox.toml file")
