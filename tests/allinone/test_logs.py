@@ -43,14 +43,16 @@ def test_text_lines_are_logfmt_with_the_turn_fields(captured: io.StringIO) -> No
     try:
         with turn_fields("sess_1", "turn_2"):
             logging.getLogger("allinone.test").warning("turn %s: it said %s", "turn_2", 'a "b"=c')
-        logging.getLogger("allinone.test").info("outside", extra={"device_id": "dev 1"})
+        logging.getLogger("allinone.test").info(
+            "outside", extra={"device_id": "dev 1", "token": "plain-secret-value"}
+        )
     finally:
         redactor.uninstall()
     first, second = stream.getvalue().splitlines()
     assert first.startswith("time=20")
     assert ' level=warning logger=allinone.test msg="turn turn_2: it said a \\"b\\"=c"' in first
     assert first.endswith(" session_id=sess_1 turn_id=turn_2")
-    assert second.endswith(' msg=outside device_id="dev 1"')
+    assert second.endswith(' msg=outside device_id="dev 1" token=[redacted]')
     assert "session_id" not in second
 
 
