@@ -42,18 +42,24 @@ def _read_all(fd: int, deadline: float = 30.0) -> bytes:
         out += chunk
 
 
-def _start_in_terminal(data_dir: Path, port: int, *extra: str) -> str:
-    """Start serve with its output on a pseudo-terminal, stop it once ready, and return
-    what the terminal showed before shutdown began."""
+def start_in_terminal(
+    data_dir: Path,
+    port: int,
+    *extra: str,
+    program: tuple[str, ...] = (sys.executable, "-m", "allinone"),
+    env: dict[str, str] | None = None,
+) -> str:
+    """Start `program serve` with its output on a pseudo-terminal, stop it once ready, and
+    return what the terminal showed before shutdown began."""
     main, terminal = pty.openpty()
     ready, ready_w = os.pipe()
     args = ["serve", "--port", str(port), "--data-dir", str(data_dir), "--ready-fd"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "allinone", *args, str(ready_w), *extra],
+        [*program, *args, str(ready_w), *extra],
         stdin=terminal,
         stdout=terminal,
         stderr=terminal,
-        env=_env(),
+        env=_env() if env is None else env,
         pass_fds=(ready_w,),
     )
     os.close(terminal)
@@ -73,7 +79,11 @@ def _start_in_terminal(data_dir: Path, port: int, *extra: str) -> str:
 def test_first_start_in_a_terminal_prints_a_short_useful_banner(tmp_path: Path) -> None:
     port = free_port()
     data_dir = tmp_path / "data"
-    shown = _start_in_terminal(data_dir, port)
+    check_first_start(start_in_terminal(data_dir, port), data_dir, port)
+
+
+def check_first_start(shown: str, data_dir: Path, port: int) -> None:
+    """At most 12 lines, with the key, the API and console URLs and no chatter."""
     lines = [line for line in shown.splitlines() if line.strip()]
     # the last line is the shutdown's own log line, cut in half by the split above
     assert len(lines) - 1 <= 12, shown
@@ -88,15 +98,15 @@ def test_first_start_in_a_terminal_prints_a_short_useful_banner(tmp_path: Path) 
 
 def test_a_later_start_does_not_show_the_key_again(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    _start_in_terminal(data_dir, free_port())
-    shown = _start_in_terminal(data_dir, free_port())
+    start_in_terminal(data_dir, free_port())
+    shown = start_in_terminal(data_dir, free_port())
     key = (data_dir / "default-project.key").read_text().strip()
     assert key not in shown
     assert str(data_dir / "default-project.key") in shown
 
 
 def test_debug_brings_the_library_lines_back(tmp_path: Path) -> None:
-    shown = _start_in_terminal(tmp_path / "data", free_port(), "--log-level", "debug")
+    shown = start_in_terminal(tmp_path / "data", free_port(), "--log-level", "debug")
     assert "apscheduler" in shown
 
 

@@ -24,6 +24,8 @@ import openai
 import pytest
 from openai import OpenAI
 
+from tests.allinone.test_first_start import check_first_start, start_in_terminal
+
 pytestmark = pytest.mark.binary
 
 API_KEY = "sk-corebox-e2e"
@@ -275,3 +277,14 @@ def test_setup_commands_run_confined_by_the_binary_itself(server: Server, tmp_pa
     assert len(made) == 1 and made[0].read_text() == "ok\n"
     assert (made[0].parent / "stolen.txt").read_text() == ""
     assert not (tmp_path / "planted.txt").exists()
+
+
+def test_first_start_in_a_terminal_is_a_short_banner(tmp_path: Path) -> None:
+    """The acceptance of the first five minutes: `dist/corebox serve` on an empty data
+    directory, in a real pseudo-terminal, prints at most 12 useful lines with the key,
+    the API URL and the console URL."""
+    env = {k: v for k, v in clean_env().items() if k != "COREBOX_API_KEY"}
+    port = free_port()
+    data_dir = tmp_path / "data"
+    shown = start_in_terminal(data_dir, port, program=(str(binary()),), env=env)
+    check_first_start(shown, data_dir, port)
