@@ -314,14 +314,13 @@ def model_check(config: Config) -> Check:
         )
     base = config.model_base_url.rstrip("/")
     model = config.model or ""
+    prompt = "Reply with OK."
     if config.model_protocol == "responses":
-        url, body = f"{base}/responses", {"model": model, "input": "ping", "max_output_tokens": 16}
+        url, body = f"{base}/responses", {"model": model, "input": prompt, "max_output_tokens": 16}
     else:
-        messages = [{"role": "user", "content": "ping"}]
-        url, body = (
-            f"{base}/chat/completions",
-            {"model": model, "messages": messages, "max_tokens": 1},
-        )
+        # No token limit: some endpoints refuse `max_tokens` and others its successor.
+        messages = [{"role": "user", "content": prompt}]
+        url, body = f"{base}/chat/completions", {"model": model, "messages": messages}
     headers = {"Content-Type": "application/json"}
     if config.model_api_key:
         headers["Authorization"] = f"Bearer {config.model_api_key}"

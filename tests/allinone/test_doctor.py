@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from allinone import doctor
 from tests.api.support import http
 from tests.conftest import API_KEY, ROOT, Server, free_port, start_server
@@ -52,11 +54,23 @@ def test_a_dead_model_endpoint_fails_naming_the_check_and_its_fix(tmp_path: Path
     assert "verdict: not ready: model endpoint failed" in done.stdout
 
 
-def test_everything_healthy_exits_zero(tmp_path: Path) -> None:
+@pytest.mark.parametrize("protocol", ["chat_completions", "responses"])
+def test_everything_healthy_exits_zero(tmp_path: Path, protocol: str) -> None:
     with ModelServer().running() as model:
-        model.queue(Reply.say("pong"))
-        done = _doctor(*_base_args(tmp_path), "--model-base-url", model.base_url, "--model", MODEL)
-        assert [seen.body["model"] for seen in model.requests] == [MODEL]
+        model.queue(Reply.say("OK"))
+        done = _doctor(
+            *_base_args(tmp_path),
+            "--model-base-url",
+            model.base_url,
+            "--model",
+            MODEL,
+            "--model-protocol",
+            protocol,
+        )
+        suffix = "/chat/completions" if protocol == "chat_completions" else "/responses"
+        assert [(seen.path.endswith(suffix), seen.body["model"]) for seen in model.requests] == [
+            (True, MODEL)
+        ]
     assert done.returncode == 0, done.stdout + done.stderr
     assert "verdict: healthy" in done.stdout
     assert not (tmp_path / "data").exists()  # doctor changes nothing
