@@ -562,6 +562,11 @@ def _add_periodic_jobs(parts: Parts, timers: Timers) -> None:
     scheduler.add_job(parts.comms.sweep, "interval", minutes=10, id="comms-retention", **_ONCE)
 
 
+def host_confinement() -> dict[str, str | int]:
+    """How this host can confine workspace commands (`corebox doctor` reports it)."""
+    return probe().describe()
+
+
 def runtime_harnesses() -> HarnessRegistry:
     """The harnesses every Runtime this build runs registers, in-process or remote."""
     harnesses = HarnessRegistry()

@@ -48,11 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--log-level", dest="log_level", help="critical, error, warning, info or debug"
     )
-    serve.add_argument(
-        "--log-format",
-        dest="log_format",
-        help="text (key=value, the default) or json (one object per line, for collectors)",
-    )
+    logs.add_format_flag(serve)
     serve.add_argument("--config", help="a corebox.toml file")
     serve.add_argument(
         "--model-base-url",
@@ -229,7 +225,7 @@ def _daemon(args: argparse.Namespace) -> int:
     except admin.AdminError as exc:
         print(f"corebox: error: {exc}", file=sys.stderr)
         return 2
-    logs.configure(str(args.log_level), str(args.log_format), sys.stderr)
+    logs.configure(str(args.log_level), args.log_format or "text", sys.stderr)
     workspaces = Path(args.workspaces) if args.workspaces else None
     roots = tuple(Path(root) for root in args.allowed_roots or [str(Path.home())])
     if not all(root.is_absolute() for root in roots):

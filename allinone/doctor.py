@@ -25,7 +25,7 @@ import stat
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,6 @@ from urllib.parse import urlsplit
 
 from allinone.config import Config
 from allinone.credentials import CORE_KEY_FILE, KEY_FILE, SECRETS_DIR, VAULT_KEY_FILE
-from runtime.confinement import NONE, probe
 from storage import migrations
 
 DATABASE_FILE = "corebox.db"
@@ -155,9 +154,9 @@ def workspace_roots_check(roots: Iterable[Path]) -> Check:
     return Check(name, True, ", ".join(str(root) for root in roots) or "(none)")
 
 
-def confinement_check() -> Check:
-    found = probe()
-    if found.kind == NONE:
+def confinement_check(found: Mapping[str, Any]) -> Check:
+    """`found` is the host's confinement as the Runtime describes it (`kind`, `abi`)."""
+    if found.get("kind", "none") == "none":
         return Check(
             "confinement",
             False,
@@ -165,7 +164,7 @@ def confinement_check() -> Check:
             "install bubblewrap (apt-get install bubblewrap) or use a kernel with Landlock",
             required=False,
         )
-    return Check("confinement", True, " ".join(str(v) for v in found.describe().values()))
+    return Check("confinement", True, " ".join(str(v) for v in found.values()))
 
 
 def clock_check(data_dir: Path, now: float | None = None, *, use_database: bool = True) -> Check:
@@ -202,7 +201,7 @@ def _read_only(path: Path, sql: str) -> Any:
     return None if row is None else row[0]
 
 
-def local_checks(config: Config) -> list[Check]:
+def local_checks(config: Config, confinement: Mapping[str, Any]) -> list[Check]:
     """Every file-system check, the database's integrity included (`corebox doctor`)."""
     data_dir = config.data_dir
     return [
@@ -210,7 +209,7 @@ def local_checks(config: Config) -> list[Check]:
         database_check(data_dir),
         secrets_check(data_dir),
         workspace_roots_check(config.workspace_roots),
-        confinement_check(),
+        confinement_check(confinement),
         clock_check(data_dir),
     ]
 

@@ -69,7 +69,9 @@ def run_command(args: argparse.Namespace, out: TextIO) -> int:
     except ConfigError as exc:
         print(f"corebox: error: {exc}", file=sys.stderr)
         return 2
-    checks = doctor.local_checks(config)
+    from allinone.app import host_confinement  # the Runtime's probe, wired by the root
+
+    checks = doctor.local_checks(config, host_confinement())
     checks.append(doctor.model_check(config))
     checks.extend(doctor.mcp_checks(config.data_dir))
     if args.url:

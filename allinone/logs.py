@@ -19,6 +19,7 @@ so secrets are replaced before either formatter sees a record.
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import time
@@ -107,6 +108,16 @@ class Chatter(logging.Filter):
         return not any(
             record.name == name or record.name.startswith(name + ".") for name in CHATTY_LIBRARIES
         )
+
+
+def add_format_flag(parser: argparse.ArgumentParser) -> None:
+    """`--log-format` for a command that runs a long-lived process."""
+    parser.add_argument(
+        "--log-format",
+        dest="log_format",
+        choices=FORMATS,
+        help="text (key=value, the default) or json (one object per line, for collectors)",
+    )
 
 
 def configure(level: str, log_format: str, stream: TextIO) -> logging.Handler:
