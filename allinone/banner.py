@@ -40,7 +40,7 @@ def banner(facts: Facts) -> list[str]:
     """At most nine lines, every one of them something the user needs."""
     root = base_url(facts.host, facts.port)
     lines = [
-        f"corebox {facts.version} is ready",
+        f"corebox {facts.version} is serving",
         f"  API        {root}/v1",
         f"  console    {root}/",
         f"  data       {facts.data_dir}",

@@ -142,7 +142,7 @@ def test_piped_output_stays_machine_friendly(tmp_path: Path) -> None:
     assert all(line.startswith("corebox: ") for line in lines), out
     assert f"corebox: created the default project; its API key is {key}" in lines
     assert any(line.startswith("corebox: serving on port ") for line in lines)
-    assert "is ready" not in err and key not in err  # no banner, no key in the log
+    assert "is serving" not in err and key not in err  # no banner, no key in the log
     for line in err.splitlines():
         assert line.startswith("time="), line
         assert " level=" in line and " logger=" in line and " msg=" in line
