@@ -120,7 +120,6 @@ def _start_piped(data_dir: Path, *extra: str) -> tuple[str, str]:
         stderr=subprocess.PIPE,
         env=_env(),
         pass_fds=(ready_w,),
-        text=True,
     )
     os.close(ready_w)
     try:
@@ -131,7 +130,7 @@ def _start_piped(data_dir: Path, *extra: str) -> tuple[str, str]:
         if process.poll() is None:
             process.kill()
             process.communicate()
-    return out, err
+    return out.decode(), err.decode()
 
 
 def test_piped_output_stays_machine_friendly(tmp_path: Path) -> None:
@@ -168,7 +167,7 @@ def test_every_line_about_a_turn_names_its_session_and_turn(tmp_path: Path) -> N
         )
         session_id = events[0].session.id  # type: ignore[union-attr]
         completed = next(e for e in events if e.type == "agent.session.turn.completed")
-        turn_id = completed.turn.id  # type: ignore[union-attr]
+        turn_id = completed.turn.id
     finally:
         running.stop()
     naming = [line for line in running.log.read_text().splitlines() if turn_id in line]
