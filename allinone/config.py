@@ -8,6 +8,8 @@ The deployment's default model provider (for the `builtin` harness) is `model_ba
 key comes only from `COREBOX_MODEL_API_KEY`, never from a file or a flag, and is kept out
 of the Config's repr.
 
+`log_format` is `text` (key=value lines, the default) or `json` (one object per line).
+
 `workspace_roots` are the host directories under which the default project may bind
 `self_hosted` workspaces (a list in `corebox.toml`, `os.pathsep`-separated in
 `COREBOX_WORKSPACE_ROOTS`, `--workspace-root` repeated); the default is the home

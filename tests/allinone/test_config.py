@@ -107,3 +107,13 @@ def test_workspace_roots_must_be_absolute_directories(tmp_path: Path) -> None:
     (tmp_path / "corebox.toml").write_text('workspace_roots = "/not/a/list"\n')
     with pytest.raises(ConfigError, match="workspace_roots"):
         load({}, {}, tmp_path)
+
+
+def test_the_log_format_comes_from_flags_environment_or_file(tmp_path: Path) -> None:
+    assert load({}, {}, tmp_path).log_format == "text"
+    assert load({}, {"COREBOX_LOG_FORMAT": "json"}, tmp_path).log_format == "json"
+    (tmp_path / "corebox.toml").write_text('log_format = "json"\n')
+    assert load({"log_format": "text"}, {}, tmp_path).log_format == "text"
+    assert load({}, {}, tmp_path).log_format == "json"
+    with pytest.raises(ConfigError, match="log format must be one of text, json"):
+        load({"log_format": "xml"}, {}, tmp_path)
