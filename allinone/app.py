@@ -23,7 +23,7 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-from allinone import __version__
+from allinone import __version__, doctor
 from allinone.config import Config
 from allinone.core.agent_versions import Deployments
 from allinone.core.api.agent_versions import AgentVersionsApi
@@ -368,7 +368,13 @@ def _health(
         {"data_dir": str(config.data_dir), "port": opened.port, "source": source},
         confinement=opened.confinement.describe(),
         draining=lambda: orchestrator.draining,
+        setup=partial(_setup_evidence, config),
     )
+
+
+def _setup_evidence(config: Config) -> tuple[bool, list[dict[str, Any]]]:
+    checks = doctor.serving_checks(config)
+    return doctor.passed(checks), [check.to_dict() for check in checks]
 
 
 def _routes(d: _Domain) -> list[BaseRoute]:
@@ -657,6 +663,11 @@ def _add_periodic_jobs(parts: Parts, timers: Timers) -> None:
     )
     scheduler.add_job(parts.comms.sweep, "interval", minutes=10, id="comms-retention", **_ONCE)
     scheduler.add_job(parts.retention.run, "interval", hours=1, id="data-retention", **_ONCE)
+
+
+def host_confinement() -> dict[str, str | int]:
+    """How this host can confine workspace commands (`corebox doctor` reports it)."""
+    return probe().describe()
 
 
 def runtime_harnesses(home: Path) -> HarnessRegistry:

@@ -8,7 +8,7 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,15 +16,21 @@ from allinone import (
     __version__,
     admin,
     agents_cli,
+    cli_help,
     data_commands,
     devices,
+    doctor_command,
+    logs,
     overlays_cli,
     run_control,
     session_forks,
     skill_commands,
+    status_command,
 )
-from allinone.config import ConfigError, load
+from allinone.banner import Facts, banner, machine_lines
+from allinone.config import Config, ConfigError, load
 from allinone.console import command as console_command
+from allinone.credentials import KEY_FILE
 from allinone.receiver import commands as comms_commands
 
 if TYPE_CHECKING:
@@ -48,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--log-level", dest="log_level", help="critical, error, warning, info or debug"
     )
+    logs.add_format_flag(serve)
     serve.add_argument("--config", help="a corebox.toml file")
     serve.add_argument(
         "--model-base-url",
@@ -94,28 +101,37 @@ def _parser() -> argparse.ArgumentParser:
     agents_cli.add_commands(commands)
     overlays_cli.add_commands(commands)
     console_command.add_commands(commands)
+    doctor_command.add_command(commands)
+    status_command.add_command(commands)
+    cli_help.add_command(commands)
+    cli_help.add_examples(parser)
     return parser
 
 
-# Client libraries that log request bodies or URLs below warning: a prompt or an API key
-# must never reach the log, whatever the log level.
-QUIET_LIBRARIES = ("openai", "httpx", "httpx2", "httpcore", "httpcore2", "mcp")
+def _announcer(config: Config, harnesses: tuple[str, ...]) -> Callable[[Started], None]:
+    """What `corebox serve` says once it listens: the banner to a person at a terminal
+    (standard error), the stable `corebox: ...` lines to a program reading standard
+    output through a pipe."""
 
-
-def _quiet_libraries() -> None:
-    for name in QUIET_LIBRARIES:
-        logging.getLogger(name).setLevel(logging.WARNING)
-
-
-def _announce(started: Started) -> None:
-    if started.api_key is not None:
-        print(f"corebox: created the default project; its API key is {started.api_key}", flush=True)
-        print(
-            f"corebox: the key was saved to {started.key_file} (mode 0600) and will not be "
-            "shown again",
-            flush=True,
+    def announce(started: Started) -> None:
+        key_file = started.key_file or config.data_dir / KEY_FILE
+        facts = Facts(
+            version=__version__,
+            host=config.host,
+            port=started.port,
+            data_dir=config.data_dir,
+            new_key=started.api_key,
+            key_file=key_file if key_file.is_file() else None,
+            key_from_environment=config.api_key is not None,
+            harnesses=harnesses,
+            model=config.model or config.model_base_url,
         )
-    print(f"corebox: serving on port {started.port}", flush=True)
+        if sys.stderr.isatty():
+            print("\n".join(banner(facts)), file=sys.stderr, flush=True)
+        if not sys.stdout.isatty():
+            print("\n".join(machine_lines(facts)), flush=True)
+
+    return announce
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -155,6 +171,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "console":
         return console_command.run(args, sys.stdout, sys.stderr)
+    if args.command == "completion":
+        print(cli_help.completion(_parser(), args.shell), end="")
+        return 0
+    if args.command == status_command.COMMAND:
+        return status_command.run_command(args, sys.stdout)
+    if args.command == doctor_command.COMMAND:
+        return doctor_command.run_command(args, sys.stdout)
     if args.command == "daemon":
         return _daemon(args)
     if args.command == "serve":
@@ -170,6 +193,7 @@ def _serve(args: argparse.Namespace) -> int:
             "port",
             "data_dir",
             "log_level",
+            "log_format",
             "config",
             "model_base_url",
             "model",
@@ -183,11 +207,14 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"corebox: error: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    logs.configure(config.log_level, config.log_format, sys.stderr)
+    from allinone.app import HARNESSES_DIR, App, StartupError, runtime_harnesses
+
+    local = not args.no_local_runtime
+    offered = runtime_harnesses(config.data_dir / HARNESSES_DIR).supported_kinds()
+    harnesses = (
+        tuple(f"{k.kind} {k.version}".strip() for k in offered if k.available) if local else ()
     )
-    _quiet_libraries()
-    from allinone.app import App, StartupError
 
     ready_fd: int | None = args.ready_fd
 
@@ -198,8 +225,8 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         app = App(
             config,
-            on_started=_announce,
-            local_runtime=not args.no_local_runtime,
+            on_started=_announcer(config, harnesses),
+            local_runtime=local,
             on_ready=ready if ready_fd is not None else None,
         )
         asyncio.run(app.run())
@@ -229,11 +256,7 @@ def _daemon(args: argparse.Namespace) -> int:
     except admin.AdminError as exc:
         print(f"corebox: error: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=str(args.log_level).upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    _quiet_libraries()
+    logs.configure(str(args.log_level), args.log_format or "text", sys.stderr)
     workspaces = Path(args.workspaces) if args.workspaces else None
     roots = tuple(Path(root) for root in args.allowed_roots or [str(Path.home())])
     if not all(root.is_absolute() for root in roots):

@@ -10,6 +10,7 @@ of the Config's repr.
 
 `retention_days` (default 30, may be 0) is how long deleted sessions, agents, artifacts
 and other tombstones are kept before the retention job purges them for good.
+`log_format` is `text` (key=value lines, the default) or `json` (one object per line).
 
 `workspace_roots` are the host directories under which the default project may bind
 `self_hosted` workspaces (a list in `corebox.toml`, `os.pathsep`-separated in
@@ -33,11 +34,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+LOG_FORMATS = ("text", "json")
 KEYS = (
     "host",
     "port",
     "data_dir",
     "log_level",
+    "log_format",
     "model_base_url",
     "model",
     "model_protocol",
@@ -57,6 +60,7 @@ class Config:
     port: int
     data_dir: Path
     log_level: str
+    log_format: str = "text"
     api_key: str | None = None
     config_file: Path | None = None
     model_base_url: str | None = None
@@ -84,6 +88,7 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> Con
         "port": 8800,
         "data_dir": str(default_data_dir(environ)),
         "log_level": "info",
+        "log_format": "text",
         "model_base_url": None,
         "model": None,
         "model_protocol": "chat_completions",
@@ -115,6 +120,7 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> Con
         port=_port(values["port"]),
         data_dir=Path(os.path.expanduser(str(values["data_dir"]))),
         log_level=_log_level(values["log_level"]),
+        log_format=_log_format(values["log_format"]),
         api_key=environ.get("COREBOX_API_KEY") or None,
         config_file=config_file,
         public_url=_public_url(values["public_url"]),
@@ -237,3 +243,10 @@ def _log_level(value: Any) -> str:
     if level not in LOG_LEVELS:
         raise ConfigError(f"log level must be one of {', '.join(LOG_LEVELS)}")
     return level
+
+
+def _log_format(value: Any) -> str:
+    log_format = str(value).lower()
+    if log_format not in LOG_FORMATS:
+        raise ConfigError(f"log format must be one of {', '.join(LOG_FORMATS)}")
+    return log_format

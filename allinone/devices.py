@@ -27,6 +27,7 @@ from typing import Any, TextIO
 
 from allinone.admin import AdminError, client_for
 from allinone.credentials import write_secret_file
+from allinone.logs import add_format_flag
 
 API_SUFFIX = "/api/v1"
 
@@ -88,6 +89,7 @@ def add_commands(commands: Any) -> None:
     daemon.add_argument(
         "--log-level", dest="log_level", default="info", help="critical, error, warning, info"
     )
+    add_format_flag(daemon)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> None:

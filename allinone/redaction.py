@@ -3,7 +3,7 @@
 `Redactor` is a `logging.Filter` installed on the process's log handlers by the
 composition root, so it sees every record, the uvicorn and websockets loggers' debug
 output included (a WebSocket handshake logs its request headers). It rewrites a record's
-message, arguments and exception text, replacing:
+message, arguments, `extra=` fields and exception text, replacing:
 
 - the token after `Bearer` (any `Authorization` header or bearer value),
 - corebox's own credential formats (`cbx-` API keys, `cbc-` Core keys, `cbd-` device
@@ -20,6 +20,7 @@ import logging
 import re
 
 REDACTED = "[redacted]"
+_STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message"}
 MIN_SECRET_CHARS = 6
 _PATTERN = re.compile(
     r"(?P<bearer>(?i:bearer)\s+)[^\s'\",;\\]+"
@@ -54,6 +55,9 @@ class Redactor(logging.Filter):
             message = str(record.msg)
         record.msg = self.redact(message)
         record.args = None
+        for key, value in list(record.__dict__.items()):  # the `extra=` fields too
+            if key not in _STANDARD and isinstance(value, str):
+                setattr(record, key, self.redact(value))
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:

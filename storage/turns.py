@@ -84,6 +84,16 @@ async def running(q: Queryable) -> list[dict[str, Any]]:
     return [r for r in (record(row, JSON_COLUMNS) for row in rows) if r is not None]
 
 
+async def counts(q: Queryable) -> dict[str, int]:
+    """How many turns wait for a Runtime (`queued`) and how many one is running or
+    holding for a client (`active`: in progress or waiting); read from partial indexes."""
+    queued = await q.fetchone("SELECT count(*) FROM turns WHERE status = 'queued'")
+    active = await q.fetchone(
+        "SELECT count(*) FROM turns WHERE status IN ('in_progress', 'waiting')"
+    )
+    return {"queued": int(queued[0]) if queued else 0, "active": int(active[0]) if active else 0}
+
+
 async def transition(
     tx: Tx,
     turn_id: str,

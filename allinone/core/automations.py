@@ -96,7 +96,7 @@ class Automations:
                 invocation["id"],
                 {"status": "failed", "error": ("resource_not_found", "The automation is gone.")},
             )
-        log.info("automation schedules registered")
+        log.debug("automation schedules registered")
 
     def stop(self) -> None:
         """Stop firing; jobs are rebuilt from the database at the next start."""

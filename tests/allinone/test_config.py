@@ -119,3 +119,13 @@ def test_the_price_table_is_read_and_checked(tmp_path: Path) -> None:
     config.write_text('[prices."gpt-x"]\ncurrency = "EUR"\n', encoding="utf-8")
     with pytest.raises(ConfigError):
         load({}, {}, tmp_path)
+
+
+def test_the_log_format_comes_from_flags_environment_or_file(tmp_path: Path) -> None:
+    assert load({}, {}, tmp_path).log_format == "text"
+    assert load({}, {"COREBOX_LOG_FORMAT": "json"}, tmp_path).log_format == "json"
+    (tmp_path / "corebox.toml").write_text('log_format = "json"\n')
+    assert load({"log_format": "text"}, {}, tmp_path).log_format == "text"
+    assert load({}, {}, tmp_path).log_format == "json"
+    with pytest.raises(ConfigError, match="log format must be one of text, json"):
+        load({"log_format": "xml"}, {}, tmp_path)

@@ -96,7 +96,7 @@ def test_a_debug_log_of_a_full_session_holds_no_secret(tmp_path: Path) -> None:
     log = server.log.read_text(encoding="utf-8", errors="replace")
     for name, secret in secrets.items():
         assert secret not in log, f"the {name} is in the debug log"
-    assert " DEBUG " in log and REDACTED in log  # a debug log, in which secrets were met
+    assert " level=debug " in log and REDACTED in log  # a debug log, in which secrets were met
 
 
 def _session(base_url: str, data_dir: Path, model: ModelServer, mcp_url: str) -> dict[str, str]:

@@ -24,6 +24,7 @@ import openai
 import pytest
 from openai import OpenAI
 
+from tests.allinone.test_first_start import check_first_start, start_in_terminal
 from tests.support.chromium import chromium, install
 
 pytestmark = pytest.mark.binary
@@ -314,3 +315,14 @@ def test_the_console_signs_in_from_the_binary_with_no_other_origin(
         assert tab.requests and all(url.startswith(origin) for url in tab.requests)
         assert not any(API_KEY in url for url in tab.requests)
         assert API_KEY not in json.dumps(tab.storage())
+
+
+def test_first_start_in_a_terminal_is_a_short_banner(tmp_path: Path) -> None:
+    """The acceptance of the first five minutes: `dist/corebox serve` on an empty data
+    directory, in a real pseudo-terminal, prints at most 12 useful lines with the key,
+    the API URL and the console URL."""
+    env = {k: v for k, v in clean_env().items() if k != "COREBOX_API_KEY"}
+    port = free_port()
+    data_dir = tmp_path / "data"
+    shown = start_in_terminal(data_dir, port, program=(str(binary()),), env=env)
+    check_first_start(shown, data_dir, port)

@@ -8,9 +8,12 @@ Who sees what: without a key, only the status and each check's `ok`: no version,
 port, configuration or device identity. A project's API key adds the version and the
 evidence that is about the service rather than the owner's machine (storage latency and
 schema version, how many Runtimes are connected and which agent kinds they offer). The
-Core key sees all of it. Storage is reported failing from the moment any write fails
-for lack of disk or a read-only file until a write other than this probe commits again
-(an API write, a settlement retry, or the minutely journal prune).
+Core key sees all of it, with the uptime (under `config`), how many turns are active
+and queued (`turns`), and the `setup` check: the data directory, secrets, workspace
+roots and clock checks of `corebox doctor`, each with its fix. Storage is reported
+failing from the moment any write fails for lack of disk or a read-only file until a
+write other than this probe commits again (an API write, a settlement retry, or the
+minutely journal prune).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from allinone.core.gateway.registry import Registry
 from allinone.core.ids import Clock
 from allinone.core.overlays import view as overlay_view
 from storage import overlays as overlay_rows
-from storage import tenancy
+from storage import tenancy, turns
 from storage.database import Database, Tx
 from storage.errors import StorageError
 
@@ -65,9 +68,14 @@ class Health:
         config_summary: dict[str, Any],
         confinement: dict[str, Any] | None = None,
         draining: Callable[[], bool] = lambda: False,
+        setup: Callable[[], tuple[bool, list[dict[str, Any]]]] | None = None,
     ) -> None:
+        """`setup` returns the set-up checks `corebox doctor` also runs (whether all that
+        sessions need holds, and each check); its evidence is the `setup` check."""
         self._draining = draining
         self._confinement = confinement or {"kind": "none"}
+        self._setup = setup
+        self._started_at = time.monotonic()
         self._db = db
         self._registry = registry
         self._scheduler_running = scheduler_running
@@ -116,6 +124,14 @@ class Health:
             **failing,
         }
 
+    async def _turns(self) -> dict[str, Any]:
+        """The work in hand (a state, never a failure; a storage failure is the storage
+        check's)."""
+        try:
+            return {"ok": True, **await self._db.read(turns.counts)}
+        except StorageError as exc:
+            return {"ok": True, "error": type(exc).__name__}
+
     def _failure(self) -> dict[str, Any]:
         failure = self._db.failure
         return {} if failure is None else {"failure": failure.reason}
@@ -132,13 +148,18 @@ class Health:
             "connected_count": len(runtimes),
             "agent_kinds": sorted({kind for r in declared for kind in r["agent_kinds"]}),
         }
-        checks["config"] = {"ok": True, **self._config}
+        uptime = round(time.monotonic() - self._started_at)
+        checks["config"] = {"ok": True, "uptime_seconds": uptime, **self._config}
+        checks["turns"] = await self._turns()
         # How commands run in workspaces are confined (`none` is a state, not a failure).
         checks["confinement"] = {"ok": True, **self._confinement}
         # Draining (seed 003): no new turn is claimed; running turns pause at a safe point.
         checks["drain"] = {"ok": not self._draining(), "draining": self._draining()}
         # Active safety overlays (a state, not a failure; shown to the Core key only).
         checks["overlays"] = {"ok": True, "active": await self._overlays()}
+        if self._setup is not None:
+            ok, found = self._setup()
+            checks["setup"] = {"ok": ok, "checks": found}
         ready = all(check["ok"] for check in checks.values())
         return ready, checks
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from allinone.core import render
 from allinone.core.ids import Clock, Ids
+from allinone.core.log_context import turn_fields
 from allinone.core.orchestration import manifest
 from allinone.core.orchestration.projector import Projector, RunProjection
 from allinone.core.orchestration.transitions import move
@@ -217,7 +218,8 @@ class Outcomes:
                 )
 
             if await self._db.write(job):
-                log.warning("turn %s: lease expired; failed as lease_expired", row["id"])
+                with turn_fields(row["session_id"], row["id"]):
+                    log.warning("turn %s: lease expired; failed as lease_expired", row["id"])
                 abandon(row["id"])
                 expired += 1
         return expired

@@ -31,6 +31,7 @@ from allinone.core.gateway.preparations import (
 from allinone.core.gateway.subscriptions import RunSubscription
 from allinone.core.gateway.suspension import suspend_id
 from allinone.core.gateway.workspace import WorkspaceUnavailable, wire_uuid
+from allinone.core.log_context import turn_fields
 from allinone.core.orchestration import context, manifest
 from allinone.core.orchestration.collaborators import Collaborators
 from allinone.core.orchestration.configuration import (
@@ -89,12 +90,13 @@ class TurnExecution:
         self.pause.set()
 
     async def run(self) -> None:
-        try:
-            await self._execute()
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("turn %s could not be executed", self._turn_id)
+        with turn_fields(self._session["id"], self._turn_id):
+            try:
+                await self._execute()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("turn %s could not be executed", self._turn_id)
 
     async def _execute(self) -> None:
         if not await self._allowed():
@@ -114,6 +116,7 @@ class TurnExecution:
         if claim is None:
             await self._parts.preparations.release(prepared)
             return
+        log.debug("turn %s claimed", self._turn_id)
         run = RunProjection(self._session["id"], self._turn_id, claim)
         run.budget_left = self._budget_left
         run.price = budgets.price_of(self._session)

@@ -1,0 +1,54 @@
+"""`corebox status` against a real running server, and when there is none."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT, Server, free_port
+
+
+def _status(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COREBOX_")}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "allinone", "status", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_status_shows_one_screen_about_a_running_server(server: Server) -> None:
+    done = _status("--data-dir", str(server.data_dir), "--url", server.base_url)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].endswith(f"at {server.base_url}: ready"), done.stdout
+    assert len(lines) <= 24
+    shown = {line.split()[0]: line for line in lines[1:]}
+    assert {"uptime", "runtimes", "turns", "storage", "overlays"} <= set(shown)
+    assert "1 connected: local-runtime (builtin, scripted)" in shown["runtimes"]
+    assert " active, " in shown["turns"] and shown["turns"].endswith(" queued")
+    assert "schema" in shown["storage"]
+
+
+def test_status_json_carries_the_owner_evidence(server: Server) -> None:
+    done = _status("--data-dir", str(server.data_dir), "--url", server.base_url, "--json")
+    body = json.loads(done.stdout)
+    checks = body["readyz"]["checks"]
+    assert checks["turns"]["queued"] >= 0 and checks["turns"]["active"] >= 0
+    assert isinstance(checks["config"]["uptime_seconds"], int)
+    assert checks["storage"]["bytes"] > 0
+    assert body["projects"] >= 1
+
+
+def test_status_without_a_server_says_so(server: Server, tmp_path: Path) -> None:
+    dead = f"http://127.0.0.1:{free_port()}"
+    done = _status("--data-dir", str(server.data_dir), "--url", dead)
+    assert done.returncode == 2
+    assert f"cannot reach corebox at {dead}" in done.stderr
