@@ -28,6 +28,7 @@ from allinone.config import ConfigError, load
 from allinone.datadir import backup as backups
 from allinone.datadir import bundle as bundles
 from allinone.datadir import collection, usage
+from allinone.progress import Bar
 from storage.database import Database
 from storage.errors import StorageError
 
@@ -73,17 +74,24 @@ def run_command(args: argparse.Namespace, environ: Mapping[str, str], out: TextI
     try:
         config = load(flags, environ, Path.cwd())
         if args.command == "gc":
-            report = asyncio.run(_gc(config.data_dir, config.retention_seconds, args.dry_run))
+            with Bar("gc", sys.stderr, unit="steps") as bar:
+                report = asyncio.run(
+                    _gc(config.data_dir, config.retention_seconds, args.dry_run, bar)
+                )
             print(report.summary(), file=out)
         elif args.command == "storage":
             _print_storage(usage.report(config.data_dir), args.json, out)
         elif args.command == "backup":
-            manifest = backups.backup(config.data_dir, Path(args.file))
+            with Bar("backup", sys.stderr, unit="files") as bar:
+                manifest = backups.backup(config.data_dir, Path(args.file), on_progress=bar)
             print(f"backup {args.file}: {len(manifest['files'])} files", file=out)
         elif args.command in ("export", "import"):
             print(_bundle(args, config.data_dir), file=out)
         else:
-            manifest = backups.restore(Path(args.file), config.data_dir, replace=args.replace)
+            with Bar("restore", sys.stderr, unit="files") as bar:
+                manifest = backups.restore(
+                    Path(args.file), config.data_dir, replace=args.replace, on_progress=bar
+                )
             print(
                 f"restored {len(manifest['files'])} files into {config.data_dir}"
                 f" (schema {manifest['schema_version']})",
@@ -98,17 +106,25 @@ def run_command(args: argparse.Namespace, environ: Mapping[str, str], out: TextI
 def _bundle(args: argparse.Namespace, data_dir: Path) -> str:
     project = args.project or bundles.default_project(data_dir)
     if args.command == "export":
-        data = bundles.export(data_dir, project, agents=args.agents, sessions=args.sessions)
+        with Bar("export", sys.stderr, unit="sessions") as bar:
+            data = bundles.export(
+                data_dir, project, agents=args.agents, sessions=args.sessions, on_progress=bar
+            )
         target = Path(args.output)
         staged = target.with_name(target.name + ".tmp")
         staged.write_bytes(data)
         staged.replace(target)
         return f"export {target}: {len(data)} bytes"
-    added = bundles.import_bundle(data_dir, Path(args.file).read_bytes(), project)
+    with Bar("import", sys.stderr, unit="sessions") as bar:
+        added = bundles.import_bundle(
+            data_dir, Path(args.file).read_bytes(), project, on_progress=bar
+        )
     return f"import {args.file}: {sum(added.values())} rows added"
 
 
-async def _gc(data_dir: Path, retention_seconds: int, dry_run: bool) -> collection.Report:
+async def _gc(
+    data_dir: Path, retention_seconds: int, dry_run: bool, on_progress: Bar
+) -> collection.Report:
     if not (data_dir / collection.DATABASE_FILE).is_file():
         raise StorageError(f"no database in {data_dir}")
     db = await Database.open(data_dir / collection.DATABASE_FILE)
@@ -119,6 +135,7 @@ async def _gc(data_dir: Path, retention_seconds: int, dry_run: bool) -> collecti
             now=int(time.time()),
             retention_seconds=retention_seconds,
             dry_run=dry_run,
+            on_progress=on_progress,
         )
     finally:
         await db.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import pty
 import sqlite3
 import subprocess
 import sys
@@ -193,3 +194,48 @@ def test_gc_purges_a_deleted_agent_with_its_versions_and_pointers(own_server: Se
             ).fetchone()[0]
             == 1
         )
+
+
+def test_export_shows_progress_on_a_terminal_and_nothing_extra_through_a_pipe(
+    own_server: Server, tmp_path: Path
+) -> None:
+    with OpenAI(base_url=f"{own_server.base_url}/v1", api_key=API_KEY, max_retries=0) as client:
+        for n in range(3):
+            list(
+                client.beta.agents.sessions.create(
+                    agent={"model": "scripted"},
+                    environment={"type": "none"},
+                    input=f"/say {n}",
+                    stream=True,
+                )
+            )
+    piped = corebox(own_server.data_dir, "export", "-o", str(tmp_path / "piped.bundle"))
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stderr == ""
+    assert piped.stdout.splitlines() == [
+        f"export {tmp_path / 'piped.bundle'}: "
+        + (f"{(tmp_path / 'piped.bundle').stat().st_size} bytes")
+    ]
+
+    main, terminal = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COREBOX_")}
+    env["PYTHONPATH"] = str(ROOT)
+    target = tmp_path / "shown.bundle"
+    argv = [sys.executable, "-m", "allinone", "export", "-o", str(target)]
+    argv += ["--data-dir", str(own_server.data_dir)]
+    process = subprocess.Popen(argv, stdout=terminal, stderr=terminal, env=env)
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the terminal's other side closed: the command ended
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main)
+    assert process.wait(timeout=60) == 0
+    text = shown.decode()
+    assert "\rexport " in text and "100%" in text, text  # the bar, redrawn in place
+    assert f"export {target}: " in text  # then the same summary line
