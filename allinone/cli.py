@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from allinone import (
     __version__,
@@ -92,6 +92,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="serve Core only; turns wait for a `corebox daemon` to connect",
     )
+    _add_commands(commands)
+    cli_help.add_examples(parser)
+    return parser
+
+
+def _add_commands(commands: Any) -> None:
+    """Every command but `serve`, each registered by the module that runs it."""
     admin.add_commands(commands)
     comms_commands.add_commands(commands)
     devices.add_commands(commands)
@@ -104,8 +111,6 @@ def _parser() -> argparse.ArgumentParser:
     doctor_command.add_command(commands)
     status_command.add_command(commands)
     cli_help.add_command(commands)
-    cli_help.add_examples(parser)
-    return parser
 
 
 def _announcer(config: Config, harnesses: tuple[str, ...]) -> Callable[[Started], None]:

@@ -57,7 +57,8 @@ async def page(
 async def settle(
     tx: Tx, turn_id: str, action: str, status: str, reason: str | None, now: int
 ) -> list[str]:
-    """Move the turn's open commands of `action` to `status`; the ids moved."""
+    """Move the turn's open commands of `action` to `status`; the ids moved. A command
+    keeps the reason it was given unless `reason` (why it was rejected) replaces it."""
     rows = await tx.fetchall(
         "SELECT id FROM commands WHERE turn_id = ? AND action = ? AND status = 'accepted'",
         (turn_id, action),
@@ -65,7 +66,7 @@ async def settle(
     ids = [str(row["id"]) for row in rows]
     for command_id in ids:
         await tx.execute(
-            "UPDATE commands SET status = ?, reason = ?, updated_at = ?"
+            "UPDATE commands SET status = ?, reason = COALESCE(?, reason), updated_at = ?"
             " WHERE id = ? AND status = 'accepted'",
             (status, reason, now, command_id),
         )
@@ -74,7 +75,7 @@ async def settle(
 
 async def settle_one(tx: Tx, command_id: str, status: str, reason: str | None, now: int) -> bool:
     changed = await tx.execute(
-        "UPDATE commands SET status = ?, reason = ?, updated_at = ?"
+        "UPDATE commands SET status = ?, reason = COALESCE(?, reason), updated_at = ?"
         " WHERE id = ? AND status = 'accepted'",
         (status, reason, now, command_id),
     )

@@ -121,6 +121,7 @@ def test_a_pause_kill_switch_pauses_running_turns_by_a_pause_command(surface: Su
     while command["status"] == "accepted":
         command = client.get(f"{root}/x/v1/commands/{command['id']}", cast_to=object)
     assert command["status"] == "applied"
+    assert command["reason"] == "kill switch"  # applying keeps the reason it was given
     turn = client.beta.agents.sessions.turns.list(session.id, limit=1).data[0]
     assert turn.x_corebox["phase"] == "paused"  # type: ignore[attr-defined]
     status, _ = surface.core("DELETE", f"/core/v1/overlays/{kill['id']}")

@@ -44,7 +44,7 @@ def probe(executable: str = "codex") -> Cli | None:
     reports a known version; None otherwise (the reason is logged)."""
     path = shutil.which(executable)
     if path is None:
-        log.info("codex harness: no %s executable found", executable)
+        log.debug("codex harness: no %s executable found", executable)
         return None
     try:
         done = subprocess.run(
