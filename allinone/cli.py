@@ -214,11 +214,15 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     logs.configure(config.log_level, config.log_format, sys.stderr)
     from allinone.app import HARNESSES_DIR, App, StartupError, runtime_harnesses
+    from allinone.core.agents import CLI_HARNESSES
 
     local = not args.no_local_runtime
-    offered = runtime_harnesses(config.data_dir / HARNESSES_DIR).supported_kinds()
-    harnesses = (
-        tuple(f"{k.kind} {k.version}".strip() for k in offered if k.available) if local else ()
+    offered = runtime_harnesses(config.data_dir / HARNESSES_DIR).supported_kinds() if local else []
+    # An installed CLI's version tells which one runs; the in-tree harnesses have none.
+    harnesses = tuple(
+        f"{k.kind} {k.version}" if k.kind in CLI_HARNESSES else k.kind
+        for k in offered
+        if k.available
     )
 
     ready_fd: int | None = args.ready_fd
