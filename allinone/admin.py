@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from allinone.config import ConfigError, load
+from allinone.config import ConfigError, load, local_base_url
 from allinone.credentials import core_key_path, read_core_key
 
 TIMEOUT_SECONDS = 30
@@ -152,8 +152,7 @@ def client_for(args: argparse.Namespace) -> CoreClient:
         ) from exc
     url = args.url
     if not url:
-        host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
-        url = f"http://{f'[{host}]' if ':' in host else host}:{config.port}"
+        url = local_base_url(config.host, config.port)
     return CoreClient(url.rstrip("/"), key)
 
 

@@ -24,7 +24,7 @@ from starlette.types import ASGIApp
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from allinone import __version__, doctor
-from allinone.config import Config
+from allinone.config import Config, local_base_url
 from allinone.core.agent_versions import Deployments
 from allinone.core.api.agent_versions import AgentVersionsApi
 from allinone.core.api.agents import AgentsApi
@@ -422,11 +422,7 @@ def _runtime_ws_url(config: Config, port: int) -> str:
     URL for Runtimes elsewhere when one is configured (never a loopback address)."""
     if config.public_url:
         return "ws" + config.public_url.removeprefix("http") + "/api/v1/agent-daemon/ws"
-    return f"ws://{_url_host(_local_host(config))}:{port}/api/v1/agent-daemon/ws"
-
-
-def _local_host(config: Config) -> str:
-    return "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
+    return "ws" + local_base_url(config.host, port).removeprefix("http") + "/api/v1/agent-daemon/ws"
 
 
 def _server_config(app: ASGIApp, log_level: str) -> uvicorn.Config:
@@ -450,7 +446,7 @@ def _local_daemon(config: Config, opened: Opened, grants: HostGrants) -> Daemon 
     if opened.runtime_credential is None:
         return None
     return Daemon(
-        f"http://{_url_host(_local_host(config))}:{opened.port}/api/v1",
+        local_base_url(config.host, opened.port) + "/api/v1",
         LOCAL_DEVICE_ID,
         opened.runtime_credential,
         runtime_harnesses(config.data_dir / HARNESSES_DIR),
@@ -765,7 +761,3 @@ async def _prune_journal(db: Database) -> None:
 
 async def _checkpoint(db: Database) -> None:
     await db.read(lambda r: r.fetchone("PRAGMA wal_checkpoint(PASSIVE)"))
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from allinone.config import local_base_url
+
 
 @dataclass(frozen=True)
 class Facts:
@@ -30,15 +32,9 @@ class Facts:
     model: str | None  # the builtin harness's model endpoint, if one is configured
 
 
-def base_url(host: str, port: int) -> str:
-    """The address a client on this machine uses (a wildcard bind means loopback)."""
-    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-    return f"http://{f'[{shown}]' if ':' in shown else shown}:{port}"
-
-
 def banner(facts: Facts) -> list[str]:
     """At most nine lines, every one of them something the user needs."""
-    root = base_url(facts.host, facts.port)
+    root = local_base_url(facts.host, facts.port)
     lines = [
         f"corebox {facts.version} is serving",
         f"  API        {root}/v1",

@@ -50,6 +50,13 @@ KEYS = (
 MODEL_PROTOCOLS = ("chat_completions", "responses")
 
 
+def local_base_url(host: str, port: int) -> str:
+    """The address a client on this machine reaches a server bound to `host:port` at (a
+    wildcard bind means loopback), without a trailing slash."""
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return f"http://{f'[{shown}]' if ':' in shown else shown}:{port}"
+
+
 class ConfigError(ValueError):
     """A configuration value is unusable; the message names it."""
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from allinone.admin import AdminError, request_json
-from allinone.config import ConfigError, load
+from allinone.config import ConfigError, load, local_base_url
 from allinone.credentials import KEY_FILE
 
 ACTIONS = ("pause", "resume", "cancel")
@@ -90,8 +90,7 @@ def client_for(args: argparse.Namespace, environ: dict[str, str]) -> ProjectClie
         raise AdminError("no project API key: use --api-key-file or set COREBOX_API_KEY") from exc
     url = args.url
     if not url:
-        host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
-        url = f"http://{f'[{host}]' if ':' in host else host}:{config.port}"
+        url = local_base_url(config.host, config.port)
     return ProjectClient(url.rstrip("/"), key)
 
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from allinone.config import ConfigError, load
+from allinone.config import ConfigError, load, local_base_url
 
 if TYPE_CHECKING:
     import openai
@@ -117,8 +117,7 @@ def _client(args: argparse.Namespace, environ: Mapping[str, str]) -> openai.Open
             config = load({"data_dir": args.data_dir, "config": args.config}, environ, Path.cwd())
         except ConfigError as exc:
             raise SkillCommandError(str(exc)) from exc
-        host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
-        url = f"http://{f'[{host}]' if ':' in host else host}:{config.port}"
+        url = local_base_url(config.host, config.port)
     import openai
 
     return openai.OpenAI(base_url=f"{url.rstrip('/')}/v1", api_key=key, max_retries=0)

@@ -17,7 +17,7 @@ import webbrowser
 from pathlib import Path
 from typing import Any, TextIO
 
-from allinone.config import ConfigError, load
+from allinone.config import ConfigError, load, local_base_url
 from allinone.credentials import core_key_path
 
 PROBE_SECONDS = 3.0
@@ -45,8 +45,7 @@ def address(args: argparse.Namespace) -> tuple[str, Path]:
         raise ConsoleError(str(exc)) from exc
     url = args.url
     if not url:
-        host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
-        url = f"http://{f'[{host}]' if ':' in host else host}:{config.port}"
+        url = local_base_url(config.host, config.port)
     return url.rstrip("/") + "/", core_key_path(config.data_dir)
 
 
