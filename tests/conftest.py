@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import select
 import socket
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.support.sdk import close_opened
 
 ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "test-key"
@@ -117,3 +120,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 @pytest.fixture
 def fresh_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
+
+
+@pytest.fixture(autouse=True)
+def _garbage_of_each_test_is_its_own() -> Iterator[None]:
+    """Collect what each test left behind at its own teardown, so an object it failed to
+    close (a socket, a client, a file) is reported against that test, not at a random
+    later point in another one."""
+    yield
+    close_opened()
+    gc.collect()

@@ -14,6 +14,7 @@ from openai import OpenAI
 from allinone.app import SHUTDOWN_BUDGET_SECONDS, App, Started
 from allinone.config import Config
 from tests.conftest import API_KEY
+from tests.support.sdk import sdk_client
 
 WAIT = 30.0
 BUSY_TURNS = 2
@@ -78,7 +79,7 @@ async def _busy_stop(data_dir: Path) -> float:
     await asyncio.wait({started, serving}, return_when=asyncio.FIRST_COMPLETED)
     if serving.done():
         await serving
-    client = OpenAI(
+    client = sdk_client(
         base_url=f"http://127.0.0.1:{started.result().port}/v1",
         api_key=API_KEY,
         max_retries=0,

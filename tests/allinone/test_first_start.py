@@ -13,9 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from openai import OpenAI
-
 from tests.conftest import API_KEY, ROOT, free_port, start_server, wait_ready
+from tests.support.sdk import sdk_client
 
 CHATTER = ("apscheduler", "uvicorn", "Adding job", "WebSocket /api", "connection open")
 
@@ -159,7 +158,7 @@ def test_json_logs_are_one_object_per_line(tmp_path: Path) -> None:
 def test_every_line_about_a_turn_names_its_session_and_turn(tmp_path: Path) -> None:
     running = start_server(tmp_path / "data", log_level="debug")
     try:
-        client = OpenAI(base_url=f"{running.base_url}/v1", api_key=API_KEY, max_retries=0)
+        client = sdk_client(base_url=f"{running.base_url}/v1", api_key=API_KEY, max_retries=0)
         events = list(
             client.beta.agents.sessions.create(
                 agent={"model": "scripted"}, environment={"type": "none"}, input="hi", stream=True

@@ -13,7 +13,6 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from openai import OpenAI
 from websockets.asyncio.client import connect
 
 from allinone.core.model_providers import SEAL_CONTEXT, ModelProviders
@@ -26,6 +25,7 @@ from tests.api.support import core_key, http
 from tests.conftest import API_KEY, start_server
 from tests.support.mcp_server import McpTestServer
 from tests.support.model_server import MODEL, ModelServer, Reply
+from tests.support.sdk import sdk_client
 
 MODEL_KEY = "sk-deployment-model-key-0123456789"
 VAULT_TOKEN = "vault-bearer-token-f00dfeed"
@@ -112,7 +112,7 @@ def _session(base_url: str, data_dir: Path, model: ModelServer, mcp_url: str) ->
     assert status == 201, device
     asyncio.run(_bootstrap_and_connect(base_url, device["id"], device["credential"]))
 
-    client = OpenAI(base_url=f"{base_url}/v1", api_key=key["key"], max_retries=0)
+    client = sdk_client(base_url=f"{base_url}/v1", api_key=key["key"], max_retries=0)
     vault = client.beta.agents.vaults.create(name="tools")
     credential = client.beta.agents.vaults.credentials.create(
         vault.id,

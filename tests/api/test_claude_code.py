@@ -17,6 +17,7 @@ from tests.api.test_builtin import latest_turn, message, send, until_settled
 from tests.conftest import Server, start_server
 from tests.runtime.harness.claude_code_support import claude_command
 from tests.support.anthropic_server import AnthropicServer, Turn
+from tests.support.sdk import sdk_client
 
 KEY = "sk-ant-test-0123456789"
 
@@ -40,7 +41,7 @@ def running(tmp_path_factory: pytest.TempPathFactory, cli_env: dict[str, str]) -
 
 
 def connect(server: Server) -> OpenAI:
-    return OpenAI(
+    return sdk_client(
         base_url=f"{server.base_url}/v1",
         api_key="test-key",
         max_retries=0,

@@ -14,6 +14,7 @@ from openai import OpenAI
 
 from tests.conftest import API_KEY, Server, start_server
 from tests.support.model_server import MODEL, ModelServer, Reply
+from tests.support.sdk import sdk_client
 
 KEY = "sk-model-secret-0123456789"
 
@@ -25,7 +26,7 @@ def model() -> Iterator[ModelServer]:
 
 
 def client_of(server: Server) -> OpenAI:
-    return OpenAI(
+    return sdk_client(
         base_url=f"{server.base_url}/v1",
         api_key=API_KEY,
         max_retries=0,

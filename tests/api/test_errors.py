@@ -11,6 +11,7 @@ import pytest
 from openai import OpenAI
 
 from tests.conftest import API_KEY, Server
+from tests.support.sdk import sdk_client
 
 
 def raw(
@@ -48,7 +49,7 @@ def _session(client: OpenAI) -> str:
 
 
 def test_wrong_key_is_401(server: Server) -> None:
-    bad = OpenAI(base_url=f"{server.base_url}/v1", api_key="wrong", max_retries=0)
+    bad = sdk_client(base_url=f"{server.base_url}/v1", api_key="wrong", max_retries=0)
     with bad, pytest.raises(openai.AuthenticationError) as caught:
         bad.beta.agents.create(model="scripted")
     assert caught.value.status_code == 401

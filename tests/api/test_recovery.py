@@ -9,10 +9,11 @@ from pathlib import Path
 from openai import OpenAI
 
 from tests.conftest import API_KEY, Server, start_server
+from tests.support.sdk import sdk_client
 
 
 def _client(server: Server) -> OpenAI:
-    return OpenAI(
+    return sdk_client(
         base_url=f"{server.base_url}/v1",
         api_key=API_KEY,
         max_retries=0,

@@ -27,6 +27,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.conftest import API_KEY, ROOT, free_port
+from tests.support.sdk import sdk_client
 
 WAIT = 20.0
 SILENCE = 0.08  # the one timed wait: nothing may arrive within it
@@ -280,7 +281,7 @@ async def play_turn(ws: ClientConnection, text: str) -> str:
 
 
 def sdk(base_url: str) -> OpenAI:
-    return OpenAI(
+    return sdk_client(
         base_url=f"{base_url}/v1",
         api_key=API_KEY,
         max_retries=0,

@@ -26,6 +26,7 @@ from openai import OpenAI
 
 from tests.allinone.test_first_start import check_first_start, start_in_terminal
 from tests.support.chromium import chromium, install
+from tests.support.sdk import sdk_client
 
 pytestmark = pytest.mark.binary
 
@@ -47,7 +48,7 @@ class Server:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def client(self, api_key: str = API_KEY) -> OpenAI:
-        return OpenAI(
+        return sdk_client(
             base_url=self.base_url,
             api_key=api_key,
             max_retries=0,

@@ -12,10 +12,10 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from openai import OpenAI
 
 from storage import migrations
 from tests.conftest import Server, start_server
+from tests.support.sdk import sdk_client
 from tests.upgrade.make_fixtures import KEY, picture
 
 FIXTURES = Path(__file__).with_name("fixtures")
@@ -50,7 +50,7 @@ def _check(server: Server, expected: dict[str, object]) -> None:
     assert isinstance(sessions, dict)
     assert picture(server.port, list(sessions)) == sessions
     session_id = next(iter(sessions))
-    client = OpenAI(base_url=server.base_url + "/v1", api_key=KEY, max_retries=0)
+    client = sdk_client(base_url=server.base_url + "/v1", api_key=KEY, max_retries=0)
     with client, client.beta.agents.sessions.stream(session_id, input="/say again") as stream:
         assert stream.get_final_result().turn.status == "completed"
     now = picture(server.port, [session_id])[session_id]

@@ -16,6 +16,7 @@ from openai import OpenAI
 from tests.allinone.datadir.test_gc import BETA, corebox
 from tests.api.support import http
 from tests.conftest import API_KEY, Server, start_server
+from tests.support.sdk import sdk_client
 
 SESSIONS = 4
 
@@ -86,7 +87,7 @@ def _session(client: OpenAI) -> str:
 def test_a_backup_under_load_restores_every_acknowledged_input(
     own_server: Server, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    client = OpenAI(base_url=own_server.base_url + "/v1", api_key=API_KEY, max_retries=0)
+    client = sdk_client(base_url=own_server.base_url + "/v1", api_key=API_KEY, max_retries=0)
     request.addfinalizer(client.close)
     ids = [_session(client) for _ in range(SESSIONS)]
     load = Load(own_server, ids)
@@ -115,7 +116,7 @@ def test_a_backup_under_load_restores_every_acknowledged_input(
 
     second = start_server(restored)
     try:
-        copy = OpenAI(base_url=second.base_url + "/v1", api_key=API_KEY, max_retries=0)
+        copy = sdk_client(base_url=second.base_url + "/v1", api_key=API_KEY, max_retries=0)
         request.addfinalizer(copy.close)
         for session_id in ids:
             items = copy.beta.agents.sessions.items.list(session_id, limit=100, order="asc")

@@ -21,6 +21,7 @@ from openai import OpenAI
 
 from tests.api.support import database_state, http
 from tests.conftest import API_KEY, ROOT, Server, start_server
+from tests.support.sdk import sdk_client
 
 SESSIONS = 40
 ARCHIVED = 10
@@ -98,7 +99,7 @@ def blob_bytes(data_dir: Path) -> int:
 def test_gc_purges_deleted_sessions_and_keeps_archived_ones(
     own_server: Server, request: pytest.FixtureRequest
 ) -> None:
-    client = OpenAI(base_url=own_server.base_url + "/v1", api_key=API_KEY, max_retries=0)
+    client = sdk_client(base_url=own_server.base_url + "/v1", api_key=API_KEY, max_retries=0)
     request.addfinalizer(client.close)
     data_dir = own_server.data_dir
     ids = [managed_session(client, os.urandom(ARTIFACT_BYTES)) for _ in range(SESSIONS)]

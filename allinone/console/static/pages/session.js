@@ -27,6 +27,7 @@ class SessionPage {
     this.base = `/v1/agents/sessions/${sessionId}`;
     this.abort = new AbortController();
     this.session = null;
+    this.sessionEvents = 0; // session-level events applied; a read older than one is stale
     this.transcript = new Transcript();
     this.transcript.onTurn = () => this.scheduleSide();
     this.header = h("div.session-head");
@@ -124,6 +125,7 @@ class SessionPage {
 
   apply(event) {
     if (event.session && event.type.startsWith("agent.session.") && !event.type.includes(".turn.")) {
+      this.sessionEvents += 1;
       this.showSession(event.session);
       // The choice prompts are a corebox extension: read them from the stored session.
       // The turn is now waiting: its run state is read from the turns list.
@@ -142,8 +144,12 @@ class SessionPage {
   }
 
   async refresh() {
+    const at = this.sessionEvents;
     try {
-      this.showSession(await get(this.base));
+      const session = await get(this.base);
+      // A session event applied while this read was in flight is newer than what it read
+      // (an answered prompt must not come back from a read that started before).
+      if (at === this.sessionEvents) this.showSession(session);
     } catch (error) {
       this.flash(error.message);
     }

@@ -29,6 +29,7 @@ from allinone.config import Config
 from allinone.core.orchestration.timers import Timers
 from runtime.proto.version import VERSION
 from tests.conftest import API_KEY
+from tests.support.sdk import sdk_client
 
 WAIT = 20.0
 HARNESS = "scripted"
@@ -233,7 +234,7 @@ class RealCore:
         await asyncio.wait_for(self._task, WAIT)
 
     def client(self) -> OpenAI:
-        return OpenAI(
+        return sdk_client(
             base_url=f"{self.base_url}/v1",
             api_key=API_KEY,
             max_retries=0,
