@@ -339,6 +339,7 @@ class TurnExecution:
         if not moved:
             return None
         await commands.settle(tx, self._turn_id, "resume", "applied", None, now)
+        await self._parts.outcomes.recorder.emit_turn_phase(tx, self._turn_id)
         self._cursor = row["checkpoint_cursor"]
         return token
 
