@@ -6,6 +6,8 @@
   turn's snapshot, in the order the state machine moved, through the SDK's strict
   event validation.
 - A drain announces each turn it stops (`resuming`) on the stream.
+- A fork keeps every configuration revision of its parent under the same numbers, and
+  its own updates continue the count.
 - A command that was accepted and whose turn ended before it applied is `expired`,
   its reason naming how the turn ended; a command submitted to an ended turn is
   `rejected` (`terminal`).
@@ -13,6 +15,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ from openai import OpenAI
 
 from allinone.credentials import read_core_key
 from tests.api.support import Surface, surface
+from tests.api.test_agent_versions import run_turn, send_and_settle
 from tests.api.test_run_control import call, command, run_state, sdk, settled, start
 from tests.conftest import Server, start_server
 
@@ -115,3 +120,35 @@ def test_a_command_whose_turn_ended_before_it_applied_expires(tmp_path: Path) ->
             ]
     finally:
         server.stop()
+
+
+def revisions_of(server: Server, session_id: str) -> list[tuple[int, str]]:
+    """(revision, digest) of a session's configuration revisions, read from its file."""
+    uri = f"file:{server.data_dir / 'corebox.db'}?mode=ro"
+    with closing(sqlite3.connect(uri, uri=True)) as db:
+        rows = db.execute(
+            "SELECT revision, digest FROM session_revisions WHERE session_id = ? ORDER BY revision",
+            (session_id,),
+        ).fetchall()
+    return [(int(r[0]), str(r[1])) for r in rows]
+
+
+def test_a_fork_keeps_the_configuration_revisions_it_pins(client: OpenAI, surface: Surface) -> None:
+    session, _ = run_turn(client, agent={"model": "scripted"})
+    client.beta.agents.sessions.update(session.id, agent={"service_tier": "flex"})
+    send_and_settle(client, session.id, "x")
+    parent = revisions_of(surface.server, session.id)
+    assert [r for r, _ in parent] == [1, 2]
+    fork = client.post(
+        f"{surface.server.base_url}/x/v1/sessions/{session.id}/fork", cast_to=object, body={}
+    )
+    fork_id = fork["id"]  # type: ignore[index]
+    assert fork["x_corebox"]["config_revision"] == 2  # type: ignore[index]
+    assert revisions_of(surface.server, fork_id) == parent
+    client.beta.agents.sessions.update(fork_id, agent={"service_tier": "auto"})
+    send_and_settle(client, fork_id, "y")
+    revisions = revisions_of(surface.server, fork_id)
+    assert revisions[:2] == parent and [r for r, _ in revisions] == [1, 2, 3]
+    last = client.beta.agents.sessions.turns.list(fork_id, limit=1).data[0]
+    assert last.x_corebox["config_digest"] == revisions[2][1]  # type: ignore[attr-defined]
+    assert revisions_of(surface.server, session.id) == parent  # the parent is unchanged
