@@ -1,8 +1,9 @@
 """One builtin turn: the model/tool loop.
 
-    add the turn's input
+    add the turn's input                       (or restore it from a resume cursor)
     repeat:
         add steered input                      (take_steered between model calls)
+        checkpoint `between_model_calls`       (cursor.py; a pause stops the Run here)
         one streaming model call               (frames emitted as events arrive)
         tool calls?  run each, add results, go again
         steered input arrived?  go again
@@ -28,6 +29,7 @@ import logging
 from typing import Any, Literal
 
 from runtime.harness.base import NativeFailure, RunContext
+from runtime.harness.builtin import cursor
 from runtime.harness.builtin.conversation import (
     AssistantMessage,
     Conversation,
@@ -73,6 +75,7 @@ class BuiltinTurn:
         self._context_window = context_window
         self._usage: Usage | None = Usage(0, 0, 0)
         self.rounds = 0
+        self._base = len(conversation.entries)  # entries before the turn's input
         self.manifest: dict[str, Any] = {
             "system_prompt_digest": digest_of(conversation.system_prompt),
             "model": settings.model,
@@ -83,13 +86,19 @@ class BuiltinTurn:
             "history_omitted": 0,
         }
 
-    async def play(self, messages: MessageInput) -> None:
-        self._conversation.add_input(messages)
+    async def play(self, messages: MessageInput, resume: str = "") -> None:
+        """Play the turn from its input, or from the checkpoint `resume` names (the
+        input is then already in the restored conversation)."""
+        if resume:
+            self._restore(resume)
+        else:
+            self._conversation.add_input(messages)
         try:
             while True:
                 self._take_steered()
                 if self.rounds >= MAX_ROUNDS:
                     raise NativeFailure(f"the model kept calling tools ({MAX_ROUNDS} calls)")
+                await self._checkpoint()
                 requests = await self._round()
                 if requests:
                     for request in requests:
@@ -104,6 +113,38 @@ class BuiltinTurn:
             self._context.annotate("x_corebox_manifest", json.dumps(self.manifest))
         if self._usage is not None:
             await self._report_usage(self._usage)
+
+    def _restore(self, resume: str) -> None:
+        """Put the turn back where its checkpoint was taken. The entries before the turn
+        are the Executor's memory (rebuilt from Core's history when the Executor is
+        new); the turn's own come from the cursor."""
+        try:
+            state = cursor.decode(resume)
+        except cursor.CursorInvalid as exc:
+            raise NativeFailure(f"the checkpoint cannot be restored: {exc}") from exc
+        entries = self._conversation.entries
+        if self._context.history is None:
+            del entries[state.base :]  # what this turn added before it paused
+        self._base = len(entries)
+        entries.extend(state.entries)
+        self.rounds = state.rounds
+        self._usage = state.usage
+        self.manifest = {**self.manifest, **state.manifest}
+
+    async def _checkpoint(self) -> None:
+        """Declare the safe point before a model call (see cursor.py)."""
+        state = cursor.TurnState(
+            self._base,
+            self._conversation.entries[self._base :],
+            self.rounds,
+            self._usage,
+            self.manifest,
+        )
+        text = cursor.encode(state)
+        if text is None:
+            log.debug("the turn's state exceeds a resume cursor: no checkpoint here")
+            return
+        await self._context.checkpoint("between_model_calls", text)
 
     def _take_steered(self) -> bool:
         steered = self._context.take_steered()

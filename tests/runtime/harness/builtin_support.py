@@ -95,11 +95,16 @@ class Recording:
     calls: list[tuple[str, str]] = field(default_factory=list)
     first_delta: asyncio.Event = field(default_factory=asyncio.Event)
     metadata: dict[str, str] = field(default_factory=dict)
+    resume_cursor: str = ""  # a checkpoint's cursor to continue from
+    checkpoints: list[tuple[str, str]] = field(default_factory=list)  # (boundary, cursor)
 
     async def emit(self, type_: str, payload: msgspec.Struct) -> None:
         self.frames.append((type_, payload))
         if type_ == "delta":
             self.first_delta.set()
+
+    async def checkpoint(self, boundary: str, cursor: str) -> None:
+        self.checkpoints.append((boundary, cursor))
 
     async def call_function(self, call_id: str, name: str, arguments: str) -> FunctionOutcome:
         self.calls.append((name, arguments))
