@@ -1,8 +1,10 @@
-"""The `builtin` harness checkpoints between model calls (seed 003): a pause asked while
-its turn waits for a function result applies before the next model call, survives
-kill -9 as paused, and a resume on a new Executor continues with the whole
-conversation (the session's earlier turns from Core's items, the turn's own tool call
-and result from its checkpoint) without calling any tool again."""
+"""The `builtin` harness checkpoints before each model call and while it waits for a
+function result (seed 003): a pause asked while its turn waits applies there at once,
+survives kill -9 as paused, takes the result sent meanwhile, and a resume on a new
+Executor continues with the whole conversation (the session's earlier turns from Core's
+items, the turn's own tool call and result from its checkpoint) without calling any
+tool again; a turn in `requires_action` survives kill -9 and completes when its result
+arrives afterwards."""
 
 from __future__ import annotations
 
@@ -74,12 +76,11 @@ def test_a_builtin_turn_pauses_before_its_next_model_call_and_resumes_after_kill
             session_id, _ = create(client, model, "my name is Ada", agent={"tools": [LOOKUP]})
             turn_id, call_id = requires_action(client, session_id, "look it up")
             reply = command(server, session_id, "pause")
-            assert reply.json()["status"] == "accepted"
-            tool_result(client, session_id, turn_id, call_id)
             assert settled(server, reply.json()["id"])["status"] == "applied"
             paused = run_state(client, session_id)
             assert paused["phase"] == "paused"
-            assert paused["checkpoint"]["boundary"] == "between_model_calls"
+            assert paused["checkpoint"]["boundary"] == "awaiting_function_result"
+            tool_result(client, session_id, turn_id, call_id)  # kept while paused
             assert len(model.requests) == 2  # the next model call was not made
     finally:
         server.process.send_signal(signal.SIGKILL)
@@ -128,8 +129,8 @@ def test_a_builtin_turn_resumed_on_the_same_executor_repeats_nothing(
     session_id, _ = create(client, model, "my name is Ada", agent={"tools": [LOOKUP]})
     turn_id, call_id = requires_action(client, session_id, "look it up")
     reply = command(server, session_id, "pause")
-    tool_result(client, session_id, turn_id, call_id)
     assert settled(server, reply.json()["id"])["status"] == "applied"
+    tool_result(client, session_id, turn_id, call_id)
     model.queue(Reply.say("It is forty-two"))
     resume = command(server, session_id, "resume")
     assert settled(server, resume.json()["id"])["status"] == "applied"
@@ -141,3 +142,44 @@ def test_a_builtin_turn_resumed_on_the_same_executor_repeats_nothing(
         1,
         1,
     ]
+
+
+def test_a_builtin_turn_in_requires_action_survives_kill_9(
+    tmp_path: Path, model: ModelServer
+) -> None:
+    data = tmp_path / "data"
+    server = start_server(data)
+    model.queue(Reply.say("Hello Ada"), Reply.call("lookup", {}))
+    try:
+        with client_of(server) as client:
+            session_id, _ = create(client, model, "my name is Ada", agent={"tools": [LOOKUP]})
+            turn_id, call_id = requires_action(client, session_id, "look it up")
+            before = run_state(client, session_id)
+            assert before["checkpoint"]["boundary"] == "awaiting_function_result"
+    finally:
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait(timeout=10)
+
+    restarted = start_server(data, port=server.port)
+    model.queue(Reply.say("It is forty-two"))
+    try:
+        with client_of(restarted) as client:
+            assert client.beta.agents.sessions.retrieve(session_id).status == "requires_action"
+            tool_result(client, session_id, turn_id, call_id)
+            wait_idle(client, session_id)
+            after = run_state(client, session_id)
+            assert after["status"] == "completed"
+            assert after["worker_epoch"] > before["worker_epoch"]
+            last = said(model.requests[2].body)
+            assert "my name is Ada" in last and "forty-two" in last
+            items = client.beta.agents.sessions.items.list(session_id, order="asc").data
+            assert [i.type for i in items] == [
+                "message",
+                "message",
+                "message",
+                "function_call",
+                "function_call_output",
+                "message",
+            ]
+    finally:
+        restarted.stop()

@@ -8,6 +8,12 @@ replies, tool calls and results, workspace and MCP observations included), the n
 of conversation entries that came before the turn (`base`), the model calls made, the
 usage counted so far (None once it became unknown) and the run manifest.
 
+A turn also checkpoints while it waits for the result of a client-executed function
+(`awaiting_function_result`): the cursor then names the call it waits for (`waiting`,
+the wire call id). The turn's tool calls whose results are not among its entries are,
+in order, the one waited for and those that never started; a new Run waits for the
+first one's result and runs the others.
+
 The cursor is opaque to Core and bounded by `limits.MAX_RESUME_CURSOR_BYTES`; a turn
 whose state would not fit declares no checkpoint there (a crash then fails it, and a
 pause waits for a later safe point), never a truncated one.
@@ -43,6 +49,7 @@ class TurnState:
     rounds: int
     usage: Usage | None
     manifest: dict[str, Any]
+    waiting: str | None = None  # the wire call id of the function result waited for
 
 
 def encode(state: TurnState) -> str | None:
@@ -54,6 +61,7 @@ def encode(state: TurnState) -> str | None:
         "rounds": state.rounds,
         "usage": None if state.usage is None else list(_usage(state.usage)),
         "manifest": state.manifest,
+        "waiting": state.waiting,
     }
     text = json.dumps(body, separators=(",", ":"))
     return text if len(text.encode()) <= limits.MAX_RESUME_CURSOR_BYTES else None
@@ -72,8 +80,9 @@ def decode(cursor: str) -> TurnState:
             rounds=int(body["rounds"]),
             usage=None if usage is None else Usage(*(int(n) for n in usage)),
             manifest=dict(body["manifest"]),
+            waiting=None if body.get("waiting") is None else str(body["waiting"]),
         )
-    except (ValueError, KeyError, TypeError, IndexError) as exc:
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
         raise CursorInvalid("not a builtin turn's cursor") from exc
 
 

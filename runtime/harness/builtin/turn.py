@@ -6,6 +6,8 @@
         checkpoint `between_model_calls`       (cursor.py; a pause stops the Run here)
         one streaming model call               (frames emitted as events arrive)
         tool calls?  run each, add results, go again
+                                               (a client-executed function's wait is an
+                                               `awaiting_function_result` checkpoint)
         steered input arrived?  go again
         otherwise the turn is done
 
@@ -33,6 +35,7 @@ from runtime.harness.builtin import cursor
 from runtime.harness.builtin.conversation import (
     AssistantMessage,
     Conversation,
+    Entry,
     ToolCall,
     ToolResult,
 )
@@ -48,7 +51,7 @@ from runtime.harness.builtin.model import (
     Usage,
     digest_of,
 )
-from runtime.harness.builtin.tools import Toolbox
+from runtime.harness.builtin.tools import Toolbox, function_output
 from runtime.proto import run as wire
 from runtime.proto.inputs import MessageInput
 
@@ -89,11 +92,12 @@ class BuiltinTurn:
     async def play(self, messages: MessageInput, resume: str = "") -> None:
         """Play the turn from its input, or from the checkpoint `resume` names (the
         input is then already in the restored conversation)."""
-        if resume:
-            self._restore(resume)
-        else:
+        waiting = self._restore(resume) if resume else None
+        if not resume:
             self._conversation.add_input(messages)
         try:
+            if resume:
+                await self._finish_tools(waiting)
             while True:
                 self._take_steered()
                 if self.rounds >= MAX_ROUNDS:
@@ -101,9 +105,7 @@ class BuiltinTurn:
                 await self._checkpoint()
                 requests = await self._round()
                 if requests:
-                    for request in requests:
-                        output = await self._toolbox.run(request, self._context)
-                        self._conversation.add(ToolResult(request.call_id, output))
+                    await self._run_tools(requests)
                     continue
                 if self._take_steered():
                     continue
@@ -114,10 +116,50 @@ class BuiltinTurn:
         if self._usage is not None:
             await self._report_usage(self._usage)
 
-    def _restore(self, resume: str) -> None:
-        """Put the turn back where its checkpoint was taken. The entries before the turn
-        are the Executor's memory (rebuilt from Core's history when the Executor is
-        new); the turn's own come from the cursor."""
+    async def _run_tools(self, requests: list[ToolRequest]) -> None:
+        """Run the model's tool calls in order, each result added as it comes."""
+        for request in requests:
+            output = await self._toolbox.run(request, self._context, self._waiting_cursor)
+            self._conversation.add(ToolResult(request.call_id, output))
+
+    async def _finish_tools(self, waiting: str | None) -> None:
+        """After a restore: the result of the call the turn waited for, then the tool
+        calls that never started."""
+        answered = {e.call_id for e in self._turn_entries() if isinstance(e, ToolResult)}
+        pending = [
+            ToolRequest(e.call_id, e.name, e.arguments)
+            for e in self._turn_entries()
+            if isinstance(e, ToolCall) and e.call_id not in answered
+        ]
+        if waiting is not None and pending:
+            outcome = await self._context.wait_function(waiting)
+            self._conversation.add(ToolResult(pending[0].call_id, function_output(outcome)))
+            pending = pending[1:]
+        await self._run_tools(pending)
+
+    def _turn_entries(self) -> list[Entry]:
+        return self._conversation.entries[self._base :]
+
+    def _waiting_cursor(self, call_id: str) -> str:
+        """The cursor of the checkpoint while `call_id`'s result is awaited ("" when the
+        turn's state does not fit one)."""
+        return cursor.encode(self._state(waiting=call_id)) or ""
+
+    def _state(self, waiting: str | None = None) -> cursor.TurnState:
+        return cursor.TurnState(
+            self._base,
+            self._turn_entries(),
+            self.rounds,
+            self._usage,
+            self.manifest,
+            waiting,
+        )
+
+    def _restore(self, resume: str) -> str | None:
+        """Put the turn back where its checkpoint was taken; the call whose result it
+        waits for, if any. The entries before the turn are the Executor's memory
+        (rebuilt from Core's history when the Executor is new); the turn's own come
+        from the cursor."""
         try:
             state = cursor.decode(resume)
         except cursor.CursorInvalid as exc:
@@ -130,17 +172,11 @@ class BuiltinTurn:
         self.rounds = state.rounds
         self._usage = state.usage
         self.manifest = {**self.manifest, **state.manifest}
+        return state.waiting
 
     async def _checkpoint(self) -> None:
         """Declare the safe point before a model call (see cursor.py)."""
-        state = cursor.TurnState(
-            self._base,
-            self._conversation.entries[self._base :],
-            self.rounds,
-            self._usage,
-            self.manifest,
-        )
-        text = cursor.encode(state)
+        text = cursor.encode(self._state())
         if text is None:
             log.debug("the turn's state exceeds a resume cursor: no checkpoint here")
             return

@@ -3,8 +3,12 @@ past the wire's bound gives no cursor, and anything else is refused."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+
 import pytest
 
+from runtime.harness.base import NativeFailure
 from runtime.harness.builtin import cursor
 from runtime.harness.builtin.conversation import (
     AssistantMessage,
@@ -14,6 +18,9 @@ from runtime.harness.builtin.conversation import (
 )
 from runtime.harness.builtin.model import Usage
 from runtime.proto import limits
+from tests.runtime.harness.builtin_support import WEATHER, Recording, configuration
+from tests.runtime.harness.test_builtin import play
+from tests.support.model_server import ModelServer, Reply
 
 USAGE = Usage(3, 2, 5, 1, 0)
 
@@ -58,3 +65,47 @@ def test_a_state_past_the_bound_gives_no_cursor() -> None:
 def test_anything_else_is_refused(text: str) -> None:
     with pytest.raises(cursor.CursorInvalid):
         cursor.decode(text)
+
+
+@pytest.fixture
+def model() -> Iterator[ModelServer]:
+    with ModelServer().running() as server:
+        yield server
+
+
+def test_a_turn_checkpoints_around_its_calls_and_continues_from_each(
+    model: ModelServer,
+) -> None:
+    """Checkpoints: before the first model call, while the function result is awaited,
+    before the second model call. A new Executor resumed from the wait takes the
+    result it is given; one resumed before the second call makes only that call. Each
+    second model request carries the turn's whole conversation, the call once."""
+    cfg = configuration(model.base_url, functions=[WEATHER])
+    model.queue(Reply.call("get_weather", {"city": "Oslo"}), Reply.say("Sunny"))
+    first = play(cfg, "weather?")
+    assert [boundary for boundary, _ in first.checkpoints] == [
+        "between_model_calls",
+        "awaiting_function_result",
+        "between_model_calls",
+    ]
+    waiting = cursor.decode(first.checkpoints[1][1]).waiting
+    assert waiting is not None
+    model.queue(Reply.say("Sunny"), Reply.say("Sunny"))
+    from_wait = Recording(resume_cursor=first.checkpoints[1][1])
+    from_wait.results[waiting] = (True, "12 degrees")
+    play(cfg, "weather?", context=from_wait)
+    before_second = Recording(resume_cursor=first.checkpoints[2][1])
+    play(cfg, "weather?", context=before_second)
+    assert len(model.requests) == 4
+    assert from_wait.calls == [] and before_second.calls == []  # no call runs again
+    for request, result in ((model.requests[2], "12 degrees"), (model.requests[3], "ok")):
+        sent = json.dumps(request.body["messages"])
+        assert sent.count("weather?") == 1 and sent.count("get_weather") == 1
+        assert result in sent
+    assert from_wait.of("output_message")[-1].text == "Sunny"
+
+
+def test_a_cursor_that_is_not_one_fails_the_turn(model: ModelServer) -> None:
+    with pytest.raises(NativeFailure):
+        play(configuration(model.base_url), "hi", context=Recording(resume_cursor="{}"))
+    assert model.requests == []
