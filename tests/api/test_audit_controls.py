@@ -8,6 +8,8 @@
 - A drain announces each turn it stops (`resuming`) on the stream.
 - A fork keeps every configuration revision of its parent under the same numbers, and
   its own updates continue the count.
+- A rollback of a pointer that does not exist is 404, of one with nothing earlier 409
+  `no_earlier_version`.
 - A command that was accepted and whose turn ended before it applied is `expired`,
   its reason naming how the turn ended; a command submitted to an ended turn is
   `rejected` (`terminal`).
@@ -23,8 +25,8 @@ from typing import Any
 from openai import OpenAI
 
 from allinone.credentials import read_core_key
-from tests.api.support import Surface, surface
-from tests.api.test_agent_versions import run_turn, send_and_settle
+from tests.api.support import Surface, surface, unchanged
+from tests.api.test_agent_versions import run_turn, send_and_settle, x
 from tests.api.test_run_control import call, command, run_state, sdk, settled, start
 from tests.conftest import Server, start_server
 
@@ -152,3 +154,17 @@ def test_a_fork_keeps_the_configuration_revisions_it_pins(client: OpenAI, surfac
     last = client.beta.agents.sessions.turns.list(fork_id, limit=1).data[0]
     assert last.x_corebox["config_digest"] == revisions[2][1]  # type: ignore[attr-defined]
     assert revisions_of(surface.server, session.id) == parent  # the parent is unchanged
+
+
+def test_a_rollback_names_what_it_cannot_do(client: OpenAI, surface: Surface) -> None:
+    """A pointer that never existed is 404; one with nothing earlier is 409 with its own
+    code; neither writes anything."""
+    agent = client.beta.agents.create(model="scripted", instructions="one")
+    base = f"/x/v1/agents/{agent.id}/deployments"
+    with unchanged(surface.server.data_dir):
+        status, body = x(surface, "POST", f"{base}/production/rollback", {})
+        assert status == 404 and body["error"]["param"] == "deployment"
+        status, body = x(surface, "POST", f"{base}/production/rollback", {"version": 1})
+        assert status == 404
+        status, body = x(surface, "POST", f"{base}/latest/rollback", {})
+        assert status == 409 and body["error"]["code"] == "no_earlier_version"
