@@ -25,6 +25,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.harness.base import NativeFailure
 from runtime.harness.builtin.conversation import (
     AssistantMessage,
     Entry,
@@ -38,8 +39,8 @@ from runtime.proto import limits
 VERSION = 1
 
 
-class CursorInvalid(ValueError):
-    """The cursor is not one this harness wrote."""
+class CursorInvalid(NativeFailure):
+    """The cursor is not one this harness wrote (the Run fails: nothing is guessed)."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def decode(cursor: str) -> TurnState:
     try:
         body = json.loads(cursor)
         if body["v"] != VERSION:
-            raise CursorInvalid("an unknown cursor version")
+            raise CursorInvalid("the checkpoint has an unknown cursor version")
         usage = body["usage"]
         return TurnState(
             base=int(body["base"]),
@@ -83,7 +84,7 @@ def decode(cursor: str) -> TurnState:
             waiting=None if body.get("waiting") is None else str(body["waiting"]),
         )
     except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
-        raise CursorInvalid("not a builtin turn's cursor") from exc
+        raise CursorInvalid("the checkpoint is not a builtin turn's cursor") from exc
 
 
 def _usage(usage: Usage) -> tuple[int, int, int, int, int]:
@@ -116,4 +117,4 @@ def _decoded(item: list[Any]) -> Entry:
         return ToolCall(str(item[1]), str(item[2]), str(item[3]))
     if kind == "result":
         return ToolResult(str(item[1]), str(item[2]))
-    raise CursorInvalid(f"an unknown entry kind {kind!r}")
+    raise CursorInvalid(f"the checkpoint has an unknown entry kind {str(kind)[:32]!r}")

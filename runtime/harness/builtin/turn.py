@@ -160,10 +160,7 @@ class BuiltinTurn:
         waits for, if any. The entries before the turn are the Executor's memory
         (rebuilt from Core's history when the Executor is new); the turn's own come
         from the cursor."""
-        try:
-            state = cursor.decode(resume)
-        except cursor.CursorInvalid as exc:
-            raise NativeFailure(f"the checkpoint cannot be restored: {exc}") from exc
+        state = cursor.decode(resume)  # CursorInvalid (a NativeFailure) fails the Run
         entries = self._conversation.entries
         if self._context.history is None:
             del entries[state.base :]  # what this turn added before it paused
