@@ -17,7 +17,8 @@ what reach a peer.
     │   ├── ContractViolation      the harness broke its interface
     │   ├── Unavailable            the native engine cannot be reached
     │   ├── NativeFailure          the native engine failed the Turn
-    │   │   └── RpcError           (harness.codex.rpc) the Codex app-server refused a request
+    │   │   ├── RpcError           (harness.codex.rpc) the Codex app-server refused a request
+    │   │   └── CursorInvalid      (harness.builtin.cursor) a checkpoint it cannot restore
     │   └── OutcomeUnknown         the native outcome cannot be confirmed
     ├── ScriptedFailure            (runtime.harness.scripted) a scripted Turn's failure
     ├── RegistrationError          (runtime.harness.registry) also a ValueError

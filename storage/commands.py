@@ -90,10 +90,12 @@ async def open_for(q: Queryable, turn_id: str, action: str) -> list[dict[str, An
     return [dict(row) for row in rows]
 
 
-async def settle_terminal(tx: Tx, turn_id: str, cancelled: bool, now: int) -> None:
-    """The turn ended: an open cancel applied when it ended cancelled; every other open
-    command is rejected `terminal`."""
-    if cancelled:
+async def settle_terminal(tx: Tx, turn_id: str, status: str, now: int) -> None:
+    """The turn ended with `status`: an open cancel is applied when it ended cancelled;
+    every other open command `expired` (it was accepted, and its turn ended before it
+    applied), its reason naming how the turn ended (`turn_completed`, `turn_failed`,
+    `turn_cancelled`)."""
+    if status == "cancelled":
         await settle(tx, turn_id, "cancel", "applied", None, now)
     for action in ("pause", "resume", "cancel"):
-        await settle(tx, turn_id, action, "rejected", "terminal", now)
+        await settle(tx, turn_id, action, "expired", f"turn_{status}", now)

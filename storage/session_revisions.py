@@ -26,6 +26,17 @@ async def insert(
     )
 
 
+async def copy_all(tx: Tx, from_session_id: str, to_session_id: str) -> int:
+    """Copy every revision of one session to another (a fork keeps the history of the
+    configuration it pins, under the same revision numbers); the number copied."""
+    return await tx.execute(
+        "INSERT INTO session_revisions (session_id, revision, agent, options, digest,"
+        " created_at) SELECT ?, revision, agent, options, digest, created_at"
+        " FROM session_revisions WHERE session_id = ?",
+        (to_session_id, from_session_id),
+    )
+
+
 async def next_revision(tx: Tx, session_id: str) -> int:
     """Bump the session's revision counter and return the new revision number."""
     await tx.execute(

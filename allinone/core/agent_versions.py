@@ -202,15 +202,21 @@ class Deployments:
         actor: str,
     ) -> dict[str, Any]:
         """Point `name` back at `version`, or at the version it held before its latest
-        move; 409 when `expected` is stale or there is nothing to go back to."""
+        move; 404 when no such pointer exists, 409 when `expected` is stale or there is
+        nothing to go back to (`no_earlier_version`)."""
+        await self._agent(project, agent_id)
+        check_pointer_name(name)
+        if await self._db.read(lambda r: version_rows.deployment(r, agent_id, name)) is None:
+            raise NotFound(f"Agent has no deployment {name!r}.", param="deployment")
         if version is None:
-            await self._agent(project, agent_id)
-            check_pointer_name(name)
             version = await self._db.read(
                 lambda r: version_rows.previous_version(r, agent_id, name)
             )
             if version is None:
-                raise Conflict(f"Deployment {name!r} has no earlier version to roll back to.")
+                raise Conflict(
+                    f"Deployment {name!r} has no earlier version to roll back to.",
+                    code="no_earlier_version",
+                )
         return await self._move(project, agent_id, name, version, expected, actor, "rollback")
 
     async def _move(

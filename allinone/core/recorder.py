@@ -204,6 +204,13 @@ class Recorder:
             body["usage"] = row.get("usage")
         await self.emit(tx, row["session_id"], type_, body)
 
+    async def emit_turn_phase(self, tx: Tx, turn_id: str) -> None:
+        """Announce a running turn's new control phase (`pause_requested`, `pausing`,
+        `paused`, `resuming`): the turn's snapshot, in the event the official SDK knows
+        for a running turn (`turn.in_progress`); readers find the phase in
+        `turn.x_corebox.phase`."""
+        await self.emit_turn(tx, "agent.session.turn.in_progress", turn_id)
+
     async def announce_queued_input(self, tx: Tx, turn_id: str) -> None:
         """Emit `item.added` for the user items a queued turn took as input. They are
         written when admitted and announced when the turn leaves `queued`: right after

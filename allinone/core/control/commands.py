@@ -9,7 +9,8 @@ change it makes at once, and only then signals the orchestrator. A command is
 or suspended turn); otherwise `accepted` and applied where the change happens: a pause
 at the Run's next checkpoint (orchestration/pausing.py), a resume when a worker
 re-claimed the turn (orchestration/turn.py), a cancel when the turn ended cancelled. An
-accepted command whose turn ended otherwise is rejected `terminal`.
+accepted command whose turn ended before it applied is `expired`, its reason naming how
+the turn ended (`turn_completed`, `turn_failed`, `turn_cancelled`).
 
 Two resumes with the same expected state version: the first compare-and-set moves the
 version, the second is rejected `state_version_mismatch`; exactly one is applied.
@@ -180,9 +181,9 @@ class Commands:
             return ("applied", None) if ok else ("rejected", "state_version_mismatch")
         if phase == "resuming":
             ok = await checkpoints.suspend(tx, turn["id"], "paused", None, version)
-            return ("applied", None) if ok else ("rejected", "state_version_mismatch")
+            return await self._announced(tx, turn, ok, "applied")
         ok = await self._moved(tx, turn, "pause_requested", version, RUNNING)
-        return ("accepted", None) if ok else ("rejected", "state_version_mismatch")
+        return await self._announced(tx, turn, ok, "accepted")
 
     async def _resume(self, tx: Tx, turn: dict[str, Any], version: int) -> tuple[str, str | None]:
         if turn.get("phase") != "paused":
@@ -191,7 +192,17 @@ class Commands:
             ok = await self._moved(tx, turn, None, version, (TurnStatus.QUEUED.value,))
             return ("applied", None) if ok else ("rejected", "state_version_mismatch")
         ok = await self._moved(tx, turn, "resuming", version, RUNNING)
-        return ("accepted", None) if ok else ("rejected", "state_version_mismatch")
+        return await self._announced(tx, turn, ok, "accepted")
+
+    async def _announced(
+        self, tx: Tx, turn: dict[str, Any], moved: bool, status: str
+    ) -> tuple[str, str | None]:
+        """The outcome of a compare-and-set on a running turn's phase; when it moved, the
+        new phase is announced on the session's stream."""
+        if not moved:
+            return "rejected", "state_version_mismatch"
+        await self._recorder.emit_turn_phase(tx, turn["id"])
+        return status, None
 
     async def _cancel(self, tx: Tx, turn: dict[str, Any], version: int) -> tuple[str, str | None]:
         now = self._clock.now()

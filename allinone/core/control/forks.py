@@ -5,6 +5,8 @@ What a fork copies, in one transaction:
     the session row        agent, harness, metadata, vaults, options and the frozen
                            execution settings (the pinned configuration), in the
                            caller's project; `x_corebox.forked_from` names the parent
+    the revisions          every configuration revision of the parent, under the same
+                           numbers (the session row's `config_revision` names one)
     the turns              up to and including the fork turn, with new ids (without
                            their workspace snapshots, which stay the parent's)
     the items              up to the fork point (the fork turn's last item, or the
@@ -32,7 +34,7 @@ from allinone.core.ids import Clock, Ids
 from allinone.core.recorder import Recorder
 from runtime.proto import limits
 from storage import environments as env_rows
-from storage import forks, rewinds, sessions
+from storage import forks, rewinds, session_revisions, sessions
 from storage.database import Database, Tx
 from storage.rows import dumps
 
@@ -151,6 +153,7 @@ class Forks:
                 **environment,
             },
         )
+        await session_revisions.copy_all(tx, parent["id"], new_id)
         turn_ids = await self._copy_turns(tx, parent["id"], new_id, point.turn)
         await self._copy_items(tx, parent["id"], new_id, point.position, turn_ids)
         await self._copy_hidden(tx, parent["id"], new_id, turn_ids, now)

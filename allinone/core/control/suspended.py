@@ -47,7 +47,5 @@ async def cancel_suspended(tx: Tx, recorder: Recorder, row: dict[str, Any], now:
     await leases.interrupt_items(tx, turn_id)
     await recorder.emit_turn(tx, "agent.session.turn.cancelled", turn_id, terminal=True)
     await recorder.emit_session_activity(tx, str(row["session_id"]))
-    await commands.settle(tx, turn_id, "cancel", "applied", None, now)
-    for action in ("pause", "resume"):
-        await commands.settle(tx, turn_id, action, "rejected", "terminal", now)
+    await commands.settle_terminal(tx, turn_id, TurnStatus.CANCELLED.value, now)
     return True

@@ -80,9 +80,7 @@ class Outcomes:
             return False
         for row in unknown:
             await self._mark_unknown(tx, row)
-        await commands.settle_terminal(
-            tx, turn_id, status is TurnStatus.CANCELLED, int(str(fields["completed_at"]))
-        )
+        await commands.settle_terminal(tx, turn_id, status.value, int(str(fields["completed_at"])))
         await self.recorder.emit_turn(tx, TERMINAL_EVENT[status], turn_id, terminal=True)
         await self.recorder.emit_session_activity(tx, session_id)
         undelivered = [row for row in steering if row["state"] in _NEVER_DELIVERED]

@@ -5,7 +5,7 @@ execution. Observation then sends `prompt_pause` once and moves the phase to `pa
 The Run stops at its next checkpoint and ends with a `done` that says `paused`; the turn
 is then suspended `paused` (no lease, no device, its status kept) and the open pause
 commands are applied, all in one fenced transaction. A Run that ends otherwise settles
-as it would have, and the pause commands are rejected `terminal` with it.
+as it would have, and the pause commands expire with it.
 
 A drain pauses the same way, but leaves the turn `resuming` (no pause command asked for
 it): a later start re-claims it and it continues.
@@ -53,7 +53,10 @@ class Pausing:
         run = self._run
 
         async def job(tx: Tx) -> bool:
-            return await checkpoints.set_phase(tx, run.turn_id, "pausing", run.fencing_token)
+            if not await checkpoints.set_phase(tx, run.turn_id, "pausing", run.fencing_token):
+                return False
+            await self._parts.outcomes.recorder.emit_turn_phase(tx, run.turn_id)
+            return True
 
         if not await self._parts.db.write(job):
             return
@@ -76,6 +79,7 @@ class Pausing:
             if not await checkpoints.suspend(tx, run.turn_id, phase, run.fencing_token, None):
                 return None
             await commands.settle(tx, run.turn_id, "pause", "applied", None, now)
+            await self._parts.outcomes.recorder.emit_turn_phase(tx, run.turn_id)
             return phase
 
         phase = await self._parts.db.write_durably(job)

@@ -18,6 +18,7 @@ from typing import Any
 
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import RunProjection
+from allinone.core.recorder import Recorder
 from storage import checkpoints, commands, turns
 from storage.database import Database, Tx
 
@@ -37,9 +38,10 @@ async def unknown_operation(tx: Tx, row: dict[str, Any]) -> str | None:
     return await checkpoints.deliveries_in_flight(tx, str(row["id"]))
 
 
-async def suspend(tx: Tx, row: dict[str, Any], token: str | None) -> bool:
+async def suspend(tx: Tx, row: dict[str, Any], token: str | None, recorder: Recorder) -> bool:
     """Suspend a turn that can continue from its checkpoint: `resuming`, or `paused`
-    when a pause was under way (its open pause commands are then applied)."""
+    when a pause was under way (its open pause commands are then applied); the new
+    phase is announced on the session's stream."""
     pausing = row.get("phase") in ("pause_requested", "pausing")
     phase = PAUSED if pausing else RESUMING
     if not await checkpoints.suspend(tx, row["id"], phase, token, row["state_version"]):
@@ -47,6 +49,7 @@ async def suspend(tx: Tx, row: dict[str, Any], token: str | None) -> bool:
     if pausing:
         now = int(row.get("checkpoint_at") or 0)
         await commands.settle(tx, row["id"], "pause", "applied", None, now)
+    await recorder.emit_turn_phase(tx, str(row["id"]))
     return True
 
 
@@ -99,7 +102,7 @@ class Recovery:
                 return False
             if await unknown_operation(tx, row) is not None:
                 return False
-            return await suspend(tx, row, run.fencing_token)
+            return await suspend(tx, row, run.fencing_token, self._outcomes.recorder)
 
         return bool(await self._db.write_durably(job))
 
@@ -110,7 +113,7 @@ class Recovery:
         if fresh.get("phase") == PAUSED:
             return True
         reason = await unknown_operation(tx, fresh)
-        if reason is None and await suspend(tx, fresh, token):
+        if reason is None and await suspend(tx, fresh, token, self._outcomes.recorder):
             return True
         await self._outcomes.interrupt(tx, fresh, reason)
         return False

@@ -269,9 +269,10 @@ class TurnExecution:
         """Claim the turn for this connection; its fencing token, or None when it is no
         longer queued or its cancellation was requested. The model context the turn
         starts with is decided and recorded in the same transaction (a turn re-claimed at a
-        checkpoint keeps the context it started with)."""
+        checkpoint keeps the context it started with; a new Executor is sent the
+        session's history before the turn to rebuild it from)."""
         if self._resuming:
-            return await self._reclaim(tx)
+            return await self._reclaim(tx, reused)
         row = await turns.get(tx, self._turn_id)
         if row is None or row["status"] != TurnStatus.QUEUED or row["cancel_requested_at"]:
             return None
@@ -308,7 +309,7 @@ class TurnExecution:
         await recorder.announce_queued_input(tx, self._turn_id)
         return token
 
-    async def _reclaim(self, tx: Tx) -> str | None:
+    async def _reclaim(self, tx: Tx, reused: bool) -> str | None:
         """Re-claim a suspended turn from its checkpoint (restore validation first): a new
         worker epoch and fencing token, compare-and-set on its state version. The
         checkpoint is carried over to the new claim. None when the turn is no longer
@@ -339,6 +340,9 @@ class TurnExecution:
         if not moved:
             return None
         await commands.settle(tx, self._turn_id, "resume", "applied", None, now)
+        await self._parts.outcomes.recorder.emit_turn_phase(tx, self._turn_id)
+        if not reused:
+            self._context = await context.decide(tx, self._session["id"], self._turn_id, False)
         self._cursor = row["checkpoint_cursor"]
         return token
 

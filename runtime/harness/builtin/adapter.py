@@ -10,7 +10,9 @@ from the committed history Core sends with the start, so it declares
 `native_session_recovery`: a session that already ran turns continues on any Runtime.
 The API key lives only inside that client; it is never logged.
 `agent_options.harness_config.tool_policy.run_command` (`ask`, the default, `allow` or
-`deny`) decides whether workspace commands ask for permission.
+`deny`) decides whether workspace commands ask for permission. A turn checkpoints before
+each model call (`between_model_calls`, cursor.py) and declares `resume`: a paused,
+drained or crashed turn continues there on a new Run without repeating any tool call.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ DECLARATION = AgentKindCapabilities(
     streaming=True,
     permissions=True,
     usage=True,
-    resume=False,
+    resume=True,
     native_session_recovery=True,
     steering=True,
     message_items=True,

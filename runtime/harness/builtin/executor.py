@@ -60,8 +60,9 @@ class BuiltinExecutor:
         self._mcp_known: dict[str, McpTool] = {}
 
     async def run(self, run_id: str, messages: MessageInput, context: RunContext) -> None:
-        """Play one turn. A start that carries the session's history rebuilds the
-        conversation from it first (Core's committed items are the record)."""
+        """Play one turn, or continue it from a checkpoint's cursor. A start that
+        carries the session's history rebuilds the conversation from it first (Core's
+        committed items are the record)."""
         if context.history is not None:
             self._conversation.rebuild(context.history)
             log.info(
@@ -109,7 +110,7 @@ class BuiltinExecutor:
                 self._settings,
                 self._context_window,
             )
-            await turn.play(messages)
+            await turn.play(messages, context.resume_cursor)
         finally:
             if mcp is not None:
                 await mcp.close()

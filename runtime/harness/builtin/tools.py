@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable
 from typing import Any
 
-from runtime.harness.base import RunContext
+from runtime.harness.base import FunctionOutcome, RunContext
 from runtime.harness.builtin.delegation import NAME as DELEGATE
 from runtime.harness.builtin.delegation import SPEC as DELEGATE_SPEC
 from runtime.harness.builtin.delegation import Delegation
@@ -39,6 +40,13 @@ from runtime.proto import run as wire
 from runtime.proto.execution import FunctionTool
 
 OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def function_output(outcome: FunctionOutcome) -> str:
+    """The text the model sees for a client-executed function's outcome."""
+    if outcome.success:
+        return outcome.text
+    return f"error: {outcome.text or 'the function failed'}"
 
 
 class Toolbox:
@@ -73,8 +81,15 @@ class Toolbox:
             specs += [tool.spec for name, tool in self._mcp.tools.items() if name not in taken]
         return specs
 
-    async def run(self, request: ToolRequest, context: RunContext) -> str:
-        """Run one tool call and return the text the model sees as its result."""
+    async def run(
+        self,
+        request: ToolRequest,
+        context: RunContext,
+        waiting: Callable[[str], str] | None = None,
+    ) -> str:
+        """Run one tool call and return the text the model sees as its result. While
+        a function's result is awaited, the wait is a checkpoint with the cursor
+        `waiting(call_id)` gives (none when it gives "")."""
         try:
             arguments = json.loads(request.arguments or "{}")
         except json.JSONDecodeError:
@@ -85,12 +100,14 @@ class Toolbox:
         if refusal is not None:
             return refusal
         if request.name in self._functions:
+            call_id = f"call_{secrets.token_hex(12)}"
             outcome = await context.call_function(
-                f"call_{secrets.token_hex(12)}", request.name, json.dumps(arguments)
+                call_id,
+                request.name,
+                json.dumps(arguments),
+                checkpoint=waiting(call_id) if waiting is not None else "",
             )
-            if outcome.success:
-                return outcome.text
-            return f"error: {outcome.text or 'the function failed'}"
+            return function_output(outcome)
         if self._workspace is not None and request.name in self._workspace_names:
             return await self._workspace.run(request.name, arguments, context)
         if self._delegation is not None and request.name == DELEGATE:

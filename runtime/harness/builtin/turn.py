@@ -1,10 +1,13 @@
 """One builtin turn: the model/tool loop.
 
-    add the turn's input
+    add the turn's input                       (or restore it from a resume cursor)
     repeat:
         add steered input                      (take_steered between model calls)
+        checkpoint `between_model_calls`       (cursor.py; a pause stops the Run here)
         one streaming model call               (frames emitted as events arrive)
         tool calls?  run each, add results, go again
+                                               (a client-executed function's wait is an
+                                               `awaiting_function_result` checkpoint)
         steered input arrived?  go again
         otherwise the turn is done
 
@@ -28,9 +31,11 @@ import logging
 from typing import Any, Literal
 
 from runtime.harness.base import NativeFailure, RunContext
+from runtime.harness.builtin import cursor
 from runtime.harness.builtin.conversation import (
     AssistantMessage,
     Conversation,
+    Entry,
     ToolCall,
     ToolResult,
 )
@@ -46,7 +51,7 @@ from runtime.harness.builtin.model import (
     Usage,
     digest_of,
 )
-from runtime.harness.builtin.tools import Toolbox
+from runtime.harness.builtin.tools import Toolbox, function_output
 from runtime.proto import run as wire
 from runtime.proto.inputs import MessageInput
 
@@ -73,6 +78,7 @@ class BuiltinTurn:
         self._context_window = context_window
         self._usage: Usage | None = Usage(0, 0, 0)
         self.rounds = 0
+        self._base = len(conversation.entries)  # entries before the turn's input
         self.manifest: dict[str, Any] = {
             "system_prompt_digest": digest_of(conversation.system_prompt),
             "model": settings.model,
@@ -83,18 +89,23 @@ class BuiltinTurn:
             "history_omitted": 0,
         }
 
-    async def play(self, messages: MessageInput) -> None:
-        self._conversation.add_input(messages)
+    async def play(self, messages: MessageInput, resume: str = "") -> None:
+        """Play the turn from its input, or from the checkpoint `resume` names (the
+        input is then already in the restored conversation)."""
+        waiting = self._restore(resume) if resume else None
+        if not resume:
+            self._conversation.add_input(messages)
         try:
+            if resume:
+                await self._finish_tools(waiting)
             while True:
                 self._take_steered()
                 if self.rounds >= MAX_ROUNDS:
                     raise NativeFailure(f"the model kept calling tools ({MAX_ROUNDS} calls)")
+                await self._checkpoint()
                 requests = await self._round()
                 if requests:
-                    for request in requests:
-                        output = await self._toolbox.run(request, self._context)
-                        self._conversation.add(ToolResult(request.call_id, output))
+                    await self._run_tools(requests)
                     continue
                 if self._take_steered():
                     continue
@@ -104,6 +115,69 @@ class BuiltinTurn:
             self._context.annotate("x_corebox_manifest", json.dumps(self.manifest))
         if self._usage is not None:
             await self._report_usage(self._usage)
+
+    async def _run_tools(self, requests: list[ToolRequest]) -> None:
+        """Run the model's tool calls in order, each result added as it comes."""
+        for request in requests:
+            output = await self._toolbox.run(request, self._context, self._waiting_cursor)
+            self._conversation.add(ToolResult(request.call_id, output))
+
+    async def _finish_tools(self, waiting: str | None) -> None:
+        """After a restore: the result of the call the turn waited for, then the tool
+        calls that never started."""
+        answered = {e.call_id for e in self._turn_entries() if isinstance(e, ToolResult)}
+        pending = [
+            ToolRequest(e.call_id, e.name, e.arguments)
+            for e in self._turn_entries()
+            if isinstance(e, ToolCall) and e.call_id not in answered
+        ]
+        if waiting is not None and pending:
+            outcome = await self._context.wait_function(waiting)
+            self._conversation.add(ToolResult(pending[0].call_id, function_output(outcome)))
+            pending = pending[1:]
+        await self._run_tools(pending)
+
+    def _turn_entries(self) -> list[Entry]:
+        return self._conversation.entries[self._base :]
+
+    def _waiting_cursor(self, call_id: str) -> str:
+        """The cursor of the checkpoint while `call_id`'s result is awaited ("" when the
+        turn's state does not fit one)."""
+        return cursor.encode(self._state(waiting=call_id)) or ""
+
+    def _state(self, waiting: str | None = None) -> cursor.TurnState:
+        return cursor.TurnState(
+            self._base,
+            self._turn_entries(),
+            self.rounds,
+            self._usage,
+            self.manifest,
+            waiting,
+        )
+
+    def _restore(self, resume: str) -> str | None:
+        """Put the turn back where its checkpoint was taken; the call whose result it
+        waits for, if any. The entries before the turn are the Executor's memory
+        (rebuilt from Core's history when the Executor is new); the turn's own come
+        from the cursor."""
+        state = cursor.decode(resume)  # CursorInvalid (a NativeFailure) fails the Run
+        entries = self._conversation.entries
+        if self._context.history is None:
+            del entries[state.base :]  # what this turn added before it paused
+        self._base = len(entries)
+        entries.extend(state.entries)
+        self.rounds = state.rounds
+        self._usage = state.usage
+        self.manifest = {**self.manifest, **state.manifest}
+        return state.waiting
+
+    async def _checkpoint(self) -> None:
+        """Declare the safe point before a model call (see cursor.py)."""
+        text = cursor.encode(self._state())
+        if text is None:
+            log.debug("the turn's state exceeds a resume cursor: no checkpoint here")
+            return
+        await self._context.checkpoint("between_model_calls", text)
 
     def _take_steered(self) -> bool:
         steered = self._context.take_steered()

@@ -95,15 +95,29 @@ class Recording:
     calls: list[tuple[str, str]] = field(default_factory=list)
     first_delta: asyncio.Event = field(default_factory=asyncio.Event)
     metadata: dict[str, str] = field(default_factory=dict)
+    resume_cursor: str = ""  # a checkpoint's cursor to continue from
+    checkpoints: list[tuple[str, str]] = field(default_factory=list)  # (boundary, cursor)
+    results: dict[str, tuple[bool, str]] = field(default_factory=dict)  # for wait_function
 
     async def emit(self, type_: str, payload: msgspec.Struct) -> None:
         self.frames.append((type_, payload))
         if type_ == "delta":
             self.first_delta.set()
 
-    async def call_function(self, call_id: str, name: str, arguments: str) -> FunctionOutcome:
+    async def checkpoint(self, boundary: str, cursor: str) -> None:
+        self.checkpoints.append((boundary, cursor))
+
+    async def call_function(
+        self, call_id: str, name: str, arguments: str, checkpoint: str = ""
+    ) -> FunctionOutcome:
         self.calls.append((name, arguments))
+        if checkpoint:
+            self.checkpoints.append(("awaiting_function_result", checkpoint))
         success, output = self.functions(name, arguments)
+        return FunctionOutcome(success, [InputText(text=output)])
+
+    async def wait_function(self, call_id: str) -> FunctionOutcome:
+        success, output = self.results[call_id]
         return FunctionOutcome(success, [InputText(text=output)])
 
     async def request_permission(
