@@ -8,7 +8,7 @@ from storage.blobs import BlobStore
 from storage.database import Tx
 from storage.rows import Queryable, dumps, record
 
-_JSON = ("config", "secrets")
+_JSON = ("config", "secrets", "setup")
 
 
 async def insert(tx: Tx, row: dict[str, Any]) -> None:
@@ -57,6 +57,13 @@ async def set_initialization(
     await tx.execute(
         "UPDATE environments SET initialization = ?, status = ?, failure = ? WHERE id = ?",
         (initialization, status, failure, environment_id),
+    )
+
+
+async def set_setup(tx: Tx, environment_id: str, setup: dict[str, Any]) -> None:
+    """Record where the environment's set-up stands (the latest step replaces the last)."""
+    await tx.execute(
+        "UPDATE environments SET setup = ? WHERE id = ?", (dumps(setup), environment_id)
     )
 
 

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
+from allinone.core.environment_setup import DONE, FAILED, SetupProgress
 from allinone.core.errors import (
     Conflict,
     IdempotencyConflict,
@@ -329,6 +330,7 @@ class Environments:
                     secrets.get("env") or {},
                     config.get("packages") or {},
                     secrets.get("setup_commands") or [],
+                    partial(self._record_setup, environment_id),
                 )
         except WorkspaceUnavailable as exc:
             await self._set_initialization(
@@ -340,6 +342,7 @@ class Environments:
                 environment_id, "failed", "failed", f"initialization failed: {exc}"
             )
             raise WorkspaceUnavailable(str(exc)) from exc
+        await self._record_setup(environment_id, SetupProgress(DONE))
         await self._set_initialization(environment_id, "complete", "ready")
 
         async def written(tx: Tx) -> None:
@@ -382,11 +385,34 @@ class Environments:
             log.warning("%d interrupted environment initialization(s) marked failed", count)
         return count
 
+    async def _record_setup(self, environment_id: str, progress: SetupProgress) -> None:
+        """Durably record the step set-up is at, before that step is sent."""
+        setup = progress.record(self._clock.now())
+
+        async def job(tx: Tx) -> None:
+            await env_rows.set_setup(tx, environment_id, setup)
+
+        await self._db.write(job)
+        log.info(
+            "environment %s set-up: %s %d/%d %s",
+            environment_id,
+            progress.phase,
+            progress.done,
+            progress.total,
+            progress.package,
+        )
+
     async def _set_initialization(
         self, environment_id: str, initialization: str, status: str, failure: str | None = None
     ) -> None:
         async def job(tx: Tx) -> None:
             await env_rows.set_initialization(tx, environment_id, initialization, status, failure)
+            if status == "failed":  # the step it failed at stays named
+                row = await env_rows.get_any(tx, environment_id)
+                last = (row or {}).get("setup") or {}
+                await env_rows.set_setup(
+                    tx, environment_id, {**last, "phase": FAILED, "failure": failure}
+                )
 
         await self._db.write(job)
 
