@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import base64
 import time
 from collections.abc import Callable
 from typing import Any
@@ -13,34 +12,7 @@ from openai import OpenAI
 from allinone.core.gateway.workspace_rules import wire_uuid
 from allinone.datadir.collection import WORKSPACES_DIR
 from tests.conftest import Server
-from tests.support.wheels import wheel
-
-# A setup command that holds set-up until the test creates `release` in the workspace.
-HOLD = "while [ ! -e release ]; do sleep 0.05; done"
-
-
-def hosted(packages: list[str], setup: list[str]) -> dict[str, Any]:
-    """An environment whose python packages are wheels written as its initial files (the
-    install needs no package index) and whose setup commands are `setup`."""
-    files = []
-    names = []
-    for package in packages:
-        name, body = wheel(package)
-        files.append(
-            {
-                "type": "inline",
-                "data": base64.b64encode(body).decode(),
-                "path": f"/workspace/wheels/{name}",
-            }
-        )
-        names.append(f"wheels/{name}")
-    return {
-        "type": "openai_hosted",
-        "files": files,
-        "env": {"PIP_NO_INDEX": "1"},
-        "packages": {"python": names},
-        "setup_commands": [{"command": command} for command in setup],
-    }
+from tests.support.wheels import HOLD, hosted
 
 
 def setup_of(client: OpenAI, environment_id: str) -> dict[str, Any] | None:

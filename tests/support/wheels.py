@@ -6,6 +6,7 @@ import base64
 import hashlib
 import io
 import zipfile
+from typing import Any
 
 
 def wheel(name: str, version: str = "1.0") -> tuple[str, bytes]:
@@ -28,3 +29,31 @@ def wheel(name: str, version: str = "1.0") -> tuple[str, bytes]:
 
 def _digest(body: bytes) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(body).digest()).rstrip(b"=").decode()
+
+
+# A setup command that holds set-up until the test creates `release` in the workspace.
+HOLD = "while [ ! -e release ]; do sleep 0.05; done"
+
+
+def hosted(packages: list[str], setup: list[str]) -> dict[str, Any]:
+    """An environment whose python packages are wheels written as its initial files (the
+    install needs no package index) and whose setup commands are `setup`."""
+    files = []
+    names = []
+    for package in packages:
+        name, body = wheel(package)
+        files.append(
+            {
+                "type": "inline",
+                "data": base64.b64encode(body).decode(),
+                "path": f"/workspace/wheels/{name}",
+            }
+        )
+        names.append(f"wheels/{name}")
+    return {
+        "type": "openai_hosted",
+        "files": files,
+        "env": {"PIP_NO_INDEX": "1"},
+        "packages": {"python": names},
+        "setup_commands": [{"command": command} for command in setup],
+    }
