@@ -20,6 +20,7 @@ from allinone import (
     data_commands,
     devices,
     doctor_command,
+    environments_cli,
     logs,
     overlays_cli,
     run_control,
@@ -106,6 +107,7 @@ def _add_commands(commands: Any) -> None:
     session_forks.add_commands(run_control.add_commands(commands))
     data_commands.add_commands(commands)
     agents_cli.add_commands(commands)
+    environments_cli.add_commands(commands)
     overlays_cli.add_commands(commands)
     console_command.add_commands(commands)
     doctor_command.add_command(commands)

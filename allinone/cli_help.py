@@ -110,6 +110,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "corebox doctor --model-base-url http://127.0.0.1:11434/v1 --model llama3.2",
         "corebox doctor --url http://127.0.0.1:8800 --json",
     ),
+    "environments show": ("corebox environments show env_0123",),
+    "environments wait": (
+        "corebox environments wait env_0123",
+        "corebox environments wait env_0123 --timeout 600 --url http://127.0.0.1:8800",
+    ),
     "status": ("corebox status", "corebox status --url http://127.0.0.1:8800 --json"),
     "completion": (
         'eval "$(corebox completion bash)"   # add to ~/.bashrc',
