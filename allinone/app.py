@@ -258,7 +258,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     environments = Environments(
         db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants,
         preparations=preparations, skills=skills,
-        blobs=BlobStore(config.data_dir / BLOBS_DIR), bodies=FileBodies(db),
+        blobs=BlobStore(config.data_dir / BLOBS_DIR), bodies=FileBodies(db), recorder=recorder,
     )  # fmt: skip
     reveal = redactor.add  # secrets opened for runs are kept out of the log
     providers = ModelProviders(sealer, default_provider(config), reveal)

@@ -67,6 +67,18 @@ async def set_setup(tx: Tx, environment_id: str, setup: dict[str, Any]) -> None:
     )
 
 
+async def waiting_sessions(q: Queryable, environment_id: str) -> list[tuple[str, str]]:
+    """(session id, its first queued turn id) of each session of the environment that has
+    a turn waiting (for its set-up, among others)."""
+    rows = await q.fetchall(
+        "SELECT s.id AS session_id, (SELECT t.id FROM turns t WHERE t.session_id = s.id"
+        " AND t.status = 'queued' ORDER BY t.id LIMIT 1) AS turn_id"
+        " FROM sessions s WHERE s.environment_id = ? ORDER BY s.id",
+        (environment_id,),
+    )
+    return [(row["session_id"], row["turn_id"]) for row in rows if row["turn_id"]]
+
+
 async def fail_running_initializations(tx: Tx, failure: str) -> int:
     """Every initialization still `running` ends `failed` with `failure`; returns how many."""
     return await tx.execute(

@@ -63,3 +63,17 @@ def rendered(row: dict[str, Any]) -> dict[str, Any] | None:
     if row.get("status") == "failed" and setup.get("phase") != FAILED:
         return {**setup, "phase": FAILED, "failure": row.get("failure")}
     return dict(setup)
+
+
+def environment_event(row: dict[str, Any], setup: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(type, body without session and turn) of the session event that tells a waiting
+    session where its environment's set-up stands; the body's `environment` has the
+    SDK's state fields, the step is under `x_corebox.setup`."""
+    status = {DONE: "ready", FAILED: "failed"}.get(setup.get("phase", ""), "pending")
+    error = None
+    if status == "failed":
+        message = str(setup.get("failure") or "The environment could not be prepared.")
+        error = {"code": "environment_setup_failed", "message": message, "type": "sandbox_error"}
+    environment = {"id": row["id"], "type": row["type"], "status": status, "error": error}
+    body = {"environment": environment, "x_corebox": {"setup": setup}}
+    return f"agent.session.environment.{status}", body

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
-from allinone.core.environment_setup import DONE, FAILED, SetupProgress
+from allinone.core.environment_setup import DONE, FAILED, SetupProgress, environment_event
 from allinone.core.errors import (
     Conflict,
     IdempotencyConflict,
@@ -45,6 +45,7 @@ from allinone.core.gateway.workspace import (
 )
 from allinone.core.host_grants import HostGrants
 from allinone.core.ids import Clock, Ids
+from allinone.core.recorder import Recorder
 from allinone.core.sealing import Sealer
 from allinone.core.skills.catalog import Catalog
 from allinone.core.tasks import cancel_and_wait
@@ -120,8 +121,10 @@ class Environments:
         skills: Catalog,
         bodies: FileBodies,
         blobs: BlobStore | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         self.grants = grants
+        self._recorder = recorder  # tells waiting sessions how set-up goes
         self._skills = skills
         self.bodies = bodies  # uploaded files' bodies, read when copied into a workspace
         self.blobs = blobs
@@ -391,6 +394,7 @@ class Environments:
 
         async def job(tx: Tx) -> None:
             await env_rows.set_setup(tx, environment_id, setup)
+            await self._tell_sessions(tx, environment_id, setup)
 
         await self._db.write(job)
         log.info(
@@ -402,6 +406,19 @@ class Environments:
             progress.package,
         )
 
+    async def _tell_sessions(self, tx: Tx, environment_id: str, setup: dict[str, Any]) -> None:
+        """An `agent.session.environment.*` event on the stream of every session with a
+        turn waiting on the environment: `pending` at each step, then `ready` or `failed`."""
+        if self._recorder is None:
+            return
+        row = await env_rows.get_any(tx, environment_id)
+        if row is None:
+            return
+        event = environment_event(row, setup)
+        for session_id, turn_id in await env_rows.waiting_sessions(tx, environment_id):
+            body = {"session_id": session_id, "turn_id": turn_id, **event[1]}
+            await self._recorder.emit(tx, session_id, event[0], body)
+
     async def _set_initialization(
         self, environment_id: str, initialization: str, status: str, failure: str | None = None
     ) -> None:
@@ -410,9 +427,9 @@ class Environments:
             if status == "failed":  # the step it failed at stays named
                 row = await env_rows.get_any(tx, environment_id)
                 last = (row or {}).get("setup") or {}
-                await env_rows.set_setup(
-                    tx, environment_id, {**last, "phase": FAILED, "failure": failure}
-                )
+                setup = {**last, "phase": FAILED, "failure": failure}
+                await env_rows.set_setup(tx, environment_id, setup)
+                await self._tell_sessions(tx, environment_id, setup)
 
         await self._db.write(job)
 

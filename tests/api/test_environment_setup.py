@@ -80,3 +80,33 @@ def test_an_environment_without_set_up_steps_reports_done(client: OpenAI) -> Non
     setup = setup_of(client, environment_id)
     assert setup is not None and setup["phase"] == "done"
     assert (setup["done"], setup["total"]) == (0, 0)
+
+
+def test_a_session_waiting_on_set_up_sees_it_on_its_event_stream(
+    client: OpenAI, server: Server
+) -> None:
+    session = client.beta.agents.sessions.create(
+        agent={"model": "scripted"},
+        environment=hosted(["alpha_pkg"], [HOLD]),  # type: ignore[arg-type]
+        input="/say Set up.",
+    )
+    environment_id = session.environment.id  # type: ignore[union-attr]
+    release = server.data_dir / WORKSPACES_DIR / wire_uuid(environment_id) / "release"
+    seen: list[tuple[str, str, str]] = []
+    with client.beta.agents.sessions.events.stream(session.id) as live:
+        for event in live:
+            if event.type.startswith("agent.session.environment."):
+                setup = event.x_corebox["setup"]  # type: ignore[union-attr]
+                seen.append((event.type, event.environment.status, setup["phase"]))  # type: ignore[union-attr]
+                assert event.environment.id == environment_id  # type: ignore[union-attr]
+                assert event.turn_id is not None  # type: ignore[union-attr]
+                if setup["phase"] == "running_setup":
+                    release.touch()
+            if event.type == "agent.session.idle":
+                break
+    assert seen == [
+        ("agent.session.environment.pending", "pending", "creating"),
+        ("agent.session.environment.pending", "pending", "installing"),
+        ("agent.session.environment.pending", "pending", "running_setup"),
+        ("agent.session.environment.ready", "ready", "done"),
+    ]

@@ -273,8 +273,11 @@ class WorkspaceClient:
                 data=skill.archive,
             )
         steps = initialization_steps(env, packages, setup)
+        last = SetupProgress(CREATING)
         for initialization, progress in zip(steps, _progress(steps), strict=True):
-            await report(progress)
+            if progress != last:  # configuration is still part of creating
+                await report(progress)
+                last = progress
             await self._prepare_transfer(
                 connection,
                 environment,
