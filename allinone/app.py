@@ -94,6 +94,7 @@ from allinone.credentials import (
 from allinone.datadir.collection import BLOBS_DIR, SNAPSHOTS_DIR, WORKSPACES_DIR, Retention
 from allinone.lifecycle import Lifecycle
 from allinone.redaction import Redactor
+from runtime import log_context as runtime_log_context
 from runtime.confinement import Confinement, Sandbox, probe
 from runtime.daemon import Daemon
 from runtime.harness.builtin.adapter import BuiltinHarness
@@ -511,6 +512,8 @@ class App:
         redactor.add(self.config.api_key)
         redactor.add(self.config.model_api_key)
         redactor.install()
+        turn_fields = runtime_log_context.Fields()  # the Runtime's lines name their turn
+        turn_fields.install()
         try:
             async with Lifecycle(SHUTDOWN_BUDGET_SECONDS) as life:
                 opened = await self._open(life)
@@ -531,6 +534,7 @@ class App:
                 await self._until_stopped(vital)
                 log.info("corebox shutting down")
         finally:
+            turn_fields.uninstall()
             redactor.uninstall()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -728,9 +732,7 @@ async def run_daemon(
             snapshots=None if snapshots is None else Snapshots(snapshots),
         ),
     )
-    redactor = Redactor()
-    redactor.add(credential)
-    redactor.install()
+    uninstall = _log_filters(credential)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -749,10 +751,26 @@ async def run_daemon(
         raise RuntimeStopped(str(exc)) from exc
     finally:
         await cancel_and_wait(stopping)
-        redactor.uninstall()
+        uninstall()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
+
+
+def _log_filters(credential: str) -> Callable[[], None]:
+    """Keep `credential` out of the log and name the Runtime's turns in every line;
+    returns what removes both filters."""
+    redactor = Redactor()
+    redactor.add(credential)
+    redactor.install()
+    turn_fields = runtime_log_context.Fields()
+    turn_fields.install()
+
+    def uninstall() -> None:
+        turn_fields.uninstall()
+        redactor.uninstall()
+
+    return uninstall
 
 
 async def _prune_journal(db: Database) -> None:
