@@ -161,7 +161,10 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise StartupError(f"port {port} on {host} is already in use") from exc
+            raise StartupError(
+                f"port {port} on {host} is already in use (another corebox? `corebox status`"
+                " tells); choose another with --port"
+            ) from exc
         raise StartupError(f"cannot listen on {host}:{port} ({exc.strerror})") from exc
     sock.listen(512)
     sock.set_inheritable(True)
@@ -387,8 +390,9 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         return await db.read(lambda r: tenancy.device_digest(r, device_id))
 
     gateway = Gateway(
-        registry, device_digest, ids.new, limits.HEARTBEAT_SECONDS_DEFAULT, lambda: ws_url
-    )
+        registry, device_digest, ids.new, limits.HEARTBEAT_SECONDS_DEFAULT, lambda: ws_url,
+        local_device=LOCAL_DEVICE_ID,
+    )  # fmt: skip
     return [
         *d.health.routes(),
         *gateway.routes(),
@@ -482,9 +486,12 @@ class App:
         local_runtime: bool = True,
         timers: Timers = PRODUCTION,
         on_ready: Callable[[Started], None] | None = None,
+        announced: bool = False,
     ) -> None:
         """`on_started` is called once the server listens; `on_ready` once `/readyz`
         would answer 200 (a Runtime has connected and declared), at most once.
+        `announced` says `on_started` shows the start to a person (the banner), so the
+        log's own start line is a debug line.
         `local_runtime=False` serves Core without the in-process Runtime: turns wait
         (and /readyz reports the runtime check missing) until a remote daemon connects.
         `timers` are the seed's protocol timers; only tests pass shorter ones."""
@@ -493,6 +500,7 @@ class App:
         self.config = config
         self._on_started = on_started
         self._local_runtime = local_runtime
+        self._announced = announced
         self._stop = asyncio.Event()
         self._redactor = Redactor()
 
@@ -519,7 +527,8 @@ class App:
                 opened = await self._open(life)
                 parts = build(self.config, opened, self._timers, self._redactor)
                 vital = await self._start(life, parts, opened.sock)
-                log.info(
+                log.log(
+                    logging.DEBUG if self._announced else logging.INFO,
                     "corebox %s serving on http://%s:%d/v1",
                     __version__,
                     self.config.host,

@@ -47,7 +47,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="corebox", description="The Agents API on your own machine."
     )
     parser.add_argument("--version", action="version", version=f"corebox {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", title="commands"
+    )
     serve = commands.add_parser("serve", help="run Core, storage, scheduler and a Runtime")
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 8800)")
@@ -239,6 +241,7 @@ def _serve(args: argparse.Namespace) -> int:
             on_started=_announcer(config, harnesses),
             local_runtime=local,
             on_ready=ready if ready_fd is not None else None,
+            announced=sys.stderr.isatty(),  # the banner says where it serves
         )
         asyncio.run(app.run())
     except StartupError as exc:
