@@ -51,6 +51,8 @@ def test_set_up_reports_each_package_then_each_setup_command_then_done(
     done = until(lambda: (s := setup_of(client, environment.id)) and s["phase"] == "done" and s)
     assert done["failure"] is None
     assert client.beta.agents.environments.retrieve(environment.id).status == "ready"
+    listed = [e for e in client.beta.agents.environments.list() if e.id == environment.id]
+    assert listed[0].x_corebox["setup"] == done  # type: ignore[attr-defined]
 
 
 def test_a_package_that_fails_names_itself_and_its_place(client: OpenAI) -> None:
@@ -85,23 +87,26 @@ def test_an_environment_without_set_up_steps_reports_done(client: OpenAI) -> Non
 def test_a_session_waiting_on_set_up_sees_it_on_its_event_stream(
     client: OpenAI, server: Server
 ) -> None:
-    session = client.beta.agents.sessions.create(
+    live = client.beta.agents.sessions.create(
         agent={"model": "scripted"},
         environment=hosted(["alpha_pkg"], [HOLD]),  # type: ignore[arg-type]
         input="/say Set up.",
+        stream=True,
     )
-    environment_id = session.environment.id  # type: ignore[union-attr]
-    release = server.data_dir / WORKSPACES_DIR / wire_uuid(environment_id) / "release"
     seen: list[tuple[str, str, str]] = []
-    with client.beta.agents.sessions.events.stream(session.id) as live:
+    environment_id = ""
+    with live:
         for event in live:
+            if event.type == "agent.session.created":
+                environment_id = event.session.environment.id  # type: ignore[union-attr]
             if event.type.startswith("agent.session.environment."):
                 setup = event.x_corebox["setup"]  # type: ignore[union-attr]
                 seen.append((event.type, event.environment.status, setup["phase"]))  # type: ignore[union-attr]
                 assert event.environment.id == environment_id  # type: ignore[union-attr]
                 assert event.turn_id is not None  # type: ignore[union-attr]
                 if setup["phase"] == "running_setup":
-                    release.touch()
+                    workspace = server.data_dir / WORKSPACES_DIR / wire_uuid(environment_id)
+                    (workspace / "release").touch()
             if event.type == "agent.session.idle":
                 break
     assert seen == [

@@ -6,8 +6,9 @@ import { h, replace } from "./dom.js";
 
 const REFRESH_MS = 1000;
 
-/** What set-up is doing now, in words. */
-export function describe(setup) {
+/** What set-up is doing now, in words (`environment` tells when there is none). */
+export function describe(setup, environment = null) {
+  if (!setup && environment && (environment.type !== "openai_hosted" || environment.status !== "pending")) return "—";
   if (!setup) return "Waiting to start set-up";
   const step = `${Math.min(setup.done + 1, setup.total)} of ${setup.total}`;
   switch (setup.phase) {
@@ -23,13 +24,14 @@ export function describe(setup) {
 /** The line for an environment: a progress bar while it sets up, the outcome after. */
 export function setupLine(environment) {
   const setup = (environment.x_corebox || {}).setup;
+  if (!setup && environment.status !== "pending") return h("span.setup-none");  // nothing set up
   const phase = environment.status === "pending" ? (setup ? setup.phase : "pending") : (setup ? setup.phase : environment.status);
   const running = environment.status === "pending";
   const value = setup && setup.total ? setup.done : null;
   const bar = running
     ? h("progress.setup-bar", { max: setup && setup.total ? setup.total : null, value, "aria-label": "Set-up progress" })
     : null;
-  return h("div.setup-line", { role: "status", dataset: { phase } }, bar, h("span.setup-text", {}, describe(setup)));
+  return h("div.setup-line", { role: "status", dataset: { phase } }, bar, h("span.setup-text", {}, describe(setup, environment)));
 }
 
 /** Keep `box` showing the set-up line of `environmentId` until it is no longer pending;

@@ -386,7 +386,12 @@ def test_environment_set_up_shows_a_progress_line_on_the_session_and_environment
     assert text == "Running setup command 1 of 1"
     shoot(page, "session-setup")
     page.evaluate("location.hash = '#/environments'")
-    page.wait_for("document.querySelector('.table .link-row')")
+    listed = (
+        "[...document.querySelectorAll('.link-row')]"
+        f".find(r => r.textContent.includes('{environment_id}'))"
+    )
+    page.wait_for(listed)
+    assert "Running setup command 1 of 1" in page.evaluate(listed + ".textContent")
     shoot(page, "environments")
     page.evaluate(f"location.hash = '#/environments/{environment_id}'")
     page.wait_for(running + " && document.querySelector('.facts')")

@@ -20,7 +20,7 @@ export function render(main) {
         { title: "Environment", render: (e) => h("code", {}, e.id) },
         { title: "Type", render: (e) => e.type.replace(/_/g, " ") },
         { title: "Status", render: (e) => badge(e.status) },
-        { title: "Set-up", render: (e) => h("span.setup-text", {}, describe((e.x_corebox || {}).setup)) },
+        { title: "Set-up", render: (e) => h("span.setup-text", {}, describe((e.x_corebox || {}).setup, e)) },
       ], page.data, { label: "Environments", onRow: (e) => { location.hash = `#/environments/${e.id}`; } })
         : empty("No environments yet. Sessions with an openai_hosted environment create one."));
     } catch (error) {
