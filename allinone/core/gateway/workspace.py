@@ -274,7 +274,7 @@ class WorkspaceClient:
             )
         steps = initialization_steps(env, packages, setup)
         last = SetupProgress(CREATING)
-        for initialization, progress in zip(steps, _progress(steps), strict=True):
+        for initialization, progress in zip(steps, progress_of(steps), strict=True):
             if progress != last:  # configuration is still part of creating
                 await report(progress)
                 last = progress
@@ -339,7 +339,7 @@ class WorkspaceClient:
             await step(RuntimePrepare(step=TransferStep.COMMIT), TransferOutcome.COMPLETED, 0)
 
 
-def _progress(steps: list[RuntimeInitialization]) -> list[SetupProgress]:
+def progress_of(steps: list[RuntimeInitialization]) -> list[SetupProgress]:
     """How far set-up is as each of `steps` is about to be sent."""
     installs = [
         s for s in steps if s.action in (InitializationAction.PYTHON, InitializationAction.NPM)
