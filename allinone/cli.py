@@ -50,35 +50,51 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", title="commands"
     )
-    serve = commands.add_parser("serve", help="run Core, storage, scheduler and a Runtime")
-    serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    serve = commands.add_parser(
+        "serve",
+        help="run Core, storage, scheduler and a Runtime",
+        description="Serve the Agents API, the console and a Runtime on one port.",
+    )
+    serve.add_argument("--host", metavar="ADDRESS", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 8800)")
-    serve.add_argument("--data-dir", dest="data_dir", help="where state is kept")
     serve.add_argument(
-        "--log-level", dest="log_level", help="critical, error, warning, info or debug"
+        "--data-dir",
+        dest="data_dir",
+        metavar="DIR",
+        help="where state is kept (default $XDG_DATA_HOME/corebox or ~/.local/share/corebox)",
+    )
+    serve.add_argument(
+        "--log-level",
+        dest="log_level",
+        metavar="LEVEL",
+        help="critical, error, warning, info (default) or debug",
     )
     logs.add_format_flag(serve)
-    serve.add_argument("--config", help="a corebox.toml file")
+    serve.add_argument("--config", metavar="FILE", help="a corebox.toml file")
     serve.add_argument(
         "--model-base-url",
         dest="model_base_url",
+        metavar="URL",
         help="an OpenAI-compatible server for the builtin harness (key: COREBOX_MODEL_API_KEY)",
     )
-    serve.add_argument("--model", help="the model the --model-base-url server runs")
+    serve.add_argument("--model", metavar="NAME", help="the model the --model-base-url server runs")
     serve.add_argument(
         "--model-protocol",
         dest="model_protocol",
+        metavar="PROTOCOL",
         help="chat_completions (default) or responses",
     )
     serve.add_argument(
         "--public-url",
         dest="public_url",
+        metavar="URL",
         help="the address Runtimes elsewhere reach this Core at, e.g. http://core-host:8800",
     )
     serve.add_argument(
         "--workspace-root",
         dest="workspace_roots",
         action="append",
+        metavar="DIR",
         help="a directory under which the default project may bind self_hosted workspaces"
         " (repeatable; default: the home directory)",
     )
@@ -86,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
         "--ready-fd",
         dest="ready_fd",
         type=int,
+        metavar="FD",
         help="once ready (as /readyz), write `ready PORT` to this inherited file descriptor"
         " and close it (for supervisors and tests: a ready signal instead of polling)",
     )
