@@ -50,6 +50,13 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", title="commands"
     )
+    _add_serve(commands)
+    _add_commands(commands)
+    cli_help.add_examples(parser)
+    return parser
+
+
+def _add_serve(commands: Any) -> None:
     serve = commands.add_parser(
         "serve",
         help="run Core, storage, scheduler and a Runtime",
@@ -71,6 +78,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     logs.add_format_flag(serve)
     serve.add_argument("--config", metavar="FILE", help="a corebox.toml file")
+    _add_serve_runtime_flags(serve)
+
+
+def _add_serve_runtime_flags(serve: argparse.ArgumentParser) -> None:
+    """`serve`'s flags for the model, the Runtimes and supervisors."""
     serve.add_argument(
         "--model-base-url",
         dest="model_base_url",
@@ -112,9 +124,6 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="serve Core only; turns wait for a `corebox daemon` to connect",
     )
-    _add_commands(commands)
-    cli_help.add_examples(parser)
-    return parser
 
 
 def _add_commands(commands: Any) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
-from allinone.core.environment_setup import DONE, FAILED, SetupProgress, environment_event
+from allinone.core.environment_setup import environment_event
 from allinone.core.errors import (
     Conflict,
     IdempotencyConflict,
@@ -36,6 +36,7 @@ from allinone.core.file_bodies import FileBodies
 from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
+from allinone.core.gateway.setup_progress import DONE, FAILED, SetupProgress
 from allinone.core.gateway.workspace import (
     WORKSPACE_CAPABILITIES,
     InstalledSkill,

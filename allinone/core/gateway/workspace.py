@@ -21,20 +21,20 @@ from typing import Any, Literal
 
 import msgspec
 
-from allinone.core.environment_setup import (
-    CREATING,
-    INSTALLING,
-    RUNNING_SETUP,
-    Report,
-    SetupProgress,
-    ignore,
-)
 from allinone.core.gateway.connection import Connection
 from allinone.core.gateway.preparations import (
     PreparationRefused,
     Preparations,
     PreparationUnconfirmed,
     PreparationUnsent,
+)
+from allinone.core.gateway.setup_progress import (
+    CREATING,
+    INSTALLING,
+    RUNNING_SETUP,
+    Report,
+    SetupProgress,
+    ignore,
 )
 from allinone.core.gateway.workspace_rules import (
     WORKSPACE_CAPABILITIES,

@@ -6,7 +6,12 @@ import uuid
 
 import pytest
 
-from allinone.core.environment_setup import CREATING, INSTALLING, RUNNING_SETUP, SetupProgress
+from allinone.core.gateway.setup_progress import (
+    CREATING,
+    INSTALLING,
+    RUNNING_SETUP,
+    SetupProgress,
+)
 from allinone.core.gateway.workspace import progress_of
 from allinone.core.gateway.workspace_rules import (
     WorkspaceUnavailable,
