@@ -115,7 +115,18 @@ def request_json(
         raise AdminError(f"the server refused: {message} (HTTP {exc.code})") from exc
     except (urllib.error.URLError, OSError) as exc:
         base = url.split("/", 3)[:3]
-        raise AdminError(f"cannot reach corebox at {'/'.join(base)}: {exc}") from exc
+        raise AdminError(unreachable("/".join(base), exc)) from exc
+
+
+def unreachable(base_url: str, exc: OSError) -> str:
+    """Why a server could not be reached, in words, with what to try (never urllib's
+    `<urlopen error ...>` wrapping)."""
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    detail = reason.strerror if isinstance(reason, OSError) and reason.strerror else str(reason)
+    return (
+        f"cannot reach corebox at {base_url} ({detail.lower()}); is `corebox serve` running"
+        " there? Give another address with --url"
+    )
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,7 @@ from allinone.credentials import (
 from allinone.datadir.collection import BLOBS_DIR, SNAPSHOTS_DIR, WORKSPACES_DIR, Retention
 from allinone.lifecycle import Lifecycle
 from allinone.redaction import Redactor
+from runtime import log_context as runtime_log_context
 from runtime.confinement import Confinement, Sandbox, probe
 from runtime.daemon import Daemon
 from runtime.harness.builtin.adapter import BuiltinHarness
@@ -160,7 +161,10 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise StartupError(f"port {port} on {host} is already in use") from exc
+            raise StartupError(
+                f"port {port} on {host} is already in use (another corebox? `corebox status`"
+                " tells); choose another with --port"
+            ) from exc
         raise StartupError(f"cannot listen on {host}:{port} ({exc.strerror})") from exc
     sock.listen(512)
     sock.set_inheritable(True)
@@ -258,7 +262,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     environments = Environments(
         db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants,
         preparations=preparations, skills=skills,
-        blobs=BlobStore(config.data_dir / BLOBS_DIR), bodies=FileBodies(db),
+        blobs=BlobStore(config.data_dir / BLOBS_DIR), bodies=FileBodies(db), recorder=recorder,
     )  # fmt: skip
     reveal = redactor.add  # secrets opened for runs are kept out of the log
     providers = ModelProviders(sealer, default_provider(config), reveal)
@@ -386,8 +390,9 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         return await db.read(lambda r: tenancy.device_digest(r, device_id))
 
     gateway = Gateway(
-        registry, device_digest, ids.new, limits.HEARTBEAT_SECONDS_DEFAULT, lambda: ws_url
-    )
+        registry, device_digest, ids.new, limits.HEARTBEAT_SECONDS_DEFAULT, lambda: ws_url,
+        local_device=LOCAL_DEVICE_ID,
+    )  # fmt: skip
     return [
         *d.health.routes(),
         *gateway.routes(),
@@ -481,9 +486,12 @@ class App:
         local_runtime: bool = True,
         timers: Timers = PRODUCTION,
         on_ready: Callable[[Started], None] | None = None,
+        announced: bool = False,
     ) -> None:
         """`on_started` is called once the server listens; `on_ready` once `/readyz`
         would answer 200 (a Runtime has connected and declared), at most once.
+        `announced` says `on_started` shows the start to a person (the banner), so the
+        log's own start line is a debug line.
         `local_runtime=False` serves Core without the in-process Runtime: turns wait
         (and /readyz reports the runtime check missing) until a remote daemon connects.
         `timers` are the seed's protocol timers; only tests pass shorter ones."""
@@ -492,6 +500,7 @@ class App:
         self.config = config
         self._on_started = on_started
         self._local_runtime = local_runtime
+        self._announced = announced
         self._stop = asyncio.Event()
         self._redactor = Redactor()
 
@@ -511,12 +520,15 @@ class App:
         redactor.add(self.config.api_key)
         redactor.add(self.config.model_api_key)
         redactor.install()
+        turn_fields = runtime_log_context.Fields()  # the Runtime's lines name their turn
+        turn_fields.install()
         try:
             async with Lifecycle(SHUTDOWN_BUDGET_SECONDS) as life:
                 opened = await self._open(life)
                 parts = build(self.config, opened, self._timers, self._redactor)
                 vital = await self._start(life, parts, opened.sock)
-                log.info(
+                log.log(
+                    logging.DEBUG if self._announced else logging.INFO,
                     "corebox %s serving on http://%s:%d/v1",
                     __version__,
                     self.config.host,
@@ -531,6 +543,7 @@ class App:
                 await self._until_stopped(vital)
                 log.info("corebox shutting down")
         finally:
+            turn_fields.uninstall()
             redactor.uninstall()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -728,9 +741,7 @@ async def run_daemon(
             snapshots=None if snapshots is None else Snapshots(snapshots),
         ),
     )
-    redactor = Redactor()
-    redactor.add(credential)
-    redactor.install()
+    uninstall = _log_filters(credential)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -749,10 +760,26 @@ async def run_daemon(
         raise RuntimeStopped(str(exc)) from exc
     finally:
         await cancel_and_wait(stopping)
-        redactor.uninstall()
+        uninstall()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
+
+
+def _log_filters(credential: str) -> Callable[[], None]:
+    """Keep `credential` out of the log and name the Runtime's turns in every line;
+    returns what removes both filters."""
+    redactor = Redactor()
+    redactor.add(credential)
+    redactor.install()
+    turn_fields = runtime_log_context.Fields()
+    turn_fields.install()
+
+    def uninstall() -> None:
+        turn_fields.uninstall()
+        redactor.uninstall()
+
+    return uninstall
 
 
 async def _prune_journal(db: Database) -> None:

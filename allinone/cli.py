@@ -20,6 +20,7 @@ from allinone import (
     data_commands,
     devices,
     doctor_command,
+    environments_cli,
     logs,
     overlays_cli,
     run_control,
@@ -46,36 +47,66 @@ def _parser() -> argparse.ArgumentParser:
         prog="corebox", description="The Agents API on your own machine."
     )
     parser.add_argument("--version", action="version", version=f"corebox {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run Core, storage, scheduler and a Runtime")
-    serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", title="commands"
+    )
+    _add_serve(commands)
+    _add_commands(commands)
+    cli_help.add_examples(parser)
+    return parser
+
+
+def _add_serve(commands: Any) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="run Core, storage, scheduler and a Runtime",
+        description="Serve the Agents API, the console and a Runtime on one port.",
+    )
+    serve.add_argument("--host", metavar="ADDRESS", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 8800)")
-    serve.add_argument("--data-dir", dest="data_dir", help="where state is kept")
     serve.add_argument(
-        "--log-level", dest="log_level", help="critical, error, warning, info or debug"
+        "--data-dir",
+        dest="data_dir",
+        metavar="DIR",
+        help="where state is kept (default $XDG_DATA_HOME/corebox or ~/.local/share/corebox)",
+    )
+    serve.add_argument(
+        "--log-level",
+        dest="log_level",
+        metavar="LEVEL",
+        help="critical, error, warning, info (default) or debug",
     )
     logs.add_format_flag(serve)
-    serve.add_argument("--config", help="a corebox.toml file")
+    serve.add_argument("--config", metavar="FILE", help="a corebox.toml file")
+    _add_serve_runtime_flags(serve)
+
+
+def _add_serve_runtime_flags(serve: argparse.ArgumentParser) -> None:
+    """`serve`'s flags for the model, the Runtimes and supervisors."""
     serve.add_argument(
         "--model-base-url",
         dest="model_base_url",
+        metavar="URL",
         help="an OpenAI-compatible server for the builtin harness (key: COREBOX_MODEL_API_KEY)",
     )
-    serve.add_argument("--model", help="the model the --model-base-url server runs")
+    serve.add_argument("--model", metavar="NAME", help="the model the --model-base-url server runs")
     serve.add_argument(
         "--model-protocol",
         dest="model_protocol",
+        metavar="PROTOCOL",
         help="chat_completions (default) or responses",
     )
     serve.add_argument(
         "--public-url",
         dest="public_url",
+        metavar="URL",
         help="the address Runtimes elsewhere reach this Core at, e.g. http://core-host:8800",
     )
     serve.add_argument(
         "--workspace-root",
         dest="workspace_roots",
         action="append",
+        metavar="DIR",
         help="a directory under which the default project may bind self_hosted workspaces"
         " (repeatable; default: the home directory)",
     )
@@ -83,6 +114,7 @@ def _parser() -> argparse.ArgumentParser:
         "--ready-fd",
         dest="ready_fd",
         type=int,
+        metavar="FD",
         help="once ready (as /readyz), write `ready PORT` to this inherited file descriptor"
         " and close it (for supervisors and tests: a ready signal instead of polling)",
     )
@@ -92,9 +124,6 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="serve Core only; turns wait for a `corebox daemon` to connect",
     )
-    _add_commands(commands)
-    cli_help.add_examples(parser)
-    return parser
 
 
 def _add_commands(commands: Any) -> None:
@@ -106,6 +135,7 @@ def _add_commands(commands: Any) -> None:
     session_forks.add_commands(run_control.add_commands(commands))
     data_commands.add_commands(commands)
     agents_cli.add_commands(commands)
+    environments_cli.add_commands(commands)
     overlays_cli.add_commands(commands)
     console_command.add_commands(commands)
     doctor_command.add_command(commands)
@@ -237,6 +267,7 @@ def _serve(args: argparse.Namespace) -> int:
             on_started=_announcer(config, harnesses),
             local_runtime=local,
             on_ready=ready if ready_fd is not None else None,
+            announced=sys.stderr.isatty(),  # the banner says where it serves
         )
         asyncio.run(app.run())
     except StartupError as exc:

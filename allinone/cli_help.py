@@ -110,6 +110,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "corebox doctor --model-base-url http://127.0.0.1:11434/v1 --model llama3.2",
         "corebox doctor --url http://127.0.0.1:8800 --json",
     ),
+    "environments show": ("corebox environments show env_0123",),
+    "environments wait": (
+        "corebox environments wait env_0123",
+        "corebox environments wait env_0123 --timeout 600 --url http://127.0.0.1:8800",
+    ),
     "status": ("corebox status", "corebox status --url http://127.0.0.1:8800 --json"),
     "completion": (
         'eval "$(corebox completion bash)"   # add to ~/.bashrc',
@@ -146,8 +151,27 @@ def _is_leaf(parser: argparse.ArgumentParser) -> bool:
     return not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)
 
 
+# Short placeholders for the values of the flags many commands share (instead of
+# argparse's upper-cased destination: `--api-key-file API_KEY_FILE`).
+METAVARS = {
+    "data_dir": "DIR",
+    "config": "FILE",
+    "url": "URL",
+    "api_key": "KEY",
+    "api_key_file": "FILE",
+    "credential_file": "FILE",
+    "output": "FILE",
+}
+
+
 def add_examples(parser: argparse.ArgumentParser) -> None:
-    """Give every command its examples (kept with whatever epilog it already has)."""
+    """Give every command its examples (kept with whatever epilog it already has) and
+    its shared flags their short placeholders."""
+    for _, command in commands_of(parser):
+        for action in command._actions:
+            named = METAVARS.get(action.dest)
+            if named and action.option_strings and action.metavar is None and action.nargs != 0:
+                action.metavar = named
     for path, command in commands_of(parser):
         examples = EXAMPLES.get(" ".join(path)) or _gathered(command, path)
         if not examples:

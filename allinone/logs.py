@@ -9,8 +9,11 @@ Two formats, chosen with `--log-format`:
 
 Fields come from a record's `extra=` mapping and from `log_context.turn_fields`, which
 the orchestration sets around the work of one turn, so every line logged while a turn runs
-carries its session and turn ids without each call naming them.
+carries its session and turn ids without each call naming them. The Runtime's lines get
+theirs from its own context, through the filter the composition root installs on the
+handler (`runtime.log_context.Fields`), as record attributes.
 
+WebSocket frame dumps never reach the log (a frame holds prompts and tool output).
 Libraries' own INFO chatter (the scheduler's job bookkeeping, the HTTP server's process
 and WebSocket accept lines, websockets' handshakes) is dropped below WARNING unless the
 level is `debug`. The `Redactor` is installed on the handler by the composition root,
@@ -32,6 +35,9 @@ CHATTY_LIBRARIES = ("apscheduler", "uvicorn", "websockets")
 # Client libraries that log request bodies or URLs below warning: a prompt or an API key
 # must never reach the log, whatever the log level.
 QUIET_LIBRARIES = ("openai", "httpx", "httpx2", "httpcore", "httpcore2", "mcp")
+
+# How the WebSocket libraries begin a line that dumps a frame's content.
+FRAME_DUMPS = ("> TEXT", "< TEXT", "> BINARY", "< BINARY", "> CONT", "< CONT")
 
 _STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
     "message",
@@ -110,6 +116,17 @@ class Chatter(logging.Filter):
         )
 
 
+class Frames(logging.Filter):
+    """Drops the WebSocket libraries' frame dumps (`> TEXT '{...}' [262 bytes]`), at every
+    level: a frame carries prompts, tool output and configuration, which never reach the
+    log. Their handshake and connection lines stay (at `debug`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith(("websockets", "uvicorn")):
+            return True
+        return not record.getMessage().startswith(FRAME_DUMPS)
+
+
 def add_format_flag(parser: argparse.ArgumentParser) -> None:
     """`--log-format` for a command that runs a long-lived process."""
     parser.add_argument(
@@ -125,6 +142,7 @@ def configure(level: str, log_format: str, stream: TextIO) -> logging.Handler:
     handler (the composition root adds the Redactor to it)."""
     handler = logging.StreamHandler(stream)
     handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
+    handler.addFilter(Frames())
     if level.lower() != "debug":
         handler.addFilter(Chatter())
     root = logging.getLogger()

@@ -50,6 +50,12 @@ class Bar:
     def enabled(self) -> bool:
         return self._enabled
 
+    def relabel(self, label: str) -> None:
+        """Name what the next frames measure (a new step of the same work)."""
+        if label != self._label:
+            self._label = label
+            self._last_drawn = None  # a new step is drawn at once
+
     def __call__(self, done: int, total: int | None) -> None:
         """Report `done` of `total` (None or 0 when the total is not known yet)."""
         if not self._enabled:
@@ -92,7 +98,7 @@ def line(label: str, done: int, total: int, unit: str = "items") -> str:
     known yet)."""
     amount = f"{_amount(done, unit)}/{_amount(total, unit)}" if total > 0 else _amount(done, unit)
     if total <= 0:
-        return f"{label} {amount}"
+        return f"{label} {amount}" if unit else label
     share = min(max(done / total, 0.0), 1.0)
     filled = int(share * WIDTH)
     return f"{label} [{'#' * filled}{'.' * (WIDTH - filled)}] {share:4.0%}  {amount}"

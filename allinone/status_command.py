@@ -65,7 +65,7 @@ def readiness(client: admin.CoreClient) -> dict[str, Any]:
                 raise admin.AdminError(f"/readyz answered HTTP {exc.code}") from exc
             body = json.loads(exc.read())
     except (urllib.error.URLError, OSError) as exc:
-        raise admin.AdminError(f"cannot reach corebox at {client.base_url}: {exc}") from exc
+        raise admin.AdminError(admin.unreachable(client.base_url, exc)) from exc
     return body
 
 

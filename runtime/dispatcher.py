@@ -28,6 +28,7 @@ import msgspec
 from runtime.errors import Refused
 from runtime.executors import ExecutorPool
 from runtime.harness.registry import HarnessRegistry
+from runtime.log_context import turn_fields
 from runtime.operations import Offload, WorkspaceOperations
 from runtime.preparations import Preparations
 from runtime.proto import codec, limits
@@ -58,6 +59,10 @@ Handler = Callable[[Frame], Replies]
 # Receipts Core waits on are bounded by the receipt deadline (seed 000); every other
 # reply by the transport's write deadline alone.
 _RECEIPTS = (PreparationStatus, InteractionDecisionAck)
+
+
+# Frames whose id is an interaction a Run opened.
+_DECISIONS = frozenset({"permission_decision", "prompt_for_user_choice_decision"})
 
 
 def _now_ms() -> int:
@@ -165,7 +170,25 @@ class Dispatcher:
             return
         self._spawn(self._serve(frame, handler))
 
+    def _turn_of(self, frame: Frame) -> tuple[str, str] | None:
+        """(session id, turn id or "") a frame works for, to name in its log lines; None
+        for a frame that belongs to no session."""
+        if frame.type == "execution_prepare":
+            return frame.payload.session_id, ""
+        if frame.type == "execution_start":
+            return self._preparations.session_of(frame.id), frame.payload.run_id
+        run = self._runs.get(frame.id)
+        if run is None and frame.type in _DECISIONS:
+            run = next((r for r in self._runs.values() if r.owns_interaction(frame.id)), None)
+        return (run.session_id, run.run_id) if run is not None else None
+
     async def _serve(self, frame: Frame, handler: Handler) -> None:
+        """Serve one frame in the log context of the turn it belongs to."""
+        turn = self._turn_of(frame)
+        with turn_fields(*turn) if turn else contextlib.nullcontext():
+            await self._served(frame, handler)
+
+    async def _served(self, frame: Frame, handler: Handler) -> None:
         """The one place replies are sent: each reply in order, then a refusal's
         `rejected` status."""
         try:

@@ -194,6 +194,11 @@ class Preparations:
         self.bindings[record.handle] = binding
         return record.advance(PreparationState.READY)
 
+    def session_of(self, request_id: str) -> str:
+        """The session a preparation request was admitted for ("" when unknown)."""
+        record = self._admissions.get(request_id)
+        return record.session_id if record is not None else ""
+
     # execution_start
     async def start(self, request_id: str, request: ExecutionStart) -> Statuses:
         record = self._admissions.get(request_id)
@@ -271,6 +276,7 @@ class Preparations:
             sandbox=self._workspaces.sandbox,
             history=request.history,
             snapshot=None if workspace is None else self._snapshot_of(workspace, request.run_id),
+            session_id=record.session_id,
         )
         if workspace is not None:
             self.bindings[request.run_id] = workspace

@@ -50,6 +50,7 @@ from runtime.harness.base import (
     Unavailable,
     Unsupported,
 )
+from runtime.log_context import turn_fields
 from runtime.proto import limits
 from runtime.proto import run as wire
 from runtime.proto.capabilities import AgentKindCapabilities
@@ -113,7 +114,9 @@ class Run:
         sandbox: Sandbox | None = None,
         history: list[HistoryEntry] | None = None,
         snapshot: Callable[[], Awaitable[str]] | None = None,
+        session_id: str = "",
     ) -> None:
+        self.session_id = session_id
         self.workspace = workspace
         self.history = history
         self._snapshot = snapshot
@@ -393,10 +396,14 @@ class Run:
     # Lifecycle.
     def start(self, messages: MessageInput, resume: str = "") -> None:
         self.resume = resume
-        self.task = asyncio.create_task(self._drive(messages), name=f"run-{self.run_id}")
+        # The task copies this context: every line logged while it drives the harness
+        # (executors, adapters, tools) names the session and the turn.
+        with turn_fields(self.session_id, self.run_id):
+            self.task = asyncio.create_task(self._drive(messages), name=f"run-{self.run_id}")
 
     async def _drive(self, messages: MessageInput) -> None:
         self._driving = True
+        log.debug("run %s started", self.run_id)
         try:
             if not self.cancel_requested:  # cancelled before the task first ran
                 await self.executor.run(self.run_id, messages, self)
@@ -412,6 +419,7 @@ class Run:
             self._abandon_pending()
             self.settled.set()
         await self.finish()
+        log.debug("run %s ended", self.run_id)
 
     def _abandon_pending(self) -> None:
         for pending in (*self._calls.values(), *self._interactions.values()):

@@ -8,7 +8,7 @@ from storage.blobs import BlobStore
 from storage.database import Tx
 from storage.rows import Queryable, dumps, record
 
-_JSON = ("config", "secrets")
+_JSON = ("config", "secrets", "setup")
 
 
 async def insert(tx: Tx, row: dict[str, Any]) -> None:
@@ -58,6 +58,25 @@ async def set_initialization(
         "UPDATE environments SET initialization = ?, status = ?, failure = ? WHERE id = ?",
         (initialization, status, failure, environment_id),
     )
+
+
+async def set_setup(tx: Tx, environment_id: str, setup: dict[str, Any]) -> None:
+    """Record where the environment's set-up stands (the latest step replaces the last)."""
+    await tx.execute(
+        "UPDATE environments SET setup = ? WHERE id = ?", (dumps(setup), environment_id)
+    )
+
+
+async def waiting_sessions(q: Queryable, environment_id: str) -> list[tuple[str, str]]:
+    """(session id, its first queued turn id) of each session of the environment that has
+    a turn waiting (for its set-up, among others)."""
+    rows = await q.fetchall(
+        "SELECT s.id AS session_id, (SELECT t.id FROM turns t WHERE t.session_id = s.id"
+        " AND t.status = 'queued' ORDER BY t.id LIMIT 1) AS turn_id"
+        " FROM sessions s WHERE s.environment_id = ? ORDER BY s.id",
+        (environment_id,),
+    )
+    return [(row["session_id"], row["turn_id"]) for row in rows if row["turn_id"]]
 
 
 async def fail_running_initializations(tx: Tx, failure: str) -> int:

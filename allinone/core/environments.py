@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
+from allinone.core.environment_setup import environment_event
 from allinone.core.errors import (
     Conflict,
     IdempotencyConflict,
@@ -35,6 +36,7 @@ from allinone.core.file_bodies import FileBodies
 from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
+from allinone.core.gateway.setup_progress import DONE, FAILED, SetupProgress
 from allinone.core.gateway.workspace import (
     WORKSPACE_CAPABILITIES,
     InstalledSkill,
@@ -44,6 +46,7 @@ from allinone.core.gateway.workspace import (
 )
 from allinone.core.host_grants import HostGrants
 from allinone.core.ids import Clock, Ids
+from allinone.core.recorder import Recorder
 from allinone.core.sealing import Sealer
 from allinone.core.skills.catalog import Catalog
 from allinone.core.tasks import cancel_and_wait
@@ -119,8 +122,10 @@ class Environments:
         skills: Catalog,
         bodies: FileBodies,
         blobs: BlobStore | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         self.grants = grants
+        self._recorder = recorder  # tells waiting sessions how set-up goes
         self._skills = skills
         self.bodies = bodies  # uploaded files' bodies, read when copied into a workspace
         self.blobs = blobs
@@ -329,6 +334,7 @@ class Environments:
                     secrets.get("env") or {},
                     config.get("packages") or {},
                     secrets.get("setup_commands") or [],
+                    partial(self._record_setup, environment_id),
                 )
         except WorkspaceUnavailable as exc:
             await self._set_initialization(
@@ -340,6 +346,7 @@ class Environments:
                 environment_id, "failed", "failed", f"initialization failed: {exc}"
             )
             raise WorkspaceUnavailable(str(exc)) from exc
+        await self._record_setup(environment_id, SetupProgress(DONE))
         await self._set_initialization(environment_id, "complete", "ready")
 
         async def written(tx: Tx) -> None:
@@ -382,11 +389,48 @@ class Environments:
             log.warning("%d interrupted environment initialization(s) marked failed", count)
         return count
 
+    async def _record_setup(self, environment_id: str, progress: SetupProgress) -> None:
+        """Durably record the step set-up is at, before that step is sent."""
+        setup = progress.record(self._clock.now())
+
+        async def job(tx: Tx) -> None:
+            await env_rows.set_setup(tx, environment_id, setup)
+            await self._tell_sessions(tx, environment_id, setup)
+
+        await self._db.write(job)
+        log.info(
+            "environment %s set-up: %s %d/%d %s",
+            environment_id,
+            progress.phase,
+            progress.done,
+            progress.total,
+            progress.package,
+        )
+
+    async def _tell_sessions(self, tx: Tx, environment_id: str, setup: dict[str, Any]) -> None:
+        """An `agent.session.environment.*` event on the stream of every session with a
+        turn waiting on the environment: `pending` at each step, then `ready` or `failed`."""
+        if self._recorder is None:
+            return
+        row = await env_rows.get_any(tx, environment_id)
+        if row is None:
+            return
+        event = environment_event(row, setup)
+        for session_id, turn_id in await env_rows.waiting_sessions(tx, environment_id):
+            body = {"session_id": session_id, "turn_id": turn_id, **event[1]}
+            await self._recorder.emit(tx, session_id, event[0], body)
+
     async def _set_initialization(
         self, environment_id: str, initialization: str, status: str, failure: str | None = None
     ) -> None:
         async def job(tx: Tx) -> None:
             await env_rows.set_initialization(tx, environment_id, initialization, status, failure)
+            if status == "failed":  # the step it failed at stays named
+                row = await env_rows.get_any(tx, environment_id)
+                last = (row or {}).get("setup") or {}
+                setup = {**last, "phase": FAILED, "failure": failure}
+                await env_rows.set_setup(tx, environment_id, setup)
+                await self._tell_sessions(tx, environment_id, setup)
 
         await self._db.write(job)
 

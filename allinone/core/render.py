@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from allinone.core import environment_setup
 from runtime.proto.run import TokenCounts
 
 PUBLIC_TURN_ERROR_CODES = frozenset(
@@ -207,8 +208,9 @@ def environment_info(row: dict[str, Any], files: list[dict[str, Any]]) -> dict[s
         "files": [environment_file(f) for f in files],
         "plugins": [],
         "skills": row["config"].get("skills", []) if row["type"] == "openai_hosted" else [],
-        # corebox extension: why set-up failed (the session's error says the same).
-        "x_corebox": {"failure": row.get("failure")},
+        # corebox extension: why set-up failed (the session's error says the same) and
+        # where set-up stands (phase, package, done of total).
+        "x_corebox": {"failure": row.get("failure"), "setup": environment_setup.rendered(row)},
     }
 
 

@@ -60,7 +60,9 @@ class McpTestServer:
         sock.listen(64)
         self.port = sock.getsockname()[1]
         server = uvicorn.Server(
-            uvicorn.Config(self._guarded, log_level="warning", lifespan="on", interface="asgi3")
+            # log_config=None: uvicorn leaves the process's logging as it is (its default
+            # configuration stops the `uvicorn` loggers propagating, for later tests too).
+            uvicorn.Config(self._guarded, log_config=None, lifespan="on", interface="asgi3")
         )
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()

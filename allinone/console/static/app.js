@@ -6,6 +6,7 @@ import { h, replace } from "./dom.js";
 import * as agents from "./pages/agents.js";
 import * as automations from "./pages/automations.js";
 import * as contacts from "./pages/contacts.js";
+import * as environments from "./pages/environments.js";
 import * as overview from "./pages/overview.js";
 import * as owner from "./pages/owner.js";
 import * as session from "./pages/session.js";
@@ -15,11 +16,12 @@ const PAGES = [
   { path: "overview", title: "Overview", module: overview, needs: "any" },
   { path: "sessions", title: "Sessions", module: sessions, needs: "project" },
   { path: "agents", title: "Agents", module: agents, needs: "project" },
+  { path: "environments", title: "Environments", module: environments, needs: "project" },
   { path: "automations", title: "Automations", module: automations, needs: "project" },
   { path: "contacts", title: "Contacts", module: contacts, needs: "project" },
   { path: "owner", title: "Owner", module: owner, needs: "core" },
 ];
-const DETAIL = { sessions: session, agents };
+const DETAIL = { sessions: session, agents, environments };
 
 const main = document.getElementById("main");
 const sidebar = document.getElementById("sidebar");

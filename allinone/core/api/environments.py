@@ -119,6 +119,8 @@ class EnvironmentsApi:
         for row in rows:
             record = dict(row)
             record["config"] = msgspec.json.decode(record["config"])
+            if record.get("setup"):
+                record["setup"] = msgspec.json.decode(record["setup"])
             data.append(await self._info(record))
         return json(render.page(data, more))
 

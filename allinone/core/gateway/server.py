@@ -72,7 +72,11 @@ class Gateway:
         new_id: Callable[[str], str],
         heartbeat_seconds: int,
         public_ws_url: Callable[[], str],
+        local_device: str = "",
     ) -> None:
+        # The in-process Runtime connects at every start: its comings and goings are
+        # debug lines; another device's are worth an info line.
+        self._local_device = local_device
         self.registry = registry
         self._device_digest = device_digest
         self._new_id = new_id
@@ -155,7 +159,7 @@ class Gateway:
         await ws.accept()
         connection = Connection(device_id, self._new_id("conn"))
         self.registry.register(connection)
-        log.info("runtime device %s connected", device_id)
+        log.log(self._level(device_id), "runtime device %s connected", device_id)
         writer = asyncio.create_task(self._write(ws, connection), name="gateway-writer")
         try:
             await self._read(ws, connection)
@@ -165,7 +169,10 @@ class Gateway:
             await _stop(writer)
             with contextlib.suppress(Exception):  # the socket may already be gone
                 await ws.close(code=connection.close_code, reason=connection.close_reason)
-            log.info("runtime device %s disconnected", device_id)
+            log.log(self._level(device_id), "runtime device %s disconnected", device_id)
+
+    def _level(self, device_id: str) -> int:
+        return logging.DEBUG if device_id == self._local_device else logging.INFO
 
     async def _read(self, ws: WebSocket, connection: Connection) -> None:
         while not connection.closed.is_set():

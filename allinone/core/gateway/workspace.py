@@ -28,6 +28,14 @@ from allinone.core.gateway.preparations import (
     PreparationUnconfirmed,
     PreparationUnsent,
 )
+from allinone.core.gateway.setup_progress import (
+    CREATING,
+    INSTALLING,
+    RUNNING_SETUP,
+    Report,
+    SetupProgress,
+    ignore,
+)
 from allinone.core.gateway.workspace_rules import (
     WORKSPACE_CAPABILITIES,
     WorkspaceUnavailable,
@@ -40,6 +48,7 @@ from runtime.proto import limits
 from runtime.proto.codec import Frame
 from runtime.proto.exports import ExportOutcome, ExportStep, WorkspaceExport
 from runtime.proto.initialization import (
+    InitializationAction,
     RuntimeInitialFile,
     RuntimeInitialization,
     RuntimePrepare,
@@ -240,9 +249,11 @@ class WorkspaceClient:
         env: dict[str, str],
         packages: dict[str, list[str]],
         setup: list[dict[str, Any]],
+        report: Report = ignore,
     ) -> None:
         """Initial files, skills, then configuration, packages and setup commands, in
-        order."""
+        order; `report` is told each step before it is sent (it is not told the end)."""
+        await report(SetupProgress(CREATING))
         for path, data in files:
             await self._prepare_transfer(
                 connection,
@@ -262,7 +273,11 @@ class WorkspaceClient:
                 data=skill.archive,
             )
         steps = initialization_steps(env, packages, setup)
-        for initialization in steps:
+        last = SetupProgress(CREATING)
+        for initialization, progress in zip(steps, progress_of(steps), strict=True):
+            if progress != last:  # configuration is still part of creating
+                await report(progress)
+                last = progress
             await self._prepare_transfer(
                 connection,
                 environment,
@@ -322,6 +337,27 @@ class WorkspaceClient:
                     offset + len(chunk),
                 )
             await step(RuntimePrepare(step=TransferStep.COMMIT), TransferOutcome.COMPLETED, 0)
+
+
+def progress_of(steps: list[RuntimeInitialization]) -> list[SetupProgress]:
+    """How far set-up is as each of `steps` is about to be sent."""
+    installs = [
+        s for s in steps if s.action in (InitializationAction.PYTHON, InitializationAction.NPM)
+    ]
+    commands = [s for s in steps if s.action == InitializationAction.SETUP]
+    found: list[SetupProgress] = []
+    installed = ran = 0
+    for step in steps:
+        if step.action == InitializationAction.SETUP:
+            found.append(SetupProgress(RUNNING_SETUP, ran, len(commands)))
+            ran += 1
+        elif step.action == InitializationAction.CONFIGURE:
+            found.append(SetupProgress(CREATING))
+        else:
+            package = (step.packages or [""])[0]
+            found.append(SetupProgress(INSTALLING, installed, len(installs), step.action, package))
+            installed += 1
+    return found
 
 
 __all__ = [

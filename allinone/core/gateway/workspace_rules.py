@@ -81,14 +81,15 @@ def read_only_configuration(harness: str, environment: dict[str, Any]) -> Execut
 def initialization_steps(
     env: dict[str, str], packages: dict[str, list[str]], setup: list[dict[str, Any]]
 ) -> list[RuntimeInitialization]:
-    """After the initial files, in order: configuration, packages, setup commands."""
+    """After the initial files, in order: configuration, packages, setup commands. Each
+    package is a step of its own, so the receipt of each tells how far set-up is."""
     steps: list[RuntimeInitialization] = []
     if env:
         steps.append(RuntimeInitialization(action=InitializationAction.CONFIGURE, env=env))
     for kind in ("python", "npm"):
-        if packages.get(kind):
+        for package in packages.get(kind) or []:
             steps.append(
-                RuntimeInitialization(action=InitializationAction(kind), packages=packages[kind])
+                RuntimeInitialization(action=InitializationAction(kind), packages=[package])
             )
     for command in setup:
         steps.append(

@@ -17,9 +17,12 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
+from allinone.core.gateway.workspace_rules import wire_uuid
+from allinone.datadir.collection import WORKSPACES_DIR
 from tests.api.support import core_key, http
 from tests.conftest import API_KEY, ROOT, Server
 from tests.support.chromium import Page, chromium, install
+from tests.support.wheels import HOLD, hosted
 
 pytestmark = pytest.mark.browser
 
@@ -364,3 +367,37 @@ def test_an_artifact_downloads_from_the_session_page(
     page.wait_event("Page.downloadProgress", state="completed")
     assert (downloads / "report.txt").read_text() == "All systems nominal."
     assert any("/artifacts/" in url and url.endswith("/content") for url in page.requests)
+
+
+def test_environment_set_up_shows_a_progress_line_on_the_session_and_environment_pages(
+    page: Page, client: OpenAI, server: Server
+) -> None:
+    session = client.beta.agents.sessions.create(
+        agent={"model": "scripted"},
+        environment=hosted(["alpha_pkg"], [HOLD]),  # type: ignore[arg-type]
+        input="/say Set up.",
+    )
+    environment_id = session.environment.id  # type: ignore[union-attr]
+    running = "document.querySelector('.setup-line[data-phase=running_setup]')"
+    sign_in(page, API_KEY)
+    open_session(page, session.id)
+    page.wait_for(running)
+    text = page.evaluate("document.querySelector('.setup-line').textContent")
+    assert text == "Running setup command 1 of 1"
+    shoot(page, "session-setup")
+    page.evaluate("location.hash = '#/environments'")
+    listed = (
+        "[...document.querySelectorAll('.link-row')]"
+        f".find(r => r.textContent.includes('{environment_id}'))"
+    )
+    page.wait_for(listed)
+    assert "Running setup command 1 of 1" in page.evaluate(listed + ".textContent")
+    shoot(page, "environments")
+    page.evaluate(f"location.hash = '#/environments/{environment_id}'")
+    page.wait_for(running + " && document.querySelector('.facts')")
+    shoot(page, "environment-setup")
+    (server.data_dir / WORKSPACES_DIR / wire_uuid(environment_id) / "release").touch()
+    page.wait_for("document.querySelector('.setup-line[data-phase=done]')")
+    assert page.evaluate("document.querySelector('.setup-text').textContent") == "Set-up done"
+    open_session(page, session.id)
+    page.wait_for(says("Set up.") + " && !document.querySelector('.setup-line')")

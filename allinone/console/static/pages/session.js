@@ -5,6 +5,7 @@ import { showActions } from "../actions.js";
 import { ApiError, get, idempotencyKey, post, stream, supports } from "../api.js";
 import { badge, failure, h, replace, short, when } from "../dom.js";
 import { files, runState, timeline, usage } from "../panels.js";
+import { watchSetup } from "../setup.js";
 import { Transcript } from "../transcript.js";
 
 const ACTIVE = new Set(["queued", "in_progress", "waiting"]);
@@ -34,6 +35,8 @@ class SessionPage {
     this.controls = h("div.controls", { role: "toolbar", "aria-label": "Session controls" });
     this.actions = h("div.actions", { "aria-live": "assertive" });
     this.notice = h("div.stream-state", { role: "status" });
+    this.setupBox = h("div.setup-box");
+    this.stopSetup = null;
     this.side = h("aside.session-side");
     this.filesBox = h("div");
     this.selected = null;
@@ -42,6 +45,7 @@ class SessionPage {
       this.header,
       h("div.session-grid", {},
         h("div.session-main", {},
+          this.setupBox,
           h("div.transcript-scroll", {}, this.transcript.node),
           this.actions, this.composer, this.notice),
         this.side)));
@@ -50,6 +54,7 @@ class SessionPage {
 
   stop() {
     this.abort.abort();
+    if (this.stopSetup) this.stopSetup();
     clearTimeout(this.sideTimer);
     clearInterval(this.clock);
   }
@@ -196,12 +201,22 @@ class SessionPage {
       h("span", {}, `active ${when(s.last_active_at)}`),
       forked ? h("span", {}, "forked from ", h("a", { href: `#/sessions/${forked.session_id}` }, short(forked.session_id))) : null,
       (xc.overlays || []).map((o) => h("span.overlay", {}, badge(o.kind), o.reason ? ` ${o.reason}` : "")));
+    this.watchEnvironment(s.environment);
     showActions(this.actions, s);
     const active = ["in_progress", "requires_action"].includes(s.status) || this.activeTurn();
     this.sendButton.textContent = active ? "Steer" : "Send";
     this.hint.textContent = active ? "A turn is running: your message steers it · Ctrl+Enter" : "Ctrl+Enter to send";
     this.drawControls();
     this.scheduleSide();
+  }
+
+  /** While a managed environment sets up, a progress line above the transcript; it goes
+   * once set-up is done (a failure stays). */
+  watchEnvironment(environment) {
+    if (this.stopSetup || !environment || !environment.id || environment.type !== "openai_hosted") return;
+    this.stopSetup = watchSetup(environment.id, this.setupBox, (settled) => {
+      if (settled.status === "ready") this.setupBox.replaceChildren();
+    });
   }
 
   title(s) {

@@ -6,6 +6,13 @@ import uuid
 
 import pytest
 
+from allinone.core.gateway.setup_progress import (
+    CREATING,
+    INSTALLING,
+    RUNNING_SETUP,
+    SetupProgress,
+)
+from allinone.core.gateway.workspace import progress_of
 from allinone.core.gateway.workspace_rules import (
     WorkspaceUnavailable,
     initialization_steps,
@@ -61,3 +68,17 @@ def test_a_read_only_configuration_binds_the_environment_and_runs_nothing() -> N
     assert config.local_environment is not None
     assert config.local_environment.id == str(uuid.UUID(environment["wire_id"]))
     assert wire_uuid("env_1") == wire_uuid("env_1") != wire_uuid("env_2")
+
+
+def test_each_package_is_a_step_whose_progress_names_it_and_its_place() -> None:
+    steps = initialization_steps(
+        {"A": "1"}, {"python": ["six", "attrs"], "npm": ["left-pad"]}, [{"command": "make"}]
+    )
+    assert [s.packages for s in steps[1:4]] == [["six"], ["attrs"], ["left-pad"]]
+    assert progress_of(steps) == [
+        SetupProgress(CREATING),
+        SetupProgress(INSTALLING, 0, 3, "python", "six"),
+        SetupProgress(INSTALLING, 1, 3, "python", "attrs"),
+        SetupProgress(INSTALLING, 2, 3, "npm", "left-pad"),
+        SetupProgress(RUNNING_SETUP, 0, 1),
+    ]

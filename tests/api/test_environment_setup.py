@@ -1,0 +1,117 @@
+"""Environment set-up progress: each step is recorded durably and shown on retrieve as
+`x_corebox.setup` (phase, package, done of total), through the official SDK."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from openai import OpenAI
+
+from allinone.core.gateway.workspace_rules import wire_uuid
+from allinone.datadir.collection import WORKSPACES_DIR
+from tests.conftest import Server
+from tests.support.wheels import HOLD, hosted
+
+
+def setup_of(client: OpenAI, environment_id: str) -> dict[str, Any] | None:
+    environment = client.beta.agents.environments.retrieve(environment_id)
+    found: dict[str, Any] | None = environment.x_corebox["setup"]  # type: ignore[attr-defined]
+    return found
+
+
+def until(check: Callable[[], Any], deadline: float = 120.0) -> Any:
+    """Poll the server's observable state until `check()` returns a value."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError("the server did not reach the expected state in time")
+
+
+def test_set_up_reports_each_package_then_each_setup_command_then_done(
+    client: OpenAI, server: Server
+) -> None:
+    environment = client.beta.agents.environments.create(
+        environment=hosted(["alpha_pkg", "beta_pkg"], [HOLD])  # type: ignore[arg-type]
+    )
+    held = until(
+        lambda: (s := setup_of(client, environment.id)) and s["phase"] == "running_setup" and s
+    )
+    assert held["done"] == 0 and held["total"] == 1
+    assert held["package"] is None
+    assert client.beta.agents.environments.retrieve(environment.id).status == "pending"
+    workspace = server.data_dir / WORKSPACES_DIR / wire_uuid(environment.id)
+    assert (workspace / ".packages" / "python" / "alpha_pkg.py").is_file()
+    assert (workspace / ".packages" / "python" / "beta_pkg.py").is_file()
+    (workspace / "release").touch()
+    done = until(lambda: (s := setup_of(client, environment.id)) and s["phase"] == "done" and s)
+    assert done["failure"] is None
+    assert client.beta.agents.environments.retrieve(environment.id).status == "ready"
+    listed = [e for e in client.beta.agents.environments.list() if e.id == environment.id]
+    assert listed[0].x_corebox["setup"] == done  # type: ignore[attr-defined]
+
+
+def test_a_package_that_fails_names_itself_and_its_place(client: OpenAI) -> None:
+    spec = hosted(["alpha_pkg"], [])
+    spec["packages"]["python"].append("wheels/missing-1.0-py3-none-any.whl")
+    environment = client.beta.agents.environments.create(environment=spec)  # type: ignore[arg-type]
+    failed = until(lambda: (s := setup_of(client, environment.id)) and s["phase"] == "failed" and s)
+    assert failed["kind"] == "python"
+    assert failed["package"] == "wheels/missing-1.0-py3-none-any.whl"
+    assert (failed["done"], failed["total"]) == (1, 2)
+    assert "runtime_preparation_failed" in failed["failure"]
+    assert client.beta.agents.environments.retrieve(environment.id).status == "failed"
+
+
+def test_an_environment_without_set_up_steps_reports_done(client: OpenAI) -> None:
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment={"type": "openai_hosted"},
+            input="hi",
+            stream=True,
+        )
+    )
+    assert events[-1].type == "agent.session.idle"  # type: ignore[attr-defined]
+    session = client.beta.agents.sessions.retrieve(events[0].session.id)  # type: ignore[attr-defined]
+    environment_id = session.environment.id  # type: ignore[union-attr]
+    setup = setup_of(client, environment_id)
+    assert setup is not None and setup["phase"] == "done"
+    assert (setup["done"], setup["total"]) == (0, 0)
+
+
+def test_a_session_waiting_on_set_up_sees_it_on_its_event_stream(
+    client: OpenAI, server: Server
+) -> None:
+    live = client.beta.agents.sessions.create(
+        agent={"model": "scripted"},
+        environment=hosted(["alpha_pkg"], [HOLD]),  # type: ignore[arg-type]
+        input="/say Set up.",
+        stream=True,
+    )
+    seen: list[tuple[str, str, str]] = []
+    environment_id = ""
+    with live:
+        for event in live:
+            if event.type == "agent.session.created":
+                environment_id = event.session.environment.id  # type: ignore[union-attr]
+            if event.type.startswith("agent.session.environment."):
+                setup = event.x_corebox["setup"]  # type: ignore[union-attr]
+                seen.append((event.type, event.environment.status, setup["phase"]))  # type: ignore[union-attr]
+                assert event.environment.id == environment_id  # type: ignore[union-attr]
+                assert event.turn_id is not None  # type: ignore[union-attr]
+                if setup["phase"] == "running_setup":
+                    workspace = server.data_dir / WORKSPACES_DIR / wire_uuid(environment_id)
+                    (workspace / "release").touch()
+            if event.type == "agent.session.idle":
+                break
+    assert seen == [
+        ("agent.session.environment.pending", "pending", "creating"),
+        ("agent.session.environment.pending", "pending", "installing"),
+        ("agent.session.environment.pending", "pending", "running_setup"),
+        ("agent.session.environment.ready", "ready", "done"),
+    ]
