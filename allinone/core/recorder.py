@@ -163,8 +163,16 @@ class Recorder:
         seq = await sessions.next_event_seq(tx, session_id)
         event_id = self._ids.new("evt")
         event = (event_id, type_, body)
-        await journal.append_compact(tx, self._bases, session_id, seq, event, self._clock.now())
-        tx.after_commit(lambda: self._hub.notify(session_id))
+        body = await journal.append_compact(
+            tx, self._bases, session_id, seq, event, self._clock.now()
+        )
+        payload = journal.whole(event_id, type_, body)
+
+        def committed() -> None:
+            self._hub.recent.put(session_id, seq, event_id, payload, body)
+            self._hub.notify(session_id)
+
+        tx.after_commit(committed)
         return event_id
 
     def wake(self, tx: Tx, session_id: str) -> None:

@@ -17,14 +17,16 @@ import random
 import string
 from collections.abc import AsyncIterator, Callable
 from functools import partial
+from typing import Any
 
 from allinone.core.hub import Hub
 from allinone.core.ids import Ids
 from allinone.core.recorder import decode_event
 from storage import journal, sessions
-from storage.database import Database
+from storage.database import Database, Reader
 
 KEEPALIVE_SECONDS = 15.0
+READ_LIMIT = 256
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 # `obfuscation` padding: 1 to 64 random alphanumeric characters per event.
@@ -95,7 +97,9 @@ async def journal_stream(
         seq = after_seq
         while not hub.closing.is_set():
             wake.clear()
-            rows = await db.read(partial(journal.after, session_id=session_id, seq=seq))
+            rows, deleted = await db.read(
+                partial(_next_events, session_id=session_id, seq=seq, recent=hub.recent)
+            )
             if rows and rows[0]["seq"] != seq + 1:
                 yield _interrupted(ids, session_id)
                 return
@@ -106,10 +110,11 @@ async def journal_stream(
                 yield f"event: {row['type']}\ndata: {sent}\n\n".encode()
                 if stop is not never and stop(row["type"], decode_event(payload)):
                     return
-            if rows:
-                continue
-            if await _deleted(db, session_id):
+            if len(rows) == READ_LIMIT:
+                continue  # more may be stored already
+            if deleted:
                 return  # everything the session journaled was sent; nothing more comes
+            # A commit after `wake.clear()` sets `wake`; one before it is in `rows`.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), KEEPALIVE_SECONDS)
                 continue
@@ -118,9 +123,13 @@ async def journal_stream(
         hub.unsubscribe(session_id, wake)
 
 
-async def _deleted(db: Database, session_id: str) -> bool:
-    row = await db.read(partial(sessions.get_any, session_id=session_id))
-    return row is None or row["deleted_at"] is not None
+async def _next_events(
+    r: Reader, session_id: str, seq: int, recent: journal.Recent
+) -> tuple[list[dict[str, Any]], bool]:
+    """In one read: the events after `seq`, and whether the session is deleted (as of
+    the same snapshot, so no event journaled before its deletion is missed)."""
+    rows = await journal.after(r, session_id, seq, READ_LIMIT, recent)
+    return rows, await sessions.is_deleted(r, session_id)
 
 
 def _interrupted(ids: Ids, session_id: str) -> bytes:
