@@ -97,7 +97,7 @@ async def journal_stream(
         seq = after_seq
         while not hub.closing.is_set():
             wake.clear()
-            rows, deleted = await db.read(
+            rows, deleted = await db.read_now(
                 partial(_next_events, session_id=session_id, seq=seq, recent=hub.recent)
             )
             if rows and rows[0]["seq"] != seq + 1:

@@ -91,7 +91,7 @@ class Delivery:
                 await self.wake.wait()
                 self.wake.clear()
                 # What waits, in one read; anything admitted after it sets `wake` again.
-                steering, calls, answered = await self._db.read(self._waiting)
+                steering, calls, answered = await self._db.read_now(self._waiting)
                 for row in steering:
                     await self._steer(row)
                 await self._results(calls)

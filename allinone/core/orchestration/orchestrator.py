@@ -162,11 +162,11 @@ class Orchestrator:
             self._wake.clear()
 
     async def _schedule(self) -> None:
-        queued = await self._db.read(_runnable)
+        queued = await self._db.read_now(_runnable)
         for turn in queued:
             if turn["id"] in self._inflight or self._stopping or self.draining:
                 continue
-            session, held = await self._db.read(
+            session, held = await self._db.read_now(
                 partial(_session_and_hold, session_id=turn["session_id"])
             )
             if session is None or held:

@@ -193,7 +193,7 @@ class TurnExecution:
         overlays in force (egress); False when the turn was failed instead. Tools the
         overlays disable are noted for the preparation."""
         session = self._session
-        budget, self._budget_left, active = await self._parts.db.read(
+        budget, self._budget_left, active = await self._parts.db.read_now(
             partial(_safe_point, session=session)
         )
         if budget is not None:
