@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
+import os
 import string
 from collections.abc import AsyncIterator, Callable
 from functools import partial
@@ -32,7 +32,9 @@ SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 # `obfuscation` padding: 1 to 64 random alphanumeric characters per event.
 PADDING_LENGTHS = (1, 64)
 _ALPHANUMERIC = string.ascii_letters + string.digits
-_RANDOM = random.SystemRandom()
+# Byte value -> an alphanumeric character (62 of them; the first 8 are a little likelier,
+# which matters nothing for padding whose only job is a random length).
+_TO_ALPHANUMERIC = bytes(ord(_ALPHANUMERIC[value % len(_ALPHANUMERIC)]) for value in range(256))
 
 # Decides, per event, whether the stream ends after it.
 StopRule = Callable[[str, dict[str, object]], bool]
@@ -73,8 +75,11 @@ class CreationStop:
 
 def padding() -> str:
     """Random alphanumeric padding for an event's `obfuscation` field, of a random
-    length, so an event's size says less about its content."""
-    return "".join(_RANDOM.choices(_ALPHANUMERIC, k=_RANDOM.randint(*PADDING_LENGTHS)))
+    length, so an event's size says less about its content. One read of the system's
+    random source per event (not one per character): each byte picks a character."""
+    raw = os.urandom(PADDING_LENGTHS[1] + 1)
+    length = PADDING_LENGTHS[0] + raw[0] % (PADDING_LENGTHS[1] - PADDING_LENGTHS[0] + 1)
+    return raw[1 : length + 1].translate(_TO_ALPHANUMERIC).decode("ascii")
 
 
 def _padded(payload: str) -> str:
