@@ -108,13 +108,18 @@ async def journal_stream(
             if rows and rows[0]["seq"] != seq + 1:
                 yield _interrupted(ids, session_id)
                 return
+            # The events of one read go out as one chunk: one send, not one per event.
+            chunk: list[str] = []
             for row in rows:
                 seq = row["seq"]
                 payload: str = row["payload"]
                 sent = _padded(payload) if obfuscation else payload
-                yield f"event: {row['type']}\ndata: {sent}\n\n".encode()
+                chunk.append(f"event: {row['type']}\ndata: {sent}\n\n")
                 if stop is not never and stop(row["type"], decode_event(payload)):
+                    yield "".join(chunk).encode()
                     return
+            if chunk:
+                yield "".join(chunk).encode()
             if len(rows) == READ_LIMIT:
                 continue  # more may be stored already
             if deleted:
