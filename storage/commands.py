@@ -93,7 +93,13 @@ async def open_for(q: Queryable, turn_id: str, action: str) -> list[dict[str, An
 async def settle_terminal(tx: Tx, turn_id: str, cancelled: bool, now: int) -> None:
     """The turn ended: an open cancel applied when it ended cancelled; every other open
     command is rejected `terminal`."""
-    if cancelled:
-        await settle(tx, turn_id, "cancel", "applied", None, now)
-    for action in ("pause", "resume", "cancel"):
-        await settle(tx, turn_id, action, "rejected", "terminal", now)
+    rows = await tx.fetchall(
+        "SELECT id, action FROM commands WHERE turn_id = ? AND status = 'accepted'"
+        " AND action IN ('pause', 'resume', 'cancel')",
+        (turn_id,),
+    )  # one read for the three actions; usually nothing is open
+    for row in rows:
+        if cancelled and row["action"] == "cancel":
+            await settle_one(tx, str(row["id"]), "applied", None, now)
+        else:
+            await settle_one(tx, str(row["id"]), "rejected", "terminal", now)
