@@ -228,7 +228,8 @@ class Database:
 
     def counters(self) -> dict[str, int]:
         """What this database did since it opened: group commits, write and read jobs, and
-        the statements they ran (the figures the benchmarks divide per turn)."""
+        the statements they ran, and how many read jobs were handed to a thread (the
+        figures the benchmarks divide per turn)."""
         readers = [*self._readers, *([self._inline] if self._inline else [])]
         return {
             "commits": self.commits,
@@ -236,6 +237,8 @@ class Database:
             "write_statements": self._writer.statements,
             "read_jobs": sum(r.jobs for r in readers),
             "read_statements": sum(r.statements for r in readers),
+            # Read jobs handed to a reader thread (the others ran on the event loop).
+            "read_hops": sum(r.jobs for r in self._readers),
         }
 
     async def write(self, fn: Callable[[Tx], Awaitable[T]], *, probe: bool = False) -> T:

@@ -207,7 +207,7 @@ def test_session_usage_is_a_sum_only_when_every_turn_ended_measured(tmp_path: Pa
 
 
 def test_read_now_runs_on_the_loop_thread_and_sees_committed_writes(tmp_path: Path) -> None:
-    async def main() -> tuple[str | None, str, int, int]:
+    async def main() -> tuple[str | None, str, dict[str, int], dict[str, int]]:
         db = await Database.open(tmp_path / "n.db")
         threads: list[str] = []
 
@@ -220,9 +220,9 @@ def test_read_now_runs_on_the_loop_thread_and_sees_committed_writes(tmp_path: Pa
             return None if row is None else row["value"]
 
         await db.write(job)
-        before = db.counters()["read_jobs"]
+        before = db.counters()
         value = await db.read_now(read)
-        after = db.counters()["read_jobs"]
+        after = db.counters()
         await db.close()
         with pytest.raises(StorageUnavailable):
             await db.read_now(read)
@@ -231,4 +231,5 @@ def test_read_now_runs_on_the_loop_thread_and_sees_committed_writes(tmp_path: Pa
     value, thread, before, after = run(main())
     assert value == "v"
     assert thread == threading.current_thread().name  # no hand-off to a reader thread
-    assert after == before + 1
+    assert after["read_jobs"] == before["read_jobs"] + 1
+    assert after["read_hops"] == before["read_hops"]
