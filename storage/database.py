@@ -6,7 +6,9 @@ Contract:
   job that raises changes nothing and does not disturb the others) and committed
   together. `write` returns only after that COMMIT succeeded with `synchronous=FULL`:
   what it acknowledges survives a crash. Callbacks registered with `tx.after_commit`
-  run after the commit, before the caller is resumed.
+  run after the commit, before the caller is resumed; those registered with
+  `tx.before_end` run at the end of the job, inside its savepoint (a job that raises
+  there changes nothing either).
 - `read(job)` runs `job(conn)` on a reader connection; in WAL mode it sees every
   transaction committed before it started. `read_now(job)` is the same on the event
   loop's own reader connection, without a hand-off to a thread: for the hot path's
@@ -54,6 +56,9 @@ class Tx:
     def __init__(self, conn: _Connection) -> None:
         self._conn = conn
         self._after: list[Callable[[], None]] = []
+        self._before_end: dict[object, Callable[[], Awaitable[None]]] = {}
+        # What a job's parts keep between statements of this job only (never across jobs).
+        self.memo: dict[object, Any] = {}
 
     async def execute(self, sql: str, params: Iterable[Any] = ()) -> int:
         """Run one statement; return the number of rows it changed."""
@@ -90,6 +95,19 @@ class Tx:
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run `callback` once this job's transaction has committed (on the event loop)."""
         self._after.append(callback)
+
+    def before_end(self, key: object, callback: Callable[[], Awaitable[None]]) -> None:
+        """Run `callback` (a coroutine function over this `Tx`) when the job has returned,
+        still inside its transaction; a later registration under the same `key` replaces
+        an earlier one."""
+        self._before_end[key] = callback
+
+    async def _end(self) -> None:
+        while self._before_end:
+            callbacks = list(self._before_end.values())
+            self._before_end.clear()
+            for callback in callbacks:
+                await callback()
 
 
 class Reader:
@@ -374,6 +392,7 @@ class Database:
                 self._writer.jobs += 1
                 try:
                     job.result = _drive(job.fn(job.tx))
+                    _drive(job.tx._end())
                 except Exception as exc:
                     job.error = translate(exc) if isinstance(exc, sqlite3.Error) else exc
                     if isinstance(job.error, StorageUnavailable):

@@ -89,6 +89,13 @@ async def next_event_seq(tx: Tx, session_id: str) -> int:
     return int(rows[0]["event_seq"])
 
 
+async def set_event_seq(tx: Tx, session_id: str, seq: int) -> None:
+    """Record `seq` as the session's latest journal sequence (never lowers it)."""
+    await tx.execute(
+        "UPDATE sessions SET event_seq = ? WHERE id = ? AND event_seq < ?", (seq, session_id, seq)
+    )
+
+
 async def touch(tx: Tx, session_id: str, now: int) -> None:
     await tx.execute("UPDATE sessions SET last_active_at = ? WHERE id = ?", (now, session_id))
 
