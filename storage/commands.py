@@ -95,7 +95,13 @@ async def settle_terminal(tx: Tx, turn_id: str, status: str, now: int) -> None:
     every other open command `expired` (it was accepted, and its turn ended before it
     applied), its reason naming how the turn ended (`turn_completed`, `turn_failed`,
     `turn_cancelled`)."""
-    if status == "cancelled":
-        await settle(tx, turn_id, "cancel", "applied", None, now)
-    for action in ("pause", "resume", "cancel"):
-        await settle(tx, turn_id, action, "expired", f"turn_{status}", now)
+    rows = await tx.fetchall(
+        "SELECT id, action FROM commands WHERE turn_id = ? AND status = 'accepted'"
+        " AND action IN ('pause', 'resume', 'cancel')",
+        (turn_id,),
+    )  # one read for the three actions; usually nothing is open
+    for row in rows:
+        if status == "cancelled" and row["action"] == "cancel":
+            await settle_one(tx, str(row["id"]), "applied", None, now)
+        else:
+            await settle_one(tx, str(row["id"]), "expired", f"turn_{status}", now)

@@ -6,9 +6,13 @@ Contract:
   job that raises changes nothing and does not disturb the others) and committed
   together. `write` returns only after that COMMIT succeeded with `synchronous=FULL`:
   what it acknowledges survives a crash. Callbacks registered with `tx.after_commit`
-  run after the commit, before the caller is resumed.
+  run after the commit, before the caller is resumed; those registered with
+  `tx.before_end` run at the end of the job, inside its savepoint (a job that raises
+  there changes nothing either).
 - `read(job)` runs `job(conn)` on a reader connection; in WAL mode it sees every
-  transaction committed before it started.
+  transaction committed before it started. `read_now(job)` is the same on the event
+  loop's own reader connection, without a hand-off to a thread: for the hot path's
+  small reads that an index bounds (it holds the loop while it runs, so never a scan).
 - Each connection belongs to one thread of its own. A job runs whole on that thread: a
   writer batch (every job, savepoint and the COMMIT) or a read job is one hand-off from
   the event loop, not one per statement. Jobs are coroutines that await only their `Tx`
@@ -52,6 +56,9 @@ class Tx:
     def __init__(self, conn: _Connection) -> None:
         self._conn = conn
         self._after: list[Callable[[], None]] = []
+        self._before_end: dict[object, Callable[[], Awaitable[None]]] = {}
+        # What a job's parts keep between statements of this job only (never across jobs).
+        self.memo: dict[object, Any] = {}
 
     async def execute(self, sql: str, params: Iterable[Any] = ()) -> int:
         """Run one statement; return the number of rows it changed."""
@@ -88,6 +95,19 @@ class Tx:
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run `callback` once this job's transaction has committed (on the event loop)."""
         self._after.append(callback)
+
+    def before_end(self, key: object, callback: Callable[[], Awaitable[None]]) -> None:
+        """Run `callback` (a coroutine function over this `Tx`) when the job has returned,
+        still inside its transaction; a later registration under the same `key` replaces
+        an earlier one."""
+        self._before_end[key] = callback
+
+    async def _end(self) -> None:
+        while self._before_end:
+            callbacks = list(self._before_end.values())
+            self._before_end.clear()
+            for callback in callbacks:
+                await callback()
 
 
 class Reader:
@@ -127,7 +147,7 @@ class _Connection:
     """A sqlite3 connection, the one thread that uses it, and how many statements and jobs
     it ran (counted on that thread only)."""
 
-    def __init__(self, conn: sqlite3.Connection, thread: ThreadPoolExecutor) -> None:
+    def __init__(self, conn: sqlite3.Connection, thread: ThreadPoolExecutor | None) -> None:
         self.conn = conn
         self._thread = thread
         self.statements = 0
@@ -157,6 +177,9 @@ class _Connection:
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
 
     async def close(self) -> None:
+        if self._thread is None:  # the event loop's own connection
+            self.conn.close()
+            return
         try:
             await self.run(self.conn.close)
         finally:
@@ -183,11 +206,15 @@ class Database:
         writer: _Connection,
         readers: list[_Connection],
         schema_version: int,
+        inline: _Connection | None = None,
     ) -> None:
+        """`inline`: the event loop's own reader connection (made on the loop's thread),
+        for `read_now`; without it `read_now` hands off like `read`."""
         self.path = path
         self.schema_version = schema_version
         self._writer = writer
         self._readers = readers
+        self._inline = inline
         self._next_reader = 0
         self._queue: asyncio.Queue[_Job] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
@@ -206,26 +233,30 @@ class Database:
                 await _Connection.open(path, synchronous, f"storage-reader-{n}")
                 for n in range(readers)
             ]
+            inline = _Connection(_connect(path, synchronous), None)
         except sqlite3.Error as exc:
             raise StorageUnavailable(f"cannot open database {path}: {exc}") from exc
         except OSError as exc:
             raise StorageUnavailable(
                 f"database {path} is not writable ({exc.strerror})", "read_only"
             ) from exc
-        db = cls(path, writer, reader_conns, version)
+        db = cls(path, writer, reader_conns, version, inline)
         db._task = asyncio.create_task(db._run_writer(), name="storage-writer")
         return db
 
     def counters(self) -> dict[str, int]:
         """What this database did since it opened: group commits, write and read jobs, and
-        the statements they ran (the figures the benchmarks divide per turn)."""
-        readers = self._readers
+        the statements they ran, and how many read jobs were handed to a thread (the
+        figures the benchmarks divide per turn)."""
+        readers = [*self._readers, *([self._inline] if self._inline else [])]
         return {
             "commits": self.commits,
             "write_jobs": self._writer.jobs,
             "write_statements": self._writer.statements,
             "read_jobs": sum(r.jobs for r in readers),
             "read_statements": sum(r.statements for r in readers),
+            # Read jobs handed to a reader thread (the others ran on the event loop).
+            "read_hops": sum(r.jobs for r in self._readers),
         }
 
     async def write(self, fn: Callable[[Tx], Awaitable[T]], *, probe: bool = False) -> T:
@@ -266,6 +297,18 @@ class Database:
         except sqlite3.Error as exc:
             raise translate(exc) from exc
 
+    async def read_now(self, fn: Callable[[Reader], Awaitable[T]]) -> T:
+        """`read(fn)` run at once on the event loop's own reader connection: no hand-off,
+        but the loop waits for it. Only for small reads an index bounds."""
+        if self._closed:
+            raise StorageUnavailable("database is closed")
+        if self._inline is None:
+            return await self.read(fn)
+        try:
+            return self._inline.job(fn)
+        except sqlite3.Error as exc:
+            raise translate(exc) from exc
+
     async def close(self) -> None:
         """Finish queued writes, then close every connection."""
         if self._closed:
@@ -283,6 +326,8 @@ class Database:
         finally:
             for conn in (self._writer, *self._readers):
                 await conn.close()
+            if self._inline is not None:
+                await self._inline.close()
 
     async def _run_writer(self) -> None:
         while True:
@@ -347,6 +392,7 @@ class Database:
                 self._writer.jobs += 1
                 try:
                     job.result = _drive(job.fn(job.tx))
+                    _drive(job.tx._end())
                 except Exception as exc:
                     job.error = translate(exc) if isinstance(exc, sqlite3.Error) else exc
                     if isinstance(job.error, StorageUnavailable):

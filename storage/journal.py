@@ -16,6 +16,7 @@ keeps the newest `RETAINED_EVENTS` per session readable, plus `REACH` more as ba
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,7 @@ BASE_WINDOW = 64
 MAX_DEPTH = 8
 REACH = BASE_WINDOW * MAX_DEPTH
 CACHED_SESSIONS = 1024
+RECENT_EVENTS = 2048
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,42 @@ class Bases:
             self._by_session.popitem(last=False)
 
 
+class Recent:
+    """Whole events recently committed or rebuilt, so that readers need not rebuild them
+    from their patches. Only an optimisation: readers still read every row, and an entry
+    is used only for the row whose session, sequence and event id it names (event ids
+    are unique, so such a row holds exactly that event). Safe across reader threads."""
+
+    def __init__(self, limit: int = RECENT_EVENTS) -> None:
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._events: OrderedDict[tuple[str, int], tuple[str, str, dict[str, Any]]] = OrderedDict()
+
+    def put(
+        self, session_id: str, seq: int, event_id: str, payload: str, body: dict[str, Any]
+    ) -> None:
+        """Remember a committed event: its whole JSON and its body (never changed later)."""
+        with self._lock:
+            self._events[(session_id, seq)] = (event_id, payload, body)
+            self._events.move_to_end((session_id, seq))
+            while len(self._events) > self._limit:
+                self._events.popitem(last=False)
+
+    def get(self, session_id: str, seq: int, event_id: str) -> tuple[str, dict[str, Any]] | None:
+        """The whole event's JSON and body, if the row `(session_id, seq)` holding
+        `event_id` is remembered."""
+        with self._lock:
+            found = self._events.get((session_id, seq))
+        if found is None or found[0] != event_id:
+            return None
+        return found[1], found[2]
+
+
+def whole(event_id: str, type_: str, body: dict[str, Any]) -> str:
+    """The whole event's JSON, as readers get it."""
+    return dumps({"event_id": event_id, "type": type_, **body})
+
+
 async def append(
     tx: Tx, session_id: str, seq: int, event_id: str, type_: str, payload: str, now: int
 ) -> None:
@@ -90,11 +128,12 @@ async def append_compact(
     seq: int,
     event: tuple[str, str, dict[str, Any]],
     now: int,
-) -> None:
+) -> dict[str, Any]:
     """Append `event` = (event_id, type, body) stored as the smallest patch against its
     family's template or one of the session's latest events (one per family, committed
     or written earlier in this transaction). Readers get
-    `{"event_id": ..., "type": ..., **body}`."""
+    `{"event_id": ..., "type": ..., **body}`. Returns a copy of `body` the caller may
+    keep (never changed later)."""
     event_id, type_, body = event
     kind = family(body)
     base_seq, depth, encoded = -kind, 1, dumps(deltas.diff(TEMPLATES[kind], body))
@@ -104,26 +143,34 @@ async def append_compact(
             candidate = dumps(deltas.diff(base.body, body))
             if len(candidate) < len(encoded):
                 smaller.append((len(candidate), candidate, base))
-    # Only the chosen base is checked against the table (one lookup, usually).
-    for _, candidate, base in sorted(smaller, key=lambda option: option[0]):
-        if await _still_stored(tx, session_id, base):
-            base_seq, depth, encoded = base.seq, base.depth + 1, candidate
-            break
     stored = (event_id_value(event_id), type_code(type_))
-    await _insert(tx, (session_id, seq, *stored, base_seq, encoded, now))
+    # The smallest patch is written on condition that its base is still the stored row it
+    # was (checked by event id in the same statement); usually the first one is.
+    for _, candidate, base in sorted(smaller, key=lambda option: option[0]):
+        row = (session_id, seq, *stored, base.seq, candidate, now)
+        if await _insert_on_base(tx, row, base):
+            depth = base.depth + 1
+            break
+    else:
+        await _insert(tx, (session_id, seq, *stored, base_seq, encoded, now))
     # Remembered at once: a later event of this transaction may use it as its base. A
-    # rollback removes the row, and `_still_stored` then finds it gone. A copy, because
+    # rollback removes the row, and `_insert_on_base` then finds it gone. A copy, because
     # the caller may go on changing its dictionaries.
-    bases.remember(session_id, type_, _Base(seq, event_id, depth, loads(dumps(body))))
+    copy: dict[str, Any] = loads(dumps(body))
+    bases.remember(session_id, type_, _Base(seq, event_id, depth, copy))
+    return copy
 
 
-async def _still_stored(tx: Tx, session_id: str, base: _Base) -> bool:
-    """Whether `base` is still the stored row it was (checked by event id)."""
-    row = await tx.fetchone(
-        "SELECT event_id FROM session_events WHERE session_id = ? AND seq = ?",
-        (session_id, base.seq),
+async def _insert_on_base(tx: Tx, values: tuple[Any, ...], base: _Base) -> bool:
+    """Insert the row `values` only if `base` is still the stored row it was (same
+    sequence and event id); return whether it was inserted."""
+    inserted = await tx.execute(
+        "INSERT INTO session_events (session_id, seq, event_id, type, base_seq, payload,"
+        " created_at) SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM session_events"
+        " WHERE session_id = ? AND seq = ? AND event_id = ?)",
+        (*values, values[0], base.seq, event_id_value(base.event_id)),
     )
-    return row is not None and event_id_text(row["event_id"]) == base.event_id
+    return inserted == 1
 
 
 async def _insert(tx: Tx, values: tuple[Any, ...]) -> None:
@@ -145,10 +192,13 @@ async def prune(tx: Tx, keep: int = RETAINED_EVENTS) -> int:
     )
 
 
-async def after(q: Queryable, session_id: str, seq: int, limit: int = 256) -> list[dict[str, Any]]:
+async def after(
+    q: Queryable, session_id: str, seq: int, limit: int = 256, recent: Recent | None = None
+) -> list[dict[str, Any]]:
     """Up to `limit` events after `seq`, in order: `seq`, `type` and the whole event's
     JSON as `payload`. Events that can no longer be rebuilt are left out as pruned, so
-    the first event returned may be later than `seq + 1`."""
+    the first event returned may be later than `seq + 1`. With `recent`, events it
+    remembers are not rebuilt, and those rebuilt are remembered."""
     rows = await q.fetchall(
         "SELECT seq, event_id, type, base_seq, payload FROM session_events"
         " WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
@@ -160,6 +210,12 @@ async def after(q: Queryable, session_id: str, seq: int, limit: int = 256) -> li
         payload: str = row["payload"]
         type_ = type_name(row["type"])
         if row["base_seq"] is not None:
+            event_id = event_id_text(row["event_id"])
+            known = None if recent is None else recent.get(session_id, row["seq"], event_id)
+            if known is not None:
+                payload, reader.known[int(row["seq"])] = known
+                found.append({"seq": row["seq"], "type": type_, "payload": payload})
+                continue
             try:
                 body = await reader.body(dict(row))
             except _MissingBase:
@@ -167,8 +223,9 @@ async def after(q: Queryable, session_id: str, seq: int, limit: int = 256) -> li
                 # it is pruned too, like everything before it.
                 found = []
                 continue
-            event_id = event_id_text(row["event_id"])
-            payload = dumps({"event_id": event_id, "type": type_, **body})
+            payload = whole(event_id, type_, body)
+            if recent is not None:
+                recent.put(session_id, row["seq"], event_id, payload, body)
         found.append({"seq": row["seq"], "type": type_, "payload": payload})
     return found
 
@@ -183,7 +240,7 @@ class _Rebuilder:
     def __init__(self, q: Queryable, session_id: str) -> None:
         self._q = q
         self._session_id = session_id
-        self._known: dict[int, dict[str, Any]] = {}
+        self.known: dict[int, dict[str, Any]] = {}
 
     async def body(self, row: dict[str, Any]) -> dict[str, Any]:
         base_seq = row["base_seq"]
@@ -192,14 +249,14 @@ class _Rebuilder:
             body = {k: v for k, v in event.items() if k not in ("event_id", "type")}
         else:
             body = deltas.apply(await self._base(int(base_seq)), loads(row["payload"]))
-        self._known[int(row["seq"])] = body
+        self.known[int(row["seq"])] = body
         return body
 
     async def _base(self, seq: int) -> dict[str, Any]:
         if seq < 0:
             return TEMPLATES[-seq]
-        if seq in self._known:
-            return self._known[seq]
+        if seq in self.known:
+            return self.known[seq]
         row = await self._q.fetchone(
             "SELECT seq, base_seq, payload FROM session_events WHERE session_id = ? AND seq = ?",
             (self._session_id, seq),

@@ -72,11 +72,28 @@ async def set_native_session(tx: Tx, session_id: str, native_session_id: str) ->
     )
 
 
+async def is_deleted(q: Queryable, session_id: str) -> bool:
+    """Whether the session is gone or marked deleted."""
+    row = await q.fetchone("SELECT deleted_at FROM sessions WHERE id = ?", (session_id,))
+    return row is None or row["deleted_at"] is not None
+
+
 async def next_event_seq(tx: Tx, session_id: str) -> int:
-    await tx.execute("UPDATE sessions SET event_seq = event_seq + 1 WHERE id = ?", (session_id,))
-    row = await tx.fetchone("SELECT event_seq FROM sessions WHERE id = ?", (session_id,))
-    assert row is not None
-    return int(row["event_seq"])
+    """Take the session's next journal sequence (one statement)."""
+    # fetchall steps the statement to its end, so nothing is left open in the transaction.
+    rows = await tx.fetchall(
+        "UPDATE sessions SET event_seq = event_seq + 1 WHERE id = ? RETURNING event_seq",
+        (session_id,),
+    )
+    assert rows
+    return int(rows[0]["event_seq"])
+
+
+async def set_event_seq(tx: Tx, session_id: str, seq: int) -> None:
+    """Record `seq` as the session's latest journal sequence (never lowers it)."""
+    await tx.execute(
+        "UPDATE sessions SET event_seq = ? WHERE id = ? AND event_seq < ?", (seq, session_id, seq)
+    )
 
 
 async def touch(tx: Tx, session_id: str, now: int) -> None:

@@ -75,14 +75,13 @@ async def device_digest(q: Queryable, device_id: str) -> str | None:
 
 async def next_counter(tx: Tx, key: str) -> int:
     """Increment and return a durable counter (worker epochs, fencing tokens)."""
-    await tx.execute(
+    # One statement; fetchall steps it to its end, so nothing stays open in the transaction.
+    rows = await tx.fetchall(
         "INSERT INTO meta (key, value) VALUES (?, '1')"
-        " ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+        " ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1 RETURNING value",
         (key,),
     )
-    row = await tx.fetchone("SELECT value FROM meta WHERE key = ?", (key,))
-    assert row is not None
-    return int(row["value"])
+    return int(rows[0]["value"])
 
 
 async def probe(tx: Tx, now: int) -> None:

@@ -1,9 +1,15 @@
-"""Wake-ups for journal readers. A hint only: readers always read the journal itself."""
+"""Wake-ups for journal readers. A hint only: readers always read the journal itself.
+
+The hub also carries the events the journal committed recently (`recent`), so that a
+reader woken for them finds them whole instead of rebuilding them from their patches.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+
+from storage.journal import Recent
 
 
 class Hub:
@@ -12,6 +18,7 @@ class Hub:
     def __init__(self) -> None:
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
         self.closing = asyncio.Event()
+        self.recent = Recent()
 
     def notify(self, session_id: str) -> None:
         for event in self._waiters.get(session_id, ()):

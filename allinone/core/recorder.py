@@ -6,6 +6,7 @@ Readers are woken only after the commit; they then read the journal itself.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from allinone.core import budgets, render
@@ -151,6 +152,10 @@ async def _environment_failure(q: Queryable, row: dict[str, Any]) -> str | None:
     return str(environment.get("failure") or "The environment could not be prepared.")
 
 
+# The key under which a job keeps the journal sequence its events reached (`Tx.memo`).
+_SEQ = "journal_seq"
+
+
 class Recorder:
     def __init__(self, hub: Hub, ids: Ids, clock: Clock) -> None:
         self._hub = hub
@@ -160,12 +165,40 @@ class Recorder:
 
     async def emit(self, tx: Tx, session_id: str, type_: str, body: dict[str, Any]) -> str:
         """Append one event; return its event_id."""
-        seq = await sessions.next_event_seq(tx, session_id)
+        seq = await self._next_seq(tx, session_id)
         event_id = self._ids.new("evt")
         event = (event_id, type_, body)
-        await journal.append_compact(tx, self._bases, session_id, seq, event, self._clock.now())
-        tx.after_commit(lambda: self._hub.notify(session_id))
+        body = await journal.append_compact(
+            tx, self._bases, session_id, seq, event, self._clock.now()
+        )
+        payload = journal.whole(event_id, type_, body)
+
+        def committed() -> None:
+            self._hub.recent.put(session_id, seq, event_id, payload, body)
+            self._hub.notify(session_id)
+
+        tx.after_commit(committed)
         return event_id
+
+    async def _next_seq(self, tx: Tx, session_id: str) -> int:
+        """The session's next journal sequence. The job's first event takes it from the
+        session row; later events of the same job count on in memory, and the row is
+        brought up to the last one once, when the job ends."""
+        key = (_SEQ, session_id)
+        seq: int | None = tx.memo.get(key)
+        if seq is None:
+            seq = await sessions.next_event_seq(tx, session_id)
+        else:
+            seq += 1
+            tx.before_end(key, partial(sessions.set_event_seq, tx, session_id, seq))
+        tx.memo[key] = seq
+        return seq
+
+    async def latest_seq(self, tx: Tx, session_id: str) -> int:
+        """The session's latest journal sequence as this job has it (its own events
+        included)."""
+        seq: int | None = tx.memo.get((_SEQ, session_id))
+        return seq if seq is not None else await journal.latest_seq(tx, session_id)
 
     def wake(self, tx: Tx, session_id: str) -> None:
         """Wake the session's stream readers once `tx` commits, without an event (they

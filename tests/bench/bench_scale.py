@@ -130,6 +130,13 @@ def main() -> int:
     )
     rows.append(
         (
+            "per echo turn: read jobs handed to a reader thread",
+            f"{per_turn.get('read_hops', per_turn['read_jobs']):.1f} "
+            "(the others run on the event loop)",
+        )
+    )
+    rows.append(
+        (
             "per echo turn: SQL statements written / read",
             f"{per_turn['write_statements']:.1f} / {per_turn['read_statements']:.1f}",
         )

@@ -8,11 +8,12 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
 
-from storage import Conflict, Database, SchemaTooNew, migrations, turns
+from storage import Conflict, Database, SchemaTooNew, StorageUnavailable, migrations, turns
 from storage.database import Tx
 
 
@@ -203,3 +204,32 @@ def test_session_usage_is_a_sum_only_when_every_turn_ended_measured(tmp_path: Pa
         "total_tokens": 10,
     }
     assert seen == [None, None, usage, None, doubled, None, None]
+
+
+def test_read_now_runs_on_the_loop_thread_and_sees_committed_writes(tmp_path: Path) -> None:
+    async def main() -> tuple[str | None, str, dict[str, int], dict[str, int]]:
+        db = await Database.open(tmp_path / "n.db")
+        threads: list[str] = []
+
+        async def job(tx: Tx) -> None:
+            await tx.execute("INSERT INTO meta (key, value) VALUES ('k', 'v')")
+
+        async def read(r):  # type: ignore[no-untyped-def]
+            threads.append(threading.current_thread().name)
+            row = await r.fetchone("SELECT value FROM meta WHERE key = 'k'")
+            return None if row is None else row["value"]
+
+        await db.write(job)
+        before = db.counters()
+        value = await db.read_now(read)
+        after = db.counters()
+        await db.close()
+        with pytest.raises(StorageUnavailable):
+            await db.read_now(read)
+        return value, threads[0], before, after
+
+    value, thread, before, after = run(main())
+    assert value == "v"
+    assert thread == threading.current_thread().name  # no hand-off to a reader thread
+    assert after["read_jobs"] == before["read_jobs"] + 1
+    assert after["read_hops"] == before["read_hops"]

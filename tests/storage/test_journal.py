@@ -183,3 +183,41 @@ def test_an_event_whose_base_was_pruned_reads_as_pruned(tmp_path: Path) -> None:
     first = rows[0]["seq"]
     assert first > 15 and [row["seq"] for row in rows] == list(range(first, len(written) + 1))
     assert [row["payload"] for row in rows] == written[first - 1 :]
+
+
+def test_remembered_events_read_the_same_and_a_stale_entry_is_never_used(tmp_path: Path) -> None:
+    async def main() -> tuple[list[str], list[str], list[str], list[str]]:
+        db = await Database.open(tmp_path / "r.db")
+        await _session(db, "s")
+        written = await _append_all(db, journal.Bases(), random.Random(11), 60)
+        recent = journal.Recent()
+        plain = await db.read(partial(journal.after, session_id="s", seq=0))
+        first = await db.read(partial(journal.after, session_id="s", seq=0, recent=recent))
+        # A second reader finds every event remembered and takes it whole.
+        second = await db.read_now(partial(journal.after, session_id="s", seq=0, recent=recent))
+        # An entry naming another event at a stored sequence is ignored, never served.
+        row = second[0]
+        recent.put("s", row["seq"], "evt_someone_else", '{"stale":true}', {"stale": True})
+        third = await db.read_now(partial(journal.after, session_id="s", seq=0, recent=recent))
+        await db.close()
+        return (
+            written,
+            [r["payload"] for r in plain],
+            [r["payload"] for r in first],
+            [r["payload"] for r in second] + [r["payload"] for r in third],
+        )
+
+    written, plain, first, again = asyncio.run(main())
+    assert plain == written
+    assert first == written
+    assert again == written + written
+
+
+def test_remembered_events_are_bounded() -> None:
+    recent = journal.Recent(limit=3)
+    for seq in range(1, 6):
+        recent.put("s", seq, f"evt_{seq}", "{}", {})
+    assert recent.get("s", 1, "evt_1") is None
+    assert recent.get("s", 2, "evt_2") is None
+    assert recent.get("s", 5, "evt_5") == ("{}", {})
+    assert recent.get("s", 5, "evt_4") is None

@@ -107,21 +107,21 @@ class Keys:
     async def is_core(self, key: str) -> bool:
         if not key:
             return False
-        stored = await self._db.read(lambda r: tenancy.get_meta(r, CORE_KEY_META))
+        stored = await self._db.read_now(lambda r: tenancy.get_meta(r, CORE_KEY_META))
         return stored is not None and hmac.compare_digest(digest_key(key), stored)
 
     async def project(self, key: str) -> str | None:
         if not key:
             return None
         digest = digest_key(key)
-        return await self._db.read(lambda r: tenancy.project_for_key(r, digest))
+        return await self._db.read_now(lambda r: tenancy.project_for_key(r, digest))
 
     async def project_key(self, key: str) -> tuple[str, str] | None:
         """The (project id, key id) of a live project key, or None."""
         if not key:
             return None
         digest = digest_key(key)
-        return await self._db.read(lambda r: tenancy.key_for_digest(r, digest))
+        return await self._db.read_now(lambda r: tenancy.key_for_digest(r, digest))
 
     async def resolve(self, key: str) -> Principal:
         if await self.is_core(key):

@@ -29,24 +29,33 @@ def _name(segment: str) -> str:
     return segment[1:-1].split(":")[0]
 
 
-def _same(a: str, b: str) -> bool:
-    return a == b or (_is_param(a) and _is_param(b))
-
-
 def reserved_literals(path: str, others: Iterable[str]) -> dict[str, frozenset[str]]:
     """For each parameter of `path`, the literal segments other paths have at its place
     after the same leading segments."""
-    mine = _segments(path)
+    return _reserved(_shape(path), [_shape(other) for other in others])
+
+
+_Shape = tuple[list[str], list[bool]]
+
+
+def _shape(path: str) -> _Shape:
+    """A path's segments, and for each whether it is a parameter."""
+    segments = _segments(path)
+    return segments, [_is_param(segment) for segment in segments]
+
+
+def _reserved(mine: _Shape, others: Iterable[_Shape]) -> dict[str, frozenset[str]]:
+    segments, params = mine
     found: dict[str, set[str]] = {}
-    for other in others:
-        theirs = _segments(other)
-        for index, segment in enumerate(mine):
-            if index >= len(theirs) or not all(
-                _same(a, b) for a, b in zip(mine[:index], theirs[:index], strict=True)
-            ):
+    for theirs, their_params in others:
+        for index, segment in enumerate(segments):
+            if index >= len(theirs):
                 break
-            if _is_param(segment) and not _is_param(theirs[index]):
+            if params[index] and not their_params[index]:
                 found.setdefault(_name(segment), set()).add(theirs[index])
+            # The next place counts only while the segments so far are the same.
+            if segment != theirs[index] and not (params[index] and their_params[index]):
+                break
     return {name: frozenset(words) for name, words in found.items()}
 
 
@@ -76,11 +85,12 @@ class LiteralFirst(Route):
 
 def literal_first(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
     """`routes` with every parameterised HTTP route made a `LiteralFirst`."""
-    paths = [route.path for route in routes if isinstance(route, Route)]
+    shapes = {route.path: _shape(route.path) for route in routes if isinstance(route, Route)}
     result: list[BaseRoute] = []
     for route in routes:
         if isinstance(route, Route) and "{" in route.path:
-            reserved = reserved_literals(route.path, (p for p in paths if p != route.path))
+            others = (shape for path, shape in shapes.items() if path != route.path)
+            reserved = _reserved(shapes[route.path], others)
             if reserved:
                 methods = sorted(route.methods) if route.methods is not None else None
                 route = LiteralFirst(

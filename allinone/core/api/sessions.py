@@ -64,7 +64,7 @@ class SessionsApi:
         ]
 
     async def _session(self, project: str, session_id: str) -> dict[str, Any]:
-        row = await self._db.read(lambda r: sessions.get(r, project, session_id))
+        row = await self._db.read_now(lambda r: sessions.get(r, project, session_id))
         if row is None:
             raise not_found()
         return row
@@ -126,7 +126,7 @@ class SessionsApi:
         project = project_of(request)
         row = await self._session(project, request.path_params["session_id"])
         padded = _flag(request, "include_obfuscation", default=True)
-        start = await self._db.read(lambda r: journal.latest_seq(r, row["id"]))
+        start = await self._db.read_now(lambda r: journal.latest_seq(r, row["id"]))
         stream = journal_stream(self._db, self._hub, self._ids, row["id"], start, never, padded)
         return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
 

@@ -13,24 +13,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
+import os
 import string
 from collections.abc import AsyncIterator, Callable
 from functools import partial
+from typing import Any
 
 from allinone.core.hub import Hub
 from allinone.core.ids import Ids
 from allinone.core.recorder import decode_event
 from storage import journal, sessions
-from storage.database import Database
+from storage.database import Database, Reader
 
 KEEPALIVE_SECONDS = 15.0
+READ_LIMIT = 256
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 # `obfuscation` padding: 1 to 64 random alphanumeric characters per event.
 PADDING_LENGTHS = (1, 64)
 _ALPHANUMERIC = string.ascii_letters + string.digits
-_RANDOM = random.SystemRandom()
+# Byte value -> an alphanumeric character (62 of them; the first 8 are a little likelier,
+# which matters nothing for padding whose only job is a random length).
+_TO_ALPHANUMERIC = bytes(ord(_ALPHANUMERIC[value % len(_ALPHANUMERIC)]) for value in range(256))
 
 # Decides, per event, whether the stream ends after it.
 StopRule = Callable[[str, dict[str, object]], bool]
@@ -71,8 +75,11 @@ class CreationStop:
 
 def padding() -> str:
     """Random alphanumeric padding for an event's `obfuscation` field, of a random
-    length, so an event's size says less about its content."""
-    return "".join(_RANDOM.choices(_ALPHANUMERIC, k=_RANDOM.randint(*PADDING_LENGTHS)))
+    length, so an event's size says less about its content. One read of the system's
+    random source per event (not one per character): each byte picks a character."""
+    raw = os.urandom(PADDING_LENGTHS[1] + 1)
+    length = PADDING_LENGTHS[0] + raw[0] % (PADDING_LENGTHS[1] - PADDING_LENGTHS[0] + 1)
+    return raw[1 : length + 1].translate(_TO_ALPHANUMERIC).decode("ascii")
 
 
 def _padded(payload: str) -> str:
@@ -95,21 +102,29 @@ async def journal_stream(
         seq = after_seq
         while not hub.closing.is_set():
             wake.clear()
-            rows = await db.read(partial(journal.after, session_id=session_id, seq=seq))
+            rows, deleted = await db.read_now(
+                partial(_next_events, session_id=session_id, seq=seq, recent=hub.recent)
+            )
             if rows and rows[0]["seq"] != seq + 1:
                 yield _interrupted(ids, session_id)
                 return
+            # The events of one read go out as one chunk: one send, not one per event.
+            chunk: list[str] = []
             for row in rows:
                 seq = row["seq"]
                 payload: str = row["payload"]
                 sent = _padded(payload) if obfuscation else payload
-                yield f"event: {row['type']}\ndata: {sent}\n\n".encode()
+                chunk.append(f"event: {row['type']}\ndata: {sent}\n\n")
                 if stop is not never and stop(row["type"], decode_event(payload)):
+                    yield "".join(chunk).encode()
                     return
-            if rows:
-                continue
-            if await _deleted(db, session_id):
+            if chunk:
+                yield "".join(chunk).encode()
+            if len(rows) == READ_LIMIT:
+                continue  # more may be stored already
+            if deleted:
                 return  # everything the session journaled was sent; nothing more comes
+            # A commit after `wake.clear()` sets `wake`; one before it is in `rows`.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), KEEPALIVE_SECONDS)
                 continue
@@ -118,9 +133,13 @@ async def journal_stream(
         hub.unsubscribe(session_id, wake)
 
 
-async def _deleted(db: Database, session_id: str) -> bool:
-    row = await db.read(partial(sessions.get_any, session_id=session_id))
-    return row is None or row["deleted_at"] is not None
+async def _next_events(
+    r: Reader, session_id: str, seq: int, recent: journal.Recent
+) -> tuple[list[dict[str, Any]], bool]:
+    """In one read: the events after `seq`, and whether the session is deleted (as of
+    the same snapshot, so no event journaled before its deletion is missed)."""
+    rows = await journal.after(r, session_id, seq, READ_LIMIT, recent)
+    return rows, await sessions.is_deleted(r, session_id)
 
 
 def _interrupted(ids: Ids, session_id: str) -> bytes:

@@ -34,7 +34,7 @@ from runtime.proto.interactions import (
 )
 from runtime.proto.steering import PromptSteer, PromptSteerAck, ReceiptStage
 from storage import interactions
-from storage.database import Database, Tx
+from storage.database import Database, Reader, Tx
 
 log = logging.getLogger(__name__)
 
@@ -90,9 +90,12 @@ class Delivery:
             while not self._connection.closed.is_set():
                 await self.wake.wait()
                 self.wake.clear()
-                await self._steer_all()
-                await self._results()
-                await self._decisions()
+                # What waits, in one read; anything admitted after it sets `wake` again.
+                steering, calls, answered = await self._db.read_now(self._waiting)
+                for row in steering:
+                    await self._steer(row)
+                await self._results(calls)
+                await self._decisions(answered)
         except Fenced:
             log.warning("turn %s was fenced; its deliveries stop", self._run.turn_id)
 
@@ -105,12 +108,16 @@ class Delivery:
 
         await self._db.write(fenced)
 
-    async def _steer_all(self) -> None:
-        pending = await self._db.read(
-            lambda r: interactions.steering_inputs(r, self._run.turn_id, "pending")
+    async def _waiting(
+        self, r: Reader
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        """Steering messages, function results and decisions waiting for delivery."""
+        turn_id = self._run.turn_id
+        return (
+            await interactions.steering_inputs(r, turn_id, "pending"),
+            await interactions.calls_to_deliver(r, turn_id),
+            await interactions.interactions_to_deliver(r, turn_id),
         )
-        for row in pending:
-            await self._steer(row)
 
     async def _set_input(self, seq: int, state: str) -> None:
         async def job(tx: Tx) -> None:
@@ -181,9 +188,8 @@ class Delivery:
         finally:
             self._connection.forget_ack(delivery_id)
 
-    async def _results(self) -> None:
+    async def _results(self, calls: list[dict[str, Any]]) -> None:
         run = self._run
-        calls = await self._db.read(lambda r: interactions.calls_to_deliver(r, run.turn_id))
         for call in calls:
             result = call["result"]
             output = result.get("output")
@@ -224,11 +230,8 @@ class Delivery:
 
         await self._write(job)
 
-    async def _decisions(self) -> None:
+    async def _decisions(self, answered: list[dict[str, Any]]) -> None:
         run = self._run
-        answered = await self._db.read(
-            lambda r: interactions.interactions_to_deliver(r, run.turn_id)
-        )
         for row in answered:
             interaction_id = row["interaction_id"]
             delivery_id = self._ids.new("dlv")

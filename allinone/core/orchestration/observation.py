@@ -71,8 +71,13 @@ class Observation:
         delivery: Delivery,
         pause: asyncio.Event | None = None,
         draining: Callable[[], bool] = lambda: False,
+        captures: bool = True,
     ) -> None:
+        """`captures`: whether the turn's end captures artifacts from a workspace (a
+        turn without one settles in the transaction that projects its `done`)."""
         self._parts = parts
+        self._captures = captures and parts.environments is not None
+        self._settled = False
         self._pausing = Pausing(parts, run, connection, pause or asyncio.Event(), draining)
         self.paused = False
         self._run = run
@@ -136,8 +141,13 @@ class Observation:
             self._renewed = now
         if not batch and not renew:
             return None
+        # Without a cancellation, a pause or a capture between them, a `done` in this
+        # batch settles the turn in the same transaction as the frames before it.
+        inline = self._cancellation is None and not self._pausing.sent and not self._captures
         try:
-            projected = await self._parts.db.write(partial(self._project, batch=batch, renew=renew))
+            projected = await self._parts.db.write(
+                partial(self._project, batch=batch, renew=renew, settle=inline)
+            )
         except Fenced:
             log.warning("turn %s was fenced; its frames are ignored", self._run.turn_id)
             return _ENDED
@@ -147,7 +157,9 @@ class Observation:
         if isinstance(projected, ContractViolation):
             await self._violated(projected)
             return _ENDED
-        if self._run.answered:  # Core answered an interaction itself: deliver it
+        if isinstance(projected, wire_run.Done):
+            self._settled = inline
+        elif self._run.answered:  # Core answered an interaction itself: deliver it
             self._run.answered = False
             self._delivery.wake.set()
         return projected
@@ -174,6 +186,8 @@ class Observation:
         """End an observed turn: without `done` (a cancellation never confirmed) it fails
         `cancel_unconfirmed`; with it, outputs are captured and the turn settles."""
         await self._delivery.stop()
+        if self._settled:
+            return
         if done is None:
             await self._fail(
                 "cancel_unconfirmed",
@@ -274,10 +288,11 @@ class Observation:
         return frame
 
     async def _project(
-        self, tx: Tx, batch: list[Frame], renew: bool
+        self, tx: Tx, batch: list[Frame], renew: bool, settle: bool = False
     ) -> wire_run.Done | ContractViolation | None:
         """Apply the batch in order up to `done`, or up to a frame that breaks the
-        contract (returned; what came before it is kept)."""
+        contract (returned; what came before it is kept). With `settle`, `done` also
+        settles the turn here, in the same transaction."""
         projector = self._parts.projector
         await projector.check_fence(tx, self._run)
         if renew:
@@ -286,6 +301,8 @@ class Observation:
         for frame in batch:
             if frame.type == "done":
                 payload: wire_run.Done = frame.payload
+                if settle:
+                    await self._parts.outcomes.settle(tx, self._run, payload, cancelled=False)
                 return payload
             try:
                 await projector.apply(tx, self._run, frame)

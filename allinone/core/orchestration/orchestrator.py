@@ -35,7 +35,7 @@ from allinone.core.tasks import cancel_and_wait
 from storage import checkpoints, sessions, turns
 from storage import environments as env_rows
 from storage import overlays as overlay_rows
-from storage.database import Database
+from storage.database import Database, Reader
 
 log = logging.getLogger(__name__)
 
@@ -162,15 +162,14 @@ class Orchestrator:
             self._wake.clear()
 
     async def _schedule(self) -> None:
-        queued = await self._db.read(checkpoints.resumable)
-        queued += await self._db.read(turns.queued)
+        queued = await self._db.read_now(_runnable)
         for turn in queued:
             if turn["id"] in self._inflight or self._stopping or self.draining:
                 continue
-            session = await self._db.read(partial(sessions.get_any, session_id=turn["session_id"]))
-            if session is None:
-                continue
-            if await self._held(session):
+            session, held = await self._db.read_now(
+                partial(_session_and_hold, session_id=turn["session_id"])
+            )
+            if session is None or held:
                 continue  # a kill switch holds it queued until it is cleared
             needs = required_capabilities(session)
             if turn["status"] != "queued":
@@ -186,14 +185,6 @@ class Orchestrator:
             self._executions[turn["id"]] = execution
             self._inflight[turn["id"]] = task
             task.add_done_callback(partial(self._finished, str(turn["id"])))
-
-    async def _held(self, session: dict[str, Any]) -> bool:
-        active = await self._db.read(
-            partial(
-                overlay_rows.active, project_id=session["project_id"], agent_id=session["agent_id"]
-            )
-        )
-        return overlays.kill_switch(active) is not None
 
     async def _fail_if_environment_failed(self, turn_id: str, session: dict[str, Any]) -> None:
         environment_id = session.get("environment_id")
@@ -212,3 +203,17 @@ class Orchestrator:
         self._inflight.pop(turn_id, None)
         self._executions.pop(turn_id, None)
         self._wake.set()
+
+
+async def _runnable(r: Reader) -> list[dict[str, Any]]:
+    """In one read: turns suspended for a re-claim, then queued turns."""
+    return await checkpoints.resumable(r) + await turns.queued(r)
+
+
+async def _session_and_hold(r: Reader, session_id: str) -> tuple[dict[str, Any] | None, bool]:
+    """In one read: the session, and whether a kill switch in force holds its turns."""
+    session = await sessions.get_any(r, session_id)
+    if session is None:
+        return None, False
+    active = await overlay_rows.active(r, session["project_id"], session["agent_id"])
+    return session, overlays.kill_switch(active) is not None

@@ -34,7 +34,7 @@ from runtime.proto.interactions import (
     PromptForUserChoice,
 )
 from runtime.proto.subagents import SUBAGENT_FRAMES
-from storage import checkpoints, interactions, journal, sessions, turns
+from storage import checkpoints, interactions, sessions, turns
 from storage import items as item_rows
 from storage import overlays as overlay_rows
 from storage.database import Tx
@@ -166,7 +166,7 @@ class Projector:
             )
 
     async def _checkpoint(self, tx: Tx, run: RunProjection, frame: wire.Checkpoint) -> None:
-        seq = await journal.latest_seq(tx, run.session_id)
+        seq = await self._recorder.latest_seq(tx, run.session_id)
         now = self._clock.now()
         if not await checkpoints.commit(
             tx, run.turn_id, run.fencing_token, frame.boundary, frame.cursor, seq, now

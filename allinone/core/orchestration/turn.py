@@ -51,7 +51,7 @@ from runtime.proto.errors import PreparationErrorCode
 from runtime.proto.inputs import Message
 from storage import checkpoints, commands, execution_settings, interactions, leases, tenancy, turns
 from storage import overlays as overlay_rows
-from storage.database import Tx
+from storage.database import Reader, Tx
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,7 @@ class TurnExecution:
         # A turn suspended at a checkpoint is re-claimed and continues from its cursor.
         self._resuming = turn.get("phase") == RESUMING and turn["status"] != TurnStatus.QUEUED
         self._cursor = ""
+        self._initial: list[dict[str, Any]] | None = None
 
     def drain(self) -> None:
         """Pause at the next checkpoint for a drain: the turn is left to be re-claimed."""
@@ -143,7 +144,14 @@ class TurnExecution:
         self.delivery = delivery
         delivery.start()
         observation = Observation(
-            parts, run, self._connection, run_sub, delivery, self.pause, lambda: self.draining
+            parts,
+            run,
+            self._connection,
+            run_sub,
+            delivery,
+            self.pause,
+            lambda: self.draining,
+            captures=bool(self._session.get("environment_id")),
         )
         timer = self._deadline(run)
         try:
@@ -185,16 +193,12 @@ class TurnExecution:
         overlays in force (egress); False when the turn was failed instead. Tools the
         overlays disable are noted for the preparation."""
         session = self._session
-        budget = await self._parts.db.read(partial(budgets.refusal, session=session))
+        budget, self._budget_left, active = await self._parts.db.read_now(
+            partial(_safe_point, session=session)
+        )
         if budget is not None:
             await self._fail_queued(budgets.BUDGET_CODE, budget)
             return False
-        self._budget_left = await self._parts.db.read(partial(budgets.remaining, session=session))
-        active = await self._parts.db.read(
-            partial(
-                overlay_rows.active, project_id=session["project_id"], agent_id=session["agent_id"]
-            )
-        )
         provider = execution_settings.settings_of(session).get("model_provider") or {}
         refusal = overlays.egress_refusal(active, session, provider.get("base_url"))
         if refusal is not None:
@@ -302,6 +306,7 @@ class TurnExecution:
         if not moved:
             return None
         await leases.take_initial_input(tx, self._turn_id)
+        self._initial = await interactions.steering_inputs(tx, self._turn_id, "initial")
         self._context = await context.decide(tx, self._session["id"], self._turn_id, reused)
         await turns.set_context(tx, self._turn_id, self._context.record, token)
         recorder = self._parts.outcomes.recorder
@@ -347,9 +352,12 @@ class TurnExecution:
         return token
 
     async def _input(self) -> list[Message]:
-        rows = await self._parts.db.read(
-            partial(interactions.steering_inputs, turn_id=self._turn_id, state="initial")
-        )
+        """The turn's initial input (read by a fresh claim in its own transaction)."""
+        rows = self._initial
+        if rows is None:
+            rows = await self._parts.db.read(
+                partial(interactions.steering_inputs, turn_id=self._turn_id, state="initial")
+            )
         return [message for row in rows for message in messages_of(row["payload"])]
 
     async def _start(self, prepared: Prepared, run: RunProjection) -> bool:
@@ -385,3 +393,14 @@ class TurnExecution:
 
     async def _fail_running(self, run: RunProjection, code: str, message: str) -> None:
         await self._parts.outcomes.fail_running(run.turn_id, run, code, message)
+
+
+async def _safe_point(
+    r: Reader, session: dict[str, Any]
+) -> tuple[str | None, int | None, list[dict[str, Any]]]:
+    """In one read: why the session's budget refuses the turn (or None), the tokens it
+    has left (None: unlimited), and the overlays in force for it."""
+    refusal = await budgets.refusal(r, session)
+    left = None if refusal is not None else await budgets.remaining(r, session)
+    active = await overlay_rows.active(r, session["project_id"], session["agent_id"])
+    return refusal, left, active

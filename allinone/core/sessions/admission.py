@@ -106,7 +106,7 @@ class Admission:
         """Admit an ordered batch of 0-64 inputs atomically; replay-safe by key. While a
         kill switch covers the session, only cancellations are admitted."""
         if any(not isinstance(event, CancelInputEvent) for event in events):
-            session = await self._db.read(lambda r: sessions.get(r, project_id, session_id))
+            session = await self._db.read_now(lambda r: sessions.get(r, project_id, session_id))
             if session is not None:
                 await self._check_kill_switch(project_id, session["agent_id"])
         batch = InputBatch(session_id, idempotency_key or self._ids.new("idem"), digest(events))
@@ -124,7 +124,7 @@ class Admission:
                 self._on_input(turn_id)
 
     async def _check_kill_switch(self, project_id: str, agent_id: str | None) -> None:
-        refusal = await self._db.read(lambda r: overlays.input_refusal(r, project_id, agent_id))
+        refusal = await self._db.read_now(lambda r: overlays.input_refusal(r, project_id, agent_id))
         if refusal is not None:
             raise refusal
 
