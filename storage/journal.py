@@ -4,9 +4,10 @@ Events are appended inside the transaction that made the change they describe, w
 per-session sequence. A row stores what changed, not the whole event: its `payload` is
 a structural patch (`storage.deltas`) against a base named by `base_seq`, either an
 earlier event of the same session (`> 0`) or a fixed template (`< 0`,
-`storage.journal_templates`). Rows written before the compact format have a NULL
-`base_seq` and hold the whole event. Readers always get whole events, byte for byte
-what was appended.
+`storage.journal_templates`). A patch is stored deflated against a preset dictionary
+(`storage.journal_dictionary`, a BLOB) when that is smaller, as text otherwise. Rows
+written before the compact format have a NULL `base_seq` and hold the whole event.
+Readers always get whole events, byte for byte what was appended.
 
 Bounds that keep reading cheap and pruning safe: a base is at most `BASE_WINDOW`
 events older than the row, and a chain of bases is at most `MAX_DEPTH` rows long, so a
@@ -22,6 +23,7 @@ from typing import Any
 
 from storage import deltas
 from storage.database import Tx
+from storage.journal_dictionary import pack, unpack
 from storage.journal_templates import (
     FAMILIES,
     TEMPLATES,
@@ -110,7 +112,7 @@ async def append_compact(
             base_seq, depth, encoded = base.seq, base.depth + 1, candidate
             break
     stored = (event_id_value(event_id), type_code(type_))
-    await _insert(tx, (session_id, seq, *stored, base_seq, encoded, now))
+    await _insert(tx, (session_id, seq, *stored, base_seq, pack(encoded), now))
     # Remembered at once: a later event of this transaction may use it as its base. A
     # rollback removes the row, and `_still_stored` then finds it gone. A copy, because
     # the caller may go on changing its dictionaries.
@@ -191,7 +193,8 @@ class _Rebuilder:
             event: dict[str, Any] = loads(row["payload"])
             body = {k: v for k, v in event.items() if k not in ("event_id", "type")}
         else:
-            body = deltas.apply(await self._base(int(base_seq)), loads(row["payload"]))
+            patch = loads(unpack(row["payload"]))
+            body = deltas.apply(await self._base(int(base_seq)), patch)
         self._known[int(row["seq"])] = body
         return body
 
