@@ -1,8 +1,9 @@
 """The per-session event journal that SSE readers follow.
 
 Events are appended inside the transaction that made the change they describe, with a
-per-session sequence. A row stores what changed, not the whole event: its `payload` is
-a structural patch (`storage.deltas`) against a base named by `base_seq`, either an
+per-session sequence; a row names its session by the session's `journal_key` (a small
+integer, migration 24). A row stores what changed, not the whole event: its `payload`
+is a structural patch (`storage.deltas`) against a base named by `base_seq`, either an
 earlier event of the same session (`> 0`) or a fixed template (`< 0`,
 `storage.journal_templates`). A patch is stored deflated against a preset dictionary
 (`storage.journal_dictionary`, a BLOB) when that is smaller, as text otherwise. Rows
@@ -40,6 +41,8 @@ BASE_WINDOW = 64
 MAX_DEPTH = 8
 REACH = BASE_WINDOW * MAX_DEPTH
 CACHED_SESSIONS = 1024
+# Rows name their session by its `journal_key` (migration 24), found from its id.
+_KEY = "(SELECT journal_key FROM sessions WHERE id = ?)"
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,7 @@ async def append_compact(
 async def _still_stored(tx: Tx, session_id: str, base: _Base) -> bool:
     """Whether `base` is still the stored row it was (checked by event id)."""
     row = await tx.fetchone(
-        "SELECT event_id FROM session_events WHERE session_id = ? AND seq = ?",
+        f"SELECT event_id FROM session_events WHERE session_key = {_KEY} AND seq = ?",
         (session_id, base.seq),
     )
     return row is not None and event_id_text(row["event_id"]) == base.event_id
@@ -130,8 +133,8 @@ async def _still_stored(tx: Tx, session_id: str, base: _Base) -> bool:
 
 async def _insert(tx: Tx, values: tuple[Any, ...]) -> None:
     await tx.execute(
-        "INSERT INTO session_events (session_id, seq, event_id, type, base_seq, payload,"
-        " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO session_events (session_key, seq, event_id, type, base_seq, payload,"
+        f" created_at) VALUES ({_KEY}, ?, ?, ?, ?, ?, ?)",
         values,
     )
 
@@ -142,7 +145,7 @@ async def prune(tx: Tx, keep: int = RETAINED_EVENTS) -> int:
     event gets `stream_interrupted`."""
     return await tx.execute(
         "DELETE FROM session_events WHERE seq <= (SELECT s.event_seq FROM sessions s"
-        " WHERE s.id = session_events.session_id) - ?",
+        " WHERE s.journal_key = session_events.session_key) - ?",
         (keep + REACH,),
     )
 
@@ -153,7 +156,7 @@ async def after(q: Queryable, session_id: str, seq: int, limit: int = 256) -> li
     the first event returned may be later than `seq + 1`."""
     rows = await q.fetchall(
         "SELECT seq, event_id, type, base_seq, payload FROM session_events"
-        " WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        f" WHERE session_key = {_KEY} AND seq > ? ORDER BY seq LIMIT ?",
         (session_id, seq, limit),
     )
     reader = _Rebuilder(q, session_id)
@@ -204,7 +207,8 @@ class _Rebuilder:
         if seq in self._known:
             return self._known[seq]
         row = await self._q.fetchone(
-            "SELECT seq, base_seq, payload FROM session_events WHERE session_id = ? AND seq = ?",
+            f"SELECT seq, base_seq, payload FROM session_events WHERE session_key = {_KEY}"
+            " AND seq = ?",
             (self._session_id, seq),
         )
         if row is None:
