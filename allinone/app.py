@@ -106,10 +106,11 @@ from runtime.proto import limits
 from runtime.snapshots import Snapshots
 from runtime.transport import PermanentError
 from runtime.workspaces import Workspaces
-from storage import journal, tenancy
+from storage import tenancy
 from storage.blobs import BlobStore
 from storage.database import Database
 from storage.errors import StorageError
+from storage.journal_prune import JournalPruner
 
 log = logging.getLogger(__name__)
 
@@ -646,9 +647,8 @@ _ONCE: dict[str, Any] = {"coalesce": True, "max_instances": 1}
 def _add_periodic_jobs(parts: Parts, timers: Timers) -> None:
     """Housekeeping that runs while serving; the scheduler's shutdown stops it."""
     scheduler = parts.scheduler
-    scheduler.add_job(
-        _prune_journal, "interval", seconds=60, args=[parts.db], id="journal-prune", **_ONCE
-    )
+    pruner = JournalPruner(parts.db)
+    scheduler.add_job(pruner.run, "interval", seconds=60, id="journal-prune", **_ONCE)
     scheduler.add_job(
         parts.outcomes.expire_leases,
         "interval",
@@ -753,10 +753,6 @@ async def run_daemon(
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
-
-
-async def _prune_journal(db: Database) -> None:
-    await db.write(journal.prune)
 
 
 async def _checkpoint(db: Database) -> None:

@@ -13,7 +13,8 @@ Readers always get whole events, byte for byte what was appended.
 Bounds that keep reading cheap and pruning safe: a base is at most `BASE_WINDOW`
 events older than the row, and a chain of bases is at most `MAX_DEPTH` rows long, so a
 row never depends on anything more than `REACH` events older than itself. The journal
-keeps the newest `RETAINED_EVENTS` per session readable, plus `REACH` more as bases.
+keeps the newest `RETAINED_EVENTS` per session readable, plus `REACH` more as bases
+(`storage.journal_prune` deletes the rest in bounded batches).
 """
 
 from __future__ import annotations
@@ -136,17 +137,6 @@ async def _insert(tx: Tx, values: tuple[Any, ...]) -> None:
         "INSERT INTO session_events (session_key, seq, event_id, type, base_seq, payload,"
         f" created_at) VALUES ({_KEY}, ?, ?, ?, ?, ?, ?)",
         values,
-    )
-
-
-async def prune(tx: Tx, keep: int = RETAINED_EVENTS) -> int:
-    """Keep the newest `keep` events of every session readable (and the `REACH` before
-    them as bases); return how many were deleted. A reader that still needed a pruned
-    event gets `stream_interrupted`."""
-    return await tx.execute(
-        "DELETE FROM session_events WHERE seq <= (SELECT s.event_seq FROM sessions s"
-        " WHERE s.journal_key = session_events.session_key) - ?",
-        (keep + REACH,),
     )
 
 
