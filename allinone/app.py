@@ -256,10 +256,10 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     )
     preparations = Preparations(ids.new)  # shared by turns and workspace operations
     skills = Catalog(db, ids, clock)
+    blobs = BlobStore(config.data_dir / BLOBS_DIR)  # artifact and uploaded file bodies
     environments = Environments(
         db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants,
-        preparations=preparations, skills=skills,
-        blobs=BlobStore(config.data_dir / BLOBS_DIR), bodies=FileBodies(db),
+        preparations=preparations, skills=skills, blobs=blobs, bodies=FileBodies(db, blobs),
     )  # fmt: skip
     reveal = redactor.add  # secrets opened for runs are kept out of the log
     providers = ModelProviders(sealer, default_provider(config), reveal)
