@@ -74,6 +74,7 @@ test: lint types unit check-runtime-contract smoke
 bench: binary
 	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench.py
 	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_durable.py
+	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_bytes.py
 	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_scale.py
 	$(BIN)/python tests/bench/bench_wire.py
 	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_comms.py

@@ -107,10 +107,11 @@ from runtime.proto import limits
 from runtime.snapshots import Snapshots
 from runtime.transport import PermanentError
 from runtime.workspaces import Workspaces
-from storage import journal, tenancy
+from storage import tenancy
 from storage.blobs import BlobStore
 from storage.database import Database
 from storage.errors import StorageError
+from storage.journal_prune import JournalPruner
 
 log = logging.getLogger(__name__)
 
@@ -259,10 +260,11 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     )
     preparations = Preparations(ids.new)  # shared by turns and workspace operations
     skills = Catalog(db, ids, clock)
+    blobs = BlobStore(config.data_dir / BLOBS_DIR)  # artifact and uploaded file bodies
     environments = Environments(
         db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants,
-        preparations=preparations, skills=skills,
-        blobs=BlobStore(config.data_dir / BLOBS_DIR), bodies=FileBodies(db), recorder=recorder,
+        preparations=preparations, skills=skills, blobs=blobs, bodies=FileBodies(db, blobs),
+        recorder=recorder,
     )  # fmt: skip
     reveal = redactor.add  # secrets opened for runs are kept out of the log
     providers = ModelProviders(sealer, default_provider(config), reveal)
@@ -659,9 +661,8 @@ _ONCE: dict[str, Any] = {"coalesce": True, "max_instances": 1}
 def _add_periodic_jobs(parts: Parts, timers: Timers) -> None:
     """Housekeeping that runs while serving; the scheduler's shutdown stops it."""
     scheduler = parts.scheduler
-    scheduler.add_job(
-        _prune_journal, "interval", seconds=60, args=[parts.db], id="journal-prune", **_ONCE
-    )
+    pruner = JournalPruner(parts.db)
+    scheduler.add_job(pruner.run, "interval", seconds=60, id="journal-prune", **_ONCE)
     scheduler.add_job(
         parts.outcomes.expire_leases,
         "interval",
@@ -780,10 +781,6 @@ def _log_filters(credential: str) -> Callable[[], None]:
         redactor.uninstall()
 
     return uninstall
-
-
-async def _prune_journal(db: Database) -> None:
-    await db.write(journal.prune)
 
 
 async def _checkpoint(db: Database) -> None:

@@ -11,13 +11,16 @@ no row references. Blobs are never changed once written.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 THRESHOLD_BYTES = 64 * 1024
+CHUNK_BYTES = 256 * 1024
 _NAME = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -46,13 +49,30 @@ class BlobStore:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
-        staged.chmod(0o600)
-        os.replace(staged, target)
-        directory = os.open(target.parent, os.O_RDONLY)
+        _install(staged, target)
+
+    def put_from(self, sha256: str, source: BinaryIO) -> None:
+        """Write the blob durably from `source` (from its current position to its end,
+        a chunk at a time) unless it is already there. The bytes must hash to `sha256`:
+        otherwise nothing is installed and `ValueError` is raised."""
+        target = self.path(sha256)
+        if target.is_file():
+            return
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        staged = target.parent / f".tmp-{secrets.token_hex(8)}"
+        digest = hashlib.sha256()
         try:
-            os.fsync(directory)
+            with staged.open("wb") as out:
+                while chunk := source.read(CHUNK_BYTES):
+                    digest.update(chunk)
+                    out.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            if digest.hexdigest() != sha256:
+                raise ValueError("the body does not match its sha256")
+            _install(staged, target)
         finally:
-            os.close(directory)
+            staged.unlink(missing_ok=True)
 
     def ensure(self, sha256: str, data: bytes) -> None:
         """`put`, for the writer's transaction: cheap when the blob is there."""
@@ -61,6 +81,11 @@ class BlobStore:
 
     def read(self, sha256: str) -> bytes:
         return self.path(sha256).read_bytes()
+
+    def open(self, sha256: str) -> BinaryIO:
+        """The blob opened for reading; it stays readable to its end even if a sweep
+        removes the blob meanwhile. FileNotFoundError when there is no such blob."""
+        return self.path(sha256).open("rb")
 
     def names(self) -> Iterator[str]:
         if not self.root.is_dir():
@@ -78,3 +103,14 @@ class BlobStore:
             for name in gone:
                 self.path(name).unlink(missing_ok=True)
         return gone
+
+
+def _install(staged: Path, target: Path) -> None:
+    """Move a written, fsynced file into place and make the rename durable."""
+    staged.chmod(0o600)
+    os.replace(staged, target)
+    directory = os.open(target.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)

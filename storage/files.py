@@ -1,7 +1,8 @@
 """Uploaded files (`/v1/files`): their descriptions, pages of them, and deletion.
 
 The content column is never selected here: bodies are written and read in chunks by
-`allinone.core.file_bodies`, so a listing or a retrieve never loads a body.
+`allinone.core.file_bodies` (in `content`, or in the blob store named by `blob`), so a
+listing or a retrieve never loads a body.
 """
 
 from __future__ import annotations
@@ -12,8 +13,27 @@ from storage.database import Tx
 from storage.pages import CursorNotFound
 from storage.rows import Queryable
 
-# Every column but `content`.
+# Every column but `content` and `blob`.
 COLUMNS = "rowid AS body_rowid, id, project_id, filename, purpose, bytes, sha256, created_at"
+
+
+async def insert_with_blob(tx: Tx, row: dict[str, Any]) -> None:
+    """Insert a file whose body is the blob store's blob `row["sha256"]`, already
+    written durably (`allinone.core.file_bodies`)."""
+    await tx.execute(
+        "INSERT INTO files (id, project_id, filename, purpose, bytes, sha256, created_at,"
+        " blob, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, X'')",
+        (
+            row["id"],
+            row["project_id"],
+            row["filename"],
+            row["purpose"],
+            row["bytes"],
+            row["sha256"],
+            row["created_at"],
+            row["sha256"],
+        ),
+    )
 
 
 async def get(q: Queryable, project_id: str, file_id: str) -> dict[str, Any] | None:

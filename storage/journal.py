@@ -1,17 +1,20 @@
 """The per-session event journal that SSE readers follow.
 
 Events are appended inside the transaction that made the change they describe, with a
-per-session sequence. A row stores what changed, not the whole event: its `payload` is
-a structural patch (`storage.deltas`) against a base named by `base_seq`, either an
+per-session sequence; a row names its session by the session's `journal_key` (a small
+integer, migration 24). A row stores what changed, not the whole event: its `payload`
+is a structural patch (`storage.deltas`) against a base named by `base_seq`, either an
 earlier event of the same session (`> 0`) or a fixed template (`< 0`,
-`storage.journal_templates`). Rows written before the compact format have a NULL
-`base_seq` and hold the whole event. Readers always get whole events, byte for byte
-what was appended.
+`storage.journal_templates`). A patch is stored deflated against a preset dictionary
+(`storage.journal_dictionary`, a BLOB) when that is smaller, as text otherwise. Rows
+written before the compact format have a NULL `base_seq` and hold the whole event.
+Readers always get whole events, byte for byte what was appended.
 
 Bounds that keep reading cheap and pruning safe: a base is at most `BASE_WINDOW`
 events older than the row, and a chain of bases is at most `MAX_DEPTH` rows long, so a
 row never depends on anything more than `REACH` events older than itself. The journal
-keeps the newest `RETAINED_EVENTS` per session readable, plus `REACH` more as bases.
+keeps the newest `RETAINED_EVENTS` per session readable, plus `REACH` more as bases
+(`storage.journal_prune` deletes the rest in bounded batches).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 from storage import deltas
 from storage.database import Tx
+from storage.journal_dictionary import pack, unpack
 from storage.journal_templates import (
     FAMILIES,
     TEMPLATES,
@@ -40,6 +44,8 @@ MAX_DEPTH = 8
 REACH = BASE_WINDOW * MAX_DEPTH
 CACHED_SESSIONS = 1024
 RECENT_EVENTS = 2048
+# Rows name their session by its `journal_key` (migration 24), found from its id.
+_KEY = "(SELECT journal_key FROM sessions WHERE id = ?)"
 
 
 @dataclass(frozen=True)
@@ -147,12 +153,12 @@ async def append_compact(
     # The smallest patch is written on condition that its base is still the stored row it
     # was (checked by event id in the same statement); usually the first one is.
     for _, candidate, base in sorted(smaller, key=lambda option: option[0]):
-        row = (session_id, seq, *stored, base.seq, candidate, now)
+        row = (session_id, seq, *stored, base.seq, pack(candidate), now)
         if await _insert_on_base(tx, row, base):
             depth = base.depth + 1
             break
     else:
-        await _insert(tx, (session_id, seq, *stored, base_seq, encoded, now))
+        await _insert(tx, (session_id, seq, *stored, base_seq, pack(encoded), now))
     # Remembered at once: a later event of this transaction may use it as its base. A
     # rollback removes the row, and `_insert_on_base` then finds it gone. A copy, because
     # the caller may go on changing its dictionaries.
@@ -165,9 +171,9 @@ async def _insert_on_base(tx: Tx, values: tuple[Any, ...], base: _Base) -> bool:
     """Insert the row `values` only if `base` is still the stored row it was (same
     sequence and event id); return whether it was inserted."""
     inserted = await tx.execute(
-        "INSERT INTO session_events (session_id, seq, event_id, type, base_seq, payload,"
-        " created_at) SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM session_events"
-        " WHERE session_id = ? AND seq = ? AND event_id = ?)",
+        "INSERT INTO session_events (session_key, seq, event_id, type, base_seq, payload,"
+        f" created_at) SELECT {_KEY}, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM"
+        f" session_events WHERE session_key = {_KEY} AND seq = ? AND event_id = ?)",
         (*values, values[0], base.seq, event_id_value(base.event_id)),
     )
     return inserted == 1
@@ -175,20 +181,9 @@ async def _insert_on_base(tx: Tx, values: tuple[Any, ...], base: _Base) -> bool:
 
 async def _insert(tx: Tx, values: tuple[Any, ...]) -> None:
     await tx.execute(
-        "INSERT INTO session_events (session_id, seq, event_id, type, base_seq, payload,"
-        " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO session_events (session_key, seq, event_id, type, base_seq, payload,"
+        f" created_at) VALUES ({_KEY}, ?, ?, ?, ?, ?, ?)",
         values,
-    )
-
-
-async def prune(tx: Tx, keep: int = RETAINED_EVENTS) -> int:
-    """Keep the newest `keep` events of every session readable (and the `REACH` before
-    them as bases); return how many were deleted. A reader that still needed a pruned
-    event gets `stream_interrupted`."""
-    return await tx.execute(
-        "DELETE FROM session_events WHERE seq <= (SELECT s.event_seq FROM sessions s"
-        " WHERE s.id = session_events.session_id) - ?",
-        (keep + REACH,),
     )
 
 
@@ -201,7 +196,7 @@ async def after(
     remembers are not rebuilt, and those rebuilt are remembered."""
     rows = await q.fetchall(
         "SELECT seq, event_id, type, base_seq, payload FROM session_events"
-        " WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        f" WHERE session_key = {_KEY} AND seq > ? ORDER BY seq LIMIT ?",
         (session_id, seq, limit),
     )
     reader = _Rebuilder(q, session_id)
@@ -248,7 +243,8 @@ class _Rebuilder:
             event: dict[str, Any] = loads(row["payload"])
             body = {k: v for k, v in event.items() if k not in ("event_id", "type")}
         else:
-            body = deltas.apply(await self._base(int(base_seq)), loads(row["payload"]))
+            patch = loads(unpack(row["payload"]))
+            body = deltas.apply(await self._base(int(base_seq)), patch)
         self.known[int(row["seq"])] = body
         return body
 
@@ -258,7 +254,8 @@ class _Rebuilder:
         if seq in self.known:
             return self.known[seq]
         row = await self._q.fetchone(
-            "SELECT seq, base_seq, payload FROM session_events WHERE session_id = ? AND seq = ?",
+            f"SELECT seq, base_seq, payload FROM session_events WHERE session_key = {_KEY}"
+            " AND seq = ?",
             (self._session_id, seq),
         )
         if row is None:

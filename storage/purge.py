@@ -37,6 +37,7 @@ SESSION_CASCADE: tuple[str, ...] = (
 )
 # How a session's rows are found in a table that holds no `session_id` of its own.
 SESSION_WHERE: dict[str, str] = {
+    "session_events": "session_key = (SELECT journal_key FROM sessions WHERE id = ?)",
     "subagent_items": "subagent_id IN (SELECT id FROM subagents WHERE session_id = ?)",
 }
 # Rows that belong to one environment, deleted with it.

@@ -36,8 +36,9 @@ def record(row: sqlite3.Row | None, json_columns: tuple[str, ...] = ()) -> dict[
     return data
 
 
-# Columns the database keeps itself (migration 21's triggers), per table: a copied or
-# imported row leaves them to their defaults and its copied child rows rebuild them.
+# Columns the database keeps itself (migration 21's and 24's triggers), per table: a
+# copied or imported row leaves them to their defaults and its copied child rows rebuild
+# them (a session's `journal_key` is its own, given when it is inserted).
 DERIVED: dict[str, frozenset[str]] = {
     "sessions": frozenset(
         {
@@ -48,6 +49,7 @@ DERIVED: dict[str, frozenset[str]] = {
             "usage_output",
             "usage_reasoning",
             "usage_total",
+            "journal_key",
         }
     ),
 }

@@ -301,6 +301,11 @@ class Automations:
         try:
             sealed = await self._db.read(lambda r: rows.sealed_target(r, automation["id"]))
             assert sealed is not None
+            if not sealed:  # imported from a bundle, which never carries the sealed request
+                raise Refused(
+                    "The automation was imported without its target; update its target.",
+                    code="target_not_imported",
+                )
             target = self._sealer.open_json(sealed, target_context(project_id, automation["id"]))
             if target["type"] == "existing_session":
                 outcome = await self._post_to_session(project_id, target, key)

@@ -1,12 +1,17 @@
 """The bodies of uploaded files: the one place that writes and reads them.
 
-Bodies live in the `files` row's `content` column today. Everything else (the Files API,
-environments that copy an upload into a workspace) goes through `FileBodies`, so moving
-bodies to another store changes only this module.
+With a blob store (`storage.blobs`, the SQLite data directory's `blobs/`), a body is a
+content-addressed file there that the `files` row names by sha256 (`blob`); without
+one, and for every body written before the store held them, it is the row's `content`
+column. Everything else (the Files API, environments that copy an upload into a
+workspace) goes through `FileBodies`, so where bodies live changes only this module.
+A blob no row names any more is removed by the next collection (`corebox gc`, the
+retention job), so two files with the same body share one blob.
 
 Contract:
 - `store(row, source)` copies `source` (a seekable file at its start) into the store in
-  chunks, in the same transaction that inserts the file's row; it returns once durable.
+  chunks and inserts the file's row; it returns once both are durable (the blob is
+  fsynced, and its directory, before the row that names it commits).
 - `delete(project_id, file_id)` removes the file's row and body in one transaction.
 - `read(project_id, file_id)` is the whole body at once, for callers that copy it.
 - `open(project_id, file_id)` opens a reader on the body as committed when it is
@@ -17,15 +22,17 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import errno
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from storage import environments as env_rows
 from storage import files as file_rows
+from storage.blobs import BlobStore
 from storage.database import Database, Tx
-from storage.errors import translate
+from storage.errors import StorageError, StorageUnavailable, translate
 
 CHUNK_BYTES = 256 * 1024
 
@@ -33,14 +40,14 @@ CHUNK_BYTES = 256 * 1024
 class BodyReader:
     """One open body: iterate it for its chunks; `aclose` releases it."""
 
-    def __init__(self, conn: sqlite3.Connection, blob: sqlite3.Blob) -> None:
-        self._conn = conn
-        self._blob = blob
+    def __init__(self, read: Callable[[int], bytes], close: Callable[[], None]) -> None:
+        self._read = read
+        self._close = close
         self._closed = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
-            while chunk := await asyncio.to_thread(self._blob.read, CHUNK_BYTES):
+            while chunk := await asyncio.to_thread(self._read, CHUNK_BYTES):
                 yield chunk
         finally:
             await self.aclose()
@@ -49,18 +56,35 @@ class BodyReader:
         if self._closed:
             return
         self._closed = True
-        await asyncio.to_thread(_close, self._conn, self._blob)
+        await asyncio.to_thread(self._close)
 
 
 class FileBodies:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, blobs: BlobStore | None = None) -> None:
         self._db = db
+        self._blobs = blobs
 
     async def store(self, row: dict[str, Any], source: BinaryIO) -> None:
-        async def job(tx: Tx) -> None:
-            await env_rows.insert_upload_from(tx, row, source)
+        blobs = self._blobs
+        if blobs is None:
 
-        await self._db.write(job)
+            async def in_database(tx: Tx) -> None:
+                await env_rows.insert_upload_from(tx, row, source)
+
+            await self._db.write(in_database)
+            return
+        start = source.tell()
+        await asyncio.to_thread(_put, blobs, row["sha256"], source)
+
+        async def naming_the_blob(tx: Tx) -> None:
+            # Checked under the writer's lock: a collection that ran since the blob was
+            # written (nothing named it yet) may have removed it; write it again.
+            if not blobs.path(row["sha256"]).is_file():
+                source.seek(start)
+                _put(blobs, row["sha256"], source)
+            await file_rows.insert_with_blob(tx, row)
+
+        await self._db.write(naming_the_blob)
 
     async def read(self, project_id: str, file_id: str) -> bytes | None:
         """The whole body (for a copy into a workspace), or None when the project has
@@ -82,37 +106,57 @@ class FileBodies:
     async def open(self, project_id: str, file_id: str) -> BodyReader | None:
         """A reader on the file's body, or None when the project has no such file."""
         try:
-            opened = await asyncio.to_thread(_open, self._db.path, project_id, file_id)
+            return await asyncio.to_thread(_open, self._db.path, self._blobs, project_id, file_id)
         except sqlite3.Error as exc:
             raise translate(exc) from exc
-        return None if opened is None else BodyReader(*opened)
 
 
-def _open(
-    path: Path, project_id: str, file_id: str
-) -> tuple[sqlite3.Connection, sqlite3.Blob] | None:
-    # Its own read-only connection, in one read transaction: the row found and the blob
-    # opened are the same snapshot, held for as long as the download lasts without
-    # occupying one of the database's shared readers.
+def _put(blobs: BlobStore, sha256: str, source: BinaryIO) -> None:
+    try:
+        blobs.put_from(sha256, source)
+    except OSError as exc:
+        reason = "disk_full" if exc.errno == errno.ENOSPC else "io_error"
+        raise StorageUnavailable(f"writing a file body: {exc}", reason) from exc
+
+
+def _open(path: Path, blobs: BlobStore | None, project_id: str, file_id: str) -> BodyReader | None:
+    # Its own read-only connection, in one read transaction: the row found and the body
+    # opened are the same snapshot, held for as long as a body in the database is read
+    # without occupying one of the database's shared readers. A body in the blob store
+    # is an open file, readable to its end whatever happens to the row meanwhile.
     conn = sqlite3.connect(
         f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
     )
     try:
         conn.execute("BEGIN")
         found = conn.execute(
-            "SELECT rowid FROM files WHERE project_id = ? AND id = ?", (project_id, file_id)
+            "SELECT rowid, blob FROM files WHERE project_id = ? AND id = ?", (project_id, file_id)
         ).fetchone()
         if found is None:
             conn.close()
             return None
-        return conn, conn.blobopen("files", "content", int(found[0]), readonly=True)
+        if found[1] is not None:
+            conn.close()
+            return _blob_reader(blobs, str(found[1]))
+        blob = conn.blobopen("files", "content", int(found[0]), readonly=True)
     except BaseException:
         conn.close()
         raise
 
+    def close() -> None:
+        try:
+            blob.close()
+        finally:
+            conn.close()
 
-def _close(conn: sqlite3.Connection, blob: sqlite3.Blob) -> None:
+    return BodyReader(blob.read, close)
+
+
+def _blob_reader(blobs: BlobStore | None, sha256: str) -> BodyReader:
+    if blobs is None:
+        raise StorageError("a file body is in the blob store, and there is none")
     try:
-        blob.close()
-    finally:
-        conn.close()
+        handle = blobs.open(sha256)
+    except OSError as exc:
+        raise StorageError(f"the blob of a file body cannot be read: {exc}") from exc
+    return BodyReader(handle.read, handle.close)

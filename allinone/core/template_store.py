@@ -63,7 +63,9 @@ class TemplateStore:
         """Merge `body` over the stored template; NotFound when it is gone."""
         current = await self.get(project, template_id)
         context = _context(project, template_id)
-        confidential = self._sealer.open_json(bytes(current["sealed_confidential"]), context)
+        sealed = bytes(current["sealed_confidential"])
+        # A template imported from a bundle has no confidential inputs (nothing sealed).
+        confidential = self._sealer.open_json(sealed, context) if sealed else config.empty()[1]
         name, public, confidential = config.merge(
             body, current["config"], confidential, current["name"]
         )

@@ -3,11 +3,12 @@
 A bundle is one JSON document (UTF-8, keys sorted, no whitespace, rows ordered by id),
 so exporting the same data twice gives the same bytes apart from `header.created_at`:
 
-    {"header": {"format": "corebox-bundle", "version": 1, "created_at"},
+    {"header": {"format": "corebox-bundle", "version": 2, "created_at"},
      "agents": [{...agent row..., "versions": [], "deployments": []}],
      "environments": [...], "sessions": [{...session row..., "turns": [...],
      "items": [...], "function_calls": [...], "interactions": [...],
      "artifacts": [{...row..., "content_base64"}]}],
+     "environment_templates": [...], "automations": [...],
      "needs_reentry": [{"kind", "id", "what"}]}
 
 Rows carry their stored columns (JSON columns as their stored text) except the project
@@ -15,7 +16,13 @@ Rows carry their stored columns (JSON columns as their stored text) except the p
 secrets, run-state tokens, idempotency keys. Secrets are never exported: a session's
 sealed model key, an environment's secrets and the vaults a session names are listed in
 `needs_reentry` instead (an environment's sealed inputs are listed for every
-environment). Sessions with an active turn are left out (listed as such).
+environment). Sessions with an active turn are left out (listed as such). Environment
+templates and automations are the project's own: carried when the export is not
+narrowed to named agents or sessions. Their sealed parts stay behind (listed in
+`needs_reentry`): an imported template has no confidential inputs until they are set
+again, and an imported automation keeps its schedule and status but fails each run,
+naming why, until its target is updated. Version 1 bundles (without templates and
+automations) still import.
 
 Import is idempotent: a row whose id exists is left as it is, so importing twice adds
 nothing. Imported sessions are history that can take new turns (their journal starts
@@ -38,7 +45,8 @@ from storage.blobs import BlobStore
 from storage.rows import DERIVED
 
 FORMAT = "corebox-bundle"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
 ACTIVE = ("queued", "in_progress", "waiting")
 
 # Columns that never travel, per table.
@@ -61,7 +69,24 @@ DROPPED: dict[str, frozenset[str]] = {
     "function_calls": frozenset(),
     "interactions": frozenset(),
     "artifacts": frozenset({"content", "blob"}),
+    "environment_templates": frozenset({"project_id", "sealed_confidential"}),
+    "automations": frozenset({"project_id", "sealed_target"}),
 }
+# What an import stores in place of a sealed column that never travels: nothing sealed.
+UNSEALED: dict[str, dict[str, bytes]] = {
+    "environment_templates": {"sealed_confidential": b""},
+    "automations": {"sealed_target": b""},
+}
+# Project-level tables a whole-project bundle carries, and what of theirs stays sealed.
+PROJECT_TABLES: dict[str, tuple[str, str]] = {
+    "environment_templates": (
+        "environment_template",
+        "environment variables, set-up commands and inline files",
+    ),
+    "automations": ("automation", "target (its sealed request)"),
+}
+
+
 # Child tables of a session, in the order an import writes them, each with its order.
 SESSION_CHILDREN = ("turns", "items", "function_calls", "interactions", "artifacts")
 ORDER = {
@@ -139,6 +164,7 @@ def _export(
         if r["id"] in environment_ids
     ]
     on_progress(len(session_rows), len(session_rows))
+    whole_project = agent_ids is None and session_ids is None
     return {
         "header": {
             "format": FORMAT,
@@ -148,8 +174,23 @@ def _export(
         "agents": [_agent(conn, r) for r in agent_rows],
         "environments": environments,
         "sessions": exported,
+        **{
+            table: [_sealed_apart(table, r, reentry) for r in _live(conn, table, project_id)]
+            for table in PROJECT_TABLES
+            if whole_project
+        },
         "needs_reentry": sorted(reentry, key=lambda e: (e["kind"], e["id"], e["what"])),
     }
+
+
+def _live(conn: sqlite3.Connection, table: str, project_id: str) -> list[sqlite3.Row]:
+    return _select(conn, table, "project_id = ? AND deleted_at IS NULL", project_id)
+
+
+def _sealed_apart(table: str, row: sqlite3.Row, reentry: list[dict[str, str]]) -> dict[str, Any]:
+    kind, what = PROJECT_TABLES[table]
+    reentry.append({"kind": kind, "id": row["id"], "what": what})
+    return _row(table, row)
 
 
 def _agent(conn: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]:
@@ -238,7 +279,7 @@ def import_bundle(
         header = document["header"]
     except (ValueError, KeyError, TypeError) as exc:
         raise BundleError("not a corebox bundle") from exc
-    if header.get("format") != FORMAT or header.get("version") != VERSION:
+    if header.get("format") != FORMAT or header.get("version") not in READABLE_VERSIONS:
         raise BundleError("not a corebox bundle this build reads")
     conn = _connect(data_dir)
     blobs = BlobStore(data_dir / BLOBS_DIR)
@@ -272,6 +313,9 @@ def _import(
         _import_versions(conn, agent, project_id, added)
     for environment in document.get("environments", []):
         _insert(conn, "environments", {**environment, "project_id": project_id}, added)
+    for table in PROJECT_TABLES:
+        for row in document.get(table, []):
+            _insert(conn, table, {**row, "project_id": project_id, **UNSEALED[table]}, added)
     sessions = document.get("sessions", [])
     for index, session in enumerate(sessions):
         on_progress(index, len(sessions))

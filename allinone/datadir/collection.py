@@ -100,7 +100,10 @@ async def collect(
 async def _sweep_blobs(tx: Tx, data_dir: Path, dry_run: bool) -> list[str]:
     """Remove the blobs no row references, holding the writer's lock (see
     `storage.blobs`). A dry run sees the references a purge would have left."""
-    rows = await tx.fetchall("SELECT DISTINCT blob FROM artifacts WHERE blob IS NOT NULL")
+    rows = await tx.fetchall(
+        "SELECT blob FROM artifacts WHERE blob IS NOT NULL"
+        " UNION SELECT blob FROM files WHERE blob IS NOT NULL"
+    )
     referenced = {str(row["blob"]) for row in rows}
     if dry_run:
         doomed = await tx.fetchall(

@@ -22,7 +22,7 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
 # Bytes held by deleted rows that a gc with zero retention would purge.
 _RECLAIMABLE = (
     "SELECT COALESCE(SUM(LENGTH(payload)), 0) FROM session_events"
-    " WHERE session_id IN (SELECT id FROM sessions WHERE deleted_at IS NOT NULL)",
+    " WHERE session_key IN (SELECT journal_key FROM sessions WHERE deleted_at IS NOT NULL)",
     "SELECT COALESCE(SUM(LENGTH(payload)), 0) FROM items"
     " WHERE session_id IN (SELECT id FROM sessions WHERE deleted_at IS NOT NULL)",
     "SELECT COALESCE(SUM(size_bytes), 0) FROM artifacts WHERE deleted_at IS NOT NULL"

@@ -10,7 +10,7 @@ from allinone.core.api.streams import CreationStop, journal_stream, never
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
 from allinone.core.recorder import Recorder
-from storage import Database, journal, sessions
+from storage import Database, journal, journal_prune, sessions
 from storage.database import Tx
 
 
@@ -61,7 +61,7 @@ def test_a_reader_behind_the_retained_journal_gets_stream_interrupted(tmp_path: 
         hub = Hub()
         # Pruning keeps `keep` readable events plus the REACH before them as bases.
         await _session_with_events(db, Recorder(hub, ids, clock), 10 + journal.REACH)
-        assert await db.write(lambda tx: journal.prune(tx, keep=3)) == 7
+        assert await db.write(lambda tx: journal_prune.prune_batch(tx, 0, keep=3)) == (7, None)
         chunks = [chunk async for chunk in journal_stream(db, hub, ids, "s", 0, never)]
         await db.close()
         return chunks

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 from pathlib import Path
 
 import pytest
@@ -33,3 +34,17 @@ def test_put_is_idempotent_and_sweep_keeps_only_referenced_blobs(tmp_path: Path)
 def test_a_name_that_is_not_a_digest_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         BlobStore(tmp_path).path("../escape")
+
+
+def test_put_from_streams_and_refuses_a_body_that_does_not_match(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path / "blobs")
+    body = bytes(range(256)) * 3000  # several chunks
+    name = hashlib.sha256(body).hexdigest()
+    store.put_from(name, io.BytesIO(body))
+    with store.open(name) as handle:
+        assert handle.read() == body
+    wrong = hashlib.sha256(b"another body").hexdigest()
+    with pytest.raises(ValueError, match="does not match"):
+        store.put_from(wrong, io.BytesIO(body))
+    assert list(store.names()) == [name]
+    assert not list((tmp_path / "blobs").glob("*/.tmp-*"))

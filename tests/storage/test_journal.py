@@ -9,7 +9,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from storage import Database, deltas, journal, sessions
+from storage import Database, deltas, journal, journal_prune, sessions
 from storage.database import Tx
 from storage.rows import dumps, loads
 
@@ -158,7 +158,7 @@ def test_pruning_leaves_every_retained_event_readable(tmp_path: Path) -> None:
         db = await Database.open(tmp_path / "p.db")
         await _session(db, "s")
         written = await _append_all(db, journal.Bases(), random.Random(5), 1400)
-        deleted = await db.write(lambda tx: journal.prune(tx, keep=10))
+        deleted, _ = await db.write(lambda tx: journal_prune.prune_batch(tx, 0, keep=10))
         last = await db.read(lambda r: journal.latest_seq(r, "s"))
         rows = await db.read(lambda r: journal.after(r, "s", last - 10, limit=10))
         await db.close()

@@ -49,11 +49,21 @@ def _picture(client: OpenAI) -> dict[str, Any]:
         agent_id: client.get(f"{root}/x/v1/agents/{agent_id}/deployments", cast_to=object)
         for agent_id, _, _ in agents
     }
+    templates = [
+        t.model_dump(exclude={"created_at", "updated_at"})
+        for t in client.beta.agents.environments.templates.list(order="asc")
+    ]
+    automations = [
+        a.model_dump(exclude={"created_at", "updated_at", "next_run_at"})
+        for a in client.beta.agents.automations.list(order="asc")
+    ]
     return {
         "agents": agents,
         "versions": versions,
         "deployments": deployments,
         "sessions": sessions,
+        "templates": templates,
+        "automations": automations,
     }
 
 
@@ -82,6 +92,21 @@ def _source(client: OpenAI) -> None:
     )
     managed_session(client, os.urandom(100_000))  # a body in the blob store
     managed_session(client, b"small")  # a body in the database
+    client.beta.agents.environments.templates.create(
+        name="web", env={"API_TOKEN": SECRET}, packages={"python": ["httpx"]}
+    )
+    client.beta.agents.automations.create(
+        type="periodic",
+        name="daily",
+        expression="30 7 * * 1-5",
+        timezone="Europe/Paris",
+        target={  # type: ignore[arg-type]
+            "type": "new_session",
+            "agent": {"model": "scripted"},
+            "environment": {"type": "none"},
+            "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+        },
+    )
 
 
 def test_a_bundle_carries_a_project_to_a_fresh_server(tmp_path: Path) -> None:
@@ -101,6 +126,11 @@ def test_a_bundle_carries_a_project_to_a_fresh_server(tmp_path: Path) -> None:
     assert SECRET.encode() not in raw
     document = json.loads(raw)
     assert any("vault" in entry["what"] for entry in document["needs_reentry"])
+    assert document["header"]["version"] == 2
+    assert [t["name"] for t in document["environment_templates"]] == ["web"]
+    assert [a["name"] for a in document["automations"]] == ["daily"]
+    sealed_apart = {e["kind"] for e in document["needs_reentry"]}
+    assert {"environment_template", "automation"} <= sealed_apart
 
     second = start_server(tmp_path / "b" / "data")
     try:
@@ -116,6 +146,14 @@ def _check_import(
     assert once.returncode == 0, once.stderr
     twice = corebox(second.data_dir, "import", str(bundle))
     assert twice.returncode == 0 and " 0 rows added" in twice.stdout, twice.stdout
+    # A bundle of the first format (no templates, no automations) still imports.
+    first_format = json.loads(raw)
+    first_format["header"]["version"] = 1
+    del first_format["environment_templates"], first_format["automations"]
+    older = tmp_path / "v1.bundle"
+    older.write_text(json.dumps(first_format))
+    thrice = corebox(second.data_dir, "import", str(older))
+    assert thrice.returncode == 0 and " 0 rows added" in thrice.stdout, thrice.stdout
     with OpenAI(base_url=second.base_url + "/v1", api_key=API_KEY, max_retries=0) as target:
         assert _picture(target) == expected
 
@@ -126,6 +164,17 @@ def _check_import(
     assert header_time.sub(rb"\1", raw) == header_time.sub(rb"\1", again.read_bytes())
     with OpenAI(base_url=second.base_url + "/v1", api_key=API_KEY, max_retries=0) as target:
         _new_turn(target, next(iter(expected["sessions"])))
+        _imported_automation_names_its_missing_target(target)
+
+
+def _imported_automation_names_its_missing_target(target: OpenAI) -> None:
+    (automation,) = target.beta.agents.automations.list().data
+    invocation = target.beta.agents.automations.invocations.create(automation.id)
+    assert invocation.status == "failed" and invocation.error is not None
+    assert invocation.error.code == "target_not_imported"
+    (template,) = target.beta.agents.environments.templates.list().data
+    renamed = target.beta.agents.environments.templates.update(template.id, name="renamed")
+    assert renamed.name == "renamed"
 
 
 def _new_turn(target: OpenAI, session_id: str) -> None:

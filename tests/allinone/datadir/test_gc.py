@@ -75,6 +75,11 @@ def rows_of(data_dir: Path, session_ids: list[str]) -> dict[str, int]:
         for table in ("sessions", "session_events", "items", "turns", "artifacts"):
             column = "id" if table == "sessions" else "session_id"
             sql = f"SELECT COUNT(*) FROM {table} WHERE {column} IN ({marks})"
+            if table == "session_events":  # rows name their session by its journal key
+                sql = (
+                    "SELECT COUNT(*) FROM session_events WHERE session_key IN"
+                    f" (SELECT journal_key FROM sessions WHERE id IN ({marks}))"
+                )
             found[table] = db.execute(sql, session_ids).fetchone()[0]
     return found
 
