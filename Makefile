@@ -38,7 +38,9 @@ FLOOR_STORAGE := 96
 
 # Bubblewrap is the confinement fallback where Landlock is missing; its test runs the real
 # one, installed from Debian's packages when this is a root shell with apt-get. Chromium
-# runs the console's tests (tests/allinone/console), installed the same way.
+# runs the console's tests (tests/allinone/console), installed the same way. PostgreSQL's
+# server binaries (Debian keeps them in /usr/lib/postgresql/NN/bin) run the throw-away
+# cluster the storage and API suites use for the PostgreSQL backend (tests/support/postgres.py).
 system-deps:
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 	  && apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; } \
@@ -46,6 +48,10 @@ system-deps:
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 	  && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
 	  || echo "chromium is not installed: the console's browser tests will be skipped"
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null \
+	  || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } \
+	  || echo "postgresql is not installed: the PostgreSQL backend's tests will be skipped"
 
 unit: $(STAMP_DEV) system-deps
 	rm -rf build/work/coverage && mkdir -p build/work/coverage

@@ -13,8 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.postgres import postgres_cluster, postgres_url
+
 ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "test-key"
+
+__all__ = ["postgres_cluster", "postgres_url"]
 
 
 def free_port() -> int:
