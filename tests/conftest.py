@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import databases
 from tests.support.postgres import postgres_cluster, postgres_url, server_database, stop_shared
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,6 +80,8 @@ def start_server(
     if database is not None:
         env["COREBOX_DATABASE_URL"] = database
     env.update(extra_env or {})
+    if env.get("COREBOX_DATABASE_URL"):
+        databases.remember(data_dir, env["COREBOX_DATABASE_URL"])
     log = data_dir.parent / f"{data_dir.name}.log"
     ready, ready_w = os.pipe()
     with log.open("ab") as handle:
