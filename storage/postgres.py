@@ -169,7 +169,21 @@ class Driver:
         )
 
     def run(self, statement: str) -> None:
-        self.conn.execute(statement)
+        if statement != self.begin_sql:
+            self.conn.execute(statement)
+            return
+        # A transaction begins on a connection the server may have closed since its last
+        # use (a restart): nothing has run yet, so it begins again on a new one.
+        try:
+            self.conn.execute(statement)
+        except psycopg.OperationalError:
+            if not self.lost():
+                raise
+            self.conn.execute(statement)
+
+    def lost(self) -> bool:
+        """Whether the connection is gone (the next use opens a new one)."""
+        return self._conn is None or self._conn.closed or self._conn.broken
 
     def close(self) -> None:
         if self._conn is not None:

@@ -170,6 +170,14 @@ class Cluster:
             "--locale=C",
             "--no-sync",
         )
+        self.resume()
+
+    def halt(self) -> None:
+        """Stop the server, keeping its data (`resume` starts it again)."""
+        self._run("pg_ctl", "stop", "-D", str(self.data), "-m", "fast", "-w")
+
+    def resume(self) -> None:
+        """Start the server on its data directory and port."""
         options = " ".join(
             (
                 f"-p {self.port}",

@@ -1,0 +1,59 @@
+"""PostgreSQL only: a server that goes away makes the store unavailable (nothing
+acknowledged, `failure` set), and the store takes writes again once the server is back,
+on new connections, without reopening the database."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from storage import Database, StorageUnavailable
+from storage.database import Tx
+from tests.support.postgres import Cluster, ensure_installed
+
+
+@pytest.fixture
+def own_cluster() -> Iterator[Cluster]:
+    bindir = ensure_installed()
+    if bindir is None:
+        pytest.skip("PostgreSQL is not installed and cannot be installed here")
+    cluster = Cluster.start(bindir)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _put(key: str):  # type: ignore[no-untyped-def]
+    async def job(tx: Tx) -> None:
+        await tx.execute("INSERT INTO meta (key, value) VALUES (?, 'v')", (key,))
+
+    return job
+
+
+def test_a_lost_server_is_unavailable_and_the_store_recovers_with_it(
+    own_cluster: Cluster,
+) -> None:
+    url = own_cluster.fresh_database()
+
+    async def main() -> list[str]:
+        db = await Database.open(url)
+        try:
+            await db.write(_put("before"))
+            own_cluster.halt()
+            with pytest.raises(StorageUnavailable):
+                await db.write(_put("lost"))
+            assert db.failure is not None
+            with pytest.raises(StorageUnavailable):
+                await db.read(lambda r: r.fetchall("SELECT key FROM meta"))
+            own_cluster.resume()
+            await db.write(_put("after"))
+            assert db.failure is None
+            rows = await db.read(lambda r: r.fetchall("SELECT key FROM meta ORDER BY key"))
+            return [str(row["key"]) for row in rows]
+        finally:
+            await db.close()
+
+    assert asyncio.run(main()) == ["after", "before"]
