@@ -76,7 +76,8 @@ def start_server(
     # The default project may bind self_hosted workspaces anywhere in the test run's
     # temporary tree (the data directory inside it stays unreachable).
     env["COREBOX_WORKSPACE_ROOTS"] = str(data_dir.parent.parent)
-    database = server_database()
+    # A server started again on the same data directory finds the same database.
+    database = databases.url(data_dir) or server_database()
     if database is not None:
         env["COREBOX_DATABASE_URL"] = database
     env.update(extra_env or {})

@@ -28,6 +28,11 @@ def remember(data_dir: Path, url: str) -> None:
     _URLS[data_dir.resolve()] = url
 
 
+def url(data_dir: Path) -> str | None:
+    """The PostgreSQL database a server on `data_dir` was started on, if any."""
+    return _URLS.get(data_dir.resolve())
+
+
 def location(data_dir: Path) -> Path | str:
     """The server's database: its PostgreSQL URL, or the SQLite file."""
     return _URLS.get(data_dir.resolve()) or data_dir / DATABASE_FILE
