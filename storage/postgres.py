@@ -31,7 +31,7 @@ from psycopg import ClientCursor, errors, postgres
 from psycopg.adapt import Buffer, Dumper, Loader
 from psycopg.rows import RowMaker
 
-from storage.errors import Conflict, StorageError, StorageUnavailable
+from storage.errors import Conflict, StorageError, StorageUnavailable, Unstorable
 
 SCHEMES = ("postgresql://", "postgres://")
 CONNECT_TIMEOUT_SECONDS = 10
@@ -218,6 +218,8 @@ def translate(exc: BaseException, context: str = "") -> StorageError:
     message = f"{context}: {exc}" if context else str(exc)
     if isinstance(exc, psycopg.IntegrityError):
         return Conflict(message)
+    if isinstance(exc, psycopg.DataError) and "NUL" in str(exc):
+        return Unstorable(message)
     for kind, reason in _REASONS:
         if isinstance(exc, kind):
             return StorageUnavailable(message, reason)

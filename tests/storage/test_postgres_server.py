@@ -1,6 +1,7 @@
-"""PostgreSQL only: a server that goes away makes the store unavailable (nothing
-acknowledged, `failure` set), and the store takes writes again once the server is back,
-on new connections, without reopening the database."""
+"""PostgreSQL only: text with U+0000 is refused as `Unstorable`; a server that goes away
+makes the store unavailable (nothing acknowledged, `failure` set), and the store takes
+writes again once the server is back, on new connections, without reopening the
+database."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from storage import Database, StorageUnavailable
+from storage import Database, StorageUnavailable, Unstorable
 from storage.database import Tx
 from tests.support.postgres import Cluster, ensure_installed
 
@@ -57,3 +58,18 @@ def test_a_lost_server_is_unavailable_and_the_store_recovers_with_it(
             await db.close()
 
     assert asyncio.run(main()) == ["after", "before"]
+
+
+def test_text_with_u0000_is_unstorable_and_changes_nothing(postgres_url: str) -> None:
+    async def main() -> list[str]:
+        db = await Database.open(postgres_url)
+        try:
+            with pytest.raises(Unstorable):
+                await db.write(_put("nul\x00inside"))
+            await db.write(_put("plain"))
+            rows = await db.read(lambda r: r.fetchall("SELECT key FROM meta ORDER BY key"))
+            return [str(row["key"]) for row in rows]
+        finally:
+            await db.close()
+
+    assert asyncio.run(main()) == ["plain"]
