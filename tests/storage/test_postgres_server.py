@@ -6,6 +6,7 @@ database."""
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -73,3 +74,14 @@ def test_text_with_u0000_is_unstorable_and_changes_nothing(postgres_url: str) ->
             await db.close()
 
     assert asyncio.run(main()) == ["plain"]
+
+
+def test_an_unreachable_server_is_refused_at_open_without_its_password() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound, not listening: connections are refused
+        url = f"postgresql://corebox:s3cret@127.0.0.1:{port}/corebox"
+        with pytest.raises(StorageUnavailable) as refused:
+            asyncio.run(Database.open(url))
+    assert refused.value.reason == "cannot_open"
+    assert "s3cret" not in str(refused.value)

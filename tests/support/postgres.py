@@ -250,6 +250,14 @@ def server_database() -> str | None:
     return cluster.fresh_database()
 
 
+def sqlite_only(reason: str) -> pytest.MarkDecorator:
+    """Marks a test of what only the embedded SQLite store has (its files, their faults),
+    skipped when the servers run on PostgreSQL."""
+    return pytest.mark.skipif(
+        os.environ.get(BACKEND_VARIABLE, "sqlite") == "postgresql", reason=f"SQLite only: {reason}"
+    )
+
+
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[Cluster]:
     cluster = shared()
