@@ -129,3 +129,17 @@ def test_the_log_format_comes_from_flags_environment_or_file(tmp_path: Path) -> 
     assert load({}, {}, tmp_path).log_format == "json"
     with pytest.raises(ConfigError, match="log format must be one of text, json"):
         load({"log_format": "xml"}, {}, tmp_path)
+
+
+def test_database_url_from_toml_environment_or_flag_and_out_of_the_repr(tmp_path: Path) -> None:
+    assert load({}, {}, tmp_path).database_url is None  # the data directory's SQLite
+    (tmp_path / "corebox.toml").write_text('database_url = "postgresql://u:pw@db/toml"\n')
+    assert load({}, {}, tmp_path).database_url == "postgresql://u:pw@db/toml"
+    environ = {"COREBOX_DATABASE_URL": "postgresql://u:pw@db/env"}
+    assert load({}, environ, tmp_path).database_url == "postgresql://u:pw@db/env"
+    flags = {"database_url": "postgres://u:pw@db/flag"}
+    config = load(flags, environ, tmp_path)
+    assert config.database_url == "postgres://u:pw@db/flag"
+    assert "pw" not in repr(config)
+    with pytest.raises(ConfigError, match="database_url"):
+        load({"database_url": "mysql://db/x"}, {}, tmp_path)
