@@ -37,6 +37,7 @@ SCHEMES = ("postgresql://", "postgres://")
 CONNECT_TIMEOUT_SECONDS = 10
 # Held while migrating, so that several processes starting at once migrate one by one.
 MIGRATION_LOCK = 0x636F7265626F78
+BLOB_CHUNK_BYTES = 256 * 1024
 
 
 def is_url(target: object) -> bool:
@@ -162,11 +163,24 @@ class Driver:
         return int(row[0])
 
     def write_blob(self, table: str, column: str, rowid: int, source: BinaryIO) -> None:
-        # A parameter is sent whole: the body is read into memory once (uploads are
-        # bounded by the API's limit).
-        self.conn.execute(
-            f"UPDATE {table} SET {column} = %s WHERE rowid = %s", (source.read(), rowid)
+        # Streamed, one chunk at a time, through COPY into a temporary table (as bytea's
+        # hex text, its backslash escaped for COPY), then moved into the row on the
+        # server: the content never sits in this process's memory whole.
+        conn = self.conn
+        conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS blob_upload (content BYTEA) ON COMMIT DELETE ROWS"
         )
+        conn.execute("DELETE FROM blob_upload")
+        with conn.cursor().copy("COPY blob_upload (content) FROM STDIN") as copy:
+            copy.write(b"\\\\x")
+            while chunk := source.read(BLOB_CHUNK_BYTES):
+                copy.write(chunk.hex().encode())
+            copy.write(b"\n")
+        conn.execute(
+            f"UPDATE {table} SET {column} = (SELECT content FROM blob_upload) WHERE rowid = %s",
+            (rowid,),
+        )
+        conn.execute("DELETE FROM blob_upload")
 
     def run(self, statement: str) -> None:
         if statement != self.begin_sql:
