@@ -60,8 +60,7 @@ system-deps:
 PG_API_TESTS := tests/api/test_sessions.py tests/api/test_turns.py \
 	tests/api/test_run_control.py tests/api/test_recovery.py tests/api/test_reclaim.py \
 	tests/api/test_event_streams.py tests/api/test_files.py tests/api/test_automations.py \
-	tests/api/test_drain.py tests/api/test_forks.py tests/api/test_vaults.py \
-	tests/allinone/test_postgres_command.py
+	tests/api/test_drain.py tests/api/test_forks.py tests/api/test_vaults.py
 
 unit: $(STAMP_DEV) system-deps
 	rm -rf build/work/coverage && mkdir -p build/work/coverage
