@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import io
 from pathlib import Path
 
 import pytest
 
+from allinone import data_commands
 from allinone.config import ConfigError, load
 
 
@@ -143,3 +147,16 @@ def test_database_url_from_toml_environment_or_flag_and_out_of_the_repr(tmp_path
     assert "pw" not in repr(config)
     with pytest.raises(ConfigError, match="database_url"):
         load({"database_url": "mysql://db/x"}, {}, tmp_path)
+
+
+def test_the_data_directory_commands_refuse_a_postgresql_configuration(tmp_path: Path) -> None:
+    environ = {"COREBOX_DATABASE_URL": "postgresql://u@db/x", "HOME": str(tmp_path)}
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = data_commands.run_command(
+            argparse.Namespace(command="storage", data_dir=str(tmp_path), config=None, json=False),
+            environ,
+            io.StringIO(),
+        )
+    assert code == 1
+    assert "PostgreSQL" in err.getvalue()
