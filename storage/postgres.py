@@ -12,7 +12,10 @@ PostgreSQL migrations:
   `max`, `zeroblob`) are defined by the PostgreSQL migrations;
 - rows behave like `sqlite3.Row`: index and column-name access, `keys()`, `dict(row)`;
 - the one table read through `Tx.insert` and `Tx.write_blob` (`files`) has a `rowid`
-  identity column of its own.
+  identity column of its own; a blob is streamed in through COPY;
+- an SQLite column that holds bytes in a TEXT column (a compact event id) holds bytea's
+  hex text here (`journal_templates.event_id_text` reads both);
+- text cannot hold U+0000 in PostgreSQL: such a value is `Unstorable`.
 
 Errors: `translate` maps psycopg's errors into the storage tree. A lost server (a
 connection error, an administrator's shutdown) is `StorageUnavailable`; the connection
