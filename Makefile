@@ -38,7 +38,9 @@ FLOOR_STORAGE := 96
 
 # Bubblewrap is the confinement fallback where Landlock is missing; its test runs the real
 # one, installed from Debian's packages when this is a root shell with apt-get. Chromium
-# runs the console's tests (tests/allinone/console), installed the same way.
+# runs the console's tests (tests/allinone/console), installed the same way. PostgreSQL's
+# server binaries (Debian keeps them in /usr/lib/postgresql/NN/bin) run the throw-away
+# cluster the storage and API suites use for the PostgreSQL backend (tests/support/postgres.py).
 system-deps:
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 	  && apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; } \
@@ -46,10 +48,24 @@ system-deps:
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 	  && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
 	  || echo "chromium is not installed: the console's browser tests will be skipped"
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null \
+	  || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } \
+	  || echo "postgresql is not installed: the PostgreSQL backend's tests will be skipped"
+
+# The storage suite (tests/storage) runs on both backends in the first pass. The second
+# pass runs the API files that exercise the most storage (a real `corebox serve` on a
+# fresh PostgreSQL database each): running the whole API suite twice would not fit CI's
+# time; `COREBOX_TEST_BACKEND=postgresql pytest tests/api` runs all of it.
+PG_API_TESTS := tests/api/test_sessions.py tests/api/test_turns.py \
+	tests/api/test_run_control.py tests/api/test_recovery.py tests/api/test_reclaim.py \
+	tests/api/test_event_streams.py tests/api/test_files.py tests/api/test_automations.py \
+	tests/api/test_drain.py tests/api/test_forks.py tests/api/test_vaults.py
 
 unit: $(STAMP_DEV) system-deps
 	rm -rf build/work/coverage && mkdir -p build/work/coverage
 	$(COVERAGE) run -m pytest -q -m "not binary"
+	COREBOX_TEST_BACKEND=postgresql $(COVERAGE) run -m pytest -q -m "not binary" $(PG_API_TESTS)
 	$(COVERAGE) combine -q
 	$(COVERAGE) report --format=total --fail-under=$(FLOOR_TOTAL)
 	$(COVERAGE) report --format=total --include='runtime/proto/*' --fail-under=$(FLOOR_PROTO)
@@ -81,6 +97,7 @@ bench: binary
 	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_builtin.py
 	$(BIN)/python tests/bench/bench_snapshots.py
 	$(BIN)/python tests/bench/bench_checkpoint.py
+	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_postgres.py
 
 clean:
 	rm -rf $(VENV) dist build/work

@@ -261,9 +261,10 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     preparations = Preparations(ids.new)  # shared by turns and workspace operations
     skills = Catalog(db, ids, clock)
     blobs = BlobStore(config.data_dir / BLOBS_DIR)  # artifact and uploaded file bodies
+    upload_blobs = blobs if db.path is not None else None  # PostgreSQL keeps them itself
     environments = Environments(
         db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants,
-        preparations=preparations, skills=skills, blobs=blobs, bodies=FileBodies(db, blobs),
+        preparations=preparations, skills=skills, blobs=blobs, bodies=FileBodies(db, upload_blobs),
         recorder=recorder,
     )  # fmt: skip
     reveal = redactor.add  # secrets opened for runs are kept out of the log
@@ -558,7 +559,7 @@ class App:
         sock = bind(config.host, config.port)
         life.on_stop_sync("listening socket", sock.close)
         try:
-            db = await Database.open(config.data_dir / DATABASE_FILE)
+            db = await Database.open(config.database_url or config.data_dir / DATABASE_FILE)
         except StorageError as exc:
             raise StartupError(str(exc)) from exc
         life.on_stop("database", db.close)
@@ -784,4 +785,4 @@ def _log_filters(credential: str) -> Callable[[], None]:
 
 
 async def _checkpoint(db: Database) -> None:
-    await db.read(lambda r: r.fetchone("PRAGMA wal_checkpoint(PASSIVE)"))
+    await db.checkpoint()

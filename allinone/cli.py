@@ -23,6 +23,7 @@ from allinone import (
     environments_cli,
     logs,
     overlays_cli,
+    postgres_command,
     run_control,
     session_forks,
     skill_commands,
@@ -69,6 +70,12 @@ def _add_serve(commands: Any) -> None:
         dest="data_dir",
         metavar="DIR",
         help="where state is kept (default $XDG_DATA_HOME/corebox or ~/.local/share/corebox)",
+    )
+    serve.add_argument(
+        "--database-url",
+        dest="database_url",
+        metavar="URL",
+        help="keep the state in this PostgreSQL database (postgresql://...) instead of SQLite",
     )
     serve.add_argument(
         "--log-level",
@@ -140,6 +147,7 @@ def _add_commands(commands: Any) -> None:
     console_command.add_commands(commands)
     doctor_command.add_command(commands)
     status_command.add_command(commands)
+    postgres_command.add_command(commands)
     cli_help.add_command(commands)
 
 
@@ -227,6 +235,7 @@ def _serve(args: argparse.Namespace) -> int:
             "host",
             "port",
             "data_dir",
+            "database_url",
             "log_level",
             "log_format",
             "config",

@@ -138,8 +138,12 @@ def pack(text: str) -> str | bytes:
 
 
 def unpack(stored: str | bytes) -> str:
-    """The patch's text from its stored form (text is stored as itself)."""
+    """The patch's text from its stored form (text is stored as itself). PostgreSQL
+    keeps the column as text, where the bytes arrive as bytea's hex text (`\\x` and hex
+    digits); a patch's own text is JSON, which never starts with a backslash."""
     if isinstance(stored, str):
-        return stored
+        if not stored.startswith("\\x"):
+            return stored
+        stored = bytes.fromhex(stored[2:])
     decompressor = zlib.decompressobj(_WINDOW_BITS, zdict=DICTIONARIES[stored[0]])
     return (decompressor.decompress(stored[1:]) + decompressor.flush()).decode()

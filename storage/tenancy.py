@@ -78,7 +78,8 @@ async def next_counter(tx: Tx, key: str) -> int:
     # One statement; fetchall steps it to its end, so nothing stays open in the transaction.
     rows = await tx.fetchall(
         "INSERT INTO meta (key, value) VALUES (?, '1')"
-        " ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1 RETURNING value",
+        " ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)"
+        " RETURNING value",
         (key,),
     )
     return int(rows[0]["value"])

@@ -14,10 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import databases
+from tests.support.postgres import postgres_cluster, postgres_url, server_database, stop_shared
 from tests.support.sdk import close_opened
 
 ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "test-key"
+
+__all__ = ["postgres_cluster", "postgres_url"]
 
 
 def free_port() -> int:
@@ -74,7 +78,13 @@ def start_server(
     # The default project may bind self_hosted workspaces anywhere in the test run's
     # temporary tree (the data directory inside it stays unreachable).
     env["COREBOX_WORKSPACE_ROOTS"] = str(data_dir.parent.parent)
+    # A server started again on the same data directory finds the same database.
+    database = databases.url(data_dir) or server_database()
+    if database is not None:
+        env["COREBOX_DATABASE_URL"] = database
     env.update(extra_env or {})
+    if env.get("COREBOX_DATABASE_URL"):
+        databases.remember(data_dir, env["COREBOX_DATABASE_URL"])
     log = data_dir.parent / f"{data_dir.name}.log"
     ready, ready_w = os.pipe()
     with log.open("ab") as handle:
@@ -130,3 +140,8 @@ def _garbage_of_each_test_is_its_own() -> Iterator[None]:
     yield
     close_opened()
     gc.collect()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The throw-away PostgreSQL server, if this run started one, goes with the run."""
+    stop_shared()

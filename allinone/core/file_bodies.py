@@ -16,13 +16,15 @@ Contract:
 - `read(project_id, file_id)` is the whole body at once, for callers that copy it.
 - `open(project_id, file_id)` opens a reader on the body as committed when it is
   called: a later delete does not cut a download short. The reader yields chunks of at
-  most `CHUNK_BYTES` and must be closed (`aclose`, or iterating it to its end).
+  most `CHUNK_BYTES` and must be closed (`aclose`, or iterating it to its end). On
+  SQLite it reads the blob in place; on PostgreSQL the body is read whole first.
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
+import io
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -105,6 +107,12 @@ class FileBodies:
 
     async def open(self, project_id: str, file_id: str) -> BodyReader | None:
         """A reader on the file's body, or None when the project has no such file."""
+        if self._db.path is None:
+            row = await self._db.read(lambda r: env_rows.upload(r, project_id, file_id))
+            if row is None:
+                return None
+            body = io.BytesIO(bytes(row["content"]))
+            return BodyReader(body.read, body.close)
         try:
             return await asyncio.to_thread(_open, self._db.path, self._blobs, project_id, file_id)
         except sqlite3.Error as exc:

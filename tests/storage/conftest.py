@@ -1,0 +1,40 @@
+"""The storage suite runs on both backends: a test that takes `target` runs once on an
+SQLite file in its temporary directory and once on a fresh PostgreSQL database on the
+throw-away server (tests/support/postgres.py). Tests of what only SQLite has (its files,
+WAL, file faults) take `tmp_path` alone and say so in their docstring."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.support.databases import Raw, raw
+from tests.support.postgres import Cluster
+
+__all__ = ["Raw", "Target", "raw"]
+
+Target = Callable[[str], "Path | str"]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Target:
+    """`target(name)`: what `Database.open` takes for the database called `name` in this
+    test (the same name gives the same database)."""
+    if backend == "sqlite":
+        return lambda name: tmp_path / name
+    cluster: Cluster = request.getfixturevalue("postgres_cluster")
+    urls: dict[str, str] = {}
+
+    def url(name: str) -> str:
+        if name not in urls:
+            urls[name] = cluster.fresh_database()
+        return urls[name]
+
+    return url
