@@ -174,9 +174,18 @@ async def _insert_on_base(tx: Tx, values: tuple[Any, ...], base: _Base) -> bool:
         "INSERT INTO session_events (session_key, seq, event_id, type, base_seq, payload,"
         f" created_at) SELECT {_KEY}, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM"
         f" session_events WHERE session_key = {_KEY} AND seq = ? AND event_id = ?)",
-        (*values, values[0], base.seq, event_id_value(base.event_id)),
+        (*values, values[0], base.seq, _stored_event_id(tx, base.event_id)),
     )
     return inserted == 1
+
+
+def _stored_event_id(tx: Tx, event_id: str) -> str | bytes:
+    """An event id as its column holds it, for comparing: its bytes on SQLite, bytea's
+    hex text on PostgreSQL (where the column is text)."""
+    value = event_id_value(event_id)
+    if isinstance(value, bytes) and tx.backend == "postgresql":
+        return "\\x" + value.hex()
+    return value
 
 
 async def _insert(tx: Tx, values: tuple[Any, ...]) -> None:
