@@ -24,6 +24,7 @@ from allinone.core.api.common import (
     list_params,
 )
 from allinone.core.api.errors import from_validation, invalid, not_found
+from allinone.core.api.listing import single
 from allinone.core.environments import (
     WORKSPACE,
     Environments,
@@ -44,6 +45,10 @@ from allinone.core.shapes.template_models import (
 from storage import environments as env_rows
 from storage import sessions
 from storage.database import Database
+
+# The `type` filter of the environment list: the SDK's value, and the type of an
+# environment a session binds on this machine.
+ENVIRONMENT_TYPES = ("openai_hosted", "self_hosted")
 
 
 class EnvironmentCreate(msgspec.Struct, forbid_unknown_fields=True):
@@ -107,7 +112,9 @@ class EnvironmentsApi:
     async def list(self, request: Request) -> Response:
         project = project_of(request)
         params = list_params(request)
-        type_ = request.query_params.get("type")
+        type_ = single(request, "type")
+        if type_ is not None and type_ not in ENVIRONMENT_TYPES:
+            raise invalid(f"type must be one of {', '.join(ENVIRONMENT_TYPES)}.", "type")
         where = "project_id = ?"
         args: tuple[str, ...] = (project,)
         if type_:

@@ -1,12 +1,13 @@
 """`/v1/files`: the Files API the SDK's `client.files` uses (upload, list, retrieve,
-content, delete). Bodies stream to and from disk through `allinone.core.file_bodies`;
-no body is ever held in memory whole."""
+content, delete). An upload reads `file` and `purpose` and refuses any other field.
+Bodies stream to and from disk through `allinone.core.file_bodies`; no body is ever
+held in memory whole."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, BinaryIO
@@ -33,6 +34,7 @@ UPLOAD_CHUNK_BYTES = 256 * 1024
 # The Files API's own list bounds: `limit` 1-10,000, default 10,000.
 MAX_FILE_LIMIT = 10_000
 PURPOSES = ("user_data",)
+UPLOAD_FIELDS = ("file", "purpose")
 
 
 def file_object(row: dict[str, Any]) -> dict[str, Any]:
@@ -144,6 +146,7 @@ async def _upload_fields(
     except (MultiPartException, UnicodeDecodeError) as exc:
         raise invalid("The multipart body could not be read.") from exc
     try:
+        _check_field_names(form.keys())
         purpose = form.get("purpose")
         if purpose not in PURPOSES:
             raise invalid("purpose must be user_data.", "purpose")
@@ -153,6 +156,21 @@ async def _upload_fields(
         yield upload_filename(upload.filename), upload.file, str(purpose)
     finally:
         await form.close()
+
+
+def _check_field_names(names: Iterable[str]) -> None:
+    """Only `file` and `purpose` are read. `expires_after` is refused: corebox keeps an
+    uploaded file until it is deleted (README, differences); any other field is not
+    part of the upload."""
+    for name in names:
+        if name == "expires_after" or name.startswith("expires_after["):
+            raise invalid(
+                "expires_after is not supported: corebox keeps a file until it is deleted.",
+                "expires_after",
+                code="unsupported_or_invalid_configuration",
+            )
+        if name not in UPLOAD_FIELDS:
+            raise invalid(f"Unknown upload field {name[:64]!r}.", name[:64])
 
 
 def _measure(source: BinaryIO) -> tuple[int, str]:

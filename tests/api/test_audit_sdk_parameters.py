@@ -1,0 +1,80 @@
+"""Parameters of the official SDK that corebox must honour or refuse, found by walking
+the SDK's methods: each accepted value shows up as the SDK's types say, each refused one
+names its parameter and changes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+import pytest
+from openai import OpenAI
+
+from tests.api.support import Surface, http, unchanged
+from tests.conftest import API_KEY
+
+NONE_ENV: Any = {"type": "none"}
+
+
+def test_a_spend_control_without_a_limit_means_no_limit(client: OpenAI) -> None:
+    """The SDK's `SpendControl.limit` is a positive integer; `{"limit": null}` asks for
+    none, so the session shows none (strict validation would reject a null limit)."""
+    sessions = client.beta.agents.sessions
+    unlimited = sessions.create(
+        agent={"model": "scripted"}, environment=NONE_ENV, input="hi", spend_control={"limit": None}
+    )
+    assert unlimited.spend_control is None
+    assert sessions.retrieve(unlimited.id).spend_control is None
+    assert all(s.spend_control is None for s in sessions.list().data if s.id == unlimited.id)
+
+    limited = sessions.create(
+        agent={"model": "scripted"}, environment=NONE_ENV, input="hi", spend_control={"limit": 50}
+    )
+    assert limited.spend_control is not None and limited.spend_control.limit == 50
+    cleared = sessions.update(limited.id, spend_control={"limit": None})
+    assert cleared.spend_control is None
+    assert sessions.retrieve(limited.id).spend_control is None
+    again = sessions.update(limited.id, spend_control={"limit": 70})
+    assert again.spend_control is not None and again.spend_control.limit == 70
+    assert sessions.update(limited.id, spend_control=None).spend_control is None
+
+
+def test_the_environment_list_type_filter_is_checked(surface: Surface, client: OpenAI) -> None:
+    environments = client.beta.agents.environments
+    hosted = environments.create(environment={"type": "openai_hosted"})
+    assert hosted.id in [e.id for e in environments.list(type="openai_hosted").data]
+    assert environments.list(extra_query={"type": "self_hosted"}).data == []
+    with unchanged(surface.server.data_dir), pytest.raises(openai.BadRequestError) as raised:
+        environments.list(extra_query={"type": "zzz"})
+    assert raised.value.param == "type"
+    status, body, _ = http(
+        surface.server.base_url,
+        "GET",
+        "/v1/agents/environments?type=openai_hosted&type=openai_hosted",
+        headers={"Authorization": f"Bearer {API_KEY}", "OpenAI-Beta": "agents=v1"},
+    )
+    assert status == 400 and body["error"]["param"] == "type"
+
+
+def test_a_file_expiry_is_refused_not_dropped(surface: Surface, client: OpenAI) -> None:
+    """corebox keeps a file until it is deleted, so `expires_after` (which would make it
+    vanish) is refused with `unsupported_or_invalid_configuration`, in range or not."""
+    for seconds in (3600, 10):
+        with unchanged(surface.server.data_dir), pytest.raises(openai.BadRequestError) as raised:
+            client.files.create(
+                file=("a.txt", b"hi"),
+                purpose="user_data",
+                expires_after={"anchor": "created_at", "seconds": seconds},
+            )
+        assert raised.value.param == "expires_after"
+        assert raised.value.code == "unsupported_or_invalid_configuration"
+    kept = client.files.create(file=("a.txt", b"hi"), purpose="user_data")
+    assert kept.expires_at is None
+
+
+def test_an_unknown_upload_field_is_refused(surface: Surface, client: OpenAI) -> None:
+    with unchanged(surface.server.data_dir), pytest.raises(openai.BadRequestError) as raised:
+        client.files.create(
+            file=("a.txt", b"hi"), purpose="user_data", extra_body={"chunking": "auto"}
+        )
+    assert raised.value.param == "chunking"
