@@ -11,6 +11,7 @@ import pytest
 from openai import OpenAI
 
 from tests.api.support import Surface, http, unchanged
+from tests.api.test_turns import idle_session
 from tests.conftest import API_KEY
 
 NONE_ENV: Any = {"type": "none"}
@@ -78,3 +79,24 @@ def test_an_unknown_upload_field_is_refused(surface: Surface, client: OpenAI) ->
             file=("a.txt", b"hi"), purpose="user_data", extra_body={"chunking": "auto"}
         )
     assert raised.value.param == "chunking"
+
+
+def test_an_empty_metadata_key_is_refused_everywhere(surface: Surface, client: OpenAI) -> None:
+    """A key no `metadata[k]=v` filter can name is refused where metadata is written."""
+    agents = client.beta.agents
+    session_id = idle_session(client)
+    vault = agents.vaults.create(name="v")
+    empty = {"": "v"}
+    for name, write in {
+        "agents.create": lambda: agents.create(model="scripted", metadata=empty),
+        "sessions.create": lambda: agents.sessions.create(
+            agent={"model": "scripted"}, environment=NONE_ENV, input="hi", metadata=empty
+        ),
+        "sessions.update": lambda: agents.sessions.update(session_id, metadata=empty),
+        "vaults.create": lambda: agents.vaults.create(name="w", metadata=empty),
+        "vaults.update": lambda: agents.vaults.update(vault.id, metadata=empty),
+    }.items():
+        with unchanged(surface.server.data_dir), pytest.raises(openai.BadRequestError) as raised:
+            write()
+        assert raised.value.param == "metadata.", name
+    assert agents.create(model="scripted", metadata={"k" * 64: "v"}).metadata == {"k" * 64: "v"}
