@@ -100,3 +100,19 @@ def test_an_empty_metadata_key_is_refused_everywhere(surface: Surface, client: O
             write()
         assert raised.value.param == "metadata.", name
     assert agents.create(model="scripted", metadata={"k" * 64: "v"}).metadata == {"k" * 64: "v"}
+
+
+def test_vaults_given_to_an_environment_are_refused_not_dropped(
+    surface: Surface, client: OpenAI
+) -> None:
+    """An environment keeps no credentials of its own (a session's come from its own
+    `vault_ids`), so `environments.create(vault_ids=[...])` is refused, known vault or
+    not; an empty list asks for nothing and is accepted."""
+    environments = client.beta.agents.environments
+    vault = client.beta.agents.vaults.create(name="v")
+    for vault_ids in ([vault.id], ["vault_unknown"]):
+        with unchanged(surface.server.data_dir), pytest.raises(openai.BadRequestError) as raised:
+            environments.create(environment={"type": "openai_hosted"}, vault_ids=vault_ids)
+        assert raised.value.param == "vault_ids"
+        assert raised.value.code == "unsupported_or_invalid_configuration"
+    assert environments.create(environment={"type": "openai_hosted"}, vault_ids=[]).id

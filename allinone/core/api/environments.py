@@ -92,8 +92,15 @@ class EnvironmentsApi:
         spec: dict[str, Any] = msgspec.to_builtins(body.environment)
         if spec.get("type") != "openai_hosted":
             raise invalid("Only openai_hosted environments are created here.", "environment.type")
-        if body.vault_ids and len(body.vault_ids) > 10:
-            raise invalid("At most 10 vaults.", "vault_ids")
+        if body.vault_ids:
+            # A session's credentials come from its own vault_ids; an environment keeps
+            # none, so vaults given here would never reach a command or an MCP server.
+            raise invalid(
+                "vault_ids on an environment are not supported: pass them to"
+                " sessions.create, which makes their credentials available to the session.",
+                "vault_ids",
+                code="unsupported_or_invalid_configuration",
+            )
         if spec.get("environment_template_id"):
             raise invalid(
                 "Environment templates cannot be applied in this build yet.",
