@@ -4,6 +4,8 @@ names its parameter and changes nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import openai
@@ -116,3 +118,53 @@ def test_vaults_given_to_an_environment_are_refused_not_dropped(
         assert raised.value.param == "vault_ids"
         assert raised.value.code == "unsupported_or_invalid_configuration"
     assert environments.create(environment={"type": "openai_hosted"}, vault_ids=[]).id
+
+
+def test_what_no_harness_can_use_is_refused_where_it_is_given(
+    surface: Surface, client: OpenAI
+) -> None:
+    """A desktop, network restrictions, system packages and plugins are refused by
+    sessions, standalone environments and automation targets alike, at creation."""
+    agents = client.beta.agents
+    hosted: Any = {"type": "openai_hosted"}
+    for field, value, param in (
+        ("desktop", {"enabled": True}, "desktop.enabled"),
+        ("network", {"access": "disabled"}, "network.access"),
+        ("packages", {"system": ["curl"]}, "packages.system"),
+    ):
+        environment = {**hosted, field: value}
+        target: Any = {
+            "type": "new_session",
+            "agent": {"model": "scripted"},
+            "environment": environment,
+            "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+        }
+        creations: list[tuple[str, Callable[[], Any]]] = [
+            ("environment", partial(agents.environments.create, environment=environment)),
+            (
+                "environment",
+                partial(
+                    agents.sessions.create,
+                    agent={"model": "scripted"},
+                    environment=environment,
+                    input="hi",
+                ),
+            ),
+            (
+                "target.environment",
+                partial(
+                    agents.automations.create,
+                    type="once",
+                    name="x",
+                    run_at=4_000_000_000,
+                    target=target,
+                ),
+            ),
+        ]
+        for where, create in creations:
+            with unchanged(surface.server.data_dir), pytest.raises(openai.BadRequestError) as bad:
+                create()
+            assert bad.value.code == "unsupported_or_invalid_configuration", (field, where)
+            assert bad.value.param == f"{where}.{param}", (field, where)
+    plain = agents.environments.create(environment={**hosted, "desktop": {"enabled": False}})
+    assert plain.id
