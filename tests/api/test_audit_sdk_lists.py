@@ -167,11 +167,9 @@ def _retrievers(client: OpenAI, session_id: str, vault_id: str) -> dict[str, Cal
 
 
 def test_every_unknown_id_is_a_404_not_found_error(surface: Surface, client: OpenAI) -> None:
-    session = client.beta.agents.sessions.create(
-        agent={"model": "scripted"}, environment=NONE_ENV, input="hi"
-    )
+    session_id = idle_session(client)
     vault = client.beta.agents.vaults.create(name="v")
-    for name, call in _retrievers(client, session.id, vault.id).items():
+    for name, call in _retrievers(client, session_id, vault.id).items():
         with unchanged(surface.server.data_dir), pytest.raises(openai.NotFoundError) as missing:
             call()
         assert missing.value.type == "not_found_error", name

@@ -19,20 +19,37 @@ from tests.conftest import API_KEY
 NONE_ENV: Any = {"type": "none"}
 
 
+def _settled(client: OpenAI, environment_id: str) -> None:
+    """Wait (by reading its state) until a new hosted environment has finished
+    initializing, so its background writes do not land in a later test's `unchanged`."""
+    for _ in range(5000):
+        if client.beta.agents.environments.retrieve(environment_id).status != "pending":
+            return
+    raise AssertionError("the environment stayed pending")
+
+
+def _idle(client: OpenAI, **fields: Any) -> Any:
+    """A session created with a first turn, once that turn has settled (the create
+    stream ends after the session goes idle): its `agent.session.created` view."""
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"}, environment=NONE_ENV, input="hi", stream=True, **fields
+        )
+    )
+    assert events[-1].type == "agent.session.idle"
+    return events[0].session
+
+
 def test_a_spend_control_without_a_limit_means_no_limit(client: OpenAI) -> None:
     """The SDK's `SpendControl.limit` is a positive integer; `{"limit": null}` asks for
     none, so the session shows none (strict validation would reject a null limit)."""
     sessions = client.beta.agents.sessions
-    unlimited = sessions.create(
-        agent={"model": "scripted"}, environment=NONE_ENV, input="hi", spend_control={"limit": None}
-    )
+    unlimited = _idle(client, spend_control={"limit": None})
     assert unlimited.spend_control is None
     assert sessions.retrieve(unlimited.id).spend_control is None
     assert all(s.spend_control is None for s in sessions.list().data if s.id == unlimited.id)
 
-    limited = sessions.create(
-        agent={"model": "scripted"}, environment=NONE_ENV, input="hi", spend_control={"limit": 50}
-    )
+    limited = _idle(client, spend_control={"limit": 50})
     assert limited.spend_control is not None and limited.spend_control.limit == 50
     cleared = sessions.update(limited.id, spend_control={"limit": None})
     assert cleared.spend_control is None
@@ -45,9 +62,10 @@ def test_a_spend_control_without_a_limit_means_no_limit(client: OpenAI) -> None:
 def test_the_environment_list_type_filter_is_checked(surface: Surface, client: OpenAI) -> None:
     environments = client.beta.agents.environments
     hosted = environments.create(environment={"type": "openai_hosted"})
+    _settled(client, hosted.id)
     assert hosted.id in [e.id for e in environments.list(type="openai_hosted").data]
     assert environments.list(extra_query={"type": "self_hosted"}).data == []
-    with unchanged(surface.server.data_dir), pytest.raises(openai.BadRequestError) as raised:
+    with pytest.raises(openai.BadRequestError) as raised:
         environments.list(extra_query={"type": "zzz"})
     assert raised.value.param == "type"
     status, body, _ = http(
@@ -117,7 +135,8 @@ def test_vaults_given_to_an_environment_are_refused_not_dropped(
             environments.create(environment={"type": "openai_hosted"}, vault_ids=vault_ids)
         assert raised.value.param == "vault_ids"
         assert raised.value.code == "unsupported_or_invalid_configuration"
-    assert environments.create(environment={"type": "openai_hosted"}, vault_ids=[]).id
+    accepted = environments.create(environment={"type": "openai_hosted"}, vault_ids=[])
+    _settled(client, accepted.id)
 
 
 def test_what_no_harness_can_use_is_refused_where_it_is_given(
@@ -167,4 +186,79 @@ def test_what_no_harness_can_use_is_refused_where_it_is_given(
             assert bad.value.code == "unsupported_or_invalid_configuration", (field, where)
             assert bad.value.param == f"{where}.{param}", (field, where)
     plain = agents.environments.create(environment={**hosted, "desktop": {"enabled": False}})
-    assert plain.id
+    _settled(client, plain.id)
+
+
+EMPTY_TEXT: Any = [{"role": "user", "content": [{"type": "input_text", "text": ""}]}]
+
+
+def test_a_message_of_empty_text_is_refused_wherever_input_is_given(
+    surface: Surface, client: OpenAI
+) -> None:
+    """An empty string is refused as `input`; a message whose only text is empty says
+    no more, so it is refused too, naming where it was given."""
+    agents = client.beta.agents
+    session_id = idle_session(client)
+    for param, create in (
+        (
+            "input[0].content",
+            partial(
+                agents.sessions.create,
+                agent={"model": "scripted"},
+                environment=NONE_ENV,
+                input=EMPTY_TEXT,
+            ),
+        ),
+        (
+            "events[1].input[0].content",
+            partial(
+                agents.sessions.events.create,
+                session_id,
+                events=[
+                    {"type": "agent.session.input.cancel"},
+                    {"type": "agent.session.input.message", "input": EMPTY_TEXT},
+                ],
+            ),
+        ),
+        (
+            "events[0].input",
+            partial(
+                agents.sessions.events.create,
+                session_id,
+                events=[{"type": "agent.session.input.message", "input": []}],
+            ),
+        ),
+        (
+            "target.input[0].content",
+            partial(
+                agents.automations.create,
+                type="once",
+                name="x",
+                run_at=4_000_000_000,
+                target={
+                    "type": "new_session",
+                    "agent": {"model": "scripted"},
+                    "environment": NONE_ENV,
+                    "input": EMPTY_TEXT,
+                },
+            ),
+        ),
+    ):
+        with unchanged(surface.server.data_dir), pytest.raises(openai.BadRequestError) as raised:
+            create()
+        assert raised.value.param == param
+    image: Any = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": ""},
+                {"type": "input_image", "image_url": "https://example.com/a.png"},
+            ],
+        }
+    ]
+    events = list(
+        agents.sessions.create(
+            agent={"model": "scripted"}, environment=NONE_ENV, input=image, stream=True
+        )
+    )
+    assert events[-1].type == "agent.session.idle"
