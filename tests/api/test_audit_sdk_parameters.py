@@ -8,6 +8,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+import httpx2
 import openai
 import pytest
 from openai import OpenAI
@@ -262,3 +263,55 @@ def test_a_message_of_empty_text_is_refused_wherever_input_is_given(
         )
     )
     assert events[-1].type == "agent.session.idle"
+
+
+BETA = {"Authorization": f"Bearer {API_KEY}", "OpenAI-Beta": "agents=v1"}
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        (b'{"model": "scripted", "model": "other"}', "model"),
+        (b'{"model": "scripted", "metadata": {"k": "a", "k": "b"}}', "k"),
+    ],
+)
+def test_a_body_that_repeats_a_key_is_refused(surface: Surface, body: bytes, param: str) -> None:
+    """Parsers disagree on which copy of a repeated key wins, so such a body has no
+    single meaning: it is refused naming the key, and nothing is created."""
+    with httpx2.Client(timeout=30) as http_client, unchanged(surface.server.data_dir):
+        answer = http_client.post(
+            f"{surface.server.base_url}/v1/agents",
+            headers={**BETA, "Content-Type": "application/json"},
+            content=body,
+        )
+    assert answer.status_code == 400
+    assert answer.json()["error"]["param"] == param
+
+
+def test_the_files_api_refuses_a_repeated_field_and_a_delete_body(
+    surface: Surface, client: OpenAI
+) -> None:
+    auth = {"Authorization": f"Bearer {API_KEY}"}
+    base = surface.server.base_url
+    with httpx2.Client(timeout=30) as http_client:
+        with unchanged(surface.server.data_dir):
+            twice = http_client.post(
+                f"{base}/v1/files",
+                headers=auth,
+                files=[("file", ("a.txt", b"x"))],
+                data={"purpose": ["user_data", "user_data"]},
+            )
+        assert twice.status_code == 400
+        assert twice.json()["error"]["code"] == "unsupported_parameter"
+        assert twice.json()["error"]["param"] == "purpose"
+        kept = client.files.create(file=("a.txt", b"x"), purpose="user_data")
+        with unchanged(surface.server.data_dir):
+            bodied = http_client.request(
+                "DELETE",
+                f"{base}/v1/files/{kept.id}",
+                headers={**auth, "Content-Type": "application/json"},
+                content=b'{"force": true}',
+            )
+        assert bodied.status_code == 400
+        assert bodied.json()["error"]["code"] == "unsupported_parameter"
+    assert client.files.delete(kept.id).deleted is True
