@@ -5,7 +5,13 @@ carry a stale lease epoch. Every refusal leaves the platform as it was."""
 
 from __future__ import annotations
 
-from tests.allinone.comms.comms_helpers import Inst, Owner, new_lease, pair
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from tests.allinone.comms.comms_helpers import PROTOCOL, Inst, Owner, new_lease, pair
 from tests.api.support import unchanged
 from tests.conftest import Server
 
@@ -105,3 +111,27 @@ def test_a_renewal_or_write_with_a_stale_lease_epoch_changes_nothing(server: Ser
         assert (renew_other.status, renew_other.code) == (409, "TASK_LEASE_INVALID")
     renewed = bob.claim(contact_id, lease, seq, renew=True, expected_lease_epoch=epoch).body
     assert renewed["lease_epoch"] == epoch and renewed["state"] == "leased"
+
+
+def test_a_message_body_that_repeats_a_key_is_refused(server: Server) -> None:
+    """`{"message": "a", "message": "b"}` has no single meaning (parsers disagree on which
+    copy wins), so it is refused before anything is sent."""
+    alice, bob = pair(server.base_url)
+    headers = {
+        **PROTOCOL,
+        "X-A2A-Primary-Epoch": str(alice.me()["primary_epoch"]),
+        "Idempotency-Key": "dup-key",
+        "Content-Type": "application/json",
+    }
+    role = json.dumps(bob.role_id)
+    body = f'{{"to_role_id": {role}, "message": "a", "message": "b"}}'.encode()
+    request = urllib.request.Request(
+        f"{server.base_url}/api/v1/contacts", data=body, method="POST", headers=headers
+    )
+    request.add_header("Authorization", f"Bearer {alice.token}")
+    with unchanged(server.data_dir), pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30).close()
+    with refused.value as error:
+        assert error.code == 400
+        assert json.loads(error.read())["error"]["code"] == "INVALID_REQUEST"
+    assert bob.events().body["items"] == []
