@@ -14,7 +14,7 @@ import pytest
 from openai import OpenAI
 
 from tests.api.support import Surface, http, unchanged
-from tests.api.test_turns import idle_session
+from tests.api.test_turns import WEATHER_TOOL, idle_session
 from tests.conftest import API_KEY
 
 NONE_ENV: Any = {"type": "none"}
@@ -315,3 +315,26 @@ def test_the_files_api_refuses_a_repeated_field_and_a_delete_body(
         assert bodied.status_code == 400
         assert bodied.json()["error"]["code"] == "unsupported_parameter"
     assert client.files.delete(kept.id).deleted is True
+
+
+def test_an_unknown_field_is_named_in_param(surface: Surface, client: OpenAI) -> None:
+    agents = client.beta.agents
+    session_id = idle_session(client)
+    for param, send in (
+        ("bogus", partial(agents.create, model="scripted", extra_body={"bogus": 1})),
+        (
+            "agent.instructions",
+            partial(agents.sessions.update, session_id, agent={"instructions": "x"}),  # type: ignore[typeddict-unknown-key]
+        ),
+        (
+            "tools[0].strict",
+            partial(
+                agents.create,
+                model="scripted",
+                tools=[{**WEATHER_TOOL, "strict": True}],  # type: ignore[list-item]
+            ),
+        ),
+    ):
+        with unchanged(surface.server.data_dir), pytest.raises(openai.BadRequestError) as raised:
+            send()
+        assert raised.value.param == param
