@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -60,12 +61,26 @@ def test_a_spend_control_without_a_limit_means_no_limit(client: OpenAI) -> None:
     assert sessions.update(limited.id, spend_control=None).spend_control is None
 
 
-def test_the_environment_list_type_filter_is_checked(surface: Surface, client: OpenAI) -> None:
+def test_the_environment_list_type_filter_is_checked(
+    surface: Surface, client: OpenAI, tmp_path: Path
+) -> None:
     environments = client.beta.agents.environments
     hosted = environments.create(environment={"type": "openai_hosted"})
     _settled(client, hosted.id)
-    assert hosted.id in [e.id for e in environments.list(type="openai_hosted").data]
-    assert environments.list(extra_query={"type": "self_hosted"}).data == []
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment={"type": "self_hosted", "workspace_directory": str(tmp_path)},
+            input="hi",
+            stream=True,
+        )
+    )
+    assert events[-1].type == "agent.session.idle"
+    newest = environments.list(type="openai_hosted").data
+    assert newest[0].id == hosted.id and {e.type for e in newest} == {"openai_hosted"}
+    local = environments.list(extra_query={"type": "self_hosted"}).data
+    assert local and {e.type for e in local} == {"self_hosted"}
+    assert hosted.id not in {e.id for e in local}
     with pytest.raises(openai.BadRequestError) as raised:
         environments.list(extra_query={"type": "zzz"})
     assert raised.value.param == "type"
