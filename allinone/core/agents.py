@@ -61,8 +61,9 @@ def check_metadata(metadata: dict[str, str] | None, param: str = "metadata") -> 
     if len(metadata) > MAX_METADATA_KEYS:
         raise InvalidRequest(f"{param} may have at most {MAX_METADATA_KEYS} keys.", param)
     for key, value in metadata.items():
-        if len(key) > 64:
-            raise InvalidRequest("Metadata keys may be at most 64 characters.", f"{param}.{key}")
+        if not 1 <= len(key) <= 64:
+            # An empty key could be stored but never named by a `metadata[k]=v` filter.
+            raise InvalidRequest("Metadata keys must be 1-64 characters.", f"{param}.{key}")
         if len(value) > 512:
             raise InvalidRequest("Metadata values may be at most 512 characters.", f"{param}.{key}")
     return dict(metadata)

@@ -21,6 +21,8 @@ from msgspec import UNSET
 from allinone.core import agents as agent_config
 from allinone.core import environment_templates
 from allinone.core.errors import InvalidRequest, NotFound
+from allinone.core.hosted_support import check_supported
+from allinone.core.sessions.inputs import check_content
 from allinone.core.shapes import automation_models as m
 from allinone.core.shapes.agent_resources import agent_config as render_agent_config
 from allinone.core.shapes.models import SessionAgentParam
@@ -78,8 +80,7 @@ async def prepare(q: Queryable, project_id: str, target: m.TargetParam) -> Prepa
     if not target.input:
         raise InvalidRequest("target.input must contain at least one message.", "target.input")
     for index, message in enumerate(target.input):
-        if not message.content:
-            raise InvalidRequest("A message needs content.", f"target.input[{index}].content")
+        check_content(msgspec.to_builtins(message.content), f"target.input[{index}].content")
     metadata = agent_config.check_metadata(
         None if target.metadata is UNSET else target.metadata, "target.metadata"
     )
@@ -110,6 +111,7 @@ async def _environment(
             "environment_id": None,
             "workspace_directory": environment.workspace_directory,
         }
+    check_supported(msgspec.to_builtins(environment), "target.environment")
     template_id = environment.environment_template_id
     if isinstance(template_id, str) and await template_rows.get(q, project_id, template_id) is None:
         raise _missing("target.environment.environment_template_id")

@@ -45,6 +45,7 @@ from allinone.core.gateway.workspace import (
     wire_uuid,
 )
 from allinone.core.host_grants import HostGrants
+from allinone.core.hosted_support import check_supported
 from allinone.core.ids import Clock, Ids
 from allinone.core.recorder import Recorder
 from allinone.core.sealing import Sealer
@@ -144,7 +145,7 @@ class Environments:
         self, project_id: str, body: dict[str, Any], param: str
     ) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
         """Return (public config, confidential inputs, initial files) or raise 400."""
-        _check_supported(body, param)
+        check_supported(body, param)
         files = await self._initial_files(project_id, body.get("files") or [], param)
         skills = await self._skills.resolve(project_id, body.get("skills") or [], f"{param}.skills")
         packages = body.get("packages") or {}
@@ -741,27 +742,3 @@ def _encoded(files: list[dict[str, Any]]) -> list[dict[str, str]]:
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
-
-
-def _check_supported(body: dict[str, Any], param: str) -> None:
-    """Refuse what this build cannot provide: network restrictions, system packages and
-    plugins."""
-    network = body.get("network") or {"access": "enabled"}
-    if network.get("access", "enabled") != "enabled":
-        raise InvalidRequest(
-            "corebox cannot enforce network restrictions; use access 'enabled'.",
-            f"{param}.network.access",
-            code="unsupported_or_invalid_configuration",
-        )
-    if (body.get("packages") or {}).get("system"):
-        raise InvalidRequest(
-            "System packages cannot be installed here.",
-            f"{param}.packages.system",
-            code="unsupported_or_invalid_configuration",
-        )
-    if body.get("plugins"):
-        raise InvalidRequest(
-            "plugins are not supported in this build.",
-            f"{param}.plugins",
-            code="unsupported_or_invalid_configuration",
-        )

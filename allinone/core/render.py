@@ -128,8 +128,18 @@ def session(
         "status": status,
         "usage": usage,
         "vault_ids": row["vault_ids"],
-        **{key: value for key, value in (row.get("options") or {}).items() if value is not None},
+        **_shown_options(row.get("options") or {}),
     }
+
+
+def _shown_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The session options a session shows: set ones only; a `spend_control` without a
+    limit (stored that way by earlier releases) means none."""
+    shown = {key: value for key, value in options.items() if value is not None}
+    spend = shown.get("spend_control")
+    if isinstance(spend, dict) and spend.get("limit") is None:
+        del shown["spend_control"]
+    return shown
 
 
 def item(row: dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,8 @@ code runs:
 
 - bytes that are not JSON or not UTF-8 (`invalid_json`);
 - a top-level value that is not an object;
+- an object that repeats a key (JSON parsers disagree on which copy wins, so the
+  request's meaning would depend on who reads it);
 - nesting deeper than `MAX_DEPTH` arrays and objects;
 - integers outside the signed 64-bit range SQLite stores (anywhere in the body,
   including free-form objects such as a JSON schema or metadata);
@@ -18,6 +20,7 @@ not its concern. The function is pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, TypeVar
 
 import msgspec
@@ -44,10 +47,38 @@ def decode_json(body: bytes, type_: type[T]) -> T:
     if not isinstance(value, dict):
         raise invalid("The request body must be a JSON object.")
     check_bounds(value)
+    check_unique_keys(body)
     try:
         return msgspec.convert(value, type_)
     except msgspec.ValidationError as exc:
         raise from_validation(exc) from exc
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, item in pairs:
+        if key in found:
+            raise _RepeatedKey(key)
+        found[key] = item
+    return found
+
+
+def check_unique_keys(body: bytes) -> None:
+    """Raise a 400 naming the key when any object in `body` (JSON already decoded and
+    bounded by the caller, so the parse here cannot fail or recurse too deep) repeats a
+    key."""
+    try:
+        json.loads(body, object_pairs_hook=_pairs)
+    except _RepeatedKey as exc:
+        raise invalid(f"The request body repeats the key {exc.key[:64]!r}.", exc.key[:64]) from exc
+    except (ValueError, RecursionError):
+        return  # msgspec, the stricter parser, already accepted the body
 
 
 def check_bounds(value: Any, *, max_depth: int = MAX_DEPTH) -> None:

@@ -24,6 +24,7 @@ from allinone.core.api.common import (
     list_params,
 )
 from allinone.core.api.errors import from_validation, invalid, not_found
+from allinone.core.api.listing import single
 from allinone.core.environments import (
     WORKSPACE,
     Environments,
@@ -44,6 +45,10 @@ from allinone.core.shapes.template_models import (
 from storage import environments as env_rows
 from storage import sessions
 from storage.database import Database
+
+# The `type` filter of the environment list: the SDK's value, and the type of an
+# environment a session binds on this machine.
+ENVIRONMENT_TYPES = ("openai_hosted", "self_hosted")
 
 
 class EnvironmentCreate(msgspec.Struct, forbid_unknown_fields=True):
@@ -87,8 +92,15 @@ class EnvironmentsApi:
         spec: dict[str, Any] = msgspec.to_builtins(body.environment)
         if spec.get("type") != "openai_hosted":
             raise invalid("Only openai_hosted environments are created here.", "environment.type")
-        if body.vault_ids and len(body.vault_ids) > 10:
-            raise invalid("At most 10 vaults.", "vault_ids")
+        if body.vault_ids:
+            # A session's credentials come from its own vault_ids; an environment keeps
+            # none, so vaults given here would never reach a command or an MCP server.
+            raise invalid(
+                "vault_ids on an environment are not supported: pass them to"
+                " sessions.create, which makes their credentials available to the session.",
+                "vault_ids",
+                code="unsupported_or_invalid_configuration",
+            )
         if spec.get("environment_template_id"):
             raise invalid(
                 "Environment templates cannot be applied in this build yet.",
@@ -107,7 +119,9 @@ class EnvironmentsApi:
     async def list(self, request: Request) -> Response:
         project = project_of(request)
         params = list_params(request)
-        type_ = request.query_params.get("type")
+        type_ = single(request, "type")
+        if type_ is not None and type_ not in ENVIRONMENT_TYPES:
+            raise invalid(f"type must be one of {', '.join(ENVIRONMENT_TYPES)}.", "type")
         where = "project_id = ?"
         args: tuple[str, ...] = (project,)
         if type_:

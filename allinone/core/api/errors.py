@@ -127,6 +127,7 @@ def http_error(status: int, detail: str) -> ApiError:
 
 # "- at `$.a.b`", or "- at `key` in `$.a.b`" for a bad key of a mapping.
 _MISSING = re.compile(r"^Object missing required field `([^`]+)`$")
+_UNKNOWN = re.compile(r"^Object contains unknown field `([^`]{1,64})`$")
 _PATH = re.compile(r" - at (?:`key` in )?`\$\.?([^`]*)`$")
 
 
@@ -138,9 +139,9 @@ def from_validation(exc: msgspec.ValidationError | msgspec.DecodeError) -> ApiEr
     if match:
         param = match.group(1) or None  # a JSON path such as `tools[0].type`
         text = text[: match.start()]
-    missing = _MISSING.match(text)
-    if missing:  # the param is the missing field itself, not the object lacking it
-        param = f"{param}.{missing.group(1)}" if param else missing.group(1)
+    named = _MISSING.match(text) or _UNKNOWN.match(text)
+    if named:  # the param is the missing or unknown field, not the object around it
+        param = f"{param}.{named.group(1)}" if param else named.group(1)
     if isinstance(exc, msgspec.DecodeError) and not isinstance(exc, msgspec.ValidationError):
         return not_json()
     return ApiError(400, f"Invalid request: {text}.", param=param)

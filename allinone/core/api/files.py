@@ -1,6 +1,7 @@
 """`/v1/files`: the Files API the SDK's `client.files` uses (upload, list, retrieve,
-content, delete). Bodies stream to and from disk through `allinone.core.file_bodies`;
-no body is ever held in memory whole."""
+content, delete). An upload reads `file` and `purpose` and refuses any other field.
+Bodies stream to and from disk through `allinone.core.file_bodies`; no body is ever
+held in memory whole."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from allinone.core.api.auth import project_of
-from allinone.core.api.bodies import limited
+from allinone.core.api.bodies import limited, read_body
 from allinone.core.api.common import json, list_params, read_page
 from allinone.core.api.decoding import upload_filename
 from allinone.core.api.errors import invalid, not_found
@@ -33,6 +34,9 @@ UPLOAD_CHUNK_BYTES = 256 * 1024
 # The Files API's own list bounds: `limit` 1-10,000, default 10,000.
 MAX_FILE_LIMIT = 10_000
 PURPOSES = ("user_data",)
+UPLOAD_FIELDS = ("file", "purpose")
+# A delete has no body; this much is read to tell an empty one from one that is not.
+MAX_DELETE_BODY_BYTES = 64 * 1024
 
 
 def file_object(row: dict[str, Any]) -> dict[str, Any]:
@@ -126,6 +130,8 @@ class FilesApi:
         )
 
     async def delete(self, request: Request) -> Response:
+        if await read_body(request, MAX_DELETE_BODY_BYTES):
+            raise invalid("A delete takes no request body.", code="unsupported_parameter")
         file_id = request.path_params["file_id"]
         if not await self._bodies.delete(project_of(request), file_id):
             raise not_found()
@@ -144,6 +150,7 @@ async def _upload_fields(
     except (MultiPartException, UnicodeDecodeError) as exc:
         raise invalid("The multipart body could not be read.") from exc
     try:
+        _check_field_names([name for name, _ in form.multi_items()])
         purpose = form.get("purpose")
         if purpose not in PURPOSES:
             raise invalid("purpose must be user_data.", "purpose")
@@ -153,6 +160,29 @@ async def _upload_fields(
         yield upload_filename(upload.filename), upload.file, str(purpose)
     finally:
         await form.close()
+
+
+def _check_field_names(names: list[str]) -> None:
+    """Only `file` and `purpose` are read, each once. `expires_after` is refused: corebox
+    keeps an uploaded file until it is deleted (README, differences); any other field is
+    not part of the upload."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise invalid(
+                f"The upload repeats the field {name[:64]!r}.",
+                name[:64],
+                code="unsupported_parameter",
+            )
+        seen.add(name)
+        if name == "expires_after" or name.startswith("expires_after["):
+            raise invalid(
+                "expires_after is not supported: corebox keeps a file until it is deleted.",
+                "expires_after",
+                code="unsupported_or_invalid_configuration",
+            )
+        if name not in UPLOAD_FIELDS:
+            raise invalid(f"Unknown upload field {name[:64]!r}.", name[:64])
 
 
 def _measure(source: BinaryIO) -> tuple[int, str]:

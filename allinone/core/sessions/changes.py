@@ -63,8 +63,6 @@ class Changes:
         if body.metadata is not UNSET:
             metadata = agent_config.check_metadata(body.metadata)
         options = {**(session.get("options") or {}), **options_of(body)}
-        if body.spend_control is not UNSET:
-            options["spend_control"] = body.spend_control
 
         revised = agent is not None or options != (session.get("options") or {})
         now = self._clock.now()

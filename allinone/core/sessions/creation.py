@@ -176,7 +176,7 @@ class Creation:
             settings=settings,
             sealed_key=frozen.sealed_key if frozen is not None else None,
             notes=notes,
-            options={**options_of(body), **_options(body)},
+            options=options_of(body),
         )
 
     def _price(self, provider: Any, config: dict[str, Any]) -> dict[str, Any] | None:
@@ -262,14 +262,6 @@ class Creation:
         if plan.messages:
             batch = InputBatch(plan.session_id, key, plan.request_hash)
             await self._writer.start_turn(tx, Slot(batch, 0), plan.agent_id, plan.messages)
-
-
-def _options(body: SessionCreate) -> dict[str, Any]:
-    """The session options a create sets (kept as `sessions.update` keeps them)."""
-    options: dict[str, Any] = {}
-    if body.spend_control not in (UNSET, None):
-        options["spend_control"] = msgspec.to_builtins(body.spend_control)
-    return options
 
 
 def _tool_policy(extension: dict[str, Any], config: dict[str, Any]) -> Any:

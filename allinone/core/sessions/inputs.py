@@ -32,21 +32,29 @@ from storage import sessions, turn_inputs, turns
 from storage.database import Tx
 
 
-def messages_of(value: str | list[InputMessageParam]) -> list[dict[str, Any]]:
-    """The user messages of an `input` value (a string or a list of messages)."""
+def messages_of(value: str | list[InputMessageParam], param: str = "input") -> list[dict[str, Any]]:
+    """The user messages of an `input` value (a string or a list of messages). Nothing
+    empty is admitted: an empty string, an empty list, or a message whose every part is
+    empty text is refused naming `param`."""
     if isinstance(value, str):
         if not value:
-            raise InvalidRequest("input must not be empty.", "input")
+            raise InvalidRequest("input must not be empty.", param)
         return [{"role": "user", "content": [{"type": "input_text", "text": value}]}]
     if not value:
-        raise InvalidRequest("input must contain at least one message.", "input")
+        raise InvalidRequest("input must contain at least one message.", param)
     result = []
     for index, message in enumerate(value):
         content = msgspec.to_builtins(message.content)
-        if not content:
-            raise InvalidRequest("A message needs content.", f"input[{index}].content")
+        check_content(content, f"{param}[{index}].content")
         result.append({"role": "user", "content": content})
     return result
+
+
+def check_content(content: list[dict[str, Any]], param: str) -> None:
+    """A message's content must say something: at least one part that is not empty
+    text."""
+    if not any(part.get("type") != "input_text" or part.get("text") for part in content):
+        raise InvalidRequest("A message needs content that is not empty.", param)
 
 
 class Inputs:
@@ -77,7 +85,8 @@ class Inputs:
         active = await turns.active(tx, slot.batch.session_id)
         match event:
             case MessageInputEvent():
-                await self._message(tx, session, slot, active, messages_of(event.input))
+                messages = messages_of(event.input, f"events[{slot.position}].input")
+                await self._message(tx, session, slot, active, messages)
             case CancelInputEvent():
                 await self._cancel(tx, slot, active)
             case ToolResultInputEvent():
