@@ -55,14 +55,17 @@ def test_set_up_reports_each_package_then_each_setup_command_then_done(
     assert listed[0].x_corebox["setup"] == done  # type: ignore[attr-defined]
 
 
-def test_a_package_that_fails_names_itself_and_its_place(client: OpenAI) -> None:
+def test_a_failed_install_names_its_packages_and_their_place(client: OpenAI) -> None:
     spec = hosted(["alpha_pkg"], [])
     spec["packages"]["python"].append("wheels/missing-1.0-py3-none-any.whl")
     environment = client.beta.agents.environments.create(environment=spec)  # type: ignore[arg-type]
     failed = until(lambda: (s := setup_of(client, environment.id)) and s["phase"] == "failed" and s)
     assert failed["kind"] == "python"
-    assert failed["package"] == "wheels/missing-1.0-py3-none-any.whl"
-    assert (failed["done"], failed["total"]) == (1, 2)
+    # The packages of a kind are installed together: the step that failed names them all.
+    assert failed["package"] == (
+        "wheels/alpha_pkg-1.0-py3-none-any.whl, wheels/missing-1.0-py3-none-any.whl"
+    )
+    assert (failed["done"], failed["total"]) == (0, 2)
     assert "runtime_preparation_failed" in failed["failure"]
     assert client.beta.agents.environments.retrieve(environment.id).status == "failed"
 

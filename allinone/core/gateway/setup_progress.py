@@ -3,11 +3,13 @@ before each step it sends: a pure value, recorded and shown by Core
 (`allinone.core.environment_setup`).
 
 Phases, in order: `creating` (initial files, skills and configuration), `installing`
-(one package at a time: `package` and its `kind`, `done` of `total` packages already in),
-`running_setup` (setup command `done + 1` of `total`; the command itself is sealed and
-never shown), then `done` or `failed` (with `failure`). Each package travels as its own
-`initialize` transfer, so the Runtime's `completed` receipt for it (an existing frame of
-the protocol) is its report that the package is installed; no frame is added.
+(one kind at a time: `package` lists the packages being installed together and `kind`
+names their installer, `done` of `total` packages already in), `running_setup` (setup
+command `done + 1` of `total`; the command itself is sealed and never shown), then
+`done` or `failed` (with `failure`). The packages of one kind travel as one `initialize`
+transfer (resolved together by one installer call), so the Runtime's `completed`
+receipt for it (an existing frame of the protocol) is its report that they are
+installed; no frame is added.
 """
 
 from __future__ import annotations

@@ -341,9 +341,11 @@ class WorkspaceClient:
 
 def progress_of(steps: list[RuntimeInitialization]) -> list[SetupProgress]:
     """How far set-up is as each of `steps` is about to be sent."""
-    installs = [
-        s for s in steps if s.action in (InitializationAction.PYTHON, InitializationAction.NPM)
-    ]
+    total = sum(
+        len(s.packages or [])
+        for s in steps
+        if s.action in (InitializationAction.PYTHON, InitializationAction.NPM)
+    )
     commands = [s for s in steps if s.action == InitializationAction.SETUP]
     found: list[SetupProgress] = []
     installed = ran = 0
@@ -354,9 +356,10 @@ def progress_of(steps: list[RuntimeInitialization]) -> list[SetupProgress]:
         elif step.action == InitializationAction.CONFIGURE:
             found.append(SetupProgress(CREATING))
         else:
-            package = (step.packages or [""])[0]
-            found.append(SetupProgress(INSTALLING, installed, len(installs), step.action, package))
-            installed += 1
+            listed = step.packages or []
+            package = ", ".join(listed)  # installed together, by one call
+            found.append(SetupProgress(INSTALLING, installed, total, step.action, package))
+            installed += len(listed)
     return found
 
 

@@ -81,16 +81,16 @@ def read_only_configuration(harness: str, environment: dict[str, Any]) -> Execut
 def initialization_steps(
     env: dict[str, str], packages: dict[str, list[str]], setup: list[dict[str, Any]]
 ) -> list[RuntimeInitialization]:
-    """After the initial files, in order: configuration, packages, setup commands. Each
-    package is a step of its own, so the receipt of each tells how far set-up is."""
+    """After the initial files, in order: configuration, packages, setup commands. The
+    packages of one kind are one step, installed by one call of their installer, so they
+    are resolved together (one at a time, a later package could silently replace what an
+    earlier one needs); the receipt of each step tells how far set-up is."""
     steps: list[RuntimeInitialization] = []
     if env:
         steps.append(RuntimeInitialization(action=InitializationAction.CONFIGURE, env=env))
     for kind in ("python", "npm"):
-        for package in packages.get(kind) or []:
-            steps.append(
-                RuntimeInitialization(action=InitializationAction(kind), packages=[package])
-            )
+        if listed := list(packages.get(kind) or []):
+            steps.append(RuntimeInitialization(action=InitializationAction(kind), packages=listed))
     for command in setup:
         steps.append(
             RuntimeInitialization(

@@ -70,15 +70,15 @@ def test_a_read_only_configuration_binds_the_environment_and_runs_nothing() -> N
     assert wire_uuid("env_1") == wire_uuid("env_1") != wire_uuid("env_2")
 
 
-def test_each_package_is_a_step_whose_progress_names_it_and_its_place() -> None:
+def test_the_packages_of_a_kind_are_one_step_whose_progress_names_them_and_their_place() -> None:
     steps = initialization_steps(
         {"A": "1"}, {"python": ["six", "attrs"], "npm": ["left-pad"]}, [{"command": "make"}]
     )
-    assert [s.packages for s in steps[1:4]] == [["six"], ["attrs"], ["left-pad"]]
+    # Resolved together by one installer call per kind.
+    assert [s.packages for s in steps[1:3]] == [["six", "attrs"], ["left-pad"]]
     assert progress_of(steps) == [
         SetupProgress(CREATING),
-        SetupProgress(INSTALLING, 0, 3, "python", "six"),
-        SetupProgress(INSTALLING, 1, 3, "python", "attrs"),
+        SetupProgress(INSTALLING, 0, 3, "python", "six, attrs"),
         SetupProgress(INSTALLING, 2, 3, "npm", "left-pad"),
         SetupProgress(RUNNING_SETUP, 0, 1),
     ]
