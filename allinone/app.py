@@ -23,7 +23,7 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-from allinone import __version__, doctor
+from allinone import __version__, clustering, doctor
 from allinone.config import Config, local_base_url
 from allinone.core.agent_versions import Deployments
 from allinone.core.api.agent_versions import AgentVersionsApi
@@ -54,9 +54,11 @@ from allinone.core.api.traces import TracesApi
 from allinone.core.api.vaults import VaultsApi
 from allinone.core.archive import Archive
 from allinone.core.automations import Automations
+from allinone.core.cluster.signals import TurnSignals
 from allinone.core.comms.service import Comms
-from allinone.core.control.commands import Commands, Signals
+from allinone.core.control.commands import Commands
 from allinone.core.control.commands import Request as CommandRequest
+from allinone.core.control.commands import Signals as CommandSignals
 from allinone.core.control.forks import Forks
 from allinone.core.control.rewinds import Rewinds
 from allinone.core.environments import Environments
@@ -73,6 +75,7 @@ from allinone.core.orchestration.credentials import RunCredentials
 from allinone.core.orchestration.orchestrator import Orchestrator
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Projector
+from allinone.core.orchestration.recovery import Recovery
 from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.overlays import CancelTurns, Overlays
 from allinone.core.recorder import Recorder
@@ -210,6 +213,7 @@ class Parts:
     health: Health
     registry: Registry
     retention: Retention
+    seat: clustering.Seat
 
 
 @dataclass(frozen=True)
@@ -244,7 +248,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     clock = Clock()
     ids = Ids(clock)
     db = opened.db
-    hub, registry = Hub(), Registry()
+    hub, registry, seat = clustering.seat(config, db, ids, clock)
     recorder = Recorder(hub, ids, clock)
     projector = Projector(recorder, ids, clock)
     outcomes = Outcomes(db, recorder, projector, clock, ids)
@@ -265,13 +269,13 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     credentials = RunCredentials(providers, VaultSecrets(db, sealer, reveal))
     orchestrator = Orchestrator(
         db, registry, projector, outcomes, ids, clock, environments, credentials,
-        timers=timers, preparations=preparations,
+        timers=timers, preparations=preparations, membership=seat.membership,
     )  # fmt: skip
-    admission = Admission(
-        db, recorder, ids, clock, orchestrator.wake, orchestrator.request_cancel,
-        orchestrator.input_admitted, environments, providers, registry.offers, config.prices,
-    )  # fmt: skip
-    commands, overlays = _controls(db, recorder, ids, clock, orchestrator, admission)
+    relayed = clustering.relay(seat, orchestrator, Recovery(db, outcomes))
+    admission = _admission(
+        config, db, recorder, ids, clock, relayed, environments, providers, registry.offers
+    )
+    commands, overlays = _controls(db, recorder, ids, clock, relayed, admission)
     scheduler = AsyncIOScheduler()
     automations = Automations(db, admission, scheduler, sealer, ids, clock)
     comms = Comms(db, ids, clock)
@@ -296,6 +300,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
         health=health,
         registry=registry,
         retention=Retention(db, config.data_dir, clock.now, config.retention_seconds),
+        seat=seat,
     )
 
 
@@ -305,20 +310,38 @@ def _http_server(domain: _Domain) -> _Server:
     return _Server(_server_config(app, domain.config.log_level))
 
 
+def _admission(
+    config: Config,
+    db: Database,
+    recorder: Recorder,
+    ids: Ids,
+    clock: Clock,
+    relayed: TurnSignals,
+    environments: Environments,
+    providers: ModelProviders,
+    offers: Callable[[str], bool],
+) -> Admission:
+    """Admission, whose signals reach the turn queue of every Core process."""
+    return Admission(
+        db, recorder, ids, clock, relayed.wake, relayed.cancel, relayed.input, environments,
+        providers, offers, config.prices,
+    )  # fmt: skip
+
+
 def _controls(
     db: Database,
     recorder: Recorder,
     ids: Ids,
     clock: Clock,
-    orchestrator: Orchestrator,
+    relayed: TurnSignals,
     admission: Admission,
 ) -> tuple[Commands, Overlays]:
     """Run control (pause, resume, cancel as commands) and the safety overlays, whose
     kill switches act on turns through it."""
-    signals = Signals(orchestrator.wake, orchestrator.request_pause, orchestrator.request_cancel)
+    signals = CommandSignals(relayed.wake, relayed.pause, relayed.cancel)
     commands = Commands(db, recorder, ids, clock, signals)
     overlays = Overlays(
-        db, ids, clock, _turn_canceller(admission), orchestrator.wake, _turn_pauser(commands)
+        db, ids, clock, _turn_canceller(admission), relayed.wake, _turn_pauser(commands)
     )
     return commands, overlays
 
@@ -590,6 +613,7 @@ class App:
             life.on_stop("runtime", parts.daemon.stop)
             vital.add(daemon_task)
         life.on_stop("environment set-ups", parts.environments.stop)
+        await clustering.join(life, parts, self.request_stop)
         await parts.orchestrator.start()
         life.on_stop("orchestrator", lambda: parts.orchestrator.stop(timeout=3.0))
         await parts.automations.start()

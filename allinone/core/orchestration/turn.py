@@ -293,6 +293,8 @@ class TurnExecution:
                 "lease_expires_at": now + self._parts.timers.lease_seconds,
                 "config_digest": config_digest,
                 "agent_version": self._session.get("agent_version"),
+                "core_process_id": self._parts.process_id,
+                "reserved_until": None,
                 "manifest": json.dumps(
                     manifest.claimed(self._session, config_digest, self._overlays)
                 ),
@@ -332,6 +334,7 @@ class TurnExecution:
                 "fencing_token": token,
                 "checkpoint_token": token,
                 "device_id": self._connection.device_id,
+                "core_process_id": self._parts.process_id,
                 "phase": "waiting" if waiting else "running",
                 "lease_expires_at": now + self._parts.timers.lease_seconds,
             },

@@ -1,0 +1,92 @@
+"""How the composition root seats a Core process among those sharing its database
+(`allinone.core.cluster`): the membership, the signal channel, what a gone peer's
+turns go through, and the start and stop of both."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from allinone.config import Config
+from allinone.core.cluster.membership import Membership
+from allinone.core.cluster.signals import Channel, LocalChannel, Signals, TurnSignals, relay_turns
+from allinone.core.gateway.registry import Registry
+from allinone.core.hub import Hub
+from allinone.core.ids import Clock, Ids
+from allinone.core.orchestration.orchestrator import Orchestrator
+from allinone.core.orchestration.recovery import Recovery
+from allinone.lifecycle import Lifecycle
+from storage.database import Database
+
+if TYPE_CHECKING:
+    from allinone.app import Parts
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Seat:
+    membership: Membership
+    signals: Signals
+
+
+def seat(config: Config, db: Database, ids: Ids, clock: Clock) -> tuple[Hub, Registry, Seat]:
+    """The journal readers' hub, the Runtime connections' registry, and this process's
+    seat: its membership (`shared` when other processes may use the database) and its
+    signals, through which the hub's wake-ups are relayed."""
+    hub, registry = Hub(), Registry()
+
+    def devices() -> list[str]:
+        return [c.device_id for c in registry if not c.closed.is_set()]
+
+    membership = Membership(
+        db, ids, clock, shared=config.cluster, devices=devices, changes=lambda: registry.changed
+    )
+    signals = Signals(membership.process_id, signal_channel(config))
+    hub.relay_through(signals.relay("session", hub.notify_here))
+    return hub, registry, Seat(membership, signals)
+
+
+def relay(seat: Seat, orchestrator: Orchestrator, recovery: Recovery) -> TurnSignals:
+    """The orchestrator's signals, relayed to every process; a gone peer's turns are
+    recovered by `recovery`, then the queue is woken."""
+    relayed = relay_turns(
+        seat.signals,
+        orchestrator.wake,
+        orchestrator.request_cancel,
+        orchestrator.request_pause,
+        orchestrator.input_admitted,
+    )
+    seat.membership.on_peer_lapsed = peer_recovery(recovery, relayed.wake)
+    return relayed
+
+
+def signal_channel(config: Config) -> Channel:
+    """How signals reach the other processes: nothing carries them between processes on
+    one SQLite file (readers there wake on their own timers)."""
+    return LocalChannel()
+
+
+def peer_recovery(
+    recovery: Recovery, wake: Callable[[], None]
+) -> Callable[[str], Awaitable[object]]:
+    """A gone peer's running turns follow the crash rules; then the queue is woken, so
+    the turns suspended for a re-claim are claimed by a process that can deliver them."""
+
+    async def recover(process_id: str) -> None:
+        await recovery.peer_lapsed(process_id)
+        wake()
+
+    return recover
+
+
+async def join(life: Lifecycle, parts: Parts, request_stop: Callable[[], None]) -> None:
+    """Record this process and start the signals before the orchestrator recovers and
+    claims; their stops run after the orchestrator's (the row is closed last)."""
+    await parts.seat.membership.join()
+    life.on_stop("core process row", parts.seat.membership.leave)
+    await parts.seat.signals.start()
+    life.on_stop("signals", parts.seat.signals.close)
+    parts.seat.membership.start(on_lapsed=request_stop)
