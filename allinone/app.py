@@ -11,7 +11,7 @@ import errno
 import logging
 import signal
 import socket
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -668,21 +668,27 @@ _ONCE: dict[str, Any] = {"coalesce": True, "max_instances": 1}
 
 
 def _add_periodic_jobs(parts: Parts, timers: Timers) -> None:
-    """Housekeeping that runs while serving; the scheduler's shutdown stops it."""
-    scheduler = parts.scheduler
-    scheduler.add_job(
-        _prune_journal, "interval", seconds=60, args=[parts.db], id="journal-prune", **_ONCE
-    )
-    scheduler.add_job(
-        parts.outcomes.expire_leases,
-        "interval",
-        seconds=timers.lease_sweep_seconds,
-        args=[parts.orchestrator.abandon],
-        id="lease-expiry",
-        **_ONCE,
-    )
-    scheduler.add_job(parts.comms.sweep, "interval", minutes=10, id="comms-retention", **_ONCE)
-    scheduler.add_job(parts.retention.run, "interval", hours=1, id="data-retention", **_ONCE)
+    """Housekeeping that runs while serving, each firing once across the Core processes
+    that share the database; the scheduler's shutdown stops it. With peers, each process
+    also follows the automations they changed."""
+    jobs: list[tuple[str, float, Callable[[], Awaitable[object]]]] = [
+        ("journal-prune", 60.0, partial(_prune_journal, parts.db)),
+        (
+            "lease-expiry",
+            timers.lease_sweep_seconds,
+            partial(parts.outcomes.expire_leases, parts.orchestrator.abandon),
+        ),
+        ("comms-retention", 600.0, parts.comms.sweep),
+        ("data-retention", 3600.0, parts.retention.run),
+    ]
+    membership = parts.seat.membership
+    for name, seconds, fn in jobs:
+        once = membership.exclusive(name, seconds, fn)
+        parts.scheduler.add_job(once, "interval", seconds=seconds, id=name, **_ONCE)
+    if membership.shared:
+        resync = parts.automations.resync
+        seconds = membership.timers.heartbeat_seconds
+        parts.scheduler.add_job(resync, "interval", seconds=seconds, id="automations", **_ONCE)
 
 
 def host_confinement() -> dict[str, str | int]:
