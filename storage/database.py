@@ -1,22 +1,28 @@
-"""The SQLite database: one writer with group commit, and reader connections.
+"""The database: one writer with group commit, and reader connections, on one of two
+backends: an SQLite file (the embedded default) or a PostgreSQL server, chosen by what
+`Database.open` is given (a path, or a `postgresql://` URL). The driver of each backend
+(`sqlite_driver.Driver`, `postgres.Driver`) is the only code that differs; the contract
+below holds on both.
 
 Contract:
 - `write(job)` runs `job(tx)` inside a transaction on the single writer connection.
   Concurrent jobs are batched into one transaction (each inside its own savepoint, so a
   job that raises changes nothing and does not disturb the others) and committed
-  together. `write` returns only after that COMMIT succeeded with `synchronous=FULL`:
-  what it acknowledges survives a crash. Callbacks registered with `tx.after_commit`
+  together. `write` returns only after that COMMIT succeeded (SQLite with
+  `synchronous=FULL`, PostgreSQL with `fsync` and `synchronous_commit` as the server is
+  configured): what it acknowledges survives a crash. Callbacks registered with `tx.after_commit`
   run after the commit, before the caller is resumed.
-- `read(job)` runs `job(conn)` on a reader connection; in WAL mode it sees every
-  transaction committed before it started.
+- `read(job)` runs `job(conn)` on a reader connection; it sees every transaction
+  committed before it started (each statement its own snapshot, on both backends).
 - Each connection belongs to one thread of its own. A job runs whole on that thread: a
   writer batch (every job, savepoint and the COMMIT) or a read job is one hand-off from
   the event loop, not one per statement. Jobs are coroutines that await only their `Tx`
   or `Reader` (whose methods never suspend), so the thread drives each one to its end
   synchronously; a job that awaits anything else is a programming error, raised as one.
-- A disk or file fault (full, read-only, I/O error, locked) raises `StorageUnavailable`
-  from `write` and `read`; nothing of the failed transaction was committed. `failure`
-  names the last write fault until a later (non-probe) write commits, and
+- A disk or file fault (full, read-only, I/O error, locked), or a PostgreSQL server that
+  went away, raises `StorageUnavailable` from `write` and `read`; nothing of the failed
+  transaction was committed. `failure` names the last write fault until a later
+  (non-probe) write commits, and
   `write_durably(job)` retries a write through such a fault until the store takes
   writes again.
 """
@@ -25,24 +31,40 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import os
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, Protocol, TypeVar, cast
 
-from storage import migrations
-from storage.errors import Conflict, StorageError, StorageUnavailable, translate
+from storage import migrations, postgres, sqlite_driver
+from storage.errors import Conflict, StorageError, StorageUnavailable
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MAX_BATCH = 64
-BUSY_TIMEOUT_MS = 5000
 RETRY_MAX_SECONDS = 5.0
-BLOB_CHUNK_BYTES = 256 * 1024
+
+
+class Driver(Protocol):
+    """One backend connection, used by one storage thread only."""
+
+    name: str
+    begin_sql: str
+    errors: tuple[type[Exception], ...]
+    integrity_errors: tuple[type[Exception], ...]
+
+    def execute(self, sql: str, params: Iterable[Any]) -> Any: ...
+    def insert(self, sql: str, params: Iterable[Any]) -> int: ...
+    def write_blob(self, table: str, column: str, rowid: int, source: BinaryIO) -> None: ...
+    def run(self, statement: str) -> None: ...
+    def close(self) -> None: ...
+    def translate(self, exc: BaseException, context: str = "") -> StorageError: ...
 
 
 class Tx:
@@ -53,37 +75,43 @@ class Tx:
         self._conn = conn
         self._after: list[Callable[[], None]] = []
 
+    @property
+    def backend(self) -> str:
+        """`sqlite` or `postgresql`, for the few statements that differ (kept in storage)."""
+        return self._conn.driver.name
+
     async def execute(self, sql: str, params: Iterable[Any] = ()) -> int:
-        """Run one statement; return the number of rows it changed."""
+        """Run one statement; return the number of rows it changed. A broken uniqueness
+        or check rule raises `Conflict`; on PostgreSQL it also ends what the job may do
+        (the job's statements are rolled back), so a job that meets one raises."""
         try:
-            return self._conn.execute(sql, params).rowcount
-        except sqlite3.IntegrityError as exc:
+            rowcount: int = self._conn.execute(sql, params).rowcount
+        except self._conn.driver.integrity_errors as exc:
             raise Conflict(str(exc)) from exc
+        return rowcount
 
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
-        row: sqlite3.Row | None = self._conn.execute(sql, params).fetchone()
-        return row
+        return cast("sqlite3.Row | None", self._conn.execute(sql, params).fetchone())
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        return self._conn.execute(sql, params).fetchall()
+        return cast("list[sqlite3.Row]", self._conn.execute(sql, params).fetchall())
 
     async def insert(self, sql: str, params: Iterable[Any] = ()) -> int:
-        """Run one INSERT; return the new row's rowid."""
+        """Run one INSERT into a table with a `rowid` (on PostgreSQL, an identity column
+        of that name); return the new row's rowid."""
+        self._conn.statements += 1
         try:
-            rowid = self._conn.execute(sql, params).lastrowid
-        except sqlite3.IntegrityError as exc:
+            return self._conn.driver.insert(sql, params)
+        except self._conn.driver.integrity_errors as exc:
             raise Conflict(str(exc)) from exc
-        assert rowid is not None
-        return rowid
 
     async def write_blob(self, table: str, column: str, rowid: int, source: BinaryIO) -> None:
         """Copy `source`, from its current position to its end, into the blob
         `table.column` of row `rowid`, which must hold exactly that many bytes already
-        (inserted as `zeroblob(n)`), one chunk at a time: the content never sits in
-        memory whole."""
-        with self._conn.conn.blobopen(table, column, rowid) as blob:
-            while chunk := source.read(BLOB_CHUNK_BYTES):
-                blob.write(chunk)
+        (inserted as `zeroblob(n)`). On SQLite one chunk at a time: the content never
+        sits in memory whole; on PostgreSQL in one parameter."""
+        self._conn.statements += 1
+        self._conn.driver.write_blob(table, column, rowid, source)
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run `callback` once this job's transaction has committed (on the event loop)."""
@@ -96,12 +124,16 @@ class Reader:
     def __init__(self, conn: _Connection) -> None:
         self._conn = conn
 
+    @property
+    def backend(self) -> str:
+        """`sqlite` or `postgresql`, for the few statements that differ (kept in storage)."""
+        return self._conn.driver.name
+
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
-        row: sqlite3.Row | None = self._conn.execute(sql, params).fetchone()
-        return row
+        return cast("sqlite3.Row | None", self._conn.execute(sql, params).fetchone())
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        return self._conn.execute(sql, params).fetchall()
+        return cast("list[sqlite3.Row]", self._conn.execute(sql, params).fetchall())
 
 
 class JobSuspended(RuntimeError):
@@ -124,18 +156,18 @@ def _drive(job: Awaitable[T]) -> T:
 
 
 class _Connection:
-    """A sqlite3 connection, the one thread that uses it, and how many statements and jobs
-    it ran (counted on that thread only)."""
+    """A driver's connection, the one thread that uses it, and how many statements and
+    jobs it ran (counted on that thread only)."""
 
-    def __init__(self, conn: sqlite3.Connection, thread: ThreadPoolExecutor) -> None:
-        self.conn = conn
+    def __init__(self, driver: Driver, thread: ThreadPoolExecutor) -> None:
+        self.driver = driver
         self._thread = thread
         self.statements = 0
         self.jobs = 0
 
-    def execute(self, sql: str, params: Iterable[Any]) -> sqlite3.Cursor:
+    def execute(self, sql: str, params: Iterable[Any]) -> Any:
         self.statements += 1
-        return self.conn.execute(sql, tuple(params))
+        return self.driver.execute(sql, params)
 
     def job(self, fn: Callable[[Reader], Awaitable[T]]) -> T:
         """On this connection's thread: one read job, whole."""
@@ -143,22 +175,22 @@ class _Connection:
         return _drive(fn(Reader(self)))
 
     @classmethod
-    async def open(cls, path: Path, synchronous: str, name: str) -> _Connection:
+    async def open(cls, connect: Callable[[], Driver], name: str) -> _Connection:
+        """A connection made by `connect` on a new thread of its own."""
         thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
         try:
-            loop = asyncio.get_running_loop()
-            conn = await loop.run_in_executor(thread, _connect, path, synchronous)
+            driver = await asyncio.get_running_loop().run_in_executor(thread, connect)
         except BaseException:
             thread.shutdown(wait=False)
             raise
-        return cls(conn, thread)
+        return cls(driver, thread)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
 
     async def close(self) -> None:
         try:
-            await self.run(self.conn.close)
+            await self.run(self.driver.close)
         finally:
             self._thread.shutdown(wait=False)
 
@@ -175,16 +207,20 @@ class _Job:
 
 
 class Database:
-    """Owns the connections; open with `await Database.open(path)`, close with `close()`."""
+    """Owns the connections; open with `await Database.open(path or url)`, close with
+    `close()`. `path` is the SQLite file (None on PostgreSQL); `url` the PostgreSQL
+    database's URL (None on SQLite)."""
 
     def __init__(
         self,
-        path: Path,
+        path: Path | None,
         writer: _Connection,
         readers: list[_Connection],
         schema_version: int,
+        url: str | None = None,
     ) -> None:
         self.path = path
+        self.url = url
         self.schema_version = schema_version
         self._writer = writer
         self._readers = readers
@@ -196,15 +232,31 @@ class Database:
         self.failure: StorageUnavailable | None = None
         self._recovered = asyncio.Event()
 
+    @property
+    def backend(self) -> str:
+        """`sqlite` or `postgresql`."""
+        return "sqlite" if self.url is None else "postgresql"
+
+    @property
+    def location(self) -> str:
+        """Where the data is, fit for a log line: the file, or the URL without password."""
+        return str(self.path) if self.url is None else postgres.redact(self.url)
+
     @classmethod
-    async def open(cls, path: Path, *, synchronous: str = "FULL", readers: int = 2) -> Database:
-        """Open (creating if needed) and migrate the database file at `path`."""
+    async def open(
+        cls, target: Path | str, *, synchronous: str = "FULL", readers: int = 2
+    ) -> Database:
+        """Open and migrate the database: the SQLite file at `target` (created if
+        needed), or the PostgreSQL database `target` names (a `postgresql://` URL)."""
+        if postgres.is_url(target):
+            return await cls._open_postgres(str(target), readers)
+        path = Path(target)
+        connect = functools.partial(sqlite_driver.Driver, path, synchronous)
         try:
             version = await asyncio.to_thread(_migrate, path)
-            writer = await _Connection.open(path, synchronous, "storage-writer")
+            writer = await _Connection.open(connect, "storage-writer")
             reader_conns = [
-                await _Connection.open(path, synchronous, f"storage-reader-{n}")
-                for n in range(readers)
+                await _Connection.open(connect, f"storage-reader-{n}") for n in range(readers)
             ]
         except sqlite3.Error as exc:
             raise StorageUnavailable(f"cannot open database {path}: {exc}") from exc
@@ -212,9 +264,42 @@ class Database:
             raise StorageUnavailable(
                 f"database {path} is not writable ({exc.strerror})", "read_only"
             ) from exc
-        db = cls(path, writer, reader_conns, version)
-        db._task = asyncio.create_task(db._run_writer(), name="storage-writer")
-        return db
+        return cls(path, writer, reader_conns, version)._start()
+
+    @classmethod
+    async def _open_postgres(cls, url: str, readers: int) -> Database:
+        connect = functools.partial(postgres.Driver, url)
+        opened: list[_Connection] = []
+        try:
+            version = await asyncio.to_thread(migrations.apply_postgres, url)
+            for name in ("storage-writer", *(f"storage-reader-{n}" for n in range(readers))):
+                opened.append(await _Connection.open(connect, name))
+                opened[-1].driver.run("SELECT 1")
+        except postgres.Driver.errors as exc:
+            for conn in opened:
+                await conn.close()
+            raise StorageUnavailable(
+                f"cannot open database {postgres.redact(url)}: {exc}", "cannot_open"
+            ) from exc
+        return cls(None, opened[0], opened[1:], version, url)._start()
+
+    def _start(self) -> Database:
+        self._task = asyncio.create_task(self._run_writer(), name="storage-writer")
+        return self
+
+    async def size_bytes(self) -> int:
+        """What the data takes on disk now: the SQLite file with its write-ahead log, or
+        the PostgreSQL database's size as its server reports it."""
+        if self.path is None:
+            row = await self.read(
+                lambda r: r.fetchone("SELECT pg_database_size(current_database()) AS n")
+            )
+            return 0 if row is None else int(row["n"])
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                total += os.stat(f"{self.path}{suffix}").st_size
+        return total
 
     def counters(self) -> dict[str, int]:
         """What this database did since it opened: group commits, write and read jobs, and
@@ -263,8 +348,8 @@ class Database:
         self._next_reader += 1
         try:
             return await conn.run(conn.job, fn)
-        except sqlite3.Error as exc:
-            raise translate(exc) from exc
+        except conn.driver.errors as exc:
+            raise conn.driver.translate(exc) from exc
 
     async def close(self) -> None:
         """Finish queued writes, then close every connection."""
@@ -296,11 +381,12 @@ class Database:
                     self._queue.task_done()
 
     async def _commit_batch(self, batch: list[_Job]) -> None:
+        driver = self._writer.driver
         try:
             fault = await self._writer.run(self._run_batch, batch)
             self.commits += 1
-        except sqlite3.Error as exc:
-            error = translate(exc, "commit failed")
+        except driver.errors as exc:
+            error = driver.translate(exc, "commit failed")
             fault = next(
                 (job.error for job in batch if isinstance(job.error, StorageUnavailable)),
                 None,
@@ -334,29 +420,29 @@ class Database:
         """On the writer's thread: every job of `batch` in its own savepoint, then one
         COMMIT. Returns the disk fault a job met, if any; raises what the COMMIT raised
         (after rolling the transaction back)."""
-        conn = self._writer.conn
+        driver = self._writer.driver
         fault: StorageUnavailable | None = None
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            driver.run(driver.begin_sql)
             for index, job in enumerate(batch):
                 if job.future.cancelled():
                     continue
                 savepoint = f"job{index}"
-                conn.execute(f"SAVEPOINT {savepoint}")
+                driver.run(f"SAVEPOINT {savepoint}")
                 job.tx = Tx(self._writer)
                 self._writer.jobs += 1
                 try:
                     job.result = _drive(job.fn(job.tx))
                 except Exception as exc:
-                    job.error = translate(exc) if isinstance(exc, sqlite3.Error) else exc
+                    job.error = driver.translate(exc) if isinstance(exc, driver.errors) else exc
                     if isinstance(job.error, StorageUnavailable):
                         fault = job.error
-                    conn.execute(f"ROLLBACK TO {savepoint}")
-                conn.execute(f"RELEASE {savepoint}")
-            conn.execute("COMMIT")
-        except sqlite3.Error:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
+                    driver.run(f"ROLLBACK TO SAVEPOINT {savepoint}")
+                driver.run(f"RELEASE SAVEPOINT {savepoint}")
+            driver.run("COMMIT")
+        except driver.errors:
+            with contextlib.suppress(*driver.errors):
+                driver.run("ROLLBACK")
             raise
         return fault
 
@@ -393,14 +479,3 @@ def _migrate(path: Path) -> int:
         return version
     finally:
         conn.close()
-
-
-def _connect(path: Path, synchronous: str) -> sqlite3.Connection:
-    # Made on the thread that will use it; sqlite3's own check stays on.
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(f"PRAGMA synchronous={synchronous}")
-    conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-    return conn

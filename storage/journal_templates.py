@@ -136,6 +136,9 @@ def type_name(stored: str) -> str:
     return TYPES[int(stored) - 1] if stored.isdigit() else stored
 
 
+_STORED_HEX = re.compile(r"^\\x([0-9a-f]{28})$")
+
+
 def event_id_value(event_id: str) -> str | bytes:
     """How an event id is stored: the 14 bytes behind a standard id, else the text."""
     match = _EVENT_ID.match(event_id)
@@ -143,7 +146,12 @@ def event_id_value(event_id: str) -> str | bytes:
 
 
 def event_id_text(stored: str | bytes) -> str:
-    return "evt_" + stored.hex() if isinstance(stored, bytes) else stored
+    """The id an event id column holds. PostgreSQL keeps the column as text, where the
+    14 bytes arrive as bytea's hex text (`\\x` and 28 hex digits)."""
+    if isinstance(stored, bytes):
+        return "evt_" + stored.hex()
+    match = _STORED_HEX.match(stored)
+    return "evt_" + match.group(1) if match else stored
 
 
 def family(body: dict[str, Any]) -> int:

@@ -3,6 +3,13 @@
 Files are `migrations/NNNN_name.sql` inside this package, loaded with importlib.resources
 so a frozen build carries them. A database whose version is newer than the newest file
 here is refused: it was written by a newer build.
+
+PostgreSQL has its own files, `migrations/postgres/NNNN_name.sql`, numbered like the
+SQLite ones: a file stands for its own number and every SQLite number below it that has
+no PostgreSQL file of its own (the first, `0023_baseline.sql`, creates the schema as
+SQLite has it at 0023). Every SQLite migration above the baseline needs a PostgreSQL
+file of the same number (a test checks this). They are applied under a transaction-level
+advisory lock, so several processes starting together migrate one after the other.
 """
 
 from __future__ import annotations
@@ -11,15 +18,22 @@ import re
 import sqlite3
 from importlib import resources
 
+import psycopg
+
+from storage import postgres
 from storage.errors import SchemaTooNew
 
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 
-def available() -> list[tuple[int, str]]:
-    """Return (version, sql) for every migration file, in order."""
+def available(backend: str = "sqlite") -> list[tuple[int, str]]:
+    """Return (version, sql) for every migration file of `backend` (`sqlite` or
+    `postgresql`), in order."""
+    folder = resources.files("storage").joinpath("migrations")
+    if backend == "postgresql":
+        folder = folder.joinpath("postgres")
     found: list[tuple[int, str]] = []
-    for entry in resources.files("storage").joinpath("migrations").iterdir():
+    for entry in folder.iterdir():
         match = _NAME.match(entry.name)
         if match:
             found.append((int(match.group(1)), entry.read_text(encoding="utf-8")))
@@ -62,6 +76,43 @@ def apply(conn: sqlite3.Connection) -> int:
             raise
         applied.add(version)
     return max(applied, default=0)
+
+
+def apply_postgres(url: str) -> int:
+    """Bring the PostgreSQL database at `url` up to date; return the resulting version.
+    Each migration is one transaction with its version row, as on SQLite."""
+    with postgres.connect(url) as conn:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (postgres.MIGRATION_LOCK,))
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version ("
+                " version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)"
+            )
+            applied = {int(r[0]) for r in conn.execute("SELECT version FROM schema_version")}
+            current = max(applied, default=0)
+            pending = available("postgresql")
+            newest = pending[-1][0] if pending else 0
+            if current > newest:
+                raise SchemaTooNew(
+                    f"database schema version {current} is newer than this build supports"
+                    f" ({newest})"
+                )
+            for version, sql in pending:
+                if version <= current:
+                    continue
+                _apply_postgres_file(conn, version, sql)
+                current = version
+        return current
+
+
+def _apply_postgres_file(conn: psycopg.Connection[postgres.Row], version: int, sql: str) -> None:
+    # No parameters: the file goes as one query string, every statement in it.
+    conn.execute(sql.encode())
+    conn.execute(
+        "INSERT INTO schema_version (version, applied_at)"
+        " VALUES (%s, CAST(extract(epoch FROM now()) AS BIGINT))",
+        (version,),
+    )
 
 
 def _statements(sql: str) -> list[str]:

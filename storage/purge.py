@@ -156,23 +156,48 @@ async def owner_columns(q: Queryable) -> list[tuple[str, str]]:
     and every foreign key column that points into a table a cascade purges (a row there
     would otherwise outlive, or block, the purge of what it points at)."""
     found: list[tuple[str, str]] = []
+    for table, column, parent in await _schema(q):
+        if column in ("session_id", "agent_id", "environment_id"):
+            if (table, column) not in found:
+                found.append((table, column))
+        elif parent in PURGED and (table, column) not in found:
+            found.append((table, column))
+    return found
+
+
+async def _schema(q: Queryable) -> list[tuple[str, str, str | None]]:
+    """(table, column, the table its foreign key points at or None) for every column of
+    every table, in table order, each table's plain columns before its foreign keys."""
+    if q.backend == "postgresql":
+        rows = await q.fetchall(
+            "SELECT c.table_name AS t, c.column_name AS c, NULL AS parent"
+            " FROM information_schema.columns c"
+            " WHERE c.table_schema = current_schema()"
+            " UNION ALL SELECT kcu.table_name, kcu.column_name, ccu.table_name"
+            " FROM information_schema.table_constraints tc"
+            " JOIN information_schema.key_column_usage kcu"
+            "  ON kcu.constraint_name = tc.constraint_name"
+            "  AND kcu.table_schema = tc.table_schema"
+            " JOIN information_schema.constraint_column_usage ccu"
+            "  ON ccu.constraint_name = tc.constraint_name"
+            "  AND ccu.table_schema = tc.table_schema"
+            " WHERE tc.constraint_type = 'FOREIGN KEY' AND tc.table_schema = current_schema()"
+            " ORDER BY 1, 3 NULLS FIRST"
+        )
+        return [(str(r["t"]), str(r["c"]), r["parent"]) for r in rows]
+    found: list[tuple[str, str, str | None]] = []
     tables = await q.fetchall(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
         " ORDER BY name"
     )
     for table in tables:
-        columns = await q.fetchall(f"SELECT name FROM pragma_table_info('{table['name']}')")
-        for column in columns:
-            if column["name"] in ("session_id", "agent_id", "environment_id"):
-                found.append((str(table["name"]), str(column["name"])))
+        name = str(table["name"])
+        columns = await q.fetchall(f"SELECT name FROM pragma_table_info('{name}')")
+        found.extend((name, str(column["name"]), None) for column in columns)
         keys = await q.fetchall(
-            f'SELECT "table" AS parent, "from" AS name'
-            f" FROM pragma_foreign_key_list('{table['name']}')"
+            f'SELECT "table" AS parent, "from" AS name FROM pragma_foreign_key_list(\'{name}\')'
         )
-        for key in keys:
-            pair = (str(table["name"]), str(key["name"]))
-            if key["parent"] in PURGED and pair not in found:
-                found.append(pair)
+        found.extend((name, str(key["name"]), str(key["parent"])) for key in keys)
     return found
 
 

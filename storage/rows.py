@@ -12,6 +12,9 @@ _encoder = msgspec.json.Encoder()
 
 
 class Queryable(Protocol):
+    @property
+    def backend(self) -> str: ...
+
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None: ...
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]: ...

@@ -11,14 +11,16 @@ Contract:
 - `read(project_id, file_id)` is the whole body at once, for callers that copy it.
 - `open(project_id, file_id)` opens a reader on the body as committed when it is
   called: a later delete does not cut a download short. The reader yields chunks of at
-  most `CHUNK_BYTES` and must be closed (`aclose`, or iterating it to its end).
+  most `CHUNK_BYTES` and must be closed (`aclose`, or iterating it to its end). On
+  SQLite it reads the blob in place; on PostgreSQL the body is read whole first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -33,14 +35,14 @@ CHUNK_BYTES = 256 * 1024
 class BodyReader:
     """One open body: iterate it for its chunks; `aclose` releases it."""
 
-    def __init__(self, conn: sqlite3.Connection, blob: sqlite3.Blob) -> None:
-        self._conn = conn
-        self._blob = blob
+    def __init__(self, read: Callable[[int], bytes], close: Callable[[], None]) -> None:
+        self._read = read
+        self._close = close
         self._closed = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
-            while chunk := await asyncio.to_thread(self._blob.read, CHUNK_BYTES):
+            while chunk := await asyncio.to_thread(self._read, CHUNK_BYTES):
                 yield chunk
         finally:
             await self.aclose()
@@ -49,7 +51,7 @@ class BodyReader:
         if self._closed:
             return
         self._closed = True
-        await asyncio.to_thread(_close, self._conn, self._blob)
+        await asyncio.to_thread(self._close)
 
 
 class FileBodies:
@@ -81,11 +83,20 @@ class FileBodies:
 
     async def open(self, project_id: str, file_id: str) -> BodyReader | None:
         """A reader on the file's body, or None when the project has no such file."""
+        if self._db.path is None:
+            row = await self._db.read(lambda r: env_rows.upload(r, project_id, file_id))
+            if row is None:
+                return None
+            body = io.BytesIO(bytes(row["content"]))
+            return BodyReader(body.read, body.close)
         try:
             opened = await asyncio.to_thread(_open, self._db.path, project_id, file_id)
         except sqlite3.Error as exc:
             raise translate(exc) from exc
-        return None if opened is None else BodyReader(*opened)
+        if opened is None:
+            return None
+        conn, blob = opened
+        return BodyReader(blob.read, lambda: _close(conn, blob))
 
 
 def _open(

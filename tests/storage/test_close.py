@@ -4,17 +4,17 @@ aimed at the caller is never swallowed on the way."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
 from storage import Database
 from storage.database import Tx
+from tests.storage.conftest import Target
 
 
-def test_a_cancelled_close_still_closes_and_propagates_the_cancellation(tmp_path: Path) -> None:
+def test_a_cancelled_close_still_closes_and_propagates_the_cancellation(target: Target) -> None:
     async def main() -> None:
-        db = await Database.open(tmp_path / "corebox.db")
+        db = await Database.open(target("corebox.db"))
 
         async def job(tx: Tx) -> None:
             await tx.execute("CREATE TABLE t (x INTEGER)")
@@ -32,8 +32,8 @@ def test_a_cancelled_close_still_closes_and_propagates_the_cancellation(tmp_path
     asyncio.run(main())
 
 
-def test_close_after_writes_keeps_them(tmp_path: Path) -> None:
-    path = tmp_path / "corebox.db"
+def test_close_after_writes_keeps_them(target: Target) -> None:
+    path = target("corebox.db")
 
     async def write_then_close() -> None:
         db = await Database.open(path)

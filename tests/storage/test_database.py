@@ -1,4 +1,5 @@
-"""Tier 3: storage against a real SQLite file in a temporary directory."""
+"""Tier 3: storage against a real SQLite file in a temporary directory and a real
+PostgreSQL database (`target`); the tests of SQLite's files take `tmp_path` alone."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from storage import Conflict, Database, SchemaTooNew, migrations, turns
 from storage.database import Tx
+from tests.storage.conftest import Target, raw
 
 
 def run(coro):  # type: ignore[no-untyped-def]
@@ -21,6 +23,8 @@ def run(coro):  # type: ignore[no-untyped-def]
 
 
 def test_migrations_apply_and_are_recorded(tmp_path: Path) -> None:
+    """SQLite only: the file is in WAL mode."""
+
     async def main() -> int:
         db = await Database.open(tmp_path / "a.db")
         version = db.schema_version
@@ -35,25 +39,39 @@ def test_migrations_apply_and_are_recorded(tmp_path: Path) -> None:
     conn.close()
 
 
-def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "new.db"
+def test_postgresql_migrations_apply_and_are_recorded(postgres_url: str) -> None:
+    async def main() -> int:
+        db = await Database.open(postgres_url)
+        version = db.schema_version
+        await db.close()
+        return version
+
+    version = run(main())
+    assert version == migrations.available("postgresql")[-1][0]
+    assert version == migrations.available()[-1][0]
+    run(main())  # opened again: nothing left to apply
+    with raw(postgres_url) as conn:
+        assert conn.execute("SELECT MAX(version) AS v FROM schema_version")[0]["v"] == version
+        assert conn.execute("SELECT COUNT(*) AS n FROM schema_version")[0]["n"] == 1
+
+
+def test_a_newer_schema_is_refused(target: Target) -> None:
+    path = target("new.db")
     run(_open_close(path))
-    conn = sqlite3.connect(path)
-    conn.execute("INSERT INTO schema_version VALUES (9999, 0)")
-    conn.commit()
-    conn.close()
+    with raw(path) as conn:
+        conn.execute("INSERT INTO schema_version VALUES (9999, 0)")
     with pytest.raises(SchemaTooNew, match="newer than this build"):
         run(_open_close(path))
 
 
-async def _open_close(path: Path) -> None:
+async def _open_close(path: Path | str) -> None:
     db = await Database.open(path)
     await db.close()
 
 
-def test_group_commit_batches_and_isolates_a_failing_job(tmp_path: Path) -> None:
+def test_group_commit_batches_and_isolates_a_failing_job(target: Target) -> None:
     async def main() -> tuple[list[object], int, list[str]]:
-        db = await Database.open(tmp_path / "g.db")
+        db = await Database.open(target("g.db"))
 
         def insert(name: str, fail: bool = False):  # type: ignore[no-untyped-def]
             async def job(tx: Tx) -> str:
@@ -80,9 +98,9 @@ def test_group_commit_batches_and_isolates_a_failing_job(tmp_path: Path) -> None
     assert commits < 10  # concurrent writers shared transactions
 
 
-def test_one_active_turn_per_session_is_enforced_by_the_database(tmp_path: Path) -> None:
+def test_one_active_turn_per_session_is_enforced_by_the_database(target: Target) -> None:
     async def main() -> None:
-        db = await Database.open(tmp_path / "t.db")
+        db = await Database.open(target("t.db"))
 
         async def setup(tx: Tx) -> None:
             await tx.execute("INSERT INTO projects (id, name, created_at) VALUES ('p', 'p', 0)")
@@ -114,8 +132,8 @@ def test_one_active_turn_per_session_is_enforced_by_the_database(tmp_path: Path)
     run(main())
 
 
-def test_an_acknowledged_write_survives_a_killed_process(tmp_path: Path) -> None:
-    path = tmp_path / "crash.db"
+def test_an_acknowledged_write_survives_a_killed_process(target: Target) -> None:
+    path = target("crash.db")
     script = textwrap.dedent(f"""
         import asyncio, os, sys
         from storage import Database
@@ -134,12 +152,14 @@ def test_an_acknowledged_write_survives_a_killed_process(tmp_path: Path) -> None
     )
     assert done.stdout.strip() == b"acknowledged"
     assert done.returncode == 9
-    conn = sqlite3.connect(path)
-    assert conn.execute("SELECT value FROM meta WHERE key = 'durable'").fetchone() == ("yes",)
-    conn.close()
+    with raw(path) as conn:
+        rows = conn.execute("SELECT value FROM meta WHERE key = 'durable'")
+    assert [tuple(row) for row in rows] == [("yes",)]
 
 
 def test_the_database_files_are_private(tmp_path: Path) -> None:
+    """SQLite only: the database file and its WAL are the owner's alone."""
+
     async def main() -> None:
         db = await Database.open(tmp_path / "p.db")
 
@@ -154,7 +174,7 @@ def test_the_database_files_are_private(tmp_path: Path) -> None:
     asyncio.run(main())
 
 
-def test_session_usage_is_a_sum_only_when_every_turn_ended_measured(tmp_path: Path) -> None:
+def test_session_usage_is_a_sum_only_when_every_turn_ended_measured(target: Target) -> None:
     usage = {
         "input_tokens": 2,
         "input_tokens_details": {"cached_tokens": 1},
@@ -164,7 +184,7 @@ def test_session_usage_is_a_sum_only_when_every_turn_ended_measured(tmp_path: Pa
     }
 
     async def main() -> list[object]:
-        db = await Database.open(tmp_path / "u.db")
+        db = await Database.open(target("u.db"))
 
         async def setup(tx: Tx) -> None:
             await tx.execute("INSERT INTO projects (id, name, created_at) VALUES ('p', 'p', 0)")
@@ -181,7 +201,7 @@ def test_session_usage_is_a_sum_only_when_every_turn_ended_measured(tmp_path: Pa
             await turns.insert(tx, turn_id, "s", "a", 1)
             if measured:
                 await tx.execute(
-                    "UPDATE turns SET usage = json(?) WHERE id = ?", (json.dumps(usage), turn_id)
+                    "UPDATE turns SET usage = ? WHERE id = ?", (json.dumps(usage), turn_id)
                 )
             seen.append(await turns.usage_total(tx, "s"))  # active: unknown
             await turns.transition(

@@ -6,12 +6,12 @@ import asyncio
 import contextlib
 import random
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from storage import Database, deltas, journal, sessions
 from storage.database import Tx
 from storage.rows import dumps, loads
+from tests.storage.conftest import Target
 
 TYPES = (
     "agent.session.idle",
@@ -68,7 +68,8 @@ def test_booleans_integers_and_floats_stay_apart() -> None:
 async def _session(db: Database, session_id: str) -> None:
     async def job(tx: Tx) -> None:
         await tx.execute(
-            "INSERT OR IGNORE INTO projects (id, name, created_at) VALUES ('p', 'p', 0)"
+            "INSERT INTO projects (id, name, created_at) VALUES ('p', 'p', 0)"
+            " ON CONFLICT DO NOTHING"
         )
         await sessions.insert(
             tx,
@@ -130,9 +131,9 @@ async def _append_all(
     return written
 
 
-def test_events_read_back_byte_for_byte_across_rollbacks_and_restarts(tmp_path: Path) -> None:
+def test_events_read_back_byte_for_byte_across_rollbacks_and_restarts(target: Target) -> None:
     async def main() -> tuple[list[str], list[str]]:
-        db = await Database.open(tmp_path / "j.db")
+        db = await Database.open(target("j.db"))
         await _session(db, "s")
         rng = random.Random(3)
         written = await _append_all(db, journal.Bases(), rng, 300)
@@ -153,9 +154,9 @@ def test_events_read_back_byte_for_byte_across_rollbacks_and_restarts(tmp_path: 
     assert read == [*written, "{}"]
 
 
-def test_pruning_leaves_every_retained_event_readable(tmp_path: Path) -> None:
+def test_pruning_leaves_every_retained_event_readable(target: Target) -> None:
     async def main() -> tuple[int, list[str], list[str]]:
-        db = await Database.open(tmp_path / "p.db")
+        db = await Database.open(target("p.db"))
         await _session(db, "s")
         written = await _append_all(db, journal.Bases(), random.Random(5), 1400)
         deleted = await db.write(lambda tx: journal.prune(tx, keep=10))
@@ -169,9 +170,9 @@ def test_pruning_leaves_every_retained_event_readable(tmp_path: Path) -> None:
     assert read == expected
 
 
-def test_an_event_whose_base_was_pruned_reads_as_pruned(tmp_path: Path) -> None:
+def test_an_event_whose_base_was_pruned_reads_as_pruned(target: Target) -> None:
     async def main() -> tuple[list[dict[str, Any]], list[str]]:
-        db = await Database.open(tmp_path / "m.db")
+        db = await Database.open(target("m.db"))
         await _session(db, "s")
         written = await _append_all(db, journal.Bases(), random.Random(9), 40)
         await db.write(lambda tx: tx.execute("DELETE FROM session_events WHERE seq < 15"))

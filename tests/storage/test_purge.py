@@ -4,15 +4,15 @@ environment, and a collection removes a deleted session's rows (a dry run none).
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 from storage import Database, purge, sessions
 from storage.database import Tx
+from tests.storage.conftest import Target
 
 
-def test_every_owner_column_is_in_a_cascade_or_kept_with_a_reason(tmp_path: Path) -> None:
+def test_every_owner_column_is_in_a_cascade_or_kept_with_a_reason(target: Target) -> None:
     async def main() -> list[tuple[str, str]]:
-        db = await Database.open(tmp_path / "layout.db")
+        db = await Database.open(target("layout.db"))
         try:
             return await db.read(purge.owner_columns)
         finally:
@@ -27,7 +27,9 @@ def test_every_owner_column_is_in_a_cascade_or_kept_with_a_reason(tmp_path: Path
 
 
 async def _deleted_session(tx: Tx, session_id: str, deleted_at: int | None) -> None:
-    await tx.execute("INSERT OR IGNORE INTO projects (id, name, created_at) VALUES ('p', 'p', 0)")
+    await tx.execute(
+        "INSERT INTO projects (id, name, created_at) VALUES ('p', 'p', 0) ON CONFLICT DO NOTHING"
+    )
     await sessions.insert(
         tx,
         {
@@ -77,9 +79,9 @@ async def _deleted_session(tx: Tx, session_id: str, deleted_at: int | None) -> N
     await tx.execute("UPDATE sessions SET deleted_at = ? WHERE id = ?", (deleted_at, session_id))
 
 
-def test_collect_purges_only_what_retention_releases(tmp_path: Path) -> None:
+def test_collect_purges_only_what_retention_releases(target: Target) -> None:
     async def main() -> tuple[int, int, list[str], int]:
-        db = await Database.open(tmp_path / "purge.db")
+        db = await Database.open(target("purge.db"))
         try:
 
             async def setup(tx: Tx) -> None:

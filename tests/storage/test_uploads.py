@@ -1,6 +1,6 @@
-"""Uploaded files against a real SQLite file: content streamed into a `zeroblob` reads
-back byte for byte, and schema 11 (content as the last column of `files`) keeps the
-uploads of an older database."""
+"""Uploaded files: content streamed into a `zeroblob` reads back byte for byte (on both
+backends), and schema 11 (content as the last column of `files`) keeps the uploads of an
+older SQLite database."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from storage import Database, migrations
 from storage import environments as env_rows
 from storage.database import Tx
 from storage.migrations import _statements
+from tests.storage.conftest import Target
 
 CONTENT = bytes(range(256)) * 4000 + b"tail"  # spans several chunks
 
@@ -29,9 +30,9 @@ def _row(file_id: str, size: int) -> dict[str, object]:
     }
 
 
-def test_an_upload_streams_into_its_blob_and_reads_back(tmp_path: Path) -> None:
+def test_an_upload_streams_into_its_blob_and_reads_back(target: Target) -> None:
     async def main() -> bytes:
-        path = tmp_path / "u.db"
+        path = target("u.db")
         db = await Database.open(path)
         try:
             await db.write(lambda tx: _insert_project(tx))
@@ -55,6 +56,7 @@ async def _insert_project(tx: Tx) -> None:
 
 
 def test_schema_11_keeps_the_uploads_of_an_older_database(tmp_path: Path) -> None:
+    """SQLite only: a database file from before schema 11."""
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER)")

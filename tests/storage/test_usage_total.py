@@ -13,35 +13,42 @@ from typing import Any
 
 from storage import Database, migrations, turns
 from storage.database import Tx
+from tests.storage.conftest import Raw, Target, raw
 
 TERMINAL = ("completed", "failed", "cancelled")
 USAGE_VERSION = 21  # the migration that introduced the running total
 
-# The sum over the turns, computed the way it was before the running total existed.
-ORACLE = (
-    "SELECT COUNT(*) AS turns,"
-    " COALESCE(SUM(status IN ('queued', 'in_progress', 'waiting') OR usage IS NULL), 0)"
-    " AS unknown,"
-    " SUM(json_extract(usage, '$.input_tokens')) AS input,"
-    " SUM(json_extract(usage, '$.input_tokens_details.cached_tokens')) AS cached,"
-    " SUM(json_extract(usage, '$.output_tokens')) AS output,"
-    " SUM(json_extract(usage, '$.output_tokens_details.reasoning_tokens')) AS reasoning,"
-    " SUM(json_extract(usage, '$.total_tokens')) AS total"
-    " FROM turns WHERE session_id = ?"
-)
+
+def _sum(values: list[Any]) -> int | None:
+    """SQL's SUM: None over no values (or only absent ones)."""
+    present = [value for value in values if value is not None]
+    return sum(present) if present else None
 
 
-def oracle(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
-    conn.row_factory = sqlite3.Row
-    row = conn.execute(ORACLE, (session_id,)).fetchone()
-    if not row["turns"] or row["unknown"]:
+def oracle(conn: Raw, session_id: str) -> dict[str, Any] | None:
+    """The sum over the turns, computed from the turns themselves, the way it was before
+    the running total existed."""
+    rows = conn.execute("SELECT status, usage FROM turns WHERE session_id = ?", (session_id,))
+    if not rows or any(r["status"] not in TERMINAL or r["usage"] is None for r in rows):
         return None
+    usages = [json.loads(r["usage"]) for r in rows]
+
+    def total(*path: str) -> int | None:
+        values: list[Any] = []
+        for usage in usages:
+            for key in path:
+                usage = usage.get(key) if isinstance(usage, dict) else None
+            values.append(usage)
+        return _sum(values)
+
     return {
-        "input_tokens": row["input"],
-        "input_tokens_details": {"cached_tokens": row["cached"]},
-        "output_tokens": row["output"],
-        "output_tokens_details": {"reasoning_tokens": row["reasoning"]},
-        "total_tokens": row["total"],
+        "input_tokens": total("input_tokens"),
+        "input_tokens_details": {"cached_tokens": total("input_tokens_details", "cached_tokens")},
+        "output_tokens": total("output_tokens"),
+        "output_tokens_details": {
+            "reasoning_tokens": total("output_tokens_details", "reasoning_tokens")
+        },
+        "total_tokens": total("total_tokens"),
     }
 
 
@@ -60,8 +67,10 @@ def a_usage(rng: random.Random) -> str | None:
     return json.dumps(usage)
 
 
-def create_session(conn: sqlite3.Connection, session_id: str) -> None:
-    conn.execute("INSERT OR IGNORE INTO projects (id, name, created_at) VALUES ('p', 'p', 0)")
+def create_session(conn: Raw | sqlite3.Connection, session_id: str) -> None:
+    conn.execute(
+        "INSERT INTO projects (id, name, created_at) VALUES ('p', 'p', 0) ON CONFLICT DO NOTHING"
+    )
     conn.execute(
         "INSERT INTO sessions (id, project_id, agent_id, harness, created_at, last_active_at,"
         " agent, environment, metadata, vault_ids) VALUES (?, 'p', 'a', 'scripted', 0, 0,"
@@ -70,7 +79,7 @@ def create_session(conn: sqlite3.Connection, session_id: str) -> None:
     )
 
 
-def play(conn: sqlite3.Connection, session_id: str, rng: random.Random, steps: int) -> None:
+def play(conn: Raw | sqlite3.Connection, session_id: str, rng: random.Random, steps: int) -> None:
     """Turns that run and end one at a time, and turns that arrive already ended (an
     import or a copy does that), with and without usage."""
     for n in range(steps):
@@ -95,7 +104,7 @@ def play(conn: sqlite3.Connection, session_id: str, rng: random.Random, steps: i
         )
 
 
-async def read_total(path: Path, session_id: str) -> dict[str, Any] | None:
+async def read_total(path: Path | str, session_id: str) -> dict[str, Any] | None:
     db = await Database.open(path)
     try:
         return await db.read(lambda r: turns.usage_total(r, session_id))
@@ -103,25 +112,24 @@ async def read_total(path: Path, session_id: str) -> dict[str, Any] | None:
         await db.close()
 
 
-def test_the_running_total_equals_the_sum_over_the_turns(tmp_path: Path) -> None:
-    path = tmp_path / "usage.db"
-    asyncio.run(read_total(path, "none"))  # creates and migrates the file
-    conn = sqlite3.connect(path, isolation_level=None)
+def test_the_running_total_equals_the_sum_over_the_turns(target: Target) -> None:
+    path = target("usage.db")
+    asyncio.run(read_total(path, "none"))  # creates and migrates the database
     rng = random.Random(7)
     checked = 0
-    for index in range(12):
-        session_id = f"sess_{index}"
-        create_session(conn, session_id)
-        assert asyncio.run(read_total(path, session_id)) is None  # no turn: unknown
-        play(conn, session_id, rng, rng.randint(1, 12))
-        assert asyncio.run(read_total(path, session_id)) == oracle(conn, session_id)
-        checked += oracle(conn, session_id) is not None
+    with raw(path) as conn:
+        for index in range(12):
+            session_id = f"sess_{index}"
+            create_session(conn, session_id)
+            assert asyncio.run(read_total(path, session_id)) is None  # no turn: unknown
+            play(conn, session_id, rng, rng.randint(1, 12))
+            assert asyncio.run(read_total(path, session_id)) == oracle(conn, session_id)
+            checked += oracle(conn, session_id) is not None
     assert checked > 0  # some sessions had every turn measured: real sums were compared
-    conn.close()
 
 
-def test_an_active_turn_makes_the_total_unknown(tmp_path: Path) -> None:
-    path = tmp_path / "active.db"
+def test_an_active_turn_makes_the_total_unknown(target: Target) -> None:
+    path = target("active.db")
 
     async def main() -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         db = await Database.open(path)
@@ -154,6 +162,7 @@ def test_an_active_turn_makes_the_total_unknown(tmp_path: Path) -> None:
 
 
 def test_a_database_from_before_the_total_is_migrated_to_the_sum(tmp_path: Path) -> None:
+    """SQLite only: a database file from before the running total."""
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER)")
@@ -171,6 +180,5 @@ def test_a_database_from_before_the_total_is_migrated_to_the_sum(tmp_path: Path)
 
     for index in range(6):
         migrated = asyncio.run(read_total(path, f"sess_{index}"))
-        conn = sqlite3.connect(path)
-        assert migrated == oracle(conn, f"sess_{index}")
-        conn.close()
+        with raw(path) as check:
+            assert migrated == oracle(check, f"sess_{index}")

@@ -18,12 +18,9 @@ minutely journal prune).
 
 from __future__ import annotations
 
-import contextlib
 import enum
-import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
@@ -117,9 +114,10 @@ class Health:
         return {
             "ok": ok and not failing,
             "schema_version": self._db.schema_version,
-            "path": str(self._db.path),
+            "backend": self._db.backend,
+            "path": self._db.location,
             "latency_ms": round((time.perf_counter() - started) * 1000, 2),
-            "bytes": _file_bytes(self._db.path),
+            "bytes": await self._db.size_bytes(),
             "activity": self._db.counters(),
             **failing,
         }
@@ -192,12 +190,3 @@ def visible(checks: dict[str, Any], access: Access) -> dict[str, Any]:
         fields = PROJECT_FIELDS.get(name, ()) if access is Access.PROJECT else ()
         shown[name] = {"ok": check["ok"], **{f: check[f] for f in fields if f in check}}
     return shown
-
-
-def _file_bytes(path: Path) -> int:
-    """The database file with its write-ahead log: what it takes on disk now."""
-    total = 0
-    for suffix in ("", "-wal", "-shm"):
-        with contextlib.suppress(OSError):
-            total += os.stat(f"{path}{suffix}").st_size
-    return total

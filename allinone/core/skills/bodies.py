@@ -16,7 +16,8 @@ async def put(tx: Tx, data: bytes) -> str:
     """Store `data` (once per content); return its SHA-256 hex digest."""
     digest = hashlib.sha256(data).hexdigest()
     await tx.execute(
-        "INSERT OR IGNORE INTO skill_bodies (sha256, size_bytes, content) VALUES (?, ?, ?)",
+        "INSERT INTO skill_bodies (sha256, size_bytes, content) VALUES (?, ?, ?)"
+        " ON CONFLICT DO NOTHING",
         (digest, len(data), data),
     )
     return digest
