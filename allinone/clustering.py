@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING
 
 from allinone.config import Config
 from allinone.core.cluster.membership import Membership
-from allinone.core.cluster.signals import Channel, LocalChannel, Signals, TurnSignals, relay_turns
+from allinone.core.cluster.signals import (
+    Channel,
+    LocalChannel,
+    PostgresChannel,
+    Signals,
+    TurnSignals,
+    relay_turns,
+)
 from allinone.core.gateway.registry import Registry
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
@@ -41,10 +48,11 @@ def seat(config: Config, db: Database, ids: Ids, clock: Clock) -> tuple[Hub, Reg
     def devices() -> list[str]:
         return [c.device_id for c in registry if not c.closed.is_set()]
 
+    shared = config.cluster or db.url is not None
     membership = Membership(
-        db, ids, clock, shared=config.cluster, devices=devices, changes=lambda: registry.changed
+        db, ids, clock, shared=shared, devices=devices, changes=lambda: registry.changed
     )
-    signals = Signals(membership.process_id, signal_channel(config))
+    signals = Signals(membership.process_id, signal_channel(db))
     hub.relay_through(signals.relay("session", hub.notify_here))
     return hub, registry, Seat(membership, signals)
 
@@ -63,9 +71,11 @@ def relay(seat: Seat, orchestrator: Orchestrator, recovery: Recovery) -> TurnSig
     return relayed
 
 
-def signal_channel(config: Config) -> Channel:
-    """How signals reach the other processes: nothing carries them between processes on
-    one SQLite file (readers there wake on their own timers)."""
+def signal_channel(db: Database) -> Channel:
+    """How signals reach the other processes: PostgreSQL's notifications; nothing carries
+    them between processes on one SQLite file (readers there wake on their own timers)."""
+    if db.url is not None:
+        return PostgresChannel(db.url)
     return LocalChannel()
 
 
