@@ -248,7 +248,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     clock = Clock()
     ids = Ids(clock)
     db = opened.db
-    hub, registry, seat = clustering.seat(config, db, ids, clock)
+    hub, registry, seat = clustering.seat(db, ids, clock)
     recorder = Recorder(hub, ids, clock)
     projector = Projector(recorder, ids, clock)
     outcomes = Outcomes(db, recorder, projector, clock, ids)

@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from allinone.config import Config
 from allinone.core.cluster.membership import Membership
 from allinone.core.cluster.signals import (
     Channel,
@@ -39,7 +38,7 @@ class Seat:
     signals: Signals
 
 
-def seat(config: Config, db: Database, ids: Ids, clock: Clock) -> tuple[Hub, Registry, Seat]:
+def seat(db: Database, ids: Ids, clock: Clock) -> tuple[Hub, Registry, Seat]:
     """The journal readers' hub, the Runtime connections' registry, and this process's
     seat: its membership (`shared` when other processes may use the database) and its
     signals, through which the hub's wake-ups are relayed."""
@@ -48,7 +47,7 @@ def seat(config: Config, db: Database, ids: Ids, clock: Clock) -> tuple[Hub, Reg
     def devices() -> list[str]:
         return [c.device_id for c in registry if not c.closed.is_set()]
 
-    shared = config.cluster or db.url is not None
+    shared = db.url is not None  # several processes share a PostgreSQL database
     membership = Membership(
         db, ids, clock, shared=shared, devices=devices, changes=lambda: registry.changed
     )

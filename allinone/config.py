@@ -12,11 +12,6 @@ of the Config's repr.
 and other tombstones are kept before the retention job purges them for good.
 `log_format` is `text` (key=value lines, the default) or `json` (one object per line).
 
-`cluster` (`COREBOX_CLUSTER=1`, `cluster = true`) says other Core processes may share
-this database (several `corebox serve` on one SQLite file of this machine): turns are
-reserved before they are prepared, peers' heartbeats are watched and scheduled jobs fire
-once across the processes. A PostgreSQL database is always treated so.
-
 `workspace_roots` are the host directories under which the default project may bind
 `self_hosted` workspaces (a list in `corebox.toml`, `os.pathsep`-separated in
 `COREBOX_WORKSPACE_ROOTS`, `--workspace-root` repeated); the default is the home
@@ -51,7 +46,6 @@ KEYS = (
     "model_protocol",
     "public_url",
     "retention_days",
-    "cluster",
 )
 MODEL_PROTOCOLS = ("chat_completions", "responses")
 
@@ -86,8 +80,6 @@ class Config:
     retention_seconds: int = 30 * 86400
     # model -> (USD cents per million input tokens, per million output tokens)
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
-    # Other Core processes may share the database (see the module docstring).
-    cluster: bool = False
 
 
 def default_data_dir(environ: Mapping[str, str]) -> Path:
@@ -140,20 +132,8 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> Con
         config_file=config_file,
         public_url=_public_url(values["public_url"]),
         retention_seconds=_retention(values["retention_days"]),
-        cluster=_switch("cluster", values.get("cluster", False)),
         **_model(values, environ),
     )
-
-
-def _switch(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise ConfigError(f"{name} must be true or false")
 
 
 def _model(values: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:

@@ -13,8 +13,9 @@ continue from a checkpoint by a re-claim, or fail naming the operation in flight
 A process that finds its own row marked lapsed (it was silent, a peer recovered its
 turns) must not go on: `on_lapsed` is called once and the composition root stops it.
 
-With `shared` False (the embedded SQLite default, one process) no peer can exist: every
-earlier process is gone, and the start-up recovery covers all running turns, as before.
+With `shared` False (the embedded SQLite default: one process per data directory) no
+peer can exist: every earlier process is gone, and the start-up recovery covers all
+running turns, as before. `shared` is True on PostgreSQL.
 """
 
 from __future__ import annotations
