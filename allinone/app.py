@@ -33,6 +33,7 @@ from allinone.core.api.archive import ArchiveApi
 from allinone.core.api.auth import Keys
 from allinone.core.api.automations import AutomationsApi
 from allinone.core.api.bundles import BundlesApi
+from allinone.core.api.cluster import ClusterApi
 from allinone.core.api.commands import CommandsApi
 from allinone.core.api.comms_owner import comms_routes
 from allinone.core.api.console import ConsoleApi
@@ -54,6 +55,7 @@ from allinone.core.api.traces import TracesApi
 from allinone.core.api.vaults import VaultsApi
 from allinone.core.archive import Archive
 from allinone.core.automations import Automations
+from allinone.core.cluster.membership import Membership
 from allinone.core.cluster.signals import TurnSignals
 from allinone.core.comms.service import Comms
 from allinone.core.control.commands import Commands
@@ -240,6 +242,7 @@ class _Domain:
     commands: Commands
     drain: Callable[[float], bool]
     overlays: Overlays
+    membership: Membership
 
 
 def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) -> Parts:
@@ -283,7 +286,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     domain = _Domain(
         config, opened, clock, ids, hub, registry, sealer, grants, providers,
         environments, admission, automations, comms, scheduler, health, ws_url, skills,
-        commands, orchestrator.start_drain, overlays,
+        commands, orchestrator.start_drain, overlays, seat.membership,
     )  # fmt: skip
     return Parts(
         db=db,
@@ -435,6 +438,7 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         *BundlesApi(d.config.data_dir).routes(),
         *CommandsApi(d.commands).routes(),
         *DrainApi(d.drain).routes(),
+        *ClusterApi(d.opened.db, d.membership).routes(),
         *AgentVersionsApi(db, Deployments(db, ids, clock)).routes(),
         *OverlaysApi(db, d.overlays).routes(),
     ]
