@@ -11,7 +11,7 @@ import errno
 import logging
 import signal
 import socket
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -111,7 +111,7 @@ from runtime.proto import limits
 from runtime.snapshots import Snapshots
 from runtime.transport import PermanentError
 from runtime.workspaces import Workspaces
-from storage import journal, tenancy
+from storage import tenancy
 from storage.blobs import BlobStore
 from storage.database import Database
 from storage.errors import StorageError
@@ -195,6 +195,7 @@ class Opened:
     vault_key: bytes
     confinement: Confinement
     runtime_credential: str | None
+    runtime_device: str = LOCAL_DEVICE_ID
 
 
 @dataclass(frozen=True)
@@ -418,7 +419,7 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         *d.health.routes(),
         *gateway.routes(),
         *ProjectsApi(db, ids, clock, d.grants).routes(),
-        *DevicesApi(db, ids, clock, registry, LOCAL_DEVICE_ID).routes(),
+        *DevicesApi(db, ids, clock, registry, d.opened.runtime_device).routes(),
         *TemplatesApi(db, d.sealer, ids, clock).routes(),
         *EnvironmentsApi(db, d.environments, ids, clock).routes(),
         *FilesApi(db, d.environments.bodies, ids, clock).routes(),
@@ -474,7 +475,7 @@ def _local_daemon(config: Config, opened: Opened, grants: HostGrants) -> Daemon 
         return None
     return Daemon(
         local_base_url(config.host, opened.port) + "/api/v1",
-        LOCAL_DEVICE_ID,
+        opened.runtime_device,
         opened.runtime_credential,
         runtime_harnesses(config.data_dir / HARNESSES_DIR),
         __version__,
@@ -584,9 +585,9 @@ class App:
             vault_key = await ensure_vault_key(db, config.data_dir)
         except SecretKeyError as exc:
             raise StartupError(str(exc)) from exc
-        credential = None
+        credential, device = None, clustering.local_device(db, LOCAL_DEVICE_ID, sock)
         if self._local_runtime:
-            credential = await issue_device_credential(db, ids, clock)
+            credential = await issue_device_credential(db, ids, clock, device)
             self._redactor.add(credential)
         return Opened(
             sock=sock,
@@ -597,6 +598,7 @@ class App:
             vault_key=vault_key,
             confinement=probe(),
             runtime_credential=credential,
+            runtime_device=device,
         )
 
     async def _start(
@@ -622,7 +624,7 @@ class App:
         life.on_stop("orchestrator", lambda: parts.orchestrator.stop(timeout=3.0))
         await parts.automations.start()
         life.on_stop_sync("automations", parts.automations.stop)
-        _add_periodic_jobs(parts, self._timers)
+        clustering.add_periodic_jobs(parts, self._timers)
         return vital
 
     async def _until_stopped(self, vital: set[asyncio.Task[None]]) -> None:
@@ -669,30 +671,6 @@ async def _when_ready(parts: Parts, announce: Callable[[], None]) -> None:
 
 
 _ONCE: dict[str, Any] = {"coalesce": True, "max_instances": 1}
-
-
-def _add_periodic_jobs(parts: Parts, timers: Timers) -> None:
-    """Housekeeping that runs while serving, each firing once across the Core processes
-    that share the database; the scheduler's shutdown stops it. With peers, each process
-    also follows the automations they changed."""
-    jobs: list[tuple[str, float, Callable[[], Awaitable[object]]]] = [
-        ("journal-prune", 60.0, partial(_prune_journal, parts.db)),
-        (
-            "lease-expiry",
-            timers.lease_sweep_seconds,
-            partial(parts.outcomes.expire_leases, parts.orchestrator.abandon),
-        ),
-        ("comms-retention", 600.0, parts.comms.sweep),
-        ("data-retention", 3600.0, parts.retention.run),
-    ]
-    membership = parts.seat.membership
-    for name, seconds, fn in jobs:
-        once = membership.exclusive(name, seconds, fn)
-        parts.scheduler.add_job(once, "interval", seconds=seconds, id=name, **_ONCE)
-    if membership.shared:
-        resync = parts.automations.resync
-        seconds = membership.timers.heartbeat_seconds
-        parts.scheduler.add_job(resync, "interval", seconds=seconds, id="automations", **_ONCE)
 
 
 def host_confinement() -> dict[str, str | int]:
@@ -787,10 +765,6 @@ async def run_daemon(
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
-
-
-async def _prune_journal(db: Database) -> None:
-    await db.write(journal.prune)
 
 
 async def _checkpoint(db: Database) -> None:

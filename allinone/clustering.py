@@ -1,13 +1,16 @@
 """How the composition root seats a Core process among those sharing its database
-(`allinone.core.cluster`): the membership, the signal channel, what a gone peer's
-turns go through, and the start and stop of both."""
+(`allinone.core.cluster`): the membership, the signal channel, the in-process
+Runtime's device, what a gone peer's turns go through, the start and stop of both, and
+the housekeeping jobs that fire once across the processes."""
 
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from allinone.core.cluster.membership import Membership
 from allinone.core.cluster.signals import (
@@ -23,7 +26,9 @@ from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.orchestrator import Orchestrator
 from allinone.core.orchestration.recovery import Recovery
+from allinone.core.orchestration.timers import Timers
 from allinone.lifecycle import Lifecycle
+from storage import journal
 from storage.database import Database
 
 if TYPE_CHECKING:
@@ -70,6 +75,15 @@ def relay(seat: Seat, orchestrator: Orchestrator, recovery: Recovery) -> TurnSig
     return relayed
 
 
+def local_device(db: Database, default: str, sock: socket.socket) -> str:
+    """The in-process Runtime's device id: `default` on an embedded database; with
+    peers, one per host and port, so that each process's Runtime keeps its own
+    credential (a start does not revoke a peer's)."""
+    if db.url is None:
+        return default
+    return f"{default}-{socket.gethostname()}-{sock.getsockname()[1]}"
+
+
 def signal_channel(db: Database) -> Channel:
     """How signals reach the other processes: PostgreSQL's notifications; nothing carries
     them between processes on one SQLite file (readers there wake on their own timers)."""
@@ -99,3 +113,34 @@ async def join(life: Lifecycle, parts: Parts, request_stop: Callable[[], None]) 
     await parts.seat.signals.start()
     life.on_stop("signals", parts.seat.signals.close)
     parts.seat.membership.start(on_lapsed=request_stop)
+
+
+ONCE: dict[str, Any] = {"coalesce": True, "max_instances": 1}
+
+
+def add_periodic_jobs(parts: Parts, timers: Timers) -> None:
+    """Housekeeping that runs while serving, each firing once across the Core processes
+    that share the database; the scheduler's shutdown stops it. With peers, each process
+    also follows the automations they changed."""
+    jobs: list[tuple[str, float, Callable[[], Awaitable[object]]]] = [
+        ("journal-prune", 60.0, partial(_prune_journal, parts.db)),
+        (
+            "lease-expiry",
+            timers.lease_sweep_seconds,
+            partial(parts.outcomes.expire_leases, parts.orchestrator.abandon),
+        ),
+        ("comms-retention", 600.0, parts.comms.sweep),
+        ("data-retention", 3600.0, parts.retention.run),
+    ]
+    membership = parts.seat.membership
+    for name, seconds, fn in jobs:
+        once = membership.exclusive(name, seconds, fn)
+        parts.scheduler.add_job(once, "interval", seconds=seconds, id=name, **ONCE)
+    if membership.shared:
+        resync = parts.automations.resync
+        seconds = membership.timers.heartbeat_seconds
+        parts.scheduler.add_job(resync, "interval", seconds=seconds, id="automations", **ONCE)
+
+
+async def _prune_journal(db: Database) -> None:
+    await db.write(journal.prune)

@@ -4,10 +4,13 @@ Answers `{"object": "x_corebox.cluster", "shared", "process_id", "processes"}`: 
 other processes may share the database (PostgreSQL), the id of the process that
 answered, and the latest processes, newest start first, each with `id`, `host`, `pid`,
 `started_at`, `heartbeat_at`, `stopped_at`, `stop_reason` (`stopped` or `lapsed`),
-`live` and the `devices` whose Runtime connection it holds.
+`live` and the `devices` whose Runtime connection it holds (for the answering process,
+as they are now; for the others, as they last recorded).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -36,7 +39,7 @@ class ClusterApi:
             {
                 **{field: row[field] for field in FIELDS},
                 "live": row["stopped_at"] is None and int(row["heartbeat_at"]) >= since,
-                "devices": row["devices"],
+                "devices": self._devices(row),
             }
             for row in rows
         ]
@@ -47,3 +50,9 @@ class ClusterApi:
             "processes": processes,
         }
         return json(body)
+
+    def _devices(self, row: dict[str, Any]) -> list[str]:
+        """This process's connections as they are now; a peer's as last recorded."""
+        if row["id"] == self._membership.process_id:
+            return sorted(set(self._membership.devices()))
+        return list(row["devices"])

@@ -87,7 +87,7 @@ class Membership:
         self.process_id = ids.new("proc")
         self.host = socket.gethostname()
         self.pid = os.getpid()
-        self._devices = devices
+        self.devices = devices
         self._changes = changes
         self.on_peer_lapsed: Callable[[str], Awaitable[object]] | None = None
         self._on_lapsed: Callable[[], None] | None = None
@@ -158,7 +158,7 @@ class Membership:
     async def beat(self) -> None:
         """One heartbeat: renew the row, record the connections, recover gone peers."""
         now = self._clock.now()
-        devices = sorted(set(self._devices()))
+        devices = sorted(set(self.devices()))
 
         async def job(tx: Tx) -> bool:
             if not await cluster.beat(tx, self.process_id, now):
