@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -32,6 +33,7 @@ from openai import OpenAI
 
 from allinone.config import KEYS
 from allinone.core.cluster.signals import CHANNEL
+from tests.api.support import core_key
 from tests.conftest import API_KEY, ROOT, Server, start_server
 
 TURNS = 1000
@@ -222,3 +224,83 @@ def test_a_killed_process_loses_no_input_and_its_turns_are_settled_by_the_other(
 def _unsettled(url: str) -> list[tuple[Any, ...]]:
     """Turns still running, or waiting for a re-claim, or queued."""
     return _rows(url, "SELECT id FROM turns WHERE status IN ('queued', 'in_progress', 'waiting')")
+
+
+def test_an_automation_due_once_fires_once_with_two_processes(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    with _servers(tmp_path, postgres_url) as (_a, b):
+        with _sdk(b) as client:
+            due = int(time.time()) + 3
+            automation = client.beta.agents.automations.create(
+                type="once",
+                name="once",
+                run_at=due,
+                target={
+                    "type": "new_session",
+                    "agent": {"model": "scripted"},
+                    "environment": {"type": "none"},
+                    "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+                },
+            )
+
+        def both_beat_after_it_was_due() -> bool:
+            rows = _rows(
+                postgres_url,
+                "SELECT count(*) FROM core_processes WHERE stopped_at IS NULL"
+                " AND heartbeat_at > %s",
+                (due + 1,),
+            )
+            return int(rows[0][0]) == 2
+
+        # Both processes held the job (one registered it, the other followed the change)
+        # and fired it at `due`; by their first heartbeat after it, both have tried.
+        _until(postgres_url, both_beat_after_it_was_due, deadline=WAIT)
+        invocations = _rows(
+            postgres_url,
+            "SELECT scheduled_at FROM automation_invocations WHERE automation_id = %s",
+            (automation.id,),
+        )
+        assert invocations == [(due,)]
+        assert _rows(postgres_url, "SELECT count(*) FROM sessions")[0][0] == 1
+
+
+def test_a_stream_on_one_process_sees_a_turn_run_by_the_other(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    with _servers(tmp_path, postgres_url) as (a, b), _sdk(a) as on_a, _sdk(b) as on_b:
+        b_id = _cluster(b)["process_id"]
+        session_id = _new_session(on_a)
+        # Sent through b, whose queue wakes at once (a's by a notification): b runs the
+        # turn, or, rarely, a does; then another one is sent, up to a bound.
+        for attempt in range(10):
+            with on_a.beta.agents.sessions.events.stream(session_id) as stream:
+                on_b.beta.agents.sessions.events.create(
+                    session_id,
+                    events=[_message(f"across {attempt}")],  # type: ignore[list-item]
+                )
+                seen = []
+                for event in stream:
+                    seen.append(event.type)
+                    if event.type == "agent.session.turn.completed":
+                        break
+            assert "agent.session.turn.output_text.delta" in seen
+            claimers = _rows(
+                postgres_url,
+                "SELECT core_process_id FROM turns WHERE session_id = %s"
+                " ORDER BY created_at DESC, id DESC LIMIT 1",
+                (session_id,),
+            )
+            if claimers == [(b_id,)]:
+                return
+        raise AssertionError("process b never ran a turn sent through it")
+
+
+def _cluster(server: Server) -> dict[str, Any]:
+    request = urllib.request.Request(
+        f"{server.base_url}/core/v1/cluster",
+        headers={"Authorization": f"Bearer {core_key(server.data_dir)}"},
+    )
+    with urllib.request.urlopen(request, timeout=WAIT) as reply:
+        body: dict[str, Any] = json.loads(reply.read())
+    return body
