@@ -86,6 +86,7 @@ bench: binary
 	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_builtin.py
 	$(BIN)/python tests/bench/bench_snapshots.py
 	$(BIN)/python tests/bench/bench_checkpoint.py
+	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_cluster.py
 
 clean:
 	rm -rf $(VENV) dist build/work
