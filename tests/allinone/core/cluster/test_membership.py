@@ -13,6 +13,7 @@ from pathlib import Path
 from allinone.core.cluster.membership import ClusterTimers, Membership
 from allinone.core.ids import Clock, Ids
 from storage import Database, cluster
+from storage.database import Tx
 
 
 class StepClock(Clock):
@@ -165,5 +166,5 @@ def test_the_connections_of_a_process_are_recorded_and_closed_with_it(tmp_path: 
     asyncio.run(main())
 
 
-async def _set_pid(tx: cluster.Tx, process_id: str, pid: int) -> None:
+async def _set_pid(tx: Tx, process_id: str, pid: int) -> None:
     await tx.execute("UPDATE core_processes SET pid = ? WHERE id = ?", (pid, process_id))
