@@ -571,7 +571,7 @@ class App:
         sock = bind(config.host, config.port)
         life.on_stop_sync("listening socket", sock.close)
         try:
-            db = await Database.open(config.data_dir / DATABASE_FILE)
+            db = await Database.open(config.database_url or config.data_dir / DATABASE_FILE)
         except StorageError as exc:
             raise StartupError(str(exc)) from exc
         life.on_stop("database", db.close)
@@ -768,4 +768,4 @@ async def run_daemon(
 
 
 async def _checkpoint(db: Database) -> None:
-    await db.read(lambda r: r.fetchone("PRAGMA wal_checkpoint(PASSIVE)"))
+    await db.checkpoint()

@@ -53,6 +53,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port to listen on (default 8800)")
     serve.add_argument("--data-dir", dest="data_dir", help="where state is kept")
     serve.add_argument(
+        "--database-url",
+        dest="database_url",
+        help="keep the state in this PostgreSQL database (postgresql://...) instead of SQLite",
+    )
+    serve.add_argument(
         "--log-level", dest="log_level", help="critical, error, warning, info or debug"
     )
     logs.add_format_flag(serve)
@@ -199,6 +204,7 @@ def _serve(args: argparse.Namespace) -> int:
             "host",
             "port",
             "data_dir",
+            "database_url",
             "log_level",
             "log_format",
             "config",

@@ -17,6 +17,11 @@ and other tombstones are kept before the retention job purges them for good.
 `COREBOX_WORKSPACE_ROOTS`, `--workspace-root` repeated); the default is the home
 directory. Other projects use only the roots the owner grants them.
 
+`database_url` (`--database-url`, `COREBOX_DATABASE_URL`) puts the state in a
+PostgreSQL database (`postgresql://user:password@host:port/name`) instead of the embedded
+SQLite file in the data directory; the data directory still holds the keys, blobs and
+workspaces. It is kept out of the Config's repr (it may carry a password).
+
 `prices` (only in `corebox.toml`) is the owner's price table for session budgets: per
 model, USD cents per million input and output tokens (`[prices."gpt-4o"]` with `input =
 250` and `output = 1000`). A session whose model has a price enforces and reports its
@@ -46,6 +51,7 @@ KEYS = (
     "model_protocol",
     "public_url",
     "retention_days",
+    "database_url",
 )
 MODEL_PROTOCOLS = ("chat_completions", "responses")
 
@@ -80,6 +86,8 @@ class Config:
     retention_seconds: int = 30 * 86400
     # model -> (USD cents per million input tokens, per million output tokens)
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # A PostgreSQL database for the state; None keeps it in the data directory (SQLite).
+    database_url: str | None = field(default=None, repr=False)
 
 
 def default_data_dir(environ: Mapping[str, str]) -> Path:
@@ -101,6 +109,7 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> Con
         "model_protocol": "chat_completions",
         "public_url": None,
         "retention_days": 30,
+        "database_url": None,
     }
     config_path = flags.get("config") or environ.get("COREBOX_CONFIG")
     config_file: Path | None = None
@@ -132,6 +141,7 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> Con
         config_file=config_file,
         public_url=_public_url(values["public_url"]),
         retention_seconds=_retention(values["retention_days"]),
+        database_url=_database_url(values["database_url"]),
         **_model(values, environ),
     )
 
@@ -210,6 +220,14 @@ def _public_url(value: Any) -> str | None:
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.path.strip("/"):
         raise ConfigError("public URL must be an http(s) origin, e.g. http://core-host:8800")
     return f"{parts.scheme}://{parts.netloc}"
+
+
+def _database_url(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not value.startswith(("postgresql://", "postgres://")):
+        raise ConfigError("database_url must be a postgresql:// URL")
+    return value
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -301,6 +301,12 @@ class Database:
                 total += os.stat(f"{self.path}{suffix}").st_size
         return total
 
+    async def checkpoint(self) -> None:
+        """Fold SQLite's write-ahead log back into the database file where no reader
+        holds it (PASSIVE); the PostgreSQL server checkpoints on its own."""
+        if self.path is not None:
+            await self.read(lambda r: r.fetchone("PRAGMA wal_checkpoint(PASSIVE)"))
+
     def counters(self) -> dict[str, int]:
         """What this database did since it opened: group commits, write and read jobs, and
         the statements they ran (the figures the benchmarks divide per turn)."""

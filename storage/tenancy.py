@@ -77,7 +77,7 @@ async def next_counter(tx: Tx, key: str) -> int:
     """Increment and return a durable counter (worker epochs, fencing tokens)."""
     await tx.execute(
         "INSERT INTO meta (key, value) VALUES (?, '1')"
-        " ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+        " ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)",
         (key,),
     )
     row = await tx.fetchone("SELECT value FROM meta WHERE key = ?", (key,))

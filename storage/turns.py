@@ -73,7 +73,8 @@ async def usage_total(q: Queryable, session_id: str) -> dict[str, Any] | None:
 async def queued(q: Queryable, limit: int = 100) -> list[dict[str, Any]]:
     """Queued turns a worker may claim (a paused queued turn waits for its resume)."""
     rows = await q.fetchall(
-        "SELECT * FROM turns WHERE status = 'queued' AND phase IS NOT 'paused' ORDER BY id LIMIT ?",
+        "SELECT * FROM turns WHERE status = 'queued'"
+        " AND (phase IS NULL OR phase != 'paused') ORDER BY id LIMIT ?",
         (limit,),
     )
     return [r for r in (record(row, JSON_COLUMNS) for row in rows) if r is not None]

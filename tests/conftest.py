@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.postgres import postgres_cluster, postgres_url
+from tests.support.postgres import postgres_cluster, postgres_url, server_database, stop_shared
 
 ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "test-key"
@@ -75,6 +75,9 @@ def start_server(
     # The default project may bind self_hosted workspaces anywhere in the test run's
     # temporary tree (the data directory inside it stays unreachable).
     env["COREBOX_WORKSPACE_ROOTS"] = str(data_dir.parent.parent)
+    database = server_database()
+    if database is not None:
+        env["COREBOX_DATABASE_URL"] = database
     env.update(extra_env or {})
     log = data_dir.parent / f"{data_dir.name}.log"
     ready, ready_w = os.pipe()
@@ -121,3 +124,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 @pytest.fixture
 def fresh_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The throw-away PostgreSQL server, if this run started one, goes with the run."""
+    stop_shared()

@@ -11,6 +11,11 @@ server on a free loopback port (and a Unix socket in that directory), `fsync` on
 `Cluster.fresh_database()` creates an empty database (from `template0`, which is fast)
 and returns its URL; `Cluster.stop()` stops the server and removes the directory.
 
+`shared()` is the one cluster of this test process, started at its first use and stopped
+by `stop_shared()` when the session ends (the `postgres_cluster` fixture is the same
+one). With `COREBOX_TEST_BACKEND=postgresql`, every `corebox serve` the tests start
+(`tests/conftest.py: start_server`) keeps its state in a fresh database on it.
+
 Fixtures (registered for the whole suite from `tests/conftest.py`):
 - `postgres_cluster` (session): the running cluster, or a skip when none can be had.
 - `postgres_url` (function): the URL of a new, empty database on it.
@@ -174,16 +179,43 @@ class Cluster:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
+BACKEND_VARIABLE = "COREBOX_TEST_BACKEND"
+_shared: list[Cluster] = []
+
+
+def shared() -> Cluster | None:
+    """This process's cluster, started at the first call; None where PostgreSQL cannot
+    be installed."""
+    if not _shared:
+        bindir = ensure_installed()
+        if bindir is None:
+            return None
+        _shared.append(Cluster.start(bindir))
+    return _shared[0]
+
+
+def stop_shared() -> None:
+    while _shared:
+        _shared.pop().stop()
+
+
+def server_database() -> str | None:
+    """A fresh database URL for a `corebox serve` when the tests run on PostgreSQL
+    (`COREBOX_TEST_BACKEND=postgresql`), else None (the data directory's SQLite)."""
+    if os.environ.get(BACKEND_VARIABLE, "sqlite") != "postgresql":
+        return None
+    cluster = shared()
+    if cluster is None:
+        raise RuntimeError(f"{BACKEND_VARIABLE}=postgresql but PostgreSQL cannot be installed")
+    return cluster.fresh_database()
+
+
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[Cluster]:
-    bindir = ensure_installed()
-    if bindir is None:
+    cluster = shared()
+    if cluster is None:
         pytest.skip("PostgreSQL is not installed and cannot be installed here")
-    cluster = Cluster.start(bindir)
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+    yield cluster
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ CREATE FUNCTION json_extract(document TEXT, path TEXT) RETURNS TEXT LANGUAGE sql
     AS $$ SELECT CAST(document AS JSONB) #>> string_to_array(substr(path, 3), '.') $$;
 CREATE FUNCTION json_each(document TEXT) RETURNS TABLE (key TEXT, value TEXT)
     LANGUAGE sql IMMUTABLE
-    AS $$ SELECT key, value FROM jsonb_each_text(CAST(document AS JSONB)) $$;
+    AS $$ SELECT e.key, e.value FROM jsonb_each_text(CAST(document AS JSONB)) AS e $$;
 CREATE FUNCTION max(a BIGINT, b BIGINT) RETURNS BIGINT LANGUAGE sql IMMUTABLE
     AS $$ SELECT GREATEST(a, b) $$;
 -- The body is written by the UPDATE that follows the INSERT.
