@@ -105,19 +105,28 @@ def _message(text: str) -> dict[str, Any]:
     }
 
 
-def _new_session(client: OpenAI) -> str:
-    session = client.beta.agents.sessions.create(
-        agent={"model": "scripted"}, environment={"type": "none"}
+def _new_session(client: OpenAI, text: str = "hello") -> str:
+    """A scripted session whose first turn (`text`) ran to idle; its id."""
+    session_id = None
+    stream = client.beta.agents.sessions.create(
+        agent={"model": "scripted"}, environment={"type": "none"}, input=text, stream=True
     )
-    return str(session.id)
+    with stream:
+        for event in stream:
+            if event.type == "agent.session.created":
+                session_id = str(event.session.id)
+            if event.type == "agent.session.idle":
+                break
+    assert session_id is not None
+    return session_id
 
 
 def _client_turns(server: Server, first: int, count: int) -> str:
-    """One client: a session, then one echo turn after another, each sent once the
-    previous one ended; returns the session id."""
+    """One client: a session created with the first turn, then one echo turn after
+    another, each sent once the previous one ended; returns the session id."""
     with _sdk(server) as client:
-        session_id = _new_session(client)
-        for n in range(first, first + count):
+        session_id = _new_session(client, ECHO.format(n=first))
+        for n in range(first + 1, first + count):
             _send_and_wait(client, session_id, ECHO.format(n=n))
     return session_id
 
@@ -183,6 +192,7 @@ def test_a_killed_process_loses_no_input_and_its_turns_are_settled_by_the_other(
     tmp_path: Path, postgres_url: str
 ) -> None:
     with _servers(tmp_path, postgres_url) as (a, b):
+        a_id = _cluster(a)["process_id"]
         acknowledged: list[tuple[str, str]] = []
         enough = threading.Event()
         stop = threading.Event()
@@ -198,15 +208,26 @@ def test_a_killed_process_loses_no_input_and_its_turns_are_settled_by_the_other(
                     except Exception:
                         return  # the process is gone; what it acknowledged is counted
                     acknowledged.append((session_id, text))
-                    if len(acknowledged) >= 40:
+                    if len(acknowledged) >= 20:
                         enough.set()
                     turn += 1
 
         with ThreadPoolExecutor(8) as pool:
             futures = [pool.submit(client, n) for n in range(8)]
             assert enough.wait(WAIT)
+
+            def running_on_a() -> list[tuple[Any, ...]]:
+                return _rows(
+                    postgres_url,
+                    "SELECT id FROM turns WHERE core_process_id = %s"
+                    " AND status IN ('in_progress', 'waiting')",
+                    (a_id,),
+                )
+
+            _until(postgres_url, lambda: bool(running_on_a()))  # kill it mid-run
             os.kill(a.process.pid, signal.SIGKILL)
             a.process.wait(timeout=WAIT)
+            held = running_on_a()
             stop.set()
             for future in futures:
                 future.result(timeout=WAIT)
@@ -214,11 +235,18 @@ def test_a_killed_process_loses_no_input_and_its_turns_are_settled_by_the_other(
         with _sdk(b) as sdk:
             for session_id, text in acknowledged:
                 items = sdk.beta.agents.sessions.items.list(session_id, order="asc", limit=100)
-                assert any(text in json.dumps(item.model_dump()) for item in items.data), text
-        gone = _rows(
-            postgres_url, "SELECT stop_reason FROM core_processes WHERE pid = %s", (a.process.pid,)
-        )
+                quoted = json.dumps(text)[1:-1]  # as it appears inside a JSON string
+                assert any(quoted in json.dumps(item.model_dump()) for item in items.data), text
+        gone = _rows(postgres_url, "SELECT stop_reason FROM core_processes WHERE id = %s", (a_id,))
         assert gone == [("lapsed",)]
+        # The dead process held running turns; each ended (continued by b from its
+        # checkpoint, or failed as interrupted), none replayed.
+        assert held
+        for (turn_id,) in held:
+            [(status, error)] = _rows(
+                postgres_url, "SELECT status, error_code FROM turns WHERE id = %s", (turn_id,)
+            )
+            assert status == "completed" or error == "execution_interrupted", (status, error)
 
 
 def _unsettled(url: str) -> list[tuple[Any, ...]]:
