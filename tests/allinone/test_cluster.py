@@ -33,6 +33,7 @@ from openai import OpenAI
 
 from allinone.config import KEYS
 from allinone.core.cluster.signals import CHANNEL
+from storage.journal_templates import type_name
 from tests.api.support import core_key
 from tests.conftest import API_KEY, ROOT, Server, start_server
 
@@ -175,14 +176,16 @@ def test_two_processes_and_four_runtimes_complete_every_turn_once(
     assert {row[1] for row in turns} == {"completed"}
     assert len({row[2] for row in turns}) == 2  # both processes claimed turns
     # Each turn ran once: one start, one completion, one answer, in the journal and items.
-    by_type = dict(_rows(postgres_url, "SELECT type, count(*) FROM session_events GROUP BY type"))
+    stored = _rows(postgres_url, "SELECT type, count(*) FROM session_events GROUP BY type")
+    by_type = {type_name(code): count for code, count in stored}
     assert by_type.get("agent.session.turn.in_progress") == TURNS, by_type
     assert by_type.get("agent.session.turn.completed") == TURNS, by_type
     answers = _rows(
         postgres_url,
         "SELECT t.id, count(i.id) FROM turns t LEFT JOIN items i ON i.turn_id = t.id"
-        " AND i.type = 'message' AND i.payload LIKE '%\"role\":\"assistant\"%'"
+        " AND i.type = 'message' AND i.payload LIKE %s"
         " GROUP BY t.id HAVING count(i.id) != 1",
+        ('%"role":"assistant"%',),
     )
     assert answers == []
     assert len({row[3] for row in turns}) == 4  # the four Runtimes all ran turns
