@@ -250,7 +250,8 @@ class Orchestrator:
         try:
             await execution.run()
         finally:
-            await self._release(turn_id)  # a turn left queued may go to any process
+            if not execution.claimed:
+                await self._release(turn_id)  # a turn left queued may go to any process
 
     def _finished(self, turn_id: str, _task: asyncio.Task[None]) -> None:
         self._inflight.pop(turn_id, None)

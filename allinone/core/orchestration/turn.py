@@ -76,6 +76,8 @@ class TurnExecution:
         self.pause = asyncio.Event()
         self.draining = False
         self.delivery: Delivery | None = None
+        # Whether this execution claimed the turn (else it is still queued, or suspended).
+        self.claimed = False
         self._context: context.TurnContext | None = None
         self._disabled: dict[str, int] = {}
         self._overlays: list[dict[str, Any]] = []
@@ -117,6 +119,7 @@ class TurnExecution:
             await self._parts.preparations.release(prepared)
             return
         log.debug("turn %s claimed", self._turn_id)
+        self.claimed = True
         run = RunProjection(self._session["id"], self._turn_id, claim)
         run.budget_left = self._budget_left
         run.price = budgets.price_of(self._session)
