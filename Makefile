@@ -53,9 +53,19 @@ system-deps:
 	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } \
 	  || echo "postgresql is not installed: the PostgreSQL backend's tests will be skipped"
 
+# The storage suite (tests/storage) runs on both backends in the first pass. The second
+# pass runs the API files that exercise the most storage (a real `corebox serve` on a
+# fresh PostgreSQL database each): running the whole API suite twice would not fit CI's
+# time; `COREBOX_TEST_BACKEND=postgresql pytest tests/api` runs all of it.
+PG_API_TESTS := tests/api/test_sessions.py tests/api/test_turns.py \
+	tests/api/test_run_control.py tests/api/test_recovery.py tests/api/test_reclaim.py \
+	tests/api/test_event_streams.py tests/api/test_files.py tests/api/test_automations.py \
+	tests/api/test_drain.py tests/api/test_forks.py tests/api/test_vaults.py
+
 unit: $(STAMP_DEV) system-deps
 	rm -rf build/work/coverage && mkdir -p build/work/coverage
 	$(COVERAGE) run -m pytest -q -m "not binary"
+	COREBOX_TEST_BACKEND=postgresql $(COVERAGE) run -m pytest -q -m "not binary" $(PG_API_TESTS)
 	$(COVERAGE) combine -q
 	$(COVERAGE) report --format=total --fail-under=$(FLOOR_TOTAL)
 	$(COVERAGE) report --format=total --include='runtime/proto/*' --fail-under=$(FLOOR_PROTO)
@@ -87,6 +97,7 @@ bench: binary
 	$(BIN)/python tests/bench/bench_snapshots.py
 	$(BIN)/python tests/bench/bench_checkpoint.py
 	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_cluster.py
+	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_postgres.py
 
 clean:
 	rm -rf $(VENV) dist build/work

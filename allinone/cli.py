@@ -23,6 +23,7 @@ from allinone import (
     doctor_command,
     logs,
     overlays_cli,
+    postgres_command,
     run_control,
     session_forks,
     skill_commands,
@@ -117,6 +118,7 @@ def _add_commands(commands: Any) -> None:
     doctor_command.add_command(commands)
     status_command.add_command(commands)
     cluster_command.add_command(commands)
+    postgres_command.add_command(commands)
     cli_help.add_command(commands)
 
 

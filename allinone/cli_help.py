@@ -111,6 +111,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "corebox doctor --url http://127.0.0.1:8800 --json",
     ),
     "status": ("corebox status", "corebox status --url http://127.0.0.1:8800 --json"),
+    "migrate-to-postgres": (
+        "corebox migrate-to-postgres --from ~/.local/share/corebox"
+        " --to postgresql://corebox@127.0.0.1:5432/corebox",
+    ),
     "completion": (
         'eval "$(corebox completion bash)"   # add to ~/.bashrc',
         'eval "$(corebox completion zsh)"    # add to ~/.zshrc',

@@ -73,6 +73,11 @@ def run_command(args: argparse.Namespace, environ: Mapping[str, str], out: TextI
         flags["retention_days"] = args.retention_days
     try:
         config = load(flags, environ, Path.cwd())
+        if config.database_url is not None:
+            raise StorageError(
+                f"{args.command} works on the embedded SQLite store; this configuration keeps"
+                " its state in PostgreSQL (database_url): use the server's own tools"
+            )
         if args.command == "gc":
             with Bar("gc", sys.stderr, unit="steps") as bar:
                 report = asyncio.run(

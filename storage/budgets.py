@@ -9,9 +9,9 @@ async def tokens_used(q: Queryable, session_id: str) -> tuple[int, int, int]:
     """(input, output, total) tokens of every measured turn of the session (a turn still
     running counts what it has reported so far)."""
     row = await q.fetchone(
-        "SELECT COALESCE(SUM(json_extract(usage, '$.input_tokens')), 0) AS input,"
-        " COALESCE(SUM(json_extract(usage, '$.output_tokens')), 0) AS output,"
-        " COALESCE(SUM(json_extract(usage, '$.total_tokens')), 0) AS total"
+        "SELECT COALESCE(SUM(CAST(json_extract(usage, '$.input_tokens') AS INTEGER)), 0) AS input,"
+        " COALESCE(SUM(CAST(json_extract(usage, '$.output_tokens') AS INTEGER)), 0) AS output,"
+        " COALESCE(SUM(CAST(json_extract(usage, '$.total_tokens') AS INTEGER)), 0) AS total"
         " FROM turns WHERE session_id = ? AND usage IS NOT NULL",
         (session_id,),
     )

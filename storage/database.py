@@ -63,6 +63,7 @@ class Driver(Protocol):
     def insert(self, sql: str, params: Iterable[Any]) -> int: ...
     def write_blob(self, table: str, column: str, rowid: int, source: BinaryIO) -> None: ...
     def run(self, statement: str) -> None: ...
+    def lost(self) -> bool: ...
     def close(self) -> None: ...
     def translate(self, exc: BaseException, context: str = "") -> StorageError: ...
 
@@ -353,7 +354,14 @@ class Database:
         conn = self._readers[self._next_reader % len(self._readers)]
         self._next_reader += 1
         try:
-            return await conn.run(conn.job, fn)
+            try:
+                return await conn.run(conn.job, fn)
+            except conn.driver.errors:
+                # A read found its connection closed by the server (a restart since its
+                # last use): reading has no effect, so it runs once more on a new one.
+                if not conn.driver.lost():
+                    raise
+                return await conn.run(conn.job, fn)
         except conn.driver.errors as exc:
             raise conn.driver.translate(exc) from exc
 

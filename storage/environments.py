@@ -202,5 +202,5 @@ async def artifact(q: Queryable, session_id: str, artifact_id: str) -> dict[str,
 
 async def delete_artifact(tx: Tx, artifact_id: str, now: int) -> None:
     await tx.execute(
-        "UPDATE artifacts SET deleted_at = ?, content = x'' WHERE id = ?", (now, artifact_id)
+        "UPDATE artifacts SET deleted_at = ?, content = ? WHERE id = ?", (now, b"", artifact_id)
     )

@@ -43,6 +43,11 @@ class Conflict(StorageError):
     """A compare-and-set or uniqueness rule refused the write; nothing was changed."""
 
 
+class Unstorable(StorageError):
+    """A value the backend cannot hold (PostgreSQL keeps no U+0000 in text); nothing was
+    changed."""
+
+
 _REASONS = {
     sqlite3.SQLITE_FULL: "disk_full",
     sqlite3.SQLITE_READONLY: "read_only",

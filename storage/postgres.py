@@ -12,7 +12,10 @@ PostgreSQL migrations:
   `max`, `zeroblob`) are defined by the PostgreSQL migrations;
 - rows behave like `sqlite3.Row`: index and column-name access, `keys()`, `dict(row)`;
 - the one table read through `Tx.insert` and `Tx.write_blob` (`files`) has a `rowid`
-  identity column of its own.
+  identity column of its own; a blob is streamed in through COPY;
+- an SQLite column that holds bytes in a TEXT column (a compact event id) holds bytea's
+  hex text here (`journal_templates.event_id_text` reads both);
+- text cannot hold U+0000 in PostgreSQL: such a value is `Unstorable`.
 
 Errors: `translate` maps psycopg's errors into the storage tree. A lost server (a
 connection error, an administrator's shutdown) is `StorageUnavailable`; the connection
@@ -31,12 +34,13 @@ from psycopg import ClientCursor, errors, postgres
 from psycopg.adapt import Buffer, Dumper, Loader
 from psycopg.rows import RowMaker
 
-from storage.errors import Conflict, StorageError, StorageUnavailable
+from storage.errors import Conflict, StorageError, StorageUnavailable, Unstorable
 
 SCHEMES = ("postgresql://", "postgres://")
 CONNECT_TIMEOUT_SECONDS = 10
 # Held while migrating, so that several processes starting at once migrate one by one.
 MIGRATION_LOCK = 0x636F7265626F78
+BLOB_CHUNK_BYTES = 256 * 1024
 
 
 def is_url(target: object) -> bool:
@@ -162,14 +166,41 @@ class Driver:
         return int(row[0])
 
     def write_blob(self, table: str, column: str, rowid: int, source: BinaryIO) -> None:
-        # A parameter is sent whole: the body is read into memory once (uploads are
-        # bounded by the API's limit).
-        self.conn.execute(
-            f"UPDATE {table} SET {column} = %s WHERE rowid = %s", (source.read(), rowid)
+        # Streamed, one chunk at a time, through COPY into a temporary table (as bytea's
+        # hex text, its backslash escaped for COPY), then moved into the row on the
+        # server: the content never sits in this process's memory whole.
+        conn = self.conn
+        conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS blob_upload (content BYTEA) ON COMMIT DELETE ROWS"
         )
+        conn.execute("DELETE FROM blob_upload")
+        with conn.cursor().copy("COPY blob_upload (content) FROM STDIN") as copy:
+            copy.write(b"\\\\x")
+            while chunk := source.read(BLOB_CHUNK_BYTES):
+                copy.write(chunk.hex().encode())
+            copy.write(b"\n")
+        conn.execute(
+            f"UPDATE {table} SET {column} = (SELECT content FROM blob_upload) WHERE rowid = %s",
+            (rowid,),
+        )
+        conn.execute("DELETE FROM blob_upload")
 
     def run(self, statement: str) -> None:
-        self.conn.execute(statement)
+        if statement != self.begin_sql:
+            self.conn.execute(statement)
+            return
+        # A transaction begins on a connection the server may have closed since its last
+        # use (a restart): nothing has run yet, so it begins again on a new one.
+        try:
+            self.conn.execute(statement)
+        except psycopg.OperationalError:
+            if not self.lost():
+                raise
+            self.conn.execute(statement)
+
+    def lost(self) -> bool:
+        """Whether the connection is gone (the next use opens a new one)."""
+        return self._conn is None or self._conn.closed or self._conn.broken
 
     def close(self) -> None:
         if self._conn is not None:
@@ -204,6 +235,8 @@ def translate(exc: BaseException, context: str = "") -> StorageError:
     message = f"{context}: {exc}" if context else str(exc)
     if isinstance(exc, psycopg.IntegrityError):
         return Conflict(message)
+    if isinstance(exc, psycopg.DataError) and "NUL" in str(exc):
+        return Unstorable(message)
     for kind, reason in _REASONS:
         if isinstance(exc, kind):
             return StorageUnavailable(message, reason)

@@ -48,6 +48,9 @@ class Driver:
     def run(self, statement: str) -> None:
         self.conn.execute(statement)
 
+    def lost(self) -> bool:
+        return False
+
     def close(self) -> None:
         self.conn.close()
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import databases
 from tests.support.postgres import postgres_cluster, postgres_url, server_database, stop_shared
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,10 +76,13 @@ def start_server(
     # The default project may bind self_hosted workspaces anywhere in the test run's
     # temporary tree (the data directory inside it stays unreachable).
     env["COREBOX_WORKSPACE_ROOTS"] = str(data_dir.parent.parent)
-    database = server_database()
+    # A server started again on the same data directory finds the same database.
+    database = databases.url(data_dir) or server_database()
     if database is not None:
         env["COREBOX_DATABASE_URL"] = database
     env.update(extra_env or {})
+    if env.get("COREBOX_DATABASE_URL"):
+        databases.remember(data_dir, env["COREBOX_DATABASE_URL"])
     log = data_dir.parent / f"{data_dir.name}.log"
     ready, ready_w = os.pipe()
     with log.open("ab") as handle:

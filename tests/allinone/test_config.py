@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import io
 from pathlib import Path
 
 import pytest
 
+from allinone import data_commands
 from allinone.config import ConfigError, load
 
 
@@ -129,3 +133,30 @@ def test_the_log_format_comes_from_flags_environment_or_file(tmp_path: Path) -> 
     assert load({}, {}, tmp_path).log_format == "json"
     with pytest.raises(ConfigError, match="log format must be one of text, json"):
         load({"log_format": "xml"}, {}, tmp_path)
+
+
+def test_database_url_from_toml_environment_or_flag_and_out_of_the_repr(tmp_path: Path) -> None:
+    assert load({}, {}, tmp_path).database_url is None  # the data directory's SQLite
+    (tmp_path / "corebox.toml").write_text('database_url = "postgresql://u:pw@db/toml"\n')
+    assert load({}, {}, tmp_path).database_url == "postgresql://u:pw@db/toml"
+    environ = {"COREBOX_DATABASE_URL": "postgresql://u:pw@db/env"}
+    assert load({}, environ, tmp_path).database_url == "postgresql://u:pw@db/env"
+    flags = {"database_url": "postgres://u:pw@db/flag"}
+    config = load(flags, environ, tmp_path)
+    assert config.database_url == "postgres://u:pw@db/flag"
+    assert "pw" not in repr(config)
+    with pytest.raises(ConfigError, match="database_url"):
+        load({"database_url": "mysql://db/x"}, {}, tmp_path)
+
+
+def test_the_data_directory_commands_refuse_a_postgresql_configuration(tmp_path: Path) -> None:
+    environ = {"COREBOX_DATABASE_URL": "postgresql://u@db/x", "HOME": str(tmp_path)}
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = data_commands.run_command(
+            argparse.Namespace(command="storage", data_dir=str(tmp_path), config=None, json=False),
+            environ,
+            io.StringIO(),
+        )
+    assert code == 1
+    assert "PostgreSQL" in err.getvalue()

@@ -11,11 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sqlite3
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import pytest
 from openai import OpenAI
 
 from tests.conftest import Server
+from tests.support import databases
 
 REQUEST_ID = re.compile(r"^req_[0-9a-f]{32}$")
 
@@ -65,17 +65,10 @@ def http(
 def database_state(data_dir: Path) -> dict[str, tuple[int, str]]:
     """Every table of the server's database: (row count, digest of all its rows in a
     stable order). Equal states before and after a request mean it wrote nothing."""
-    uri = f"file:{data_dir / 'corebox.db'}?mode=ro"
     state: dict[str, tuple[int, str]] = {}
-    with closing(sqlite3.connect(uri, uri=True)) as db:
-        names = [
-            row[0]
-            for row in db.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
-            )
-        ]
-        for name in names:
-            rows = sorted(repr(row) for row in db.execute(f'SELECT * FROM "{name}"'))
+    with databases.raw(databases.location(data_dir), read_only=True) as db:
+        for name in db.tables():
+            rows = sorted(repr(tuple(row)) for row in db.execute(f'SELECT * FROM "{name}"'))
             digest = hashlib.sha256("\n".join(rows).encode()).hexdigest()
             state[name] = (len(rows), digest)
     return state
@@ -94,18 +87,18 @@ def unchanged(data_dir: Path) -> Iterator[None]:
 
 
 class DatabaseWatch:
-    """`database_state` for long runs: the state is re-read only when SQLite's
-    `data_version` says another connection committed, so checking after every request
-    of thousands stays cheap."""
+    """`database_state` for long runs: the state is re-read only when the database says
+    another connection committed (SQLite's `data_version`, PostgreSQL's WAL position), so
+    checking after every request of thousands stays cheap."""
 
     def __init__(self, data_dir: Path) -> None:
         self._data_dir = data_dir
-        self._db = sqlite3.connect(f"file:{data_dir / 'corebox.db'}?mode=ro", uri=True)
+        self._db = databases.Raw(databases.location(data_dir), read_only=True)
         self._version = self._data_version()
         self._state = database_state(data_dir)
 
-    def _data_version(self) -> int:
-        return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+    def _data_version(self) -> object:
+        return self._db.version()
 
     def moved(self) -> bool:
         """Whether any table differs from what it was at the previous call."""

@@ -9,9 +9,7 @@ module's own, so no other test's background work can move the database meanwhile
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from tests.api import hostile
 from tests.api.edge_client import Edge, resources
 from tests.api.support import core_key
 from tests.conftest import start_server
+from tests.support import databases
 
 
 @pytest.fixture(scope="module")
@@ -355,7 +354,7 @@ def test_a_json_schema_agent_lists(edge: Edge) -> None:
 
 
 def _execute(data_dir: Path, sql: str, args: tuple[Any, ...]) -> None:
-    with closing(sqlite3.connect(data_dir / "corebox.db")) as db, db:
+    with databases.raw(databases.location(data_dir)) as db:
         db.execute(sql, args)
 
 

@@ -5,11 +5,8 @@ later start continues them."""
 from __future__ import annotations
 
 import signal
-import sqlite3
-from contextlib import closing
 from pathlib import Path
 
-from allinone.app import DATABASE_FILE
 from allinone.credentials import read_core_key
 from tests.api.test_run_control import (
     assistant,
@@ -20,6 +17,7 @@ from tests.api.test_run_control import (
     wait_idle,
 )
 from tests.conftest import start_server
+from tests.support import databases
 
 SCRIPT = "/say a\n/sleep 1500\n/say b"
 
@@ -72,10 +70,13 @@ def test_sigterm_drains_a_running_turn_and_the_next_start_continues_it(tmp_path:
         server.process.send_signal(signal.SIGTERM)
         assert server.process.wait(timeout=30) == 0
     # Stopped at its checkpoint by the drain, not abandoned mid-run: no lease, no worker.
-    with closing(sqlite3.connect(data / DATABASE_FILE)) as db:
-        phase, lease = db.execute(
-            "SELECT phase, lease_expires_at FROM turns WHERE session_id = ?", (session_id,)
-        ).fetchone()
+    with databases.raw(databases.location(data)) as db:
+        [(phase, lease)] = [
+            tuple(row)
+            for row in db.execute(
+                "SELECT phase, lease_expires_at FROM turns WHERE session_id = ?", (session_id,)
+            )
+        ]
     assert (phase, lease) == ("resuming", None)
 
     restarted = start_server(data, port=server.port)

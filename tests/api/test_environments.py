@@ -11,6 +11,8 @@ import openai
 import pytest
 from openai import OpenAI
 
+from tests.support import databases
+
 
 def run_turn(client: OpenAI, **kwargs: Any) -> tuple[str, list[Any]]:
     events = list(
@@ -154,11 +156,7 @@ def test_environment_secrets_are_sealed_at_rest(client: OpenAI, server: Any) -> 
     )
     client.beta.agents.environments.files.list(environment.id)  # initialized by now
     assert client.beta.agents.environments.retrieve(environment.id).status == "ready"
-    stored = b"".join(
-        path.read_bytes()
-        for path in server.data_dir.iterdir()
-        if path.name.startswith("corebox.db")
-    )
+    stored = databases.stored_bytes(server.data_dir)
     assert marker.encode() not in stored
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from tests.api.support import Surface, http
 from tests.conftest import API_KEY
+from tests.support import databases
 
 BETA = {"OpenAI-Beta": "agents=v1"}
 
@@ -60,7 +61,14 @@ def test_the_core_key_sees_the_full_evidence(surface: Surface) -> None:
     owner = {"Authorization": f"Bearer {surface.core_key}"}
     status, ready, _ = http(base, "GET", "/readyz", headers=owner)
     assert status == 200
-    assert ready["checks"]["storage"]["path"].startswith(str(surface.server.data_dir))
+    storage = ready["checks"]["storage"]
+    database = databases.url(surface.server.data_dir)
+    if database is None:
+        assert storage["backend"] == "sqlite"
+        assert storage["path"].startswith(str(surface.server.data_dir))
+    else:  # the URL, never a password (the test cluster's has none to show)
+        assert storage["backend"] == "postgresql"
+        assert storage["path"] == database
     assert ready["checks"]["config"]["data_dir"] == str(surface.server.data_dir)
     assert [r["device_id"] for r in ready["checks"]["runtime"]["connected"]]
 

@@ -19,6 +19,9 @@ import pytest
 
 from tests.api.support import core_key, http
 from tests.conftest import API_KEY, start_server
+from tests.support.postgres import sqlite_only
+
+pytestmark = sqlite_only("the database file on a full disk")
 
 PROJECT = {"Authorization": f"Bearer {API_KEY}", "OpenAI-Beta": "agents=v1"}
 DISK_BYTES = 32 * 1024 * 1024

@@ -9,6 +9,7 @@ import openai
 import pytest
 
 from tests.api.support import Surface, surface
+from tests.support import databases
 
 __all__ = ["surface"]
 
@@ -63,9 +64,7 @@ def test_template_shape_defaults_and_confidential_inputs(surface: Surface) -> No
     assert reset.network.access == "disabled" and reset.network.allowed_domains == []
     assert reset.desktop is None and reset.files == []
     assert reset.packages.python == ["httpx"]
-    stored = b"".join(
-        p.read_bytes() for p in surface.server.data_dir.iterdir() if p.name.startswith("corebox.db")
-    )
+    stored = databases.stored_bytes(surface.server.data_dir)
     assert hidden.encode() not in stored
 
     bare = client.beta.agents.environments.templates.create()

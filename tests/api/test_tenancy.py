@@ -16,6 +16,7 @@ from openai import OpenAI
 
 from tests.api.support import Surface, http, surface
 from tests.conftest import ROOT, Server
+from tests.support import databases
 
 __all__ = ["surface"]
 
@@ -27,9 +28,7 @@ def test_core_key_file_is_private_and_stored_only_as_a_digest(server: Server) ->
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
     assert stat.S_IMODE((secrets_dir / "vault.key").stat().st_mode) == 0o600
     key = key_file.read_text().strip().encode()
-    stored = b"".join(
-        p.read_bytes() for p in server.data_dir.iterdir() if p.name.startswith("corebox.db")
-    )
+    stored = databases.stored_bytes(server.data_dir)
     assert key not in stored
     assert key not in server.log.read_bytes()
 

@@ -9,6 +9,7 @@ import openai
 import pytest
 
 from tests.api.support import Surface, http, surface
+from tests.support import databases
 
 __all__ = ["surface"]
 
@@ -294,9 +295,7 @@ def test_secrets_never_reach_responses_logs_or_database_text(surface: Surface) -
         )
         client.beta.agents.vaults.credentials.list(vault.id)
     data_dir = surface.server.data_dir
-    stored = b"".join(
-        path.read_bytes() for path in data_dir.iterdir() if path.name.startswith("corebox.db")
-    )
+    stored = databases.stored_bytes(data_dir)
     log = surface.server.log.read_bytes()
     for secret in planted:
         assert secret.encode() not in stored

@@ -5,9 +5,11 @@
 when they are missing and this is a root shell; it returns None where neither works, and
 the tests that need a server are then skipped.
 
-`Cluster.start(bindir)` runs `initdb` into a fresh temporary directory and starts the
-server on a free loopback port (and a Unix socket in that directory), `fsync` on, as the
-`postgres` system user when the tests run as root (the server refuses to run as root).
+`Cluster.start(bindir)` first stops the clusters of test processes that were killed
+before they could stop their own (`sweep_abandoned`), then runs `initdb` into a fresh
+temporary directory and starts the server on a free loopback port (and a Unix socket in
+that directory), `fsync` on, as the `postgres` system user when the tests run as root
+(the server refuses to run as root).
 `Cluster.fresh_database()` creates an empty database (from `template0`, which is fast)
 and returns its URL; `Cluster.stop()` stops the server and removes the directory.
 
@@ -23,6 +25,7 @@ Fixtures (registered for the whole suite from `tests/conftest.py`):
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import itertools
 import os
@@ -36,6 +39,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+PREFIX = "corebox-pg-"
+OWNER_FILE = "owner.pid"
 SUPERUSER = "corebox"
 SYSTEM_USER = "postgres"
 START_TIMEOUT_SECONDS = 60
@@ -80,6 +85,31 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_abandoned(bindir: Path) -> None:
+    """Stop and remove the clusters whose test process is gone (killed before it could
+    stop them); a cluster whose process still runs is left alone."""
+    for root in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        try:
+            owner = int((root / OWNER_FILE).read_text())
+        except (OSError, ValueError):
+            continue
+        if _alive(owner):
+            continue
+        cluster = Cluster(bindir, root, 0, SYSTEM_USER if os.geteuid() == 0 else None)
+        with contextlib.suppress(RuntimeError, OSError):
+            cluster.stop()
+
+
 class Cluster:
     """One running PostgreSQL server in a temporary directory of its own."""
 
@@ -114,7 +144,9 @@ class Cluster:
     def start(cls, bindir: Path) -> Cluster:
         """initdb and start a server; the caller owns it and must `stop()` it."""
         as_user = SYSTEM_USER if os.geteuid() == 0 else None
-        root = Path(tempfile.mkdtemp(prefix="corebox-pg-"))
+        sweep_abandoned(bindir)
+        root = Path(tempfile.mkdtemp(prefix=PREFIX))
+        (root / OWNER_FILE).write_text(str(os.getpid()))
         if as_user is not None:
             shutil.chown(root, user=as_user)
         cluster = cls(bindir, root, _free_port(), as_user)
@@ -138,6 +170,14 @@ class Cluster:
             "--locale=C",
             "--no-sync",
         )
+        self.resume()
+
+    def halt(self) -> None:
+        """Stop the server, keeping its data (`resume` starts it again)."""
+        self._run("pg_ctl", "stop", "-D", str(self.data), "-m", "fast", "-w")
+
+    def resume(self) -> None:
+        """Start the server on its data directory and port."""
         options = " ".join(
             (
                 f"-p {self.port}",
@@ -208,6 +248,14 @@ def server_database() -> str | None:
     if cluster is None:
         raise RuntimeError(f"{BACKEND_VARIABLE}=postgresql but PostgreSQL cannot be installed")
     return cluster.fresh_database()
+
+
+def sqlite_only(reason: str) -> pytest.MarkDecorator:
+    """Marks a test of what only the embedded SQLite store has (its files, their faults),
+    skipped when the servers run on PostgreSQL."""
+    return pytest.mark.skipif(
+        os.environ.get(BACKEND_VARIABLE, "sqlite") == "postgresql", reason=f"SQLite only: {reason}"
+    )
 
 
 @pytest.fixture(scope="session")

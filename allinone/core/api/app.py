@@ -21,6 +21,7 @@ from allinone.core.api.errors import (
     handle_refused,
     handle_storage_unavailable,
     handle_unexpected,
+    handle_unstorable,
     http_error,
     method_not_allowed,
     unknown_route,
@@ -28,7 +29,7 @@ from allinone.core.api.errors import (
 from allinone.core.api.request_ids import RequestIds
 from allinone.core.api.routing import literal_first
 from allinone.core.errors import Refused
-from storage.errors import StorageUnavailable
+from storage.errors import StorageUnavailable, Unstorable
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -73,6 +74,7 @@ def build_app(
             ApiError: handle_api_error,
             Refused: handle_refused,
             StorageUnavailable: handle_storage_unavailable,
+            Unstorable: handle_unstorable,
             HTTPException: _http_error,
             Exception: handle_unexpected,
         },

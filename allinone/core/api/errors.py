@@ -190,6 +190,13 @@ async def handle_storage_unavailable(request: Request, exc: Exception) -> Respon
     return error_response(storage_unavailable())
 
 
+async def handle_unstorable(request: Request, exc: Exception) -> Response:
+    """A value the storage backend cannot hold (PostgreSQL keeps no U+0000 in text)."""
+    return error_response(
+        ApiError(400, "Text may not contain the character U+0000.", code="invalid_value")
+    )
+
+
 async def handle_unexpected(request: Request, exc: Exception) -> Response:
     log.error(
         "unhandled error on %s %s: %s",

@@ -1,0 +1,185 @@
+"""Copying an embedded (SQLite) database into an empty PostgreSQL database.
+
+Contract of `copy_to_postgres(source, url, on_progress)`:
+- the SQLite file is first brought to this build's schema (as `Database.open` does), and
+  the PostgreSQL database is migrated to the same version;
+- the target must be empty (no row in any table but `schema_version`), else
+  `TargetNotEmpty` and nothing is written;
+- every table is copied in foreign-key dependency order, in one PostgreSQL transaction:
+  every column (blobs included), ids and sequence numbers as they are, identity
+  sequences moved past the copied values; the columns the database keeps itself
+  (`rows.DERIVED`) are rebuilt by the copied child rows, as in every other copy;
+- the row count of every table is compared before the commit (`CountMismatch` if one
+  differs, and nothing is committed);
+- `on_progress(done, total)` is called with rows copied so far.
+
+The SQLite file is read in one read transaction (a consistent snapshot); the server that
+uses it should be stopped, so that nothing written after the snapshot is left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+from storage import migrations, postgres
+from storage.database import Database
+from storage.errors import StorageError, StorageUnavailable
+from storage.rows import DERIVED
+
+BATCH_ROWS = 1000
+SKIPPED = frozenset({"schema_version", "sqlite_sequence"})
+
+
+class TargetNotEmpty(StorageError):
+    """The PostgreSQL database already holds data."""
+
+
+class CountMismatch(StorageError):
+    """A table's row count in the copy differs from the source's."""
+
+
+@dataclass(frozen=True)
+class Copied:
+    tables: int
+    rows: int
+    schema_version: int
+
+
+async def copy_to_postgres(
+    source: Path, url: str, on_progress: Callable[[int, int], None] | None = None
+) -> Copied:
+    """Copy the SQLite database at `source` into the empty PostgreSQL database `url`."""
+    if not await asyncio.to_thread(source.is_file):
+        raise StorageUnavailable(f"no database at {source}", "cannot_open")
+    for target in (source, url):
+        db = await Database.open(target)
+        await db.close()
+    progress = on_progress or (lambda done, total: None)
+    try:
+        return await asyncio.to_thread(_copy, source, url, progress)
+    except sqlite3.Error as exc:
+        raise StorageError(f"cannot read {source}: {exc}") from exc
+    except psycopg.Error as exc:
+        raise postgres.translate(exc, f"cannot write {postgres.redact(url)}") from exc
+
+
+def _copy(source: Path, url: str, progress: Callable[[int, int], None]) -> Copied:
+    lite = sqlite3.connect(f"file:{source}?mode=ro", uri=True, isolation_level=None)
+    try:
+        lite.execute("BEGIN")  # one snapshot for the whole copy
+        with postgres.connect(url) as pg, pg.transaction():
+            pg.execute("SELECT pg_advisory_xact_lock(%s)", (postgres.MIGRATION_LOCK,))
+            tables = _order(lite)
+            _refuse_non_empty(pg, tables)
+            counts = {t: _count(lite, t) for t in tables}
+            total = sum(counts.values())
+            done = 0
+            progress(0, total)
+            for table in tables:
+                for copied in _copy_table(lite, pg, table):
+                    done += copied
+                    progress(done, total)
+            _move_identities(pg)
+            _verify(pg, counts)
+            version = max(v for v, _ in migrations.available("postgresql"))
+        lite.execute("COMMIT")
+        return Copied(len(tables), total, version)
+    finally:
+        lite.close()
+
+
+def _order(lite: sqlite3.Connection) -> list[str]:
+    """Every table, each after the tables its foreign keys point at."""
+    names = [
+        str(r[0])
+        for r in lite.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            " ORDER BY name"
+        )
+        if r[0] not in SKIPPED
+    ]
+    parents = {
+        name: {
+            str(k[0])
+            for k in lite.execute(f"SELECT \"table\" FROM pragma_foreign_key_list('{name}')")
+            if k[0] != name
+        }
+        for name in names
+    }
+    ordered: list[str] = []
+    while len(ordered) < len(names):
+        ready = [n for n in names if n not in ordered and parents[n] <= set(ordered)]
+        if not ready:
+            raise StorageError(
+                f"foreign keys form a cycle among {sorted(set(names) - set(ordered))}"
+            )
+        ordered.extend(ready)
+    return ordered
+
+
+def _count(lite: sqlite3.Connection, table: str) -> int:
+    return int(lite.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0])
+
+
+def _refuse_non_empty(pg: psycopg.Connection[postgres.Row], tables: list[str]) -> None:
+    for table in tables:
+        if pg.execute(f'SELECT 1 FROM "{table}" LIMIT 1').fetchone() is not None:
+            raise TargetNotEmpty(
+                f"the PostgreSQL database is not empty (table {table} has rows);"
+                " copy into a new, empty database"
+            )
+
+
+def _columns(pg: psycopg.Connection[postgres.Row], table: str) -> list[str]:
+    rows = pg.execute(
+        "SELECT column_name FROM information_schema.columns"
+        " WHERE table_schema = current_schema() AND table_name = %s ORDER BY ordinal_position",
+        (table,),
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def _copy_table(
+    lite: sqlite3.Connection, pg: psycopg.Connection[postgres.Row], table: str
+) -> Iterator[int]:
+    """Copy one table with COPY, yielding the rows copied per batch."""
+    info = lite.execute(f"SELECT name FROM pragma_table_info('{table}')")
+    source_columns = {str(r[0]) for r in info}
+    derived = DERIVED.get(table, frozenset())
+    columns = [
+        c for c in _columns(pg, table) if c not in derived and (c in source_columns or c == "rowid")
+    ]
+    listed = ", ".join(f'"{c}"' for c in columns)
+    cursor = lite.execute(f'SELECT {listed} FROM "{table}"')
+    with pg.cursor().copy(f'COPY "{table}" ({listed}) FROM STDIN') as copy:
+        while batch := cursor.fetchmany(BATCH_ROWS):
+            for row in batch:
+                copy.write_row(row)
+            yield len(batch)
+
+
+def _move_identities(pg: psycopg.Connection[postgres.Row]) -> None:
+    """Each identity column's sequence continues after the largest copied value."""
+    identities = pg.execute(
+        "SELECT table_name, column_name FROM information_schema.columns"
+        " WHERE table_schema = current_schema() AND is_identity = 'YES'"
+    ).fetchall()
+    for table, column in identities:
+        pg.execute(
+            f"SELECT setval(pg_get_serial_sequence('\"{table}\"', '{column}'),"
+            f' COALESCE((SELECT MAX("{column}") FROM "{table}"), 0) + 1, false)'
+        )
+
+
+def _verify(pg: psycopg.Connection[postgres.Row], counts: dict[str, int]) -> None:
+    for table, expected in counts.items():
+        row = pg.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()
+        found = 0 if row is None else int(row[0])
+        if found != expected:
+            raise CountMismatch(f"table {table}: {expected} rows in the source, {found} copied")
