@@ -97,6 +97,7 @@ bench: binary
 	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_builtin.py
 	$(BIN)/python tests/bench/bench_snapshots.py
 	$(BIN)/python tests/bench/bench_checkpoint.py
+	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_cluster.py
 	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_postgres.py
 
 clean:

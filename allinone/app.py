@@ -23,7 +23,7 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-from allinone import __version__, doctor
+from allinone import __version__, clustering, doctor
 from allinone.config import Config, local_base_url
 from allinone.core.agent_versions import Deployments
 from allinone.core.api.agent_versions import AgentVersionsApi
@@ -33,6 +33,7 @@ from allinone.core.api.archive import ArchiveApi
 from allinone.core.api.auth import Keys
 from allinone.core.api.automations import AutomationsApi
 from allinone.core.api.bundles import BundlesApi
+from allinone.core.api.cluster import ClusterApi
 from allinone.core.api.commands import CommandsApi
 from allinone.core.api.comms_owner import comms_routes
 from allinone.core.api.console import ConsoleApi
@@ -54,9 +55,12 @@ from allinone.core.api.traces import TracesApi
 from allinone.core.api.vaults import VaultsApi
 from allinone.core.archive import Archive
 from allinone.core.automations import Automations
+from allinone.core.cluster.membership import Membership
+from allinone.core.cluster.signals import TurnSignals
 from allinone.core.comms.service import Comms
-from allinone.core.control.commands import Commands, Signals
+from allinone.core.control.commands import Commands
 from allinone.core.control.commands import Request as CommandRequest
+from allinone.core.control.commands import Signals as CommandSignals
 from allinone.core.control.forks import Forks
 from allinone.core.control.rewinds import Rewinds
 from allinone.core.environments import Environments
@@ -73,6 +77,7 @@ from allinone.core.orchestration.credentials import RunCredentials
 from allinone.core.orchestration.orchestrator import Orchestrator
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Projector
+from allinone.core.orchestration.recovery import Recovery
 from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.overlays import CancelTurns, Overlays
 from allinone.core.recorder import Recorder
@@ -111,7 +116,6 @@ from storage import tenancy
 from storage.blobs import BlobStore
 from storage.database import Database
 from storage.errors import StorageError
-from storage.journal_prune import JournalPruner
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +199,7 @@ class Opened:
     vault_key: bytes
     confinement: Confinement
     runtime_credential: str | None
+    runtime_device: str = LOCAL_DEVICE_ID
 
 
 @dataclass(frozen=True)
@@ -215,6 +220,7 @@ class Parts:
     health: Health
     registry: Registry
     retention: Retention
+    seat: clustering.Seat
 
 
 @dataclass(frozen=True)
@@ -241,6 +247,7 @@ class _Domain:
     commands: Commands
     drain: Callable[[float], bool]
     overlays: Overlays
+    membership: Membership
 
 
 def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) -> Parts:
@@ -249,7 +256,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     clock = Clock()
     ids = Ids(clock)
     db = opened.db
-    hub, registry = Hub(), Registry()
+    hub, registry, seat = clustering.seat(db, ids, clock)
     recorder = Recorder(hub, ids, clock)
     projector = Projector(recorder, ids, clock)
     outcomes = Outcomes(db, recorder, projector, clock, ids)
@@ -272,13 +279,13 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     credentials = RunCredentials(providers, VaultSecrets(db, sealer, reveal))
     orchestrator = Orchestrator(
         db, registry, projector, outcomes, ids, clock, environments, credentials,
-        timers=timers, preparations=preparations,
+        timers=timers, preparations=preparations, membership=seat.membership,
     )  # fmt: skip
-    admission = Admission(
-        db, recorder, ids, clock, orchestrator.wake, orchestrator.request_cancel,
-        orchestrator.input_admitted, environments, providers, registry.offers, config.prices,
-    )  # fmt: skip
-    commands, overlays = _controls(db, recorder, ids, clock, orchestrator, admission)
+    relayed = clustering.relay(seat, orchestrator, Recovery(db, outcomes))
+    admission = _admission(
+        config, db, recorder, ids, clock, relayed, environments, providers, registry.offers
+    )
+    commands, overlays = _controls(db, recorder, ids, clock, relayed, admission)
     scheduler = AsyncIOScheduler()
     automations = Automations(db, admission, scheduler, sealer, ids, clock)
     comms = Comms(db, ids, clock)
@@ -286,7 +293,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     domain = _Domain(
         config, opened, clock, ids, hub, registry, sealer, grants, providers,
         environments, admission, automations, comms, scheduler, health, ws_url, skills,
-        commands, orchestrator.start_drain, overlays,
+        commands, orchestrator.start_drain, overlays, seat.membership,
     )  # fmt: skip
     return Parts(
         db=db,
@@ -303,6 +310,7 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
         health=health,
         registry=registry,
         retention=Retention(db, config.data_dir, clock.now, config.retention_seconds),
+        seat=seat,
     )
 
 
@@ -312,20 +320,38 @@ def _http_server(domain: _Domain) -> _Server:
     return _Server(_server_config(app, domain.config.log_level))
 
 
+def _admission(
+    config: Config,
+    db: Database,
+    recorder: Recorder,
+    ids: Ids,
+    clock: Clock,
+    relayed: TurnSignals,
+    environments: Environments,
+    providers: ModelProviders,
+    offers: Callable[[str], bool],
+) -> Admission:
+    """Admission, whose signals reach the turn queue of every Core process."""
+    return Admission(
+        db, recorder, ids, clock, relayed.wake, relayed.cancel, relayed.input, environments,
+        providers, offers, config.prices,
+    )  # fmt: skip
+
+
 def _controls(
     db: Database,
     recorder: Recorder,
     ids: Ids,
     clock: Clock,
-    orchestrator: Orchestrator,
+    relayed: TurnSignals,
     admission: Admission,
 ) -> tuple[Commands, Overlays]:
     """Run control (pause, resume, cancel as commands) and the safety overlays, whose
     kill switches act on turns through it."""
-    signals = Signals(orchestrator.wake, orchestrator.request_pause, orchestrator.request_cancel)
+    signals = CommandSignals(relayed.wake, relayed.pause, relayed.cancel)
     commands = Commands(db, recorder, ids, clock, signals)
     overlays = Overlays(
-        db, ids, clock, _turn_canceller(admission), orchestrator.wake, _turn_pauser(commands)
+        db, ids, clock, _turn_canceller(admission), relayed.wake, _turn_pauser(commands)
     )
     return commands, overlays
 
@@ -400,7 +426,7 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         *d.health.routes(),
         *gateway.routes(),
         *ProjectsApi(db, ids, clock, d.grants).routes(),
-        *DevicesApi(db, ids, clock, registry, LOCAL_DEVICE_ID).routes(),
+        *DevicesApi(db, ids, clock, registry, d.opened.runtime_device).routes(),
         *TemplatesApi(db, d.sealer, ids, clock).routes(),
         *EnvironmentsApi(db, d.environments, ids, clock).routes(),
         *FilesApi(db, d.environments.bodies, ids, clock).routes(),
@@ -420,6 +446,7 @@ def _routes(d: _Domain) -> list[BaseRoute]:
         *BundlesApi(d.config.data_dir).routes(),
         *CommandsApi(d.commands).routes(),
         *DrainApi(d.drain).routes(),
+        *ClusterApi(d.opened.db, d.membership).routes(),
         *AgentVersionsApi(db, Deployments(db, ids, clock)).routes(),
         *OverlaysApi(db, d.overlays).routes(),
     ]
@@ -455,7 +482,7 @@ def _local_daemon(config: Config, opened: Opened, grants: HostGrants) -> Daemon 
         return None
     return Daemon(
         local_base_url(config.host, opened.port) + "/api/v1",
-        LOCAL_DEVICE_ID,
+        opened.runtime_device,
         opened.runtime_credential,
         runtime_harnesses(config.data_dir / HARNESSES_DIR),
         __version__,
@@ -573,9 +600,9 @@ class App:
             vault_key = await ensure_vault_key(db, config.data_dir)
         except SecretKeyError as exc:
             raise StartupError(str(exc)) from exc
-        credential = None
+        credential, device = None, clustering.local_device(db, LOCAL_DEVICE_ID, sock)
         if self._local_runtime:
-            credential = await issue_device_credential(db, ids, clock)
+            credential = await issue_device_credential(db, ids, clock, device)
             self._redactor.add(credential)
         return Opened(
             sock=sock,
@@ -586,6 +613,7 @@ class App:
             vault_key=vault_key,
             confinement=probe(),
             runtime_credential=credential,
+            runtime_device=device,
         )
 
     async def _start(
@@ -606,11 +634,12 @@ class App:
             life.on_stop("runtime", parts.daemon.stop)
             vital.add(daemon_task)
         life.on_stop("environment set-ups", parts.environments.stop)
+        await clustering.join(life, parts, self.request_stop)
         await parts.orchestrator.start()
         life.on_stop("orchestrator", lambda: parts.orchestrator.stop(timeout=3.0))
         await parts.automations.start()
         life.on_stop_sync("automations", parts.automations.stop)
-        _add_periodic_jobs(parts, self._timers)
+        clustering.add_periodic_jobs(parts, self._timers)
         return vital
 
     async def _until_stopped(self, vital: set[asyncio.Task[None]]) -> None:
@@ -657,23 +686,6 @@ async def _when_ready(parts: Parts, announce: Callable[[], None]) -> None:
 
 
 _ONCE: dict[str, Any] = {"coalesce": True, "max_instances": 1}
-
-
-def _add_periodic_jobs(parts: Parts, timers: Timers) -> None:
-    """Housekeeping that runs while serving; the scheduler's shutdown stops it."""
-    scheduler = parts.scheduler
-    pruner = JournalPruner(parts.db)
-    scheduler.add_job(pruner.run, "interval", seconds=60, id="journal-prune", **_ONCE)
-    scheduler.add_job(
-        parts.outcomes.expire_leases,
-        "interval",
-        seconds=timers.lease_sweep_seconds,
-        args=[parts.orchestrator.abandon],
-        id="lease-expiry",
-        **_ONCE,
-    )
-    scheduler.add_job(parts.comms.sweep, "interval", minutes=10, id="comms-retention", **_ONCE)
-    scheduler.add_job(parts.retention.run, "interval", hours=1, id="data-retention", **_ONCE)
 
 
 def host_confinement() -> dict[str, str | int]:

@@ -17,6 +17,7 @@ from allinone import (
     admin,
     agents_cli,
     cli_help,
+    cluster_command,
     data_commands,
     devices,
     doctor_command,
@@ -147,6 +148,7 @@ def _add_commands(commands: Any) -> None:
     console_command.add_commands(commands)
     doctor_command.add_command(commands)
     status_command.add_command(commands)
+    cluster_command.add_command(commands)
     postgres_command.add_command(commands)
     cli_help.add_command(commands)
 

@@ -9,7 +9,14 @@ from storage.rows import Queryable, dumps, record
 
 
 async def insert(tx: Tx, row: dict[str, Any]) -> int:
-    """Insert an item at the next position of its session; return that position."""
+    """Insert an item at the next position of its session; return that position. On a
+    database several Core processes share, the session's row is held first (a no-op
+    update locks it until commit), so concurrent transactions take positions one after
+    the other instead of the same one."""
+    if tx.backend != "sqlite":
+        await tx.execute(
+            "UPDATE sessions SET event_seq = event_seq WHERE id = ?", (row["session_id"],)
+        )
     found = await tx.fetchone(
         "SELECT COALESCE(MAX(position), 0) + 1 AS next FROM items WHERE session_id = ?",
         (row["session_id"],),

@@ -9,7 +9,11 @@ in-memory jobs that `start()` rebuilds from it, so schedules survive restarts:
 
 A delivery is recorded first (`queued`, durable), then performed, then settled to
 `completed`, `failed` or `skipped` (`pending_delivery` when the target session is busy).
-A scheduled occurrence is recorded at most once per (automation, scheduled_at). The
+A scheduled occurrence is recorded at most once per (automation, scheduled_at), also
+when several Core processes share the database and each holds the schedule: the one
+whose record commits delivers it. Each process follows the others' changes with
+`resync` (a schedule whose row changed is registered again), and a one-off job whose
+`run_at` moved since it was registered does nothing. The
 delivery's idempotency key is derived from the invocation id, so an invocation left
 `queued` by a crash is replayed at the next start without creating a second session or
 a second input.
@@ -57,6 +61,11 @@ def cron_trigger(expression: str, timezone: str) -> CronTrigger:
     return CronTrigger.from_crontab(expression, timezone=ZoneInfo(timezone))
 
 
+def _schedule_of(row: dict[str, Any]) -> tuple[Any, ...]:
+    """What a registered job depends on: a change to any of it registers it again."""
+    return (row["type"], row.get("expression"), row.get("timezone"), row.get("run_at"))
+
+
 def target_context(project_id: str, automation_id: str) -> str:
     return f"automations:{project_id}:{automation_id}"
 
@@ -78,6 +87,7 @@ class Automations:
         self._ids = ids
         self._clock = clock
         self._stopped = False
+        self._registered: dict[str, tuple[Any, ...]] = {}
 
     def seal_target(self, project_id: str, automation_id: str, request: dict[str, Any]) -> bytes:
         return self._sealer.seal_json(request, target_context(project_id, automation_id))
@@ -114,6 +124,7 @@ class Automations:
         self.unschedule(row["id"])
         if self._stopped or row["status"] != "active" or row.get("deleted_at") is not None:
             return
+        self._registered[row["id"]] = _schedule_of(row)
         try:
             self._add_job(row)
         except (ValueError, OverflowError, OSError, ZoneInfoNotFoundError) as exc:
@@ -144,7 +155,20 @@ class Automations:
             misfire_grace_time=None,
         )
 
+    async def resync(self) -> None:
+        """Follow the changes other Core processes made: register the schedules whose
+        row changed or appeared, drop the ones no longer active."""
+        if self._stopped:
+            return
+        current = {row["id"]: row for row in await self._db.read(rows.active)}
+        for automation_id in set(self._registered) - set(current):
+            self.unschedule(automation_id)
+        for automation_id, row in current.items():
+            if self._registered.get(automation_id) != _schedule_of(row):
+                self.schedule(row)
+
     def unschedule(self, automation_id: str) -> None:
+        self._registered.pop(automation_id, None)
         with contextlib.suppress(JobLookupError):
             self._scheduler.remove_job(f"automation:{automation_id}")
 
@@ -165,6 +189,8 @@ class Automations:
         row = await self._db.read(lambda r: rows.get_live(r, automation_id))
         if row is None or row["status"] != "active":
             return
+        if row["type"] == "once" and row["run_at"] != scheduled_at:
+            return  # moved since this job was registered; the new one fires it
         project = await self._db.read(lambda r: tenancy.get_project(r, row["project_id"]))
         if project is None or project["archived_at"] is not None:
             log.info("automation %s belongs to an archived project; not run", automation_id)

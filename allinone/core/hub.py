@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from collections.abc import Callable
 
 from storage.journal import Recent
 
@@ -19,8 +20,18 @@ class Hub:
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
         self.closing = asyncio.Event()
         self.recent = Recent()
+        self._notify: Callable[[str], None] = self.notify_here
+
+    def relay_through(self, notify: Callable[[str], None]) -> None:
+        """From now on `notify` is `notify(session_id)`: it wakes this process's readers
+        and those of the other Core processes sharing the database."""
+        self._notify = notify
 
     def notify(self, session_id: str) -> None:
+        self._notify(session_id)
+
+    def notify_here(self, session_id: str) -> None:
+        """Wake this process's readers of the session."""
         for event in self._waiters.get(session_id, ()):
             event.set()
 

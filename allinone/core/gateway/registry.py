@@ -25,6 +25,7 @@ class Registry:
     def __init__(self) -> None:
         self._connections: dict[str, Connection] = {}
         self.changed = asyncio.Event()
+        self._selections = -1
 
     def register(self, connection: Connection) -> None:
         previous = self._connections.get(connection.device_id)
@@ -84,7 +85,10 @@ class Registry:
         )
 
     def select(self, kind: str, required: list[str]) -> Connection | None:
-        """A connected device that declared `kind` available with every required capability."""
+        """A connected device that declared `kind` available with every required
+        capability; successive selections take the devices that qualify in turn, so
+        several Runtimes share the work."""
+        fit = []
         for connection in self:
             if connection.closed.is_set() or connection.shutting_down:
                 continue
@@ -92,8 +96,11 @@ class Registry:
             if declared is None:
                 continue
             if not missing_capabilities(declared.capabilities, required):
-                return connection
-        return None
+                fit.append(connection)
+        if not fit:
+            return None
+        self._selections += 1
+        return fit[self._selections % len(fit)]
 
     def _changed(self) -> None:
         self.changed.set()

@@ -26,3 +26,5 @@ class Collaborators:
     preparations: Preparations
     environments: Environments | None = None
     credentials: RunCredentials | None = None
+    # The Core process that claims (recorded on each claim; None: not recorded).
+    process_id: str | None = None

@@ -14,11 +14,13 @@ through it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from functools import partial
 from typing import Any
 
 from allinone.core import overlays
+from allinone.core.cluster.membership import Membership
 from allinone.core.environments import Environments
 from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
@@ -32,10 +34,11 @@ from allinone.core.orchestration.recovery import Recovery
 from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.orchestration.turn import TurnExecution
 from allinone.core.tasks import cancel_and_wait
-from storage import checkpoints, sessions, turns
+from storage import checkpoints, cluster, sessions, turns
 from storage import environments as env_rows
 from storage import overlays as overlay_rows
 from storage.database import Database, Reader
+from storage.errors import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +56,12 @@ class Orchestrator:
         credentials: RunCredentials | None = None,
         timers: Timers = PRODUCTION,
         preparations: Preparations | None = None,
+        membership: Membership | None = None,
     ) -> None:
         """`preparations` is the client the workspace operations share (a new one when
-        omitted)."""
+        omitted). With a `membership` whose database is shared by other Core processes,
+        a queued turn is reserved for this process before it is prepared here, claims
+        name this process, and the start-up recovery leaves live peers' turns alone."""
         self._parts = Collaborators(
             db=db,
             projector=projector,
@@ -66,7 +72,9 @@ class Orchestrator:
             preparations=preparations or Preparations(ids.new),
             environments=environments,
             credentials=credentials,
+            process_id=membership.process_id if membership is not None else None,
         )
+        self._membership = membership
         self._db = db
         self._registry = registry
         self._wake = asyncio.Event()
@@ -108,7 +116,9 @@ class Orchestrator:
     async def start(self) -> None:
         if self._parts.environments is not None:
             await self._parts.environments.recover_interrupted()
-        await Recovery(self._db, self._parts.outcomes).after_restart()
+        membership = self._membership
+        since = membership.since() if membership is not None and membership.shared else None
+        await Recovery(self._db, self._parts.outcomes).after_restart(since)
         self._task = asyncio.create_task(self._loop(), name="orchestrator")
 
     def start_drain(self, budget: float) -> bool:
@@ -180,11 +190,39 @@ class Orchestrator:
                 # run because its environment failed to prepare.
                 await self._fail_if_environment_failed(turn["id"], session)
                 continue
+            if not await self._reserve(turn):
+                continue  # another Core process is preparing it
             execution = TurnExecution(self._parts, turn, session, connection)
-            task = asyncio.create_task(execution.run(), name=f"turn-{turn['id']}")
+            run = self._run(turn["id"], execution)
+            task = asyncio.create_task(run, name=f"turn-{turn['id']}")
             self._executions[turn["id"]] = execution
             self._inflight[turn["id"]] = task
             task.add_done_callback(partial(self._finished, str(turn["id"])))
+
+    async def _reserve(self, turn: dict[str, Any]) -> bool:
+        """With peers, hold a queued turn for this process while it is prepared, so
+        that one process prepares it; the claim is still the compare-and-set."""
+        membership = self._membership
+        if membership is None or not membership.shared or turn["status"] != "queued":
+            return True
+        now = self._parts.clock.now()
+        until = now + membership.timers.reservation_seconds
+        reserve = partial(
+            cluster.reserve,
+            turn_id=turn["id"],
+            process_id=membership.process_id,
+            until=until,
+            now=now,
+        )
+        return bool(await self._db.write(reserve))
+
+    async def _release(self, turn_id: str) -> None:
+        membership = self._membership
+        if membership is None or not membership.shared:
+            return
+        release = partial(cluster.release, turn_id=turn_id, process_id=membership.process_id)
+        with contextlib.suppress(StorageError):
+            await self._db.write(release)
 
     async def _fail_if_environment_failed(self, turn_id: str, session: dict[str, Any]) -> None:
         environment_id = session.get("environment_id")
@@ -198,6 +236,13 @@ class Orchestrator:
                 "The environment could not be initialized "
                 f"({environment.get('failure') or 'initialization_failed'}).",
             )
+
+    async def _run(self, turn_id: str, execution: TurnExecution) -> None:
+        try:
+            await execution.run()
+        finally:
+            if not execution.claimed:
+                await self._release(turn_id)  # a turn left queued may go to any process
 
     def _finished(self, turn_id: str, _task: asyncio.Task[None]) -> None:
         self._inflight.pop(turn_id, None)

@@ -19,7 +19,7 @@ from typing import Any
 from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import RunProjection
 from allinone.core.recorder import Recorder
-from storage import checkpoints, commands, turns
+from storage import checkpoints, cluster, commands, turns
 from storage.database import Database, Tx
 
 log = logging.getLogger(__name__)
@@ -70,10 +70,24 @@ class Recovery:
         self._db = db
         self._outcomes = outcomes
 
-    async def after_restart(self) -> tuple[int, int]:
+    async def after_restart(self, since: int | None = None) -> tuple[int, int]:
         """At start-up, before any claim: suspend what can continue, fail the rest.
+        With `since` (processes share the database), only the running turns no live
+        process owns (none beat at or after `since`); without it, every running turn.
         Returns (suspended, failed)."""
-        running = await self._db.read(turns.running)
+        if since is None:
+            running = await self._db.read(turns.running)
+        else:
+            running = await self._db.read(partial(cluster.orphaned_turns, since=since))
+        return await self._recover_all(running, "after a restart")
+
+    async def peer_lapsed(self, process_id: str) -> tuple[int, int]:
+        """The Core process `process_id` is gone (this process won the right to recover
+        it): its running turns follow the crash rules, as after a restart."""
+        running = await self._db.read(partial(cluster.turns_of, process_id=process_id))
+        return await self._recover_all(running, f"core process {process_id} gone")
+
+    async def _recover_all(self, running: list[dict[str, Any]], why: str) -> tuple[int, int]:
         suspended = failed = 0
         for row in running:
             if row.get("phase") == PAUSED:
@@ -84,7 +98,8 @@ class Recovery:
                 failed += 1
         if running:
             log.warning(
-                "after a restart: %d turn(s) continue from their checkpoint, %d failed",
+                "%s: %d turn(s) continue from their checkpoint, %d failed",
+                why,
                 suspended,
                 failed,
             )

@@ -76,6 +76,8 @@ class TurnExecution:
         self.pause = asyncio.Event()
         self.draining = False
         self.delivery: Delivery | None = None
+        # Whether this execution claimed the turn (else it is still queued, or suspended).
+        self.claimed = False
         self._context: context.TurnContext | None = None
         self._disabled: dict[str, int] = {}
         self._overlays: list[dict[str, Any]] = []
@@ -118,6 +120,7 @@ class TurnExecution:
             await self._parts.preparations.release(prepared)
             return
         log.debug("turn %s claimed", self._turn_id)
+        self.claimed = True
         run = RunProjection(self._session["id"], self._turn_id, claim)
         run.budget_left = self._budget_left
         run.price = budgets.price_of(self._session)
@@ -298,6 +301,8 @@ class TurnExecution:
                 "lease_expires_at": now + self._parts.timers.lease_seconds,
                 "config_digest": config_digest,
                 "agent_version": self._session.get("agent_version"),
+                "core_process_id": self._parts.process_id,
+                "reserved_until": None,
                 "manifest": json.dumps(
                     manifest.claimed(self._session, config_digest, self._overlays)
                 ),
@@ -338,6 +343,7 @@ class TurnExecution:
                 "fencing_token": token,
                 "checkpoint_token": token,
                 "device_id": self._connection.device_id,
+                "core_process_id": self._parts.process_id,
                 "phase": "waiting" if waiting else "running",
                 "lease_expires_at": now + self._parts.timers.lease_seconds,
             },

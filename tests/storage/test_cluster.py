@@ -1,0 +1,170 @@
+"""Tier 3: the rows several Core processes share (storage/cluster.py), on both backends."""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+
+from storage import Database, cluster
+from storage.database import Tx
+from tests.storage.conftest import Target, raw
+from tests.storage.test_usage_total import create_session
+
+
+def _turn(where: object, turn_id: str, session_id: str, status: str = "queued") -> None:
+    with raw(where) as conn:  # type: ignore[arg-type]
+        create_session(conn, session_id)
+        conn.execute(
+            "INSERT INTO turns (id, session_id, agent_id, status, created_at, completed_at)"
+            " VALUES (?, ?, 'a', ?, 0, NULL)",
+            (turn_id, session_id, status),
+        )
+
+
+def test_a_silent_process_is_lapsed_once_and_its_connections_go(target: Target) -> None:
+    asyncio.run(_a_silent_process_is_lapsed_once_and_its_connections_go(target))
+
+
+async def _a_silent_process_is_lapsed_once_and_its_connections_go(target: Target) -> None:
+    db = await Database.open(target("db"))
+    try:
+        await db.write(partial(cluster.register, process_id="p1", host="h", pid=1, now=100))
+        await db.write(partial(cluster.register, process_id="p2", host="h", pid=2, now=100))
+        await db.write(partial(cluster.connected, process_id="p1", devices=["d1", "d2"], now=100))
+        assert await db.read(partial(cluster.holders, device_id="d1")) == ["p1"]
+        assert await db.write(partial(cluster.beat, process_id="p2", now=130))
+        assert await db.read(partial(cluster.silent, older_than=110)) == ["p1"]
+        lapses = [
+            db.write(partial(cluster.lapse, process_id="p1", older_than=110, now=130))
+            for _ in range(5)
+        ]
+        assert sorted(await asyncio.gather(*lapses)) == [False] * 4 + [True]
+        assert await db.read(partial(cluster.holders, device_id="d1")) == []
+        # The lapsed process finds out at its next beat.
+        assert not await db.write(partial(cluster.beat, process_id="p1", now=131))
+        live = await db.read(partial(cluster.live, since=0))
+        assert [row["id"] for row in live] == ["p2"]
+        # A live process is not lapsed: the compare-and-set is on its old heartbeat.
+        assert not await db.write(partial(cluster.lapse, process_id="p2", older_than=110, now=130))
+    finally:
+        await db.close()
+
+
+def test_connections_follow_the_set_given(target: Target) -> None:
+    asyncio.run(_connections_follow_the_set_given(target))
+
+
+async def _connections_follow_the_set_given(target: Target) -> None:
+    db = await Database.open(target("db"))
+    try:
+        await db.write(partial(cluster.register, process_id="p1", host="h", pid=1, now=1))
+        await db.write(partial(cluster.register, process_id="p2", host="h", pid=2, now=1))
+        await db.write(partial(cluster.connected, process_id="p1", devices=["a", "b"], now=1))
+        await db.write(partial(cluster.connected, process_id="p2", devices=["b"], now=1))
+        await db.write(partial(cluster.connected, process_id="p1", devices=["c", "a"], now=2))
+        shown = {row["id"]: row["devices"] for row in await db.read(cluster.processes)}
+        assert shown == {"p1": ["a", "c"], "p2": ["b"]}
+        await db.write(partial(cluster.stop, process_id="p2", now=3))
+        assert await db.read(partial(cluster.holders, device_id="b")) == []
+    finally:
+        await db.close()
+
+
+def test_a_queued_turn_is_reserved_by_one_process_at_a_time(target: Target) -> None:
+    asyncio.run(_a_queued_turn_is_reserved_by_one_process_at_a_time(target))
+
+
+async def _a_queued_turn_is_reserved_by_one_process_at_a_time(target: Target) -> None:
+    where = target("db")
+    db = await Database.open(where)
+    try:
+        _turn(where, "turn_1", "sess_1")
+        reserve = partial(cluster.reserve, turn_id="turn_1", until=200, now=100)
+        attempts = [db.write(partial(reserve, process_id=f"p{n}")) for n in range(6)]
+        assert sorted(await asyncio.gather(*attempts)) == [False] * 5 + [True]
+        holder = (await db.read(partial(_owner, turn_id="turn_1")))[0]
+        # The holder may renew; another may not until it lapses or is released.
+        assert await db.write(partial(reserve, process_id=holder))
+        other = "p9"
+        assert not await db.write(partial(reserve, process_id=other))
+        assert await db.write(
+            partial(cluster.reserve, turn_id="turn_1", process_id=other, until=400, now=300)
+        )
+        await db.write(partial(cluster.release, turn_id="turn_1", process_id=other))
+        assert await db.write(partial(reserve, process_id="p0"))
+    finally:
+        await db.close()
+
+
+def test_a_lapsed_process_gives_back_its_reservations(target: Target) -> None:
+    asyncio.run(_a_lapsed_process_gives_back_its_reservations(target))
+
+
+async def _a_lapsed_process_gives_back_its_reservations(target: Target) -> None:
+    where = target("db")
+    db = await Database.open(where)
+    try:
+        _turn(where, "turn_1", "sess_1")
+        await db.write(partial(cluster.register, process_id="p1", host="h", pid=1, now=1))
+        assert await db.write(
+            partial(cluster.reserve, turn_id="turn_1", process_id="p1", until=1000, now=1)
+        )
+        assert not await db.write(
+            partial(cluster.reserve, turn_id="turn_1", process_id="p2", until=1000, now=2)
+        )
+        assert await db.write(partial(cluster.lapse, process_id="p1", older_than=50, now=60))
+        assert await db.write(
+            partial(cluster.reserve, turn_id="turn_1", process_id="p2", until=1000, now=61)
+        )
+    finally:
+        await db.close()
+
+
+def test_orphaned_turns_are_those_no_live_process_owns(target: Target) -> None:
+    asyncio.run(_orphaned_turns_are_those_no_live_process_owns(target))
+
+
+async def _orphaned_turns_are_those_no_live_process_owns(target: Target) -> None:
+    where = target("db")
+    db = await Database.open(where)
+    try:
+        for n, owner in enumerate(("live", "gone", None)):
+            _turn(where, f"turn_{n}", f"sess_{n}", "in_progress")
+            with raw(where) as conn:
+                conn.execute(
+                    "UPDATE turns SET core_process_id = ? WHERE id = ?", (owner, f"turn_{n}")
+                )
+        await db.write(partial(cluster.register, process_id="live", host="h", pid=1, now=100))
+        await db.write(partial(cluster.register, process_id="gone", host="h", pid=2, now=10))
+        orphans = await db.read(partial(cluster.orphaned_turns, since=50))
+        assert sorted(row["id"] for row in orphans) == ["turn_1", "turn_2"]
+        mine = await db.read(partial(cluster.turns_of, process_id="live"))
+        assert [row["id"] for row in mine] == ["turn_0"]
+    finally:
+        await db.close()
+
+
+def test_a_firing_is_claimed_once_per_slot(target: Target) -> None:
+    asyncio.run(_a_firing_is_claimed_once_per_slot(target))
+
+
+async def _a_firing_is_claimed_once_per_slot(target: Target) -> None:
+    db = await Database.open(target("db"))
+    try:
+
+        async def claim(process_id: str, slot: int, tx: Tx) -> bool:
+            return await cluster.claim_firing(tx, "job", slot, process_id, 10)
+
+        firsts = await asyncio.gather(*(db.write(partial(claim, f"p{n}", 1)) for n in range(4)))
+        assert sorted(firsts) == [False, False, False, True]
+        assert await db.write(partial(claim, "p0", 2))
+        await db.write(partial(cluster.prune, before=11))
+        assert await db.write(partial(claim, "p0", 1))  # forgotten once pruned
+    finally:
+        await db.close()
+
+
+async def _owner(q: Tx, turn_id: str) -> list[str]:
+    row = await q.fetchone("SELECT core_process_id FROM turns WHERE id = ?", (turn_id,))
+    assert row is not None
+    return [str(row["core_process_id"])]
