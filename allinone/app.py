@@ -267,13 +267,9 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     )
     preparations = Preparations(ids.new)  # shared by turns and workspace operations
     skills = Catalog(db, ids, clock)
-    blobs = BlobStore(config.data_dir / BLOBS_DIR)  # artifact and uploaded file bodies
-    upload_blobs = blobs if db.path is not None else None  # PostgreSQL keeps them itself
-    environments = Environments(
-        db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants,
-        preparations=preparations, skills=skills, blobs=blobs, bodies=FileBodies(db, upload_blobs),
-        recorder=recorder,
-    )  # fmt: skip
+    environments = _environments(
+        config, db, registry, ids, clock, recorder, ws_url, sealer, grants, preparations, skills
+    )
     reveal = redactor.add  # secrets opened for runs are kept out of the log
     providers = ModelProviders(sealer, default_provider(config), reveal)
     credentials = RunCredentials(providers, VaultSecrets(db, sealer, reveal))
@@ -312,6 +308,29 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
         retention=Retention(db, config.data_dir, clock.now, config.retention_seconds),
         seat=seat,
     )
+
+
+def _environments(
+    config: Config,
+    db: Database,
+    registry: Registry,
+    ids: Ids,
+    clock: Clock,
+    recorder: Recorder,
+    ws_url: str,
+    sealer: Sealer,
+    grants: HostGrants,
+    preparations: Preparations,
+    skills: Catalog,
+) -> Environments:
+    """Managed environments, with the blob store that holds artifact bodies and, on
+    SQLite, uploaded file bodies (PostgreSQL keeps those itself, for every process)."""
+    blobs = BlobStore(config.data_dir / BLOBS_DIR)
+    bodies = FileBodies(db, blobs if db.path is not None else None)
+    return Environments(
+        db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants,
+        preparations=preparations, skills=skills, blobs=blobs, bodies=bodies, recorder=recorder,
+    )  # fmt: skip
 
 
 def _http_server(domain: _Domain) -> _Server:

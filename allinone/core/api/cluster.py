@@ -38,7 +38,8 @@ class ClusterApi:
         processes = [
             {
                 **{field: row[field] for field in FIELDS},
-                "live": row["stopped_at"] is None and int(row["heartbeat_at"]) >= since,
+                "live": row["stopped_at"] is None
+                and (not self._membership.shared or int(row["heartbeat_at"]) >= since),
                 "devices": self._devices(row),
             }
             for row in rows

@@ -15,7 +15,10 @@ turns) must not go on: `on_lapsed` is called once and the composition root stops
 
 With `shared` False (the embedded SQLite default: one process per data directory) no
 peer can exist: every earlier process is gone, and the start-up recovery covers all
-running turns, as before. `shared` is True on PostgreSQL.
+running turns, as before. Nothing then needs a heartbeat, so the row is written only when
+the process joins and when its Runtime connections change (no durable write every few
+seconds on a laptop), and the process counts as live until it stops. `shared` is True on
+PostgreSQL.
 """
 
 from __future__ import annotations
@@ -184,7 +187,7 @@ class Membership:
             try:
                 await asyncio.wait(
                     waits,
-                    timeout=self.timers.heartbeat_seconds,
+                    timeout=self.timers.heartbeat_seconds if self.shared else None,
                     return_when=asyncio.FIRST_COMPLETED,
                 )
             finally:
