@@ -132,14 +132,22 @@ def fresh_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
+# A full collection scans every object the run holds (about 0.2 s here): one after each
+# test would cost minutes, so each test gets a collection of the young generations (what
+# it made and dropped, usually) and every FULL_COLLECTION_EVERY-th a full one.
+FULL_COLLECTION_EVERY = 32
+_torn_down = [0]
+
+
 @pytest.fixture(autouse=True)
 def _garbage_of_each_test_is_its_own() -> Iterator[None]:
     """Collect what each test left behind at its own teardown, so an object it failed to
-    close (a socket, a client, a file) is reported against that test, not at a random
-    later point in another one."""
+    close (a socket, a client, a file) is reported against that test (or one of the few
+    before it), not at a random later point in another one."""
     yield
     close_opened()
-    gc.collect()
+    _torn_down[0] += 1
+    gc.collect(2 if _torn_down[0] % FULL_COLLECTION_EVERY == 0 else 1)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
