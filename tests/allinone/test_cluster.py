@@ -210,7 +210,9 @@ def test_a_killed_process_loses_no_input_and_its_turns_are_settled_by_the_other(
                     return
                 turn = 0
                 while not stop.is_set():
-                    text = f"slow {n}.{turn}\n/sleep 300"
+                    # Still running when the process is killed, and short enough that a
+                    # turn the survivor continues from its checkpoint ends in the deadline.
+                    text = f"slow {n}.{turn}\n/sleep 30"
                     try:
                         sdk.beta.agents.sessions.events.create(session_id, events=[_message(text)])  # type: ignore[list-item]
                     except Exception:
