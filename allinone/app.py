@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 import signal
 import socket
@@ -99,6 +98,7 @@ from allinone.credentials import (
 from allinone.datadir.collection import BLOBS_DIR, SNAPSHOTS_DIR, WORKSPACES_DIR, Retention
 from allinone.lifecycle import Lifecycle
 from allinone.redaction import Redactor
+from allinone.startup import StartupError, bind, prepare_data_dir
 from runtime import log_context as runtime_log_context
 from runtime.confinement import Confinement, Sandbox, probe
 from runtime.daemon import Daemon
@@ -124,10 +124,6 @@ DATABASE_FILE = "corebox.db"
 HARNESSES_DIR = "harnesses"  # private state of CLI harnesses (the Codex CLI's home)
 
 
-class StartupError(Exception):
-    """Start-up cannot continue; the message is the one line the user sees."""
-
-
 class _Server(uvicorn.Server):
     """uvicorn's server without its own signal handling (the App owns the signals), which
     announces with `listening` when it serves."""
@@ -143,37 +139,6 @@ class _Server(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         self.listening.set()
-
-
-def prepare_data_dir(path: Path) -> None:
-    try:
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)  # a new data dir is private
-        probe = path / ".write-probe"
-        probe.write_text("ok", encoding="utf-8")
-        probe.unlink()
-    except OSError as exc:
-        raise StartupError(f"data directory {path} is not writable ({exc.strerror})") from exc
-
-
-def bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP, not 0: asyncio only sets TCP_NODELAY on accepted sockets whose protocol
-    # says TCP, and without it keep-alive clients wait ~40 ms per response (Nagle).
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            raise StartupError(
-                f"port {port} on {host} is already in use (another corebox? `corebox status`"
-                " tells); choose another with --port"
-            ) from exc
-        raise StartupError(f"cannot listen on {host}:{port} ({exc.strerror})") from exc
-    sock.listen(512)
-    sock.set_inheritable(True)
-    return sock
 
 
 @dataclass
@@ -642,7 +607,7 @@ class App:
         Returns the tasks whose end means the process must stop (server, Runtime)."""
         await parts.grants.load()
         parts.scheduler.add_job(
-            _checkpoint, "interval", minutes=5, args=[parts.db], id="wal-checkpoint", **_ONCE
+            parts.db.checkpoint, "interval", minutes=5, id="wal-checkpoint", **_ONCE
         )
         parts.scheduler.start()
         life.on_stop_sync("scheduler", lambda: parts.scheduler.shutdown(wait=False))
@@ -813,7 +778,3 @@ def _log_filters(credential: str) -> Callable[[], None]:
         redactor.uninstall()
 
     return uninstall
-
-
-async def _checkpoint(db: Database) -> None:
-    await db.checkpoint()

@@ -254,8 +254,9 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"corebox: error: {exc}", file=sys.stderr)
         return 2
     logs.configure(config.log_level, config.log_format, sys.stderr)
-    from allinone.app import HARNESSES_DIR, App, StartupError, runtime_harnesses
+    from allinone.app import HARNESSES_DIR, App, runtime_harnesses
     from allinone.core.agents import CLI_HARNESSES
+    from allinone.startup import StartupError
 
     local = not args.no_local_runtime
     offered = runtime_harnesses(config.data_dir / HARNESSES_DIR).supported_kinds() if local else []

@@ -15,11 +15,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from allinone.app import _Server, bind
+from allinone.app import _Server
 from allinone.core.api.app import build_app
 from allinone.core.api.bodies import read_body
 from allinone.core.api.errors import ApiError
 from allinone.core.api.protocol import MAX_HEADER_BYTES, BoundedH11Protocol
+from allinone.startup import bind
 
 DEADLINE = 0.3
 TOTAL = 1.0
