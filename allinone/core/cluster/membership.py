@@ -111,7 +111,9 @@ class Membership:
             await cluster.register(tx, self.process_id, self.host, self.pid, now)
 
         await self._db.write(job)
-        log.info("core process %s joined (pid %d)", self.process_id, self.pid)
+        # Only news when peers share the database; an embedded start shows its banner alone.
+        level = logging.INFO if self.shared else logging.DEBUG
+        log.log(level, "core process %s joined (pid %d)", self.process_id, self.pid)
 
     def since(self) -> int:
         """The oldest heartbeat a live process may have."""
