@@ -144,11 +144,17 @@ class Daemon:
         lock = asyncio.Lock()
 
         async def send(type_: str, id_: str, payload: msgspec.Struct) -> None:
-            data = codec.encode(payload, id_).decode()
+            data = codec.encode(payload, id_)  # UTF-8 JSON, sent as a text frame as it is
             assert codec.type_of(payload) == type_, "the payload names its own type"
+            if not lock.locked() and _fits(socket, len(data)):
+                # Nothing can hold this send: no other sender, and the frame stays under
+                # the transport's high-water mark, so no flow-control wait: no timer.
+                async with lock:
+                    await socket.send(data, text=True)
+                return
             async with lock:
                 async with asyncio.timeout(limits.WRITE_DEADLINE_SECONDS):
-                    await socket.send(data)
+                    await socket.send(data, text=True)
 
         dispatcher = Dispatcher(
             self._harnesses,
@@ -245,3 +251,16 @@ class Daemon:
             with contextlib.suppress(Exception):
                 await self._socket.close()
         return settled
+
+
+FRAME_HEADER_MAX_BYTES = 14  # a masked client frame's header, at its longest
+
+
+def _fits(socket: ClientConnection, size: int) -> bool:
+    """Whether a frame of `size` payload bytes, written now, stays within the socket's
+    write buffer high-water mark (so the send cannot wait for the peer to read)."""
+    transport = socket.transport
+    if transport.is_closing():
+        return False
+    _, high = transport.get_write_buffer_limits()
+    return transport.get_write_buffer_size() + size + FRAME_HEADER_MAX_BYTES <= high

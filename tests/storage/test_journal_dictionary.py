@@ -4,6 +4,7 @@ exactly; patches stored as text (by earlier releases, or too small to gain) stil
 from __future__ import annotations
 
 import asyncio
+import zlib
 from pathlib import Path
 
 from storage import Database, journal, journal_dictionary
@@ -22,6 +23,17 @@ def test_a_typical_patch_packs_to_a_fraction_and_unpacks_exactly() -> None:
     assert isinstance(packed, bytes) and packed[0] == journal_dictionary.CURRENT
     assert len(packed) < len(text) * 0.7
     assert journal_dictionary.unpack(packed) == text
+
+
+def test_packing_matches_a_fresh_compressor_byte_for_byte() -> None:
+    # The stored bytes are the file format: a reused, pre-loaded compressor must write
+    # exactly what a compressor made for each patch writes, patch after patch.
+    texts = [dumps({"c": {"delta": [str(n) * n]}, "r": ["part"]}) for n in range(1, 40)]
+    for text in [*texts, dumps({"c": {"turn_id": [TURN], "item_id": [ITEM]}})]:
+        fresh = zlib.compressobj(9, zlib.DEFLATED, -15, zdict=journal_dictionary.DICTIONARIES[1])
+        expected = bytes((1,)) + fresh.compress(text.encode()) + fresh.flush()
+        packed = journal_dictionary.pack(text)
+        assert packed == (expected if len(expected) < len(text.encode()) else text)
 
 
 def test_a_patch_that_would_not_shrink_stays_text() -> None:

@@ -125,8 +125,11 @@ async def journal_stream(
             if deleted:
                 return  # everything the session journaled was sent; nothing more comes
             # A commit after `wake.clear()` sets `wake`; one before it is in `rows`.
+            if wake.is_set():
+                continue  # already woken: no timer
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), KEEPALIVE_SECONDS)
+                async with asyncio.timeout(KEEPALIVE_SECONDS):  # no task, unlike wait_for
+                    await wake.wait()
                 continue
             yield b": keepalive\n\n"
     finally:

@@ -16,6 +16,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
+from starlette.types import Message
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from allinone.core.gateway.connection import (
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 
 DeviceLookup = Callable[[str], Awaitable[str | None]]
 MAX_BOOTSTRAP_BYTES = 64 * 1024
+READ_DEADLINE_SLACK_SECONDS = 1.0
 
 
 def _error(status: int, code: str, detail: str) -> JSONResponse:
@@ -175,37 +177,46 @@ class Gateway:
         return logging.DEBUG if device_id == self._local_device else logging.INFO
 
     async def _read(self, ws: WebSocket, connection: Connection) -> None:
-        while not connection.closed.is_set():
-            try:
-                async with asyncio.timeout(limits.READ_TIMEOUT_SECONDS):
+        """Handle frames until the connection closes, or none arrived for the read timeout
+        (one deadline for the connection, moved on at most once a second: it fires between
+        `READ_TIMEOUT_SECONDS - READ_DEADLINE_SLACK_SECONDS` and `READ_TIMEOUT_SECONDS`
+        after the last frame, without a timer per frame)."""
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout_at(loop.time() + limits.READ_TIMEOUT_SECONDS) as idle:
+                while not connection.closed.is_set():
+                    _extend(idle, loop.time())
                     message = await ws.receive()
-            except (TimeoutError, WebSocketDisconnect):
-                return
-            if message["type"] == "websocket.disconnect":
-                return
-            data = message.get("text") or message.get("bytes") or b""
-            try:
-                frame = codec.decode_from_runtime(data)
-            except DecodeError as exc:
-                if exc.code == DecodeErrorCode.INVALID_CAPABILITIES:
-                    # The field is named in the log only; the close frame carries the code.
-                    log.warning(
-                        "invalid heartbeat from %s (first invalid field %s); closing",
-                        connection.device_id,
-                        exc.field or "$",
-                    )
-                    connection.invalidate()
-                    connection.close(INVALID_HEARTBEAT, CLOSE_POLICY_VIOLATION)
-                    self.registry.declared()
-                    return
-                log.warning("malformed frame from %s skipped: %s", connection.device_id, exc.code)
-                continue
-            except ProtocolError as exc:
-                log.warning("frame from %s skipped: %s", connection.device_id, exc.code)
-                continue
-            await connection.route(frame)
-            if frame.type == "heartbeat":
+                    if message["type"] == "websocket.disconnect":
+                        return
+                    await self._handle(message, connection)
+        except (TimeoutError, WebSocketDisconnect):
+            return
+
+    async def _handle(self, message: Message, connection: Connection) -> None:
+        data = message.get("text") or message.get("bytes") or b""
+        try:
+            frame = codec.decode_from_runtime(data)
+        except DecodeError as exc:
+            if exc.code == DecodeErrorCode.INVALID_CAPABILITIES:
+                # The field is named in the log only; the close frame carries the code.
+                log.warning(
+                    "invalid heartbeat from %s (first invalid field %s); closing",
+                    connection.device_id,
+                    exc.field or "$",
+                )
+                connection.invalidate()
+                connection.close(INVALID_HEARTBEAT, CLOSE_POLICY_VIOLATION)
                 self.registry.declared()
+                return
+            log.warning("malformed frame from %s skipped: %s", connection.device_id, exc.code)
+            return
+        except ProtocolError as exc:
+            log.warning("frame from %s skipped: %s", connection.device_id, exc.code)
+            return
+        await connection.route(frame)
+        if frame.type == "heartbeat":
+            self.registry.declared()
 
     async def _write(self, ws: WebSocket, connection: Connection) -> None:
         """Move queued envelopes to the socket; once the connection is closed (replaced,
@@ -218,6 +229,14 @@ class Gateway:
                 await ws.send_text(data.decode())
         with contextlib.suppress(Exception):  # the peer may already be gone
             await ws.close(code=connection.close_code, reason=connection.close_reason)
+
+
+def _extend(idle: asyncio.Timeout, now: float) -> None:
+    """Move the connection's read deadline to `READ_TIMEOUT_SECONDS` from `now`, unless
+    it was moved there less than `READ_DEADLINE_SLACK_SECONDS` ago."""
+    when = idle.when()
+    if when is None or when - now < limits.READ_TIMEOUT_SECONDS - READ_DEADLINE_SLACK_SECONDS:
+        idle.reschedule(now + limits.READ_TIMEOUT_SECONDS)
 
 
 async def _stop(task: asyncio.Task[None]) -> None:
