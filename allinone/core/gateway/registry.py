@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from allinone.core.gateway.connection import (
     CLOSE_RETIRED,
@@ -25,7 +25,13 @@ class Registry:
     def __init__(self) -> None:
         self._connections: dict[str, Connection] = {}
         self.changed = asyncio.Event()
+        self._listeners: list[Callable[[], None]] = []
         self._selections = -1
+
+    def listen(self, listener: Callable[[], None]) -> None:
+        """Call `listener` (synchronously, on the event loop) at every change `changed`
+        announces: a waiter that needs no task of its own to watch the event."""
+        self._listeners.append(listener)
 
     def register(self, connection: Connection) -> None:
         previous = self._connections.get(connection.device_id)
@@ -105,3 +111,5 @@ class Registry:
     def _changed(self) -> None:
         self.changed.set()
         self.changed = asyncio.Event()
+        for listener in self._listeners:
+            listener()

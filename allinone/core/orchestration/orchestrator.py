@@ -78,6 +78,7 @@ class Orchestrator:
         self._db = db
         self._registry = registry
         self._wake = asyncio.Event()
+        registry.listen(self.wake)
         self._inflight: dict[str, asyncio.Task[None]] = {}
         self._executions: dict[str, TurnExecution] = {}
         self._stopping = False
@@ -157,18 +158,14 @@ class Orchestrator:
                 await asyncio.wait(pending, timeout=1.0)
 
     async def _loop(self) -> None:
+        # A registry change sets `_wake` too (see __init__): one event to wait on, no
+        # task per wake-up.
         while not self._stopping:
             await self._schedule()
-            changed = self._registry.changed
-            wake = asyncio.create_task(self._wake.wait())
-            registry = asyncio.create_task(changed.wait())
-            await asyncio.wait(
-                {wake, registry},
-                timeout=self._parts.timers.retry_seconds,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-            wake.cancel()
-            registry.cancel()
+            if not self._wake.is_set():
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self._parts.timers.retry_seconds):
+                        await self._wake.wait()
             self._wake.clear()
 
     async def _schedule(self) -> None:
