@@ -45,7 +45,7 @@ from allinone.core.api.harnesses import HarnessesApi
 from allinone.core.api.health import Health
 from allinone.core.api.overlays import OverlaysApi
 from allinone.core.api.projects import ProjectsApi
-from allinone.core.api.protocol import MAX_HEADER_BYTES, BoundedH11Protocol
+from allinone.core.api.protocol import MAX_HEADER_BYTES, http_protocol
 from allinone.core.api.sessions import SessionsApi
 from allinone.core.api.skills import SkillsApi
 from allinone.core.api.subagents import SubagentsApi
@@ -450,7 +450,7 @@ def _server_config(app: ASGIApp, log_level: str) -> uvicorn.Config:
         log_config=None,
         access_log=False,
         lifespan="off",
-        http=BoundedH11Protocol,
+        http=http_protocol(),
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,
         ws=WebSocketsSansIOProtocol,
         ws_max_size=limits.MAX_FRAME_BYTES,

@@ -1,5 +1,6 @@
 """The HTTP/1.1 connection protocol the server runs: uvicorn's h11 protocol with a
-deadline for request headers.
+deadline for request headers (and `fast_protocol`, the same bounds on uvicorn's
+httptools protocol, which `http_protocol` prefers where httptools is installed).
 
 uvicorn bounds the idle time between requests (`timeout_keep_alive`) but not the time a
 client may take to send a request's headers: a client trickling one header byte at a
@@ -18,6 +19,17 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 HEADER_SECONDS = 10.0
 MAX_HEADER_BYTES = 16 * 1024
+INVALID_REQUEST = "Invalid HTTP request received."  # uvicorn's own 400 body
+
+
+def http_protocol() -> type[asyncio.Protocol]:
+    """The protocol class the server runs: httptools' (a C parser) where it is installed,
+    h11's otherwise; both bounded alike."""
+    try:
+        from allinone.core.api.fast_protocol import BoundedHttpToolsProtocol
+    except ImportError:  # httptools does not install everywhere
+        return BoundedH11Protocol
+    return BoundedHttpToolsProtocol
 
 
 class BoundedH11Protocol(H11Protocol):

@@ -1,0 +1,82 @@
+"""The HTTP/1.1 connection protocol on uvicorn's httptools parser (C, llhttp), bounded
+as `protocol.BoundedH11Protocol` is: a complete request head must arrive within
+`HEADER_SECONDS` of the connection opening and of each response completing, and a head
+still incomplete past `MAX_HEADER_BYTES` is answered 400 and the connection closed.
+
+httptools does not bound a head's size itself, so the bytes fed while a head is
+incomplete are counted here (the whole chunk a head begins in counts, so a head is
+refused at `MAX_HEADER_BYTES` of input at the latest). Importing this module fails where
+httptools is not installed; `protocol.http_protocol` then falls back to h11.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from allinone.core.api.protocol import HEADER_SECONDS, INVALID_REQUEST, MAX_HEADER_BYTES
+
+
+class BoundedHttpToolsProtocol(HttpToolsProtocol):
+    header_seconds = HEADER_SECONDS
+    max_header_bytes = MAX_HEADER_BYTES
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._header_deadline: asyncio.TimerHandle | None = None
+        self._heads = 0  # request heads completed on this connection
+        self._head_bytes: int | None = None  # bytes fed since the current head began
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_header_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_header_deadline()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._head_bytes is None or self.transport.is_closing():
+            return
+        self._head_bytes += len(data)
+        if self._head_bytes > self.max_header_bytes:
+            self.logger.warning(INVALID_REQUEST)
+            self.send_400_response(INVALID_REQUEST)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._head_bytes = 0
+
+    def on_headers_complete(self) -> None:
+        self._head_bytes = None
+        self._heads += 1
+        self._disarm_header_deadline()
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        # Armed first: a pipelined request started by the call below completes a head
+        # and so disarms the deadline.
+        self._arm_header_deadline()
+        super().on_response_complete()
+
+    def _arm_header_deadline(self) -> None:
+        self._disarm_header_deadline()
+        if self.transport.is_closing():
+            return
+        self._header_deadline = self.loop.call_later(
+            self.header_seconds, self._header_deadline_passed, self._heads
+        )
+
+    def _disarm_header_deadline(self) -> None:
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
+            self._header_deadline = None
+
+    def _header_deadline_passed(self, heads: int) -> None:
+        self._header_deadline = None
+        if self._heads == heads and not self.transport.is_closing():
+            self.logger.info("closing a connection that sent no request head in time")
+            self.transport.close()
