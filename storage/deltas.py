@@ -16,23 +16,31 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 UNCHANGED: dict[str, Any] = {}
+_encode = msgspec.json.Encoder().encode
 
 
 def same(a: Any, b: Any) -> bool:
     """JSON equality that tells booleans, integers and floats apart and respects key order."""
+    if a is b:
+        return True
     if type(a) is not type(b):
         return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, (dict, list)):
+        # Python's `==` is looser (1 == 1.0 == True, key order ignored), so it only rules
+        # out; equal values are then told apart by their JSON text, which keeps the JSON
+        # type of every scalar and the order of every key. Both run in C.
+        return bool(a == b) and _encode(a) == _encode(b)
     return bool(a == b)
 
 
 def diff(base: Any, new: Any) -> Any:
     """The patch that turns `base` into `new` (`{}` when they are the same)."""
     if isinstance(base, dict) and isinstance(new, dict):
+        if base == new and same(base, new):
+            return UNCHANGED  # an unchanged subtree is not walked key by key
         return _diff_object(base, new)
     return UNCHANGED if same(base, new) else [new]
 
