@@ -85,7 +85,9 @@ class BodyDeadline:
         self._total = total_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or _bodyless(scope):
+            # A request without a body has it whole with its head: the first `receive`
+            # answers at once, later ones wait for a disconnect (SSE) with no deadline.
             await self.app(scope, receive, send)
             return
         loop = asyncio.get_running_loop()
@@ -109,3 +111,12 @@ class BodyDeadline:
             return message
 
         await self.app(scope, receive_in_time, send)
+
+
+def _bodyless(scope: Scope) -> bool:
+    """Whether the request head declares no body: no `Transfer-Encoding`, and no
+    `Content-Length` or a zero one."""
+    for name, value in scope["headers"]:
+        if name == b"transfer-encoding" or (name == b"content-length" and value.strip() != b"0"):
+            return False
+    return True
