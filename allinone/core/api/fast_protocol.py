@@ -4,9 +4,11 @@ as `protocol.BoundedH11Protocol` is: a complete request head must arrive within
 still incomplete past `MAX_HEADER_BYTES` is answered 400 and the connection closed.
 
 httptools does not bound a head's size itself, so the bytes fed while a head is
-incomplete are counted here (the whole chunk a head begins in counts, so a head is
-refused at `MAX_HEADER_BYTES` of input at the latest). Importing this module fails where
-httptools is not installed; `protocol.http_protocol` then falls back to h11.
+incomplete are counted here: of the read a head begins in, what follows the previous
+request's body (its head, when it came in the same read, counts too: an over-count of at
+most one bounded head), then every later read until the head completes. Importing this
+module fails where httptools is not installed; `protocol.http_protocol` then falls back
+to h11.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._header_deadline: asyncio.TimerHandle | None = None
         self._heads = 0  # request heads completed on this connection
         self._head_bytes: int | None = None  # bytes fed since the current head began
+        self._read_body = 0  # body bytes the parser has taken from the current read
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -38,6 +41,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        self._read_body = 0
         super().data_received(data)
         if self._head_bytes is None or self.transport.is_closing():
             return
@@ -48,7 +52,11 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self._head_bytes = 0
+        self._head_bytes = -self._read_body  # the earlier body of this read is not head
+
+    def on_body(self, body: bytes) -> None:
+        self._read_body += len(body)
+        super().on_body(body)
 
     def on_headers_complete(self) -> None:
         self._head_bytes = None

@@ -137,3 +137,23 @@ def test_the_head_deadline_rearms_after_each_response() -> None:
             writer.close()
 
     asyncio.run(main())
+
+
+def test_a_pipelined_head_after_a_large_body_in_the_same_read_is_served() -> None:
+    async def main() -> None:
+        async with serving(PatientProtocol) as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            body = b"b" * (4 * MAX_HEADER_BYTES)  # more than a head may be
+            first = f"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
+            second = b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok"
+            writer.write(first.encode() + body + second[:12])  # the second head begins
+            await writer.drain()
+            answer = await asyncio.wait_for(reader.readuntil(body), WAIT)
+            assert answer.startswith(b"HTTP/1.1 200")
+            writer.write(second[12:])
+            await writer.drain()
+            answer = await asyncio.wait_for(reader.readuntil(b"ok"), WAIT)
+            assert answer.startswith(b"HTTP/1.1 200")
+            writer.close()
+
+    asyncio.run(main())
