@@ -98,7 +98,7 @@ from allinone.credentials import (
 from allinone.datadir.collection import BLOBS_DIR, SNAPSHOTS_DIR, WORKSPACES_DIR, Retention
 from allinone.lifecycle import Lifecycle
 from allinone.redaction import Redactor
-from allinone.startup import StartupError, bind, prepare_data_dir
+from allinone.startup import DATABASE_FILE, StartupError, Warmup, bind, prepare_data_dir, together
 from runtime import log_context as runtime_log_context
 from runtime.confinement import Confinement, Sandbox, probe
 from runtime.daemon import Daemon
@@ -120,7 +120,6 @@ from storage.errors import StorageError
 log = logging.getLogger(__name__)
 
 SHUTDOWN_BUDGET_SECONDS = 10.0
-DATABASE_FILE = "corebox.db"
 HARNESSES_DIR = "harnesses"  # private state of CLI harnesses (the Codex CLI's home)
 
 
@@ -501,6 +500,7 @@ class App:
         timers: Timers = PRODUCTION,
         on_ready: Callable[[Started], None] | None = None,
         announced: bool = False,
+        warmup: Warmup | None = None,
     ) -> None:
         """`on_started` is called once the server listens; `on_ready` once `/readyz`
         would answer 200 (a Runtime has connected and declared), at most once.
@@ -508,7 +508,11 @@ class App:
         log's own start line is a debug line.
         `local_runtime=False` serves Core without the in-process Runtime: turns wait
         (and /readyz reports the runtime check missing) until a remote daemon connects.
-        `timers` are the seed's protocol timers; only tests pass shorter ones."""
+        `timers` are the seed's protocol timers; only tests pass shorter ones.
+        `warmup`: the data directory's preparation already started (the CLI starts it
+        before importing this module); start-up waits for it before opening the data
+        directory itself."""
+        self._warmup = warmup
         self._timers = timers
         self._on_ready = on_ready
         self.config = config
@@ -566,6 +570,8 @@ class App:
     async def _open(self, life: Lifecycle) -> Opened:
         """Bind, open the database and read or create the data directory's keys."""
         config = self.config
+        if self._warmup is not None:
+            await asyncio.to_thread(self._warmup.wait)
         prepare_data_dir(config.data_dir)
         sock = bind(config.host, config.port)
         life.on_stop_sync("listening socket", sock.close)
@@ -574,20 +580,18 @@ class App:
         except StorageError as exc:
             raise StartupError(str(exc)) from exc
         life.on_stop("database", db.close)
+        device = clustering.local_device(db, LOCAL_DEVICE_ID, sock)
         clock = Clock()
         ids = Ids(clock)
-        first = await ensure_default_project(db, ids, clock, config.data_dir, config.api_key)
+        # Independent first-start writes, made together so that they share one commit.
+        first, _, vault_key, credential = await together(
+            ensure_default_project(db, ids, clock, config.data_dir, config.api_key),
+            ensure_core_key(db, ids, config.data_dir),
+            self._vault_key(db),
+            self._device_credential(db, ids, clock, device),
+        )
         self._redactor.add(first.api_key)
-        await ensure_core_key(db, ids, config.data_dir)
         self._redactor.add(read_core_key(config.data_dir))
-        try:
-            vault_key = await ensure_vault_key(db, config.data_dir)
-        except SecretKeyError as exc:
-            raise StartupError(str(exc)) from exc
-        credential, device = None, clustering.local_device(db, LOCAL_DEVICE_ID, sock)
-        if self._local_runtime:
-            credential = await issue_device_credential(db, ids, clock, device)
-            self._redactor.add(credential)
         return Opened(
             sock=sock,
             port=sock.getsockname()[1],
@@ -599,6 +603,21 @@ class App:
             runtime_credential=credential,
             runtime_device=device,
         )
+
+    async def _vault_key(self, db: Database) -> bytes:
+        try:
+            return await ensure_vault_key(db, self.config.data_dir)
+        except SecretKeyError as exc:
+            raise StartupError(str(exc)) from exc
+
+    async def _device_credential(
+        self, db: Database, ids: Ids, clock: Clock, device: str
+    ) -> str | None:
+        if not self._local_runtime:
+            return None
+        credential = await issue_device_credential(db, ids, clock, device)
+        self._redactor.add(credential)
+        return credential
 
     async def _start(
         self, life: Lifecycle, parts: Parts, sock: socket.socket

@@ -38,6 +38,7 @@ from allinone.receiver import commands as comms_commands
 
 if TYPE_CHECKING:
     from allinone.app import Started
+    from allinone.startup import Warmup
 
 # `allinone.app` (the server and the Runtime: uvicorn, starlette, the harnesses, mcp) is
 # imported by the two commands that run it, inside their functions: a static import that
@@ -254,6 +255,16 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"corebox: error: {exc}", file=sys.stderr)
         return 2
     logs.configure(config.log_level, config.log_format, sys.stderr)
+    from allinone.startup import Warmup
+
+    warmup = Warmup(config)  # prepares the data directory while the server is imported
+    try:
+        return _serve_with(args, config, warmup)
+    finally:
+        warmup.wait()
+
+
+def _serve_with(args: argparse.Namespace, config: Config, warmup: Warmup) -> int:
     from allinone.app import HARNESSES_DIR, App, runtime_harnesses
     from allinone.core.agents import CLI_HARNESSES
     from allinone.startup import StartupError
@@ -280,6 +291,7 @@ def _serve(args: argparse.Namespace) -> int:
             local_runtime=local,
             on_ready=ready if ready_fd is not None else None,
             announced=sys.stderr.isatty(),  # the banner says where it serves
+            warmup=warmup,
         )
         asyncio.run(app.run())
     except StartupError as exc:

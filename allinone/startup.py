@@ -1,16 +1,71 @@
 """What `corebox serve` checks and holds before anything else starts: a writable data
 directory and its listening socket. A failure is a `StartupError`, whose message is the
-one line the user sees."""
+one line the user sees.
+
+`Warmup` starts the slow part of opening the data directory (creating it, creating or
+migrating the SQLite database) on a thread of its own as soon as the configuration is
+known, so that it overlaps the import of the server's code (SQLite works without holding
+the interpreter lock)."""
 
 from __future__ import annotations
 
+import asyncio
 import errno
+import logging
 import socket
+import threading
+from collections.abc import Awaitable
 from pathlib import Path
+from typing import Any
+
+from allinone.config import Config
+from storage.database import migrate
+
+log = logging.getLogger(__name__)
+
+DATABASE_FILE = "corebox.db"
 
 
 class StartupError(Exception):
     """Start-up cannot continue; the message is the one line the user sees."""
+
+
+class Warmup:
+    """Creates the data directory and creates or migrates its SQLite database (not a
+    PostgreSQL one) on a thread started by the constructor. It only saves time: `App`
+    repeats both steps after `wait()` (finding nothing left to do) and reports their
+    failures there, so a failure here is only logged at debug level."""
+
+    def __init__(self, config: Config) -> None:
+        database = None if config.database_url else config.data_dir / DATABASE_FILE
+        self._thread = threading.Thread(
+            target=_warm_up, args=(config.data_dir, database), name="startup-warmup", daemon=True
+        )
+        self._thread.start()
+
+    def wait(self) -> None:
+        """Block until the thread is done (at once when it already is)."""
+        self._thread.join()
+
+
+def _warm_up(data_dir: Path, database: Path | None) -> None:
+    try:
+        prepare_data_dir(data_dir)
+        if database is not None:
+            migrate(database)
+    except Exception as exc:  # reported when App repeats the step
+        log.debug("start-up warm-up stopped: %s", type(exc).__name__)
+
+
+async def together(*steps: Awaitable[Any]) -> list[Any]:
+    """Run independent start-up `steps` concurrently and return their results in order
+    once all have ended; the first failure (in argument order) is raised then, so no step
+    is left running."""
+    results = await asyncio.gather(*steps, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results
 
 
 def prepare_data_dir(path: Path) -> None:

@@ -545,3 +545,11 @@ def _migrate(path: Path) -> int:
         return version
     finally:
         conn.close()
+
+
+def migrate(path: Path) -> int:
+    """Create the SQLite file at `path` if needed and apply its pending migrations, without
+    opening a `Database`; return the schema version. `Database.open` does this first
+    itself; a caller may do it earlier, on a thread of its own, so that the open then finds
+    nothing left to apply. Raises sqlite3.Error, OSError or SchemaTooNew."""
+    return _migrate(path)
