@@ -33,6 +33,7 @@ from allinone import (
 from allinone.banner import Facts, banner, machine_lines
 from allinone.config import Config, ConfigError, load
 from allinone.console import command as console_command
+from allinone.core.agents import CLI_HARNESSES
 from allinone.credentials import KEY_FILE
 from allinone.receiver import commands as comms_commands
 
@@ -154,13 +155,20 @@ def _add_commands(commands: Any) -> None:
     cli_help.add_command(commands)
 
 
-def _announcer(config: Config, harnesses: tuple[str, ...]) -> Callable[[Started], None]:
+def _announcer(config: Config) -> Callable[[Started], None]:
     """What `corebox serve` says once it listens: the banner to a person at a terminal
     (standard error), the stable `corebox: ...` lines to a program reading standard
     output through a pipe."""
 
     def announce(started: Started) -> None:
+
         key_file = started.key_file or config.data_dir / KEY_FILE
+        # An installed CLI's version tells which one runs; the in-tree harnesses have none.
+        harnesses = tuple(
+            f"{k.kind} {k.version}" if k.kind in CLI_HARNESSES else k.kind
+            for k in started.harnesses
+            if k.available
+        )
         facts = Facts(
             version=__version__,
             host=config.host,
@@ -265,18 +273,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _serve_with(args: argparse.Namespace, config: Config, warmup: Warmup) -> int:
-    from allinone.app import HARNESSES_DIR, App, runtime_harnesses
-    from allinone.core.agents import CLI_HARNESSES
+    from allinone.app import App
     from allinone.startup import StartupError
-
-    local = not args.no_local_runtime
-    offered = runtime_harnesses(config.data_dir / HARNESSES_DIR).supported_kinds() if local else []
-    # An installed CLI's version tells which one runs; the in-tree harnesses have none.
-    harnesses = tuple(
-        f"{k.kind} {k.version}" if k.kind in CLI_HARNESSES else k.kind
-        for k in offered
-        if k.available
-    )
 
     ready_fd: int | None = args.ready_fd
 
@@ -287,8 +285,8 @@ def _serve_with(args: argparse.Namespace, config: Config, warmup: Warmup) -> int
     try:
         app = App(
             config,
-            on_started=_announcer(config, harnesses),
-            local_runtime=local,
+            on_started=_announcer(config),
+            local_runtime=not args.no_local_runtime,
             on_ready=ready if ready_fd is not None else None,
             announced=sys.stderr.isatty(),  # the banner says where it serves
             warmup=warmup,

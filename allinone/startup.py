@@ -1,6 +1,7 @@
-"""What `corebox serve` checks and holds before anything else starts: a writable data
-directory and its listening socket. A failure is a `StartupError`, whose message is the
-one line the user sees.
+"""What `corebox serve` checks and holds before anything else starts (a writable data
+directory and its listening socket) and the steps of start-up that `App` sequences: the
+HTTP server's start, the ready signal, independent steps run together. A failure is a
+`StartupError`, whose message is the one line the user sees.
 
 `Warmup` starts the slow part of opening the data directory (creating it, creating or
 migrating the SQLite database) on a thread of its own as soon as the configuration is
@@ -14,12 +15,19 @@ import errno
 import logging
 import socket
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from allinone.config import Config
+from allinone.core.tasks import cancel_and_wait
 from storage.database import migrate
+
+if TYPE_CHECKING:
+    from allinone.app import Parts
+    from allinone.app import _Server as HttpServer
+    from allinone.core.hub import Hub
+    from allinone.lifecycle import Lifecycle
 
 log = logging.getLogger(__name__)
 
@@ -97,3 +105,37 @@ def bind(host: str, port: int) -> socket.socket:
     sock.listen(512)
     sock.set_inheritable(True)
     return sock
+
+
+async def start_server(
+    life: Lifecycle, server: HttpServer, hub: Hub, sock: socket.socket
+) -> asyncio.Task[None]:
+    """Serve on the bound socket; return the server's task once it listens. Stopping ends
+    the hub's open streams first, then lets uvicorn finish its connections."""
+    task = asyncio.create_task(server.serve(sockets=[sock]), name="http-server")
+    life.own(task)
+
+    async def graceful() -> None:
+        server.should_exit = True
+        await asyncio.wait({task})
+
+    life.on_stop("http server", graceful)
+    life.on_stop_sync("event hub", hub.close)
+    listening = asyncio.create_task(server.listening.wait(), name="http-listening")
+    await asyncio.wait({listening, task}, return_when=asyncio.FIRST_COMPLETED)
+    await cancel_and_wait(listening)
+    if not server.started:
+        raise StartupError("the HTTP server stopped during start-up")
+    return task
+
+
+async def when_ready(parts: Parts, announce: Callable[[], None]) -> None:
+    """Call `announce` once the health evidence says ready, re-checking on every change
+    of the connected Runtimes (what readiness waits for after start-up)."""
+    while True:
+        changed = parts.registry.changed
+        ready, _ = await parts.health.evidence()
+        if ready:
+            announce()
+            return
+        await changed.wait()
