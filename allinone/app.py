@@ -98,7 +98,16 @@ from allinone.credentials import (
 from allinone.datadir.collection import BLOBS_DIR, SNAPSHOTS_DIR, WORKSPACES_DIR, Retention
 from allinone.lifecycle import Lifecycle
 from allinone.redaction import Redactor
-from allinone.startup import StartupError, bind, prepare_data_dir
+from allinone.startup import (
+    DATABASE_FILE,
+    StartupError,
+    Warmup,
+    bind,
+    prepare_data_dir,
+    start_server,
+    together,
+    when_ready,
+)
 from runtime import log_context as runtime_log_context
 from runtime.confinement import Confinement, Sandbox, probe
 from runtime.daemon import Daemon
@@ -109,6 +118,7 @@ from runtime.harness.codex.cli import probe as probe_codex
 from runtime.harness.registry import HarnessRegistry
 from runtime.harness.scripted import ScriptedHarness
 from runtime.proto import limits
+from runtime.proto.capabilities import SupportedAgentKind
 from runtime.snapshots import Snapshots
 from runtime.transport import PermanentError
 from runtime.workspaces import Workspaces
@@ -120,7 +130,6 @@ from storage.errors import StorageError
 log = logging.getLogger(__name__)
 
 SHUTDOWN_BUDGET_SECONDS = 10.0
-DATABASE_FILE = "corebox.db"
 HARNESSES_DIR = "harnesses"  # private state of CLI harnesses (the Codex CLI's home)
 
 
@@ -149,12 +158,14 @@ class Started:
     api_key: str | None
     key_file: Path | None
     registry: Registry | None = None  # the device registry, for contract tests
+    harnesses: tuple[SupportedAgentKind, ...] = ()  # what the in-process Runtime offers
 
 
 @dataclass(frozen=True)
 class Opened:
     """What start-up opened and read before anything is built: the listening socket, the
-    database, the data directory's keys and credentials, the host's confinement."""
+    database, the data directory's keys and credentials, the host's confinement and the
+    in-process Runtime's harnesses (each CLI harness probed once)."""
 
     sock: socket.socket
     port: int
@@ -165,6 +176,7 @@ class Opened:
     confinement: Confinement
     runtime_credential: str | None
     runtime_device: str = LOCAL_DEVICE_ID
+    harnesses: HarnessRegistry | None = None
 
 
 @dataclass(frozen=True)
@@ -468,7 +480,7 @@ def _local_daemon(config: Config, opened: Opened, grants: HostGrants) -> Daemon 
         local_base_url(config.host, opened.port) + "/api/v1",
         opened.runtime_device,
         opened.runtime_credential,
-        runtime_harnesses(config.data_dir / HARNESSES_DIR),
+        opened.harnesses or runtime_harnesses(config.data_dir / HARNESSES_DIR),
         __version__,
         workspaces=Workspaces(
             config.data_dir / WORKSPACES_DIR,
@@ -501,6 +513,7 @@ class App:
         timers: Timers = PRODUCTION,
         on_ready: Callable[[Started], None] | None = None,
         announced: bool = False,
+        warmup: Warmup | None = None,
     ) -> None:
         """`on_started` is called once the server listens; `on_ready` once `/readyz`
         would answer 200 (a Runtime has connected and declared), at most once.
@@ -508,7 +521,11 @@ class App:
         log's own start line is a debug line.
         `local_runtime=False` serves Core without the in-process Runtime: turns wait
         (and /readyz reports the runtime check missing) until a remote daemon connects.
-        `timers` are the seed's protocol timers; only tests pass shorter ones."""
+        `timers` are the seed's protocol timers; only tests pass shorter ones.
+        `warmup`: the data directory's preparation already started (the CLI starts it
+        before importing this module); start-up waits for it before opening the data
+        directory itself."""
+        self._warmup = warmup
         self._timers = timers
         self._on_ready = on_ready
         self.config = config
@@ -548,12 +565,15 @@ class App:
                     self.config.host,
                     opened.port,
                 )
-                started = Started(opened.port, opened.api_key, opened.key_file, parts.registry)
+                offered = opened.harnesses.supported_kinds() if opened.harnesses else []
+                started = Started(
+                    opened.port, opened.api_key, opened.key_file, parts.registry, tuple(offered)
+                )
                 if self._on_started is not None:
                     self._on_started(started)
                 if self._on_ready is not None:
                     announce = partial(self._on_ready, started)
-                    life.own(asyncio.create_task(_when_ready(parts, announce), name="ready"))
+                    life.own(asyncio.create_task(when_ready(parts, announce), name="ready"))
                 await self._until_stopped(vital)
                 log.info("corebox shutting down")
         finally:
@@ -566,6 +586,8 @@ class App:
     async def _open(self, life: Lifecycle) -> Opened:
         """Bind, open the database and read or create the data directory's keys."""
         config = self.config
+        if self._warmup is not None:
+            await asyncio.to_thread(self._warmup.wait)
         prepare_data_dir(config.data_dir)
         sock = bind(config.host, config.port)
         life.on_stop_sync("listening socket", sock.close)
@@ -574,20 +596,20 @@ class App:
         except StorageError as exc:
             raise StartupError(str(exc)) from exc
         life.on_stop("database", db.close)
+        device = clustering.local_device(db, LOCAL_DEVICE_ID, sock)
         clock = Clock()
         ids = Ids(clock)
-        first = await ensure_default_project(db, ids, clock, config.data_dir, config.api_key)
+        # Independent first-start writes, made together so that they share one commit,
+        # while the CLI harnesses are probed (each runs its CLI's --version) on a thread.
+        first, _, vault_key, credential, harnesses = await together(
+            ensure_default_project(db, ids, clock, config.data_dir, config.api_key),
+            ensure_core_key(db, ids, config.data_dir),
+            self._vault_key(db),
+            self._device_credential(db, ids, clock, device),
+            self._harnesses(),
+        )
         self._redactor.add(first.api_key)
-        await ensure_core_key(db, ids, config.data_dir)
         self._redactor.add(read_core_key(config.data_dir))
-        try:
-            vault_key = await ensure_vault_key(db, config.data_dir)
-        except SecretKeyError as exc:
-            raise StartupError(str(exc)) from exc
-        credential, device = None, clustering.local_device(db, LOCAL_DEVICE_ID, sock)
-        if self._local_runtime:
-            credential = await issue_device_credential(db, ids, clock, device)
-            self._redactor.add(credential)
         return Opened(
             sock=sock,
             port=sock.getsockname()[1],
@@ -598,7 +620,28 @@ class App:
             confinement=probe(),
             runtime_credential=credential,
             runtime_device=device,
+            harnesses=harnesses,
         )
+
+    async def _harnesses(self) -> HarnessRegistry | None:
+        if not self._local_runtime:
+            return None
+        return await asyncio.to_thread(runtime_harnesses, self.config.data_dir / HARNESSES_DIR)
+
+    async def _vault_key(self, db: Database) -> bytes:
+        try:
+            return await ensure_vault_key(db, self.config.data_dir)
+        except SecretKeyError as exc:
+            raise StartupError(str(exc)) from exc
+
+    async def _device_credential(
+        self, db: Database, ids: Ids, clock: Clock, device: str
+    ) -> str | None:
+        if not self._local_runtime:
+            return None
+        credential = await issue_device_credential(db, ids, clock, device)
+        self._redactor.add(credential)
+        return credential
 
     async def _start(
         self, life: Lifecycle, parts: Parts, sock: socket.socket
@@ -611,7 +654,7 @@ class App:
         )
         parts.scheduler.start()
         life.on_stop_sync("scheduler", lambda: parts.scheduler.shutdown(wait=False))
-        vital = {await _start_server(life, parts.server, parts.hub, sock)}
+        vital = {await start_server(life, parts.server, parts.hub, sock)}
         if parts.daemon is not None:
             daemon_task = asyncio.create_task(parts.daemon.run(), name="runtime-daemon")
             life.own(daemon_task)
@@ -633,40 +676,6 @@ class App:
             await asyncio.wait({stop, *vital}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             await cancel_and_wait(stop)
-
-
-async def _start_server(
-    life: Lifecycle, server: _Server, hub: Hub, sock: socket.socket
-) -> asyncio.Task[None]:
-    """Serve on the bound socket; return the server's task once it listens. Stopping ends
-    the hub's open streams first, then lets uvicorn finish its connections."""
-    task = asyncio.create_task(server.serve(sockets=[sock]), name="http-server")
-    life.own(task)
-
-    async def graceful() -> None:
-        server.should_exit = True
-        await asyncio.wait({task})
-
-    life.on_stop("http server", graceful)
-    life.on_stop_sync("event hub", hub.close)
-    listening = asyncio.create_task(server.listening.wait(), name="http-listening")
-    await asyncio.wait({listening, task}, return_when=asyncio.FIRST_COMPLETED)
-    await cancel_and_wait(listening)
-    if not server.started:
-        raise StartupError("the HTTP server stopped during start-up")
-    return task
-
-
-async def _when_ready(parts: Parts, announce: Callable[[], None]) -> None:
-    """Call `announce` once the health evidence says ready, re-checking on every change
-    of the connected Runtimes (what readiness waits for after start-up)."""
-    while True:
-        changed = parts.registry.changed
-        ready, _ = await parts.health.evidence()
-        if ready:
-            announce()
-            return
-        await changed.wait()
 
 
 _ONCE: dict[str, Any] = {"coalesce": True, "max_instances": 1}

@@ -33,11 +33,13 @@ from allinone import (
 from allinone.banner import Facts, banner, machine_lines
 from allinone.config import Config, ConfigError, load
 from allinone.console import command as console_command
+from allinone.core.agents import CLI_HARNESSES
 from allinone.credentials import KEY_FILE
 from allinone.receiver import commands as comms_commands
 
 if TYPE_CHECKING:
     from allinone.app import Started
+    from allinone.startup import Warmup
 
 # `allinone.app` (the server and the Runtime: uvicorn, starlette, the harnesses, mcp) is
 # imported by the two commands that run it, inside their functions: a static import that
@@ -153,13 +155,20 @@ def _add_commands(commands: Any) -> None:
     cli_help.add_command(commands)
 
 
-def _announcer(config: Config, harnesses: tuple[str, ...]) -> Callable[[Started], None]:
+def _announcer(config: Config) -> Callable[[Started], None]:
     """What `corebox serve` says once it listens: the banner to a person at a terminal
     (standard error), the stable `corebox: ...` lines to a program reading standard
     output through a pipe."""
 
     def announce(started: Started) -> None:
+
         key_file = started.key_file or config.data_dir / KEY_FILE
+        # An installed CLI's version tells which one runs; the in-tree harnesses have none.
+        harnesses = tuple(
+            f"{k.kind} {k.version}" if k.kind in CLI_HARNESSES else k.kind
+            for k in started.harnesses
+            if k.available
+        )
         facts = Facts(
             version=__version__,
             host=config.host,
@@ -254,18 +263,18 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"corebox: error: {exc}", file=sys.stderr)
         return 2
     logs.configure(config.log_level, config.log_format, sys.stderr)
-    from allinone.app import HARNESSES_DIR, App, runtime_harnesses
-    from allinone.core.agents import CLI_HARNESSES
-    from allinone.startup import StartupError
+    from allinone.startup import Warmup
 
-    local = not args.no_local_runtime
-    offered = runtime_harnesses(config.data_dir / HARNESSES_DIR).supported_kinds() if local else []
-    # An installed CLI's version tells which one runs; the in-tree harnesses have none.
-    harnesses = tuple(
-        f"{k.kind} {k.version}" if k.kind in CLI_HARNESSES else k.kind
-        for k in offered
-        if k.available
-    )
+    warmup = Warmup(config)  # prepares the data directory while the server is imported
+    try:
+        return _serve_with(args, config, warmup)
+    finally:
+        warmup.wait()
+
+
+def _serve_with(args: argparse.Namespace, config: Config, warmup: Warmup) -> int:
+    from allinone.app import App
+    from allinone.startup import StartupError
 
     ready_fd: int | None = args.ready_fd
 
@@ -276,10 +285,11 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         app = App(
             config,
-            on_started=_announcer(config, harnesses),
-            local_runtime=local,
+            on_started=_announcer(config),
+            local_runtime=not args.no_local_runtime,
             on_ready=ready if ready_fd is not None else None,
             announced=sys.stderr.isatty(),  # the banner says where it serves
+            warmup=warmup,
         )
         asyncio.run(app.run())
     except StartupError as exc:

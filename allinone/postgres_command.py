@@ -20,10 +20,9 @@ from typing import Any
 
 from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE
 from allinone.progress import Bar
-from storage import postgres
+from storage import urls
 from storage.blobs import BlobStore
 from storage.errors import StorageError
-from storage.transfer import copy_to_postgres
 
 COMMAND = "migrate-to-postgres"
 
@@ -44,8 +43,11 @@ def add_command(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The PostgreSQL driver loads for this command only, not for every other one.
+    from storage.transfer import copy_to_postgres
+
     url = str(args.url)
-    if not postgres.is_url(url):
+    if not urls.is_url(url):
         print("corebox: error: --to must be a postgresql:// URL", file=sys.stderr)
         return 1
     data_dir = Path(args.source).expanduser()
@@ -60,6 +62,6 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(
         f"copied {copied.rows} rows in {copied.tables} tables from {source}"
-        f" to {postgres.redact(url)} (schema {copied.schema_version})"
+        f" to {urls.redact(url)} (schema {copied.schema_version})"
     )
     return 0

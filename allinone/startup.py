@@ -1,16 +1,79 @@
-"""What `corebox serve` checks and holds before anything else starts: a writable data
-directory and its listening socket. A failure is a `StartupError`, whose message is the
-one line the user sees."""
+"""What `corebox serve` checks and holds before anything else starts (a writable data
+directory and its listening socket) and the steps of start-up that `App` sequences: the
+HTTP server's start, the ready signal, independent steps run together. A failure is a
+`StartupError`, whose message is the one line the user sees.
+
+`Warmup` starts the slow part of opening the data directory (creating it, creating or
+migrating the SQLite database) on a thread of its own as soon as the configuration is
+known, so that it overlaps the import of the server's code (SQLite works without holding
+the interpreter lock)."""
 
 from __future__ import annotations
 
+import asyncio
 import errno
+import logging
 import socket
+import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from allinone.config import Config
+from allinone.core.tasks import cancel_and_wait
+from storage.database import migrate
+
+if TYPE_CHECKING:
+    from allinone.app import Parts
+    from allinone.app import _Server as HttpServer
+    from allinone.core.hub import Hub
+    from allinone.lifecycle import Lifecycle
+
+log = logging.getLogger(__name__)
+
+DATABASE_FILE = "corebox.db"
 
 
 class StartupError(Exception):
     """Start-up cannot continue; the message is the one line the user sees."""
+
+
+class Warmup:
+    """Creates the data directory and creates or migrates its SQLite database (not a
+    PostgreSQL one) on a thread started by the constructor. It only saves time: `App`
+    repeats both steps after `wait()` (finding nothing left to do) and reports their
+    failures there, so a failure here is only logged at debug level."""
+
+    def __init__(self, config: Config) -> None:
+        database = None if config.database_url else config.data_dir / DATABASE_FILE
+        self._thread = threading.Thread(
+            target=_warm_up, args=(config.data_dir, database), name="startup-warmup", daemon=True
+        )
+        self._thread.start()
+
+    def wait(self) -> None:
+        """Block until the thread is done (at once when it already is)."""
+        self._thread.join()
+
+
+def _warm_up(data_dir: Path, database: Path | None) -> None:
+    try:
+        prepare_data_dir(data_dir)
+        if database is not None:
+            migrate(database)
+    except Exception as exc:  # reported when App repeats the step
+        log.debug("start-up warm-up stopped: %s", type(exc).__name__)
+
+
+async def together(*steps: Awaitable[Any]) -> list[Any]:
+    """Run independent start-up `steps` concurrently and return their results in order
+    once all have ended; the first failure (in argument order) is raised then, so no step
+    is left running."""
+    results = await asyncio.gather(*steps, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results
 
 
 def prepare_data_dir(path: Path) -> None:
@@ -42,3 +105,37 @@ def bind(host: str, port: int) -> socket.socket:
     sock.listen(512)
     sock.set_inheritable(True)
     return sock
+
+
+async def start_server(
+    life: Lifecycle, server: HttpServer, hub: Hub, sock: socket.socket
+) -> asyncio.Task[None]:
+    """Serve on the bound socket; return the server's task once it listens. Stopping ends
+    the hub's open streams first, then lets uvicorn finish its connections."""
+    task = asyncio.create_task(server.serve(sockets=[sock]), name="http-server")
+    life.own(task)
+
+    async def graceful() -> None:
+        server.should_exit = True
+        await asyncio.wait({task})
+
+    life.on_stop("http server", graceful)
+    life.on_stop_sync("event hub", hub.close)
+    listening = asyncio.create_task(server.listening.wait(), name="http-listening")
+    await asyncio.wait({listening, task}, return_when=asyncio.FIRST_COMPLETED)
+    await cancel_and_wait(listening)
+    if not server.started:
+        raise StartupError("the HTTP server stopped during start-up")
+    return task
+
+
+async def when_ready(parts: Parts, announce: Callable[[], None]) -> None:
+    """Call `announce` once the health evidence says ready, re-checking on every change
+    of the connected Runtimes (what readiness waits for after start-up)."""
+    while True:
+        changed = parts.registry.changed
+        ready, _ = await parts.health.evidence()
+        if ready:
+            announce()
+            return
+        await changed.wait()

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol, TypeVar, cast
 
-from storage import migrations, postgres, sqlite_driver
+from storage import migrations, sqlite_driver, urls
 from storage.errors import Conflict, StorageError, StorageUnavailable
 
 log = logging.getLogger(__name__)
@@ -270,7 +270,7 @@ class Database:
     @property
     def location(self) -> str:
         """Where the data is, fit for a log line: the file, or the URL without password."""
-        return str(self.path) if self.url is None else postgres.redact(self.url)
+        return str(self.path) if self.url is None else urls.redact(self.url)
 
     @classmethod
     async def open(
@@ -278,7 +278,7 @@ class Database:
     ) -> Database:
         """Open and migrate the database: the SQLite file at `target` (created if
         needed), or the PostgreSQL database `target` names (a `postgresql://` URL)."""
-        if postgres.is_url(target):
+        if urls.is_url(target):
             return await cls._open_postgres(str(target), readers)
         path = Path(target)
         connect = functools.partial(sqlite_driver.Driver, path, synchronous)
@@ -299,6 +299,9 @@ class Database:
 
     @classmethod
     async def _open_postgres(cls, url: str, readers: int) -> Database:
+        # psycopg and its libpq load here, for a PostgreSQL database only.
+        from storage import postgres
+
         connect = functools.partial(postgres.Driver, url)
         opened: list[_Connection] = []
         try:
@@ -542,3 +545,11 @@ def _migrate(path: Path) -> int:
         return version
     finally:
         conn.close()
+
+
+def migrate(path: Path) -> int:
+    """Create the SQLite file at `path` if needed and apply its pending migrations, without
+    opening a `Database`; return the schema version. `Database.open` does this first
+    itself; a caller may do it earlier, on a thread of its own, so that the open then finds
+    nothing left to apply. Raises sqlite3.Error, OSError or SchemaTooNew."""
+    return _migrate(path)

@@ -17,11 +17,14 @@ from __future__ import annotations
 import re
 import sqlite3
 from importlib import resources
+from typing import TYPE_CHECKING
 
-import psycopg
-
-from storage import postgres
 from storage.errors import SchemaTooNew
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from storage import postgres
 
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
@@ -44,8 +47,9 @@ def available(backend: str = "sqlite") -> list[tuple[int, str]]:
 def apply(conn: sqlite3.Connection) -> int:
     """Bring the schema up to date; return the resulting version.
 
-    Each migration runs in its own transaction together with its version row, so a crash
-    leaves the database at the previous version, never half-migrated.
+    The pending migrations run in one transaction together with their version rows, so a
+    crash leaves the database at the version it had, never half-migrated, and a new
+    database is created with one commit (one sync to disk) rather than one per file.
     """
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_version ("
@@ -59,28 +63,30 @@ def apply(conn: sqlite3.Connection) -> int:
         raise SchemaTooNew(
             f"database schema version {current} is newer than this build supports ({newest})"
         )
-    for version, sql in migrations:
-        if version in applied:
-            continue
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+    pending = [(version, sql) for version, sql in migrations if version not in applied]
+    if not pending:
+        return current
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for version, sql in pending:
             for statement in _statements(sql):
                 conn.execute(statement)
             conn.execute(
                 "INSERT INTO schema_version (version, applied_at) VALUES (?, unixepoch())",
                 (version,),
             )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        applied.add(version)
-    return max(applied, default=0)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return max(current, pending[-1][0])
 
 
 def apply_postgres(url: str) -> int:
     """Bring the PostgreSQL database at `url` up to date; return the resulting version.
     Each migration is one transaction with its version row, as on SQLite."""
+    from storage import postgres  # psycopg loads for a PostgreSQL database only
+
     with postgres.connect(url) as conn:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (postgres.MIGRATION_LOCK,))

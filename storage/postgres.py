@@ -36,26 +36,15 @@ from psycopg.rows import RowMaker
 
 from storage.errors import Conflict, StorageError, StorageUnavailable, Unstorable
 
-SCHEMES = ("postgresql://", "postgres://")
+# Re-exported: callers that hold this module name a URL through it as before.
+from storage.urls import SCHEMES as SCHEMES
+from storage.urls import is_url as is_url
+from storage.urls import redact as redact
+
 CONNECT_TIMEOUT_SECONDS = 10
 # Held while migrating, so that several processes starting at once migrate one by one.
 MIGRATION_LOCK = 0x636F7265626F78
 BLOB_CHUNK_BYTES = 256 * 1024
-
-
-def is_url(target: object) -> bool:
-    """True when `target` names a PostgreSQL database rather than an SQLite file."""
-    return isinstance(target, str) and target.startswith(SCHEMES)
-
-
-def redact(url: str) -> str:
-    """The URL without its password, fit for a log line or an error message."""
-    scheme, _, rest = url.partition("://")
-    credentials, at, location = rest.rpartition("@")
-    if not at:
-        return url
-    user = credentials.split(":", 1)[0]
-    return f"{scheme}://{user}@{location}"
 
 
 @functools.lru_cache(maxsize=4096)

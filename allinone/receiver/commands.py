@@ -22,11 +22,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from allinone.receiver import owner, runner
-from allinone.receiver.config import load
+from allinone.receiver import owner
 from allinone.receiver.errors import Halted, LockHeld, ReceiverError
-from allinone.receiver.resolve import read_resolution, resolve
-from allinone.receiver.store import Store
 
 COMMANDS = ("receiver", "handler", "comms")
 
@@ -118,6 +115,12 @@ def _dispatch(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         from allinone.receiver import agent_handler
 
         return agent_handler.main(args, environ)
+    # Imported by the receiver's own commands only, not by every `corebox` command.
+    from allinone.receiver import runner
+    from allinone.receiver.config import load
+    from allinone.receiver.resolve import read_resolution, resolve
+    from allinone.receiver.store import Store
+
     loaded = load(Path(args.config))
     fault = environ.get("COREBOX_RECEIVER_FAULT") or None
     command = args.receiver_command

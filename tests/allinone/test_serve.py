@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, free_port, start_server
+from tests.support.postgres import sqlite_only
 
 
 def _serve(
@@ -114,6 +115,21 @@ def test_sigterm_shuts_down_in_order_within_ten_seconds(tmp_path: Path) -> None:
     assert time.monotonic() - started < 10
     log = server.log.read_text()
     assert "shutting down" in log
+
+
+@sqlite_only("a PostgreSQL database loads its driver")
+def test_a_ready_server_has_not_loaded_what_start_up_does_not_need(tmp_path: Path) -> None:
+    """psycopg and its libpq load only for a PostgreSQL database, and the cipher that
+    seals secrets (cryptography's native library) at the first seal or open: a server on
+    SQLite, once ready, has mapped neither into the process."""
+    server = start_server(tmp_path / "data")
+    try:
+        maps = Path(f"/proc/{server.process.pid}/maps").read_text()
+    finally:
+        server.stop()
+    assert "/psycopg" not in maps and "libpq" not in maps
+    assert "/cryptography" not in maps
+    assert "/sqlite" in maps or "_sqlite3" in maps  # the check sees the libraries it looks for
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT])

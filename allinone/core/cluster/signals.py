@@ -22,8 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-import psycopg
-
 from allinone.core.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -133,6 +131,8 @@ class PostgresChannel:
         self._tasks = []
 
     async def _listen(self, received: Handler) -> None:
+        import psycopg  # loaded by Core processes sharing a PostgreSQL database only
+
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(
@@ -148,6 +148,8 @@ class PostgresChannel:
             await asyncio.sleep(RECONNECT_SECONDS)
 
     async def _send_all(self) -> None:
+        import psycopg  # loaded by Core processes sharing a PostgreSQL database only
+
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(

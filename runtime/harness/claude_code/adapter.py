@@ -21,12 +21,15 @@ text verbosity, web search control, tool search, subagent observations.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runtime.harness.base import Unavailable
 from runtime.harness.claude_code import cli
-from runtime.harness.claude_code.executor import ClaudeCodeExecutor
 from runtime.proto.capabilities import AgentKindCapabilities
 from runtime.proto.execution import ExecutionConfiguration
+
+if TYPE_CHECKING:
+    from runtime.harness.claude_code.executor import ClaudeCodeExecutor
 
 DECLARATION = AgentKindCapabilities(
     subagent_observations=False,
@@ -90,4 +93,8 @@ class ClaudeCodeHarness:
         provider = configuration.agent_options.model_provider
         if provider is not None and provider.protocol != "anthropic_messages":
             raise Unavailable("the claude_code harness speaks only anthropic_messages")
+        # Imported with the first Executor, not at start-up (a plain import statement, so
+        # the frozen build still carries it).
+        from runtime.harness.claude_code.executor import ClaudeCodeExecutor
+
         return ClaudeCodeExecutor(executor_id, configuration, self._path, self._config_dir)

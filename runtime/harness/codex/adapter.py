@@ -13,12 +13,15 @@ kept for native resume), its TMPDIR, and the session -> thread records.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runtime.harness.base import Unavailable
 from runtime.harness.codex.cli import INSTALL_HINT, Cli
-from runtime.harness.codex.executor import CodexExecutor
 from runtime.proto.capabilities import AgentKindCapabilities
 from runtime.proto.execution import ExecutionConfiguration
+
+if TYPE_CHECKING:
+    from runtime.harness.codex.executor import CodexExecutor
 
 DECLARATION = AgentKindCapabilities(
     subagent_observations=False,
@@ -75,4 +78,8 @@ class CodexHarness:
         provider = configuration.agent_options.model_provider
         if provider is None or provider.protocol != "responses":
             raise Unavailable("the codex harness needs a model provider speaking responses")
+        # Imported with the first Executor, not at start-up (a plain import statement, so
+        # the frozen build still carries it).
+        from runtime.harness.codex.executor import CodexExecutor
+
         return CodexExecutor(executor_id, configuration, provider, self._cli, self._home)
