@@ -43,6 +43,7 @@ from allinone.datadir import Progress, no_progress
 from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE
 from storage.blobs import BlobStore
 from storage.rows import DERIVED
+from storage.turn_documents import KEY_COLUMNS, VIEW, digest
 
 FORMAT = "corebox-bundle"
 VERSION = 2
@@ -64,7 +65,9 @@ DROPPED: dict[str, frozenset[str]] = {
     )
     | DERIVED["sessions"],
     "environments": frozenset({"project_id", "secrets", "idempotency_key", "request_hash"}),
-    "turns": frozenset({"fencing_token", "device_id", "lease_expires_at"}),
+    # A turn travels with its documents written out (`manifest`, `context`), never the
+    # keys that name them in one database.
+    "turns": frozenset({"fencing_token", "device_id", "lease_expires_at", *KEY_COLUMNS}),
     "items": frozenset(),
     "function_calls": frozenset(),
     "interactions": frozenset(),
@@ -232,8 +235,9 @@ def _session(
         reentry.append({"kind": "session", "id": session_id, "what": f"vault {vault_id}"})
     session = _row("sessions", row)
     for table in SESSION_CHILDREN:
+        source = VIEW if table == "turns" else table
         rows = conn.execute(
-            f"SELECT * FROM {table} WHERE session_id = ? ORDER BY {ORDER[table]}", (session_id,)
+            f"SELECT * FROM {source} WHERE session_id = ? ORDER BY {ORDER[table]}", (session_id,)
         )
         session[table] = [_child(table, r, blobs) for r in rows]
     return session
@@ -325,6 +329,8 @@ def _import(
             for child in session.get(table, []):
                 if table == "artifacts":
                     child = _artifact(child, blobs)
+                elif table == "turns":
+                    child = _turn(conn, child)
                 _insert(conn, table, child, added)
     on_progress(len(sessions), len(sessions))
 
@@ -355,6 +361,29 @@ def _artifact(child: dict[str, Any], blobs: BlobStore) -> dict[str, Any]:
         blobs.put(row["sha256"], body)
         return {**row, "content": b"", "blob": row["sha256"]}
     return {**row, "content": body, "blob": None}
+
+
+def _turn(conn: sqlite3.Connection, child: dict[str, Any]) -> dict[str, Any]:
+    """A turn row as stored: its documents named by key (a checkpoint's configuration
+    digest is the turn's own, not stored)."""
+    row = {k: v for k, v in child.items() if k not in ("manifest", "context")}
+    row["manifest_key"] = _document_key(conn, child.get("manifest"))
+    row["context_key"] = _document_key(conn, child.get("context"))
+    return row
+
+
+def _document_key(conn: sqlite3.Connection, body: str | None) -> int | None:
+    """The key of the turn document `body` (stored now if it was not); as
+    `storage.turn_documents.key_of` does, on this connection."""
+    if body is None:
+        return None
+    found = digest(body)
+    conn.execute(
+        "INSERT INTO turn_documents (digest, body) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING",
+        (found, body),
+    )
+    row = conn.execute("SELECT key FROM turn_documents WHERE digest = ?", (found,)).fetchone()
+    return int(row["key"])
 
 
 def _insert(

@@ -28,7 +28,7 @@ from allinone.core.ids import Ids
 from allinone.core.recorder import session_view
 from allinone.core.sessions.admission import Admission
 from allinone.core.shapes.models import InputEvents, SessionCreate, SessionUpdate
-from storage import journal, sessions, turns
+from storage import journal, sessions, turn_documents, turns
 from storage.database import Database
 from storage.rows import record
 
@@ -181,7 +181,7 @@ class SessionsApi:
         rows, more = await keyset_page(
             self._db,
             params,
-            table="turns",
+            table=turn_documents.VIEW,
             where="session_id = ?",
             args=(row["id"],),
         )
