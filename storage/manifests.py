@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage import turn_documents
+from storage import turn_rows
 from storage.database import Tx
-from storage.rows import Queryable, dumps, loads
+from storage.rows import Queryable, loads
 
 
 async def get(q: Queryable, turn_id: str) -> dict[str, Any] | None:
@@ -16,7 +16,7 @@ async def get(q: Queryable, turn_id: str) -> dict[str, Any] | None:
 
 
 async def put(tx: Tx, turn_id: str, manifest: dict[str, Any]) -> None:
-    key = await turn_documents.key_of(tx, dumps(manifest))
+    key = await turn_rows.document_key(tx, "manifest", manifest)
     await tx.execute("UPDATE turns SET manifest_key = ? WHERE id = ?", (key, turn_id))
 
 

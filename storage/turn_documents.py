@@ -1,5 +1,6 @@
-"""Turn documents: JSON texts that many turns share (run manifests, model contexts),
-stored once and named by an integer key from the turn's row (migration 29).
+"""Turn documents: texts that many turns share (run manifests, model contexts,
+configuration digests), stored once and named by an integer key from the turn's row
+(migration 29; `storage.turn_rows` says which).
 
 A document is found by its digest, the first 32 hex digits of the sha256 of its UTF-8
 text; `key_of` returns the key of an equal document already stored, or stores it.
@@ -15,10 +16,8 @@ import hashlib
 from storage.database import Tx
 
 # The view that reads turns as readers know them: every column of `turns`, plus
-# `manifest`, `context` and `checkpoint_config_digest`.
+# `manifest`, `context`, `config_digest`, `checkpoint_config_digest` and `usage`.
 VIEW = "turns_full"
-# Turn columns that name a document.
-KEY_COLUMNS = ("manifest_key", "context_key")
 
 
 def digest(body: str) -> str:
@@ -44,6 +43,7 @@ _UNUSED = (
     "SELECT key FROM turn_documents"
     " EXCEPT SELECT manifest_key FROM turns WHERE manifest_key IS NOT NULL"
     " EXCEPT SELECT context_key FROM turns WHERE context_key IS NOT NULL"
+    " EXCEPT SELECT config_key FROM turns WHERE config_key IS NOT NULL"
 )
 
 

@@ -8,16 +8,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage import turn_documents
+from storage import turn_rows
 from storage.database import Tx
-from storage.rows import Queryable, dumps, loads, record
+from storage.rows import Queryable, record
 
 JSON_COLUMNS = ("usage", "context")
 # Statuses in which a turn has ended.
 ENDED = ("completed", "failed", "cancelled")
 # Run state only a running turn needs, cleared when it ends (nothing reads it after):
-# its resume cursor, the operation in flight, the Core process holding it.
-RUNNING_ONLY = ("checkpoint_cursor", "inflight_operation", "core_process_id")
+# its resume cursor and token, the operation in flight, the Core process, device and
+# lease holding it.
+RUNNING_ONLY = (
+    "checkpoint_cursor",
+    "checkpoint_token",
+    "inflight_operation",
+    "core_process_id",
+    "device_id",
+    "lease_expires_at",
+)
 
 
 async def insert(tx: Tx, turn_id: str, session_id: str, agent_id: str, now: int) -> None:
@@ -114,13 +122,12 @@ async def transition(
     when given, only while it still carries `fencing_token`). Return whether it moved."""
     sets = ["status = ?", "state_version = state_version + 1"]
     args: list[Any] = [status]
-    for column, value in (fields or {}).items():
-        if column == "manifest":
-            column, value = "manifest_key", await _document_key(tx, value)
-        sets.append(f"{column} = ?")
-        args.append(dumps(value) if column == "usage" and value is not None else value)
+    columns = await turn_rows.stored(tx, fields or {})
     if status in ENDED:
-        sets.extend(f"{column} = NULL" for column in RUNNING_ONLY if column not in (fields or {}))
+        columns = {**dict.fromkeys(RUNNING_ONLY), **columns}
+    for column, value in columns.items():
+        sets.append(f"{column} = ?")
+        args.append(value)
     placeholders = ", ".join("?" for _ in expected)
     sql = f"UPDATE turns SET {', '.join(sets)} WHERE id = ? AND status IN ({placeholders})"
     args.extend([turn_id, *expected])
@@ -131,13 +138,6 @@ async def transition(
     if moved and status in ENDED:
         await _drop_consumed_inputs(tx, turn_id)
     return moved
-
-
-async def _document_key(tx: Tx, value: Any) -> int | None:
-    if value is None:
-        return None
-    # One text per document: JSON given as text is stored in the compact form.
-    return await turn_documents.key_of(tx, dumps(loads(value) if isinstance(value, str) else value))
 
 
 async def _drop_consumed_inputs(tx: Tx, turn_id: str) -> None:
@@ -152,9 +152,11 @@ async def _drop_consumed_inputs(tx: Tx, turn_id: str) -> None:
 
 
 async def set_usage(tx: Tx, turn_id: str, usage: dict[str, Any], fencing_token: str) -> bool:
+    columns = turn_rows.usage_columns(usage)
+    sets = ", ".join(f"{column} = ?" for column in columns)
     changed = await tx.execute(
-        "UPDATE turns SET usage = ? WHERE id = ? AND fencing_token = ? AND status IN (?, ?)",
-        (dumps(usage), turn_id, fencing_token, "in_progress", "waiting"),
+        f"UPDATE turns SET {sets} WHERE id = ? AND fencing_token = ? AND status IN (?, ?)",
+        (*columns.values(), turn_id, fencing_token, "in_progress", "waiting"),
     )
     return changed == 1
 
@@ -169,7 +171,7 @@ async def request_cancel(tx: Tx, turn_id: str, now: int) -> None:
 
 async def set_context(tx: Tx, turn_id: str, context: dict[str, Any], fencing_token: str) -> bool:
     """Record the model context the turn runs with, while it still carries its token."""
-    key = await turn_documents.key_of(tx, dumps(context))
+    key = await turn_rows.document_key(tx, "context", context)
     changed = await tx.execute(
         "UPDATE turns SET context_key = ? WHERE id = ? AND fencing_token = ?",
         (key, turn_id, fencing_token),

@@ -41,9 +41,12 @@ from typing import Any
 
 from allinone.datadir import Progress, no_progress
 from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE
+from storage import items
 from storage.blobs import BlobStore
+from storage.journal_dictionary import pack
 from storage.rows import DERIVED
-from storage.turn_documents import KEY_COLUMNS, VIEW, digest
+from storage.turn_documents import VIEW, digest
+from storage.turn_rows import DOCUMENTS, INTERNAL, usage_columns
 
 FORMAT = "corebox-bundle"
 VERSION = 2
@@ -65,9 +68,9 @@ DROPPED: dict[str, frozenset[str]] = {
     )
     | DERIVED["sessions"],
     "environments": frozenset({"project_id", "secrets", "idempotency_key", "request_hash"}),
-    # A turn travels with its documents written out (`manifest`, `context`), never the
-    # keys that name them in one database.
-    "turns": frozenset({"fencing_token", "device_id", "lease_expires_at", *KEY_COLUMNS}),
+    # A turn travels as readers see it (`turns_full`), never in its stored form: the keys
+    # of its documents are one database's own.
+    "turns": frozenset({"fencing_token", "device_id", "lease_expires_at"}) | INTERNAL,
     "items": frozenset(),
     "function_calls": frozenset(),
     "interactions": frozenset(),
@@ -245,6 +248,8 @@ def _session(
 
 def _child(table: str, row: sqlite3.Row, blobs: BlobStore) -> dict[str, Any]:
     data = _row(table, row)
+    if table == "items":  # its JSON, whatever form it is stored in
+        data["payload"] = items.payload_text(row["payload"])
     if table == "artifacts":
         body = blobs.read(row["blob"]) if row["blob"] else bytes(row["content"] or b"")
         data["content_base64"] = base64.b64encode(body).decode()
@@ -331,6 +336,8 @@ def _import(
                     child = _artifact(child, blobs)
                 elif table == "turns":
                     child = _turn(conn, child)
+                elif table == "items":
+                    child = {**child, "payload": pack(child["payload"])}
                 _insert(conn, table, child, added)
     on_progress(len(sessions), len(sessions))
 
@@ -364,12 +371,12 @@ def _artifact(child: dict[str, Any], blobs: BlobStore) -> dict[str, Any]:
 
 
 def _turn(conn: sqlite3.Connection, child: dict[str, Any]) -> dict[str, Any]:
-    """A turn row as stored: its documents named by key (a checkpoint's configuration
-    digest is the turn's own, not stored)."""
-    row = {k: v for k, v in child.items() if k not in ("manifest", "context")}
-    row["manifest_key"] = _document_key(conn, child.get("manifest"))
-    row["context_key"] = _document_key(conn, child.get("context"))
-    return row
+    """A turn row in its stored form (`storage.turn_rows`): documents named by key, usage
+    by its counts (a checkpoint's configuration digest is the turn's own, not stored)."""
+    row = {k: v for k, v in child.items() if k not in DOCUMENTS and k != "usage"}
+    for name, column in DOCUMENTS.items():
+        row[column] = _document_key(conn, child.get(name))
+    return {**row, **usage_columns(child.get("usage"))}
 
 
 def _document_key(conn: sqlite3.Connection, body: str | None) -> int | None:

@@ -1,12 +1,12 @@
--- corebox schema 29: smaller turn rows.
--- A turn's run manifest and model context are JSON documents that most turns of a
--- session share word for word; each is stored once in `turn_documents` (found by the
--- first 32 hex digits of the sha256 of its text, `digest`) and a turn names it by
--- `manifest_key` / `context_key`. Documents moved here by this migration have no digest
--- (they are found by their text while it runs). A checkpoint is always taken under the
--- turn's own configuration, so its digest is no longer stored twice. The view
--- `turns_full` gives turns as readers know them: every column of `turns`, plus
--- `manifest`, `context` and `checkpoint_config_digest`.
+-- corebox schema 29: smaller turn rows; readers read turns through the view `turns_full`,
+-- which gives every column of `turns` plus `manifest`, `context`, `config_digest`,
+-- `checkpoint_config_digest` and `usage` as they were stored before.
+--
+-- A turn's run manifest, model context and configuration digest are texts most turns of
+-- a session share word for word: each is stored once in `turn_documents` (found by the
+-- first 32 hex digits of the sha256 of its text, `digest`) and the turn names it by
+-- `manifest_key`, `context_key`, `config_key`. Documents moved here by this migration
+-- have no digest (they are found by their text while it runs).
 CREATE TABLE turn_documents (
     key INTEGER PRIMARY KEY,
     digest TEXT UNIQUE,
@@ -15,30 +15,130 @@ CREATE TABLE turn_documents (
 CREATE INDEX turn_documents_body_upgrade ON turn_documents(body);
 INSERT INTO turn_documents (body)
     SELECT manifest FROM turns WHERE manifest IS NOT NULL
-    UNION SELECT context FROM turns WHERE context IS NOT NULL;
+    UNION SELECT context FROM turns WHERE context IS NOT NULL
+    UNION SELECT config_digest FROM turns WHERE config_digest IS NOT NULL;
 ALTER TABLE turns ADD COLUMN manifest_key INTEGER;
 ALTER TABLE turns ADD COLUMN context_key INTEGER;
+ALTER TABLE turns ADD COLUMN config_key INTEGER;
 UPDATE turns SET
     manifest_key = (SELECT d.key FROM turn_documents d WHERE d.body = turns.manifest),
-    context_key = (SELECT d.key FROM turn_documents d WHERE d.body = turns.context)
-    WHERE manifest IS NOT NULL OR context IS NOT NULL;
+    context_key = (SELECT d.key FROM turn_documents d WHERE d.body = turns.context),
+    config_key = (SELECT d.key FROM turn_documents d WHERE d.body = turns.config_digest)
+    WHERE manifest IS NOT NULL OR context IS NOT NULL OR config_digest IS NOT NULL;
 DROP INDEX turn_documents_body_upgrade;
+-- A checkpoint is always taken under the turn's own configuration: its digest is the
+-- turn's, not stored twice.
 ALTER TABLE turns DROP COLUMN manifest;
 ALTER TABLE turns DROP COLUMN context;
+ALTER TABLE turns DROP COLUMN config_digest;
 ALTER TABLE turns DROP COLUMN checkpoint_config_digest;
--- What only a running turn needs is cleared when it ends (its resume cursor, the
--- operation in flight, the Core process holding it).
-UPDATE turns SET checkpoint_cursor = NULL, inflight_operation = NULL, core_process_id = NULL
-    WHERE status IN ('completed', 'failed', 'cancelled')
-    AND (checkpoint_cursor IS NOT NULL OR inflight_operation IS NOT NULL
-        OR core_process_id IS NOT NULL);
+-- Usage in its standard shape is kept as its five counts (`tokens_*`); any other shape
+-- stays JSON in `usage_other`. The session totals' triggers read either.
+DROP TRIGGER turns_usage_on_end;
+DROP TRIGGER turns_usage_on_insert;
+ALTER TABLE turns RENAME COLUMN usage TO usage_other;
+ALTER TABLE turns ADD COLUMN tokens_input INTEGER;
+ALTER TABLE turns ADD COLUMN tokens_cached INTEGER;
+ALTER TABLE turns ADD COLUMN tokens_output INTEGER;
+ALTER TABLE turns ADD COLUMN tokens_reasoning INTEGER;
+ALTER TABLE turns ADD COLUMN tokens_total INTEGER;
+UPDATE turns SET
+    tokens_input = json_extract(usage_other, '$.input_tokens'),
+    tokens_cached = json_extract(usage_other, '$.input_tokens_details.cached_tokens'),
+    tokens_output = json_extract(usage_other, '$.output_tokens'),
+    tokens_reasoning = json_extract(usage_other, '$.output_tokens_details.reasoning_tokens'),
+    tokens_total = json_extract(usage_other, '$.total_tokens'),
+    usage_other = NULL
+    WHERE json_valid(usage_other)
+    AND json_type(usage_other, '$.input_tokens') = 'integer'
+    AND json_type(usage_other, '$.input_tokens_details.cached_tokens') = 'integer'
+    AND json_type(usage_other, '$.output_tokens') = 'integer'
+    AND json_type(usage_other, '$.output_tokens_details.reasoning_tokens') = 'integer'
+    AND json_type(usage_other, '$.total_tokens') = 'integer'
+    AND usage_other = json_object(
+        'input_tokens', json_extract(usage_other, '$.input_tokens'),
+        'input_tokens_details', json_object(
+            'cached_tokens', json_extract(usage_other, '$.input_tokens_details.cached_tokens')),
+        'output_tokens', json_extract(usage_other, '$.output_tokens'),
+        'output_tokens_details', json_object('reasoning_tokens',
+            json_extract(usage_other, '$.output_tokens_details.reasoning_tokens')),
+        'total_tokens', json_extract(usage_other, '$.total_tokens'));
+CREATE TRIGGER turns_usage_on_end AFTER UPDATE OF status ON turns
+WHEN OLD.status IN ('queued', 'in_progress', 'waiting')
+    AND NEW.status IN ('completed', 'failed', 'cancelled')
+BEGIN
+    UPDATE sessions SET
+        usage_turns = usage_turns + 1,
+        usage_unmeasured = usage_unmeasured + (NEW.tokens_total IS NULL AND NEW.usage_other IS NULL),
+        usage_input = CASE WHEN COALESCE(NEW.tokens_input, json_extract(NEW.usage_other, '$.input_tokens')) IS NULL
+            THEN usage_input
+            ELSE COALESCE(usage_input, 0) + COALESCE(NEW.tokens_input, json_extract(NEW.usage_other, '$.input_tokens')) END,
+        usage_cached = CASE
+            WHEN COALESCE(NEW.tokens_cached, json_extract(NEW.usage_other, '$.input_tokens_details.cached_tokens')) IS NULL
+            THEN usage_cached
+            ELSE COALESCE(usage_cached, 0)
+                + COALESCE(NEW.tokens_cached, json_extract(NEW.usage_other, '$.input_tokens_details.cached_tokens')) END,
+        usage_output = CASE WHEN COALESCE(NEW.tokens_output, json_extract(NEW.usage_other, '$.output_tokens')) IS NULL
+            THEN usage_output
+            ELSE COALESCE(usage_output, 0) + COALESCE(NEW.tokens_output, json_extract(NEW.usage_other, '$.output_tokens')) END,
+        usage_reasoning = CASE
+            WHEN COALESCE(NEW.tokens_reasoning, json_extract(NEW.usage_other, '$.output_tokens_details.reasoning_tokens')) IS NULL
+            THEN usage_reasoning
+            ELSE COALESCE(usage_reasoning, 0)
+                + COALESCE(NEW.tokens_reasoning, json_extract(NEW.usage_other, '$.output_tokens_details.reasoning_tokens')) END,
+        usage_total = CASE WHEN COALESCE(NEW.tokens_total, json_extract(NEW.usage_other, '$.total_tokens')) IS NULL
+            THEN usage_total
+            ELSE COALESCE(usage_total, 0) + COALESCE(NEW.tokens_total, json_extract(NEW.usage_other, '$.total_tokens')) END
+    WHERE id = NEW.session_id;
+END;
+
+CREATE TRIGGER turns_usage_on_insert AFTER INSERT ON turns
+WHEN NEW.status IN ('completed', 'failed', 'cancelled')
+BEGIN
+    UPDATE sessions SET
+        usage_turns = usage_turns + 1,
+        usage_unmeasured = usage_unmeasured + (NEW.tokens_total IS NULL AND NEW.usage_other IS NULL),
+        usage_input = CASE WHEN COALESCE(NEW.tokens_input, json_extract(NEW.usage_other, '$.input_tokens')) IS NULL
+            THEN usage_input
+            ELSE COALESCE(usage_input, 0) + COALESCE(NEW.tokens_input, json_extract(NEW.usage_other, '$.input_tokens')) END,
+        usage_cached = CASE
+            WHEN COALESCE(NEW.tokens_cached, json_extract(NEW.usage_other, '$.input_tokens_details.cached_tokens')) IS NULL
+            THEN usage_cached
+            ELSE COALESCE(usage_cached, 0)
+                + COALESCE(NEW.tokens_cached, json_extract(NEW.usage_other, '$.input_tokens_details.cached_tokens')) END,
+        usage_output = CASE WHEN COALESCE(NEW.tokens_output, json_extract(NEW.usage_other, '$.output_tokens')) IS NULL
+            THEN usage_output
+            ELSE COALESCE(usage_output, 0) + COALESCE(NEW.tokens_output, json_extract(NEW.usage_other, '$.output_tokens')) END,
+        usage_reasoning = CASE
+            WHEN COALESCE(NEW.tokens_reasoning, json_extract(NEW.usage_other, '$.output_tokens_details.reasoning_tokens')) IS NULL
+            THEN usage_reasoning
+            ELSE COALESCE(usage_reasoning, 0)
+                + COALESCE(NEW.tokens_reasoning, json_extract(NEW.usage_other, '$.output_tokens_details.reasoning_tokens')) END,
+        usage_total = CASE WHEN COALESCE(NEW.tokens_total, json_extract(NEW.usage_other, '$.total_tokens')) IS NULL
+            THEN usage_total
+            ELSE COALESCE(usage_total, 0) + COALESCE(NEW.tokens_total, json_extract(NEW.usage_other, '$.total_tokens')) END
+    WHERE id = NEW.session_id;
+END;
+-- What only a running turn needs is cleared when it ends: its resume cursor and token,
+-- the operation in flight, the Core process, device and lease holding it.
+UPDATE turns SET checkpoint_cursor = NULL, checkpoint_token = NULL, inflight_operation = NULL,
+    core_process_id = NULL, device_id = NULL, lease_expires_at = NULL
+    WHERE status IN ('completed', 'failed', 'cancelled');
 CREATE VIEW turns_full AS
-    SELECT t.*, m.body AS manifest, c.body AS context,
-        CASE WHEN t.checkpoint_boundary IS NOT NULL THEN t.config_digest END
-            AS checkpoint_config_digest
+    SELECT t.*, m.body AS manifest, c.body AS context, g.body AS config_digest,
+        CASE WHEN t.checkpoint_boundary IS NOT NULL THEN g.body END
+            AS checkpoint_config_digest,
+        CASE WHEN t.usage_other IS NOT NULL THEN t.usage_other
+            WHEN t.tokens_total IS NOT NULL THEN json_object(
+                'input_tokens', t.tokens_input,
+                'input_tokens_details', json_object('cached_tokens', t.tokens_cached),
+                'output_tokens', t.tokens_output,
+                'output_tokens_details', json_object('reasoning_tokens', t.tokens_reasoning),
+                'total_tokens', t.tokens_total) END AS usage
     FROM turns t
     LEFT JOIN turn_documents m ON m.key = t.manifest_key
-    LEFT JOIN turn_documents c ON c.key = t.context_key;
+    LEFT JOIN turn_documents c ON c.key = t.context_key
+    LEFT JOIN turn_documents g ON g.key = t.config_key;
 -- An input admitted without an idempotency key has none stored (nor a batch hash:
 -- nothing can replay it), and is deleted once its turn ended having consumed it.
 CREATE TABLE turn_inputs_keyed (
