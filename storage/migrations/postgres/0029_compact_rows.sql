@@ -91,3 +91,6 @@ CREATE VIEW turns_full AS
     LEFT JOIN turn_documents g ON g.key = t.config_key;
 ALTER TABLE turn_inputs ALTER COLUMN idempotency_key DROP NOT NULL;
 ALTER TABLE turn_inputs ALTER COLUMN batch_hash DROP NOT NULL;
+-- A journal row keeps no time of its own: nothing reads it, and an event's times are in
+-- its body.
+ALTER TABLE session_events DROP COLUMN created_at;

@@ -26,12 +26,6 @@ UPDATE turns SET
     config_key = (SELECT d.key FROM turn_documents d WHERE d.body = turns.config_digest)
     WHERE manifest IS NOT NULL OR context IS NOT NULL OR config_digest IS NOT NULL;
 DROP INDEX turn_documents_body_upgrade;
--- A checkpoint is always taken under the turn's own configuration: its digest is the
--- turn's, not stored twice.
-ALTER TABLE turns DROP COLUMN manifest;
-ALTER TABLE turns DROP COLUMN context;
-ALTER TABLE turns DROP COLUMN config_digest;
-ALTER TABLE turns DROP COLUMN checkpoint_config_digest;
 -- Usage in its standard shape is kept as its five counts (`tokens_*`); any other shape
 -- stays JSON in `usage_other`. The session totals' triggers read either.
 DROP TRIGGER turns_usage_on_end;
@@ -63,6 +57,75 @@ UPDATE turns SET
         'output_tokens_details', json_object('reasoning_tokens',
             json_extract(usage_other, '$.output_tokens_details.reasoning_tokens')),
         'total_tokens', json_extract(usage_other, '$.total_tokens'));
+-- What only a running turn needs is cleared when it ends: its resume cursor and token,
+-- the operation in flight, the Core process, device and lease holding it.
+UPDATE turns SET checkpoint_cursor = NULL, checkpoint_token = NULL, inflight_operation = NULL,
+    core_process_id = NULL, device_id = NULL, lease_expires_at = NULL
+    WHERE status IN ('completed', 'failed', 'cancelled');
+-- The table is made again keyed by its id alone (WITHOUT ROWID: the id's own index goes,
+-- and so does the rowid), with its indexes and usage triggers, without the columns now
+-- held elsewhere. A checkpoint is always taken under the turn's own configuration: its
+-- digest is the turn's, not stored twice.
+CREATE TABLE turns_compact (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    agent_id TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN
+        ('queued', 'in_progress', 'waiting', 'completed', 'failed', 'cancelled')),
+    created_at INTEGER NOT NULL,
+    started_at INTEGER,
+    completed_at INTEGER,
+    error_code TEXT,
+    error_message TEXT,
+    engine_error_code TEXT,
+    engine_http_status INTEGER,
+    usage_other TEXT,
+    cancel_requested_at INTEGER,
+    worker_epoch INTEGER NOT NULL DEFAULT 0,
+    fencing_token TEXT,
+    device_id TEXT,
+    state_version INTEGER NOT NULL DEFAULT 0,
+    lease_expires_at INTEGER,
+    phase TEXT,
+    unknown_inputs INTEGER NOT NULL DEFAULT 0,
+    checkpoint_boundary TEXT,
+    checkpoint_cursor TEXT,
+    checkpoint_journal_seq INTEGER,
+    checkpoint_token TEXT,
+    checkpoint_at INTEGER,
+    inflight_operation TEXT,
+    workspace_snapshot TEXT,
+    agent_version INTEGER,
+    core_process_id TEXT,
+    reserved_until INTEGER,
+    manifest_key INTEGER,
+    context_key INTEGER,
+    config_key INTEGER,
+    tokens_input INTEGER,
+    tokens_cached INTEGER,
+    tokens_output INTEGER,
+    tokens_reasoning INTEGER,
+    tokens_total INTEGER,
+    CHECK ((completed_at IS NULL) = (status IN ('queued', 'in_progress', 'waiting')))
+) WITHOUT ROWID;
+INSERT INTO turns_compact SELECT id, session_id, agent_id, status, created_at, started_at,
+    completed_at, error_code, error_message, engine_error_code, engine_http_status,
+    usage_other, cancel_requested_at, worker_epoch, fencing_token, device_id,
+    state_version, lease_expires_at, phase, unknown_inputs, checkpoint_boundary,
+    checkpoint_cursor, checkpoint_journal_seq, checkpoint_token, checkpoint_at,
+    inflight_operation, workspace_snapshot, agent_version, core_process_id,
+    reserved_until, manifest_key, context_key, config_key, tokens_input, tokens_cached,
+    tokens_output, tokens_reasoning, tokens_total FROM turns;
+DROP TABLE turns;
+ALTER TABLE turns_compact RENAME TO turns;
+CREATE UNIQUE INDEX turns_one_active ON turns(session_id)
+    WHERE status IN ('queued', 'in_progress', 'waiting');
+CREATE INDEX turns_page ON turns(session_id, created_at, id);
+CREATE INDEX turns_queue ON turns(status, id) WHERE status IN ('queued', 'in_progress', 'waiting');
+CREATE INDEX turns_queued ON turns(id) WHERE status = 'queued';
+CREATE INDEX turns_running ON turns(id) WHERE status IN ('in_progress', 'waiting');
+CREATE INDEX turns_core_process ON turns (core_process_id)
+    WHERE status IN ('in_progress', 'waiting');
 CREATE TRIGGER turns_usage_on_end AFTER UPDATE OF status ON turns
 WHEN OLD.status IN ('queued', 'in_progress', 'waiting')
     AND NEW.status IN ('completed', 'failed', 'cancelled')
@@ -119,11 +182,6 @@ BEGIN
             ELSE COALESCE(usage_total, 0) + COALESCE(NEW.tokens_total, json_extract(NEW.usage_other, '$.total_tokens')) END
     WHERE id = NEW.session_id;
 END;
--- What only a running turn needs is cleared when it ends: its resume cursor and token,
--- the operation in flight, the Core process, device and lease holding it.
-UPDATE turns SET checkpoint_cursor = NULL, checkpoint_token = NULL, inflight_operation = NULL,
-    core_process_id = NULL, device_id = NULL, lease_expires_at = NULL
-    WHERE status IN ('completed', 'failed', 'cancelled');
 CREATE VIEW turns_full AS
     SELECT t.*, m.body AS manifest, c.body AS context, g.body AS config_digest,
         CASE WHEN t.checkpoint_boundary IS NOT NULL THEN g.body END
@@ -161,3 +219,6 @@ INSERT INTO turn_inputs_keyed (seq, session_id, turn_id, idempotency_key, batch_
 DROP TABLE turn_inputs;
 ALTER TABLE turn_inputs_keyed RENAME TO turn_inputs;
 CREATE INDEX turn_inputs_turn ON turn_inputs(turn_id, state);
+-- A journal row keeps no time of its own: nothing reads it, and an event's times are in
+-- its body.
+ALTER TABLE session_events DROP COLUMN created_at;
