@@ -2,6 +2,11 @@
 
 The database enforces at most one active (queued, in_progress, waiting) turn per session
 and that `completed_at` is set exactly when a turn is terminal.
+
+Turns are read through the view `turns_full` (migration 29), which gives each one as
+readers know it; writers name fields the same way and `storage.turn_rows` stores them.
+A turn that ends drops the run state only a running turn needs (`RUNNING_ONLY`) and its
+consumed inputs admitted without an idempotency key.
 """
 
 from __future__ import annotations
