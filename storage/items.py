@@ -1,9 +1,10 @@
 """Session items, ordered by a per-session position.
 
-An item's payload is stored as its JSON deflated against the journal's preset
+On SQLite an item's payload is stored as its JSON deflated against the journal's preset
 dictionary (`storage.journal_dictionary`, a BLOB) when that is smaller, as the JSON text
-otherwise (and in rows written before that form); `decoded` gives the row with its
-payload as a dict, whichever way it was stored.
+otherwise (and in rows written before that form); PostgreSQL keeps the JSON text (its
+own storage compresses large values). `decoded` gives the row with its payload as a
+dict, whichever way it was stored.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ async def insert(tx: Tx, row: dict[str, Any]) -> int:
             row.get("status"),
             row.get("output_index"),
             row.get("native_id"),
-            stored_payload(row["payload"]),
+            stored_payload(tx, row["payload"]),
         ),
     )
     return position
@@ -53,13 +54,14 @@ async def insert(tx: Tx, row: dict[str, Any]) -> int:
 async def update(tx: Tx, item_id: str, status: str | None, payload: dict[str, Any]) -> None:
     await tx.execute(
         "UPDATE items SET status = ?, payload = ? WHERE id = ?",
-        (status, stored_payload(payload), item_id),
+        (status, stored_payload(tx, payload), item_id),
     )
 
 
-def stored_payload(payload: dict[str, Any]) -> str | bytes:
-    """An item's payload in its stored form."""
-    return pack(dumps(payload))
+def stored_payload(q: Queryable, payload: dict[str, Any]) -> str | bytes:
+    """An item's payload in its stored form on `q`'s backend."""
+    text = dumps(payload)
+    return pack(text) if q.backend == "sqlite" else text
 
 
 def payload_text(stored: str | bytes) -> str:

@@ -21,16 +21,9 @@ JSON_COLUMNS = ("usage", "context")
 # Statuses in which a turn has ended.
 ENDED = ("completed", "failed", "cancelled")
 # Run state only a running turn needs, cleared when it ends (nothing reads it after):
-# its resume cursor and token, the operation in flight, the Core process, device and
-# lease holding it.
-RUNNING_ONLY = (
-    "checkpoint_cursor",
-    "checkpoint_token",
-    "inflight_operation",
-    "core_process_id",
-    "device_id",
-    "lease_expires_at",
-)
+# its resume cursor and token, the operation in flight, its lease. The Core process and
+# the device that ran it stay: they tell where it ran.
+RUNNING_ONLY = ("checkpoint_cursor", "checkpoint_token", "inflight_operation", "lease_expires_at")
 
 
 async def insert(tx: Tx, turn_id: str, session_id: str, agent_id: str, now: int) -> None:

@@ -58,9 +58,10 @@ UPDATE turns SET
             json_extract(usage_other, '$.output_tokens_details.reasoning_tokens')),
         'total_tokens', json_extract(usage_other, '$.total_tokens'));
 -- What only a running turn needs is cleared when it ends: its resume cursor and token,
--- the operation in flight, the Core process, device and lease holding it.
+-- the operation in flight, its lease (the Core process and the device that ran it stay:
+-- they tell where it ran).
 UPDATE turns SET checkpoint_cursor = NULL, checkpoint_token = NULL, inflight_operation = NULL,
-    core_process_id = NULL, device_id = NULL, lease_expires_at = NULL
+    lease_expires_at = NULL
     WHERE status IN ('completed', 'failed', 'cancelled');
 -- The table is made again keyed by its id alone (WITHOUT ROWID: the id's own index goes,
 -- and so does the rowid), with its indexes and usage triggers, without the columns now

@@ -27,7 +27,7 @@ STANDARD = {
 OTHER = {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}
 MANIFEST = json.dumps({"config_digest": "sha256:aa", "model": "scripted", "request_ids": []})
 CONTEXT = json.dumps({"rebuilt": False, "items_included": None, "turns_hidden": 0})
-RUN_ONLY = ("checkpoint_cursor", "inflight_operation", "core_process_id", "device_id")
+RUN_ONLY = ("checkpoint_cursor", "inflight_operation")
 
 
 def migrate_to_before(where: Path | str) -> None:
@@ -140,6 +140,8 @@ def test_migration_29_keeps_every_turn_as_readers_saw_it(target: Target) -> None
         assert rows[0][column] is None and rows[1][column] is None
         assert rows[2][column] is not None  # still running when migrated
     assert rows[0]["lease_expires_at"] is None and rows[2]["lease_expires_at"] == 99
+    # Where it ran stays.
+    assert (rows[0]["core_process_id"], rows[0]["device_id"]) == ("proc_1", "local-runtime")
     # turn_c ended after the migration: the totals' triggers read its stored counts.
     assert total == {
         "input_tokens": 11,

@@ -73,7 +73,7 @@ BEGIN
     RETURN NULL;
 END $$;
 UPDATE turns SET checkpoint_cursor = NULL, checkpoint_token = NULL, inflight_operation = NULL,
-    core_process_id = NULL, device_id = NULL, lease_expires_at = NULL
+    lease_expires_at = NULL
     WHERE status IN ('completed', 'failed', 'cancelled');
 CREATE VIEW turns_full AS
     SELECT t.*, m.body AS manifest, c.body AS context, g.body AS config_digest,
