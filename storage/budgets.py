@@ -12,7 +12,7 @@ async def tokens_used(q: Queryable, session_id: str) -> tuple[int, int, int]:
         "SELECT COALESCE(SUM(CAST(json_extract(usage, '$.input_tokens') AS INTEGER)), 0) AS input,"
         " COALESCE(SUM(CAST(json_extract(usage, '$.output_tokens') AS INTEGER)), 0) AS output,"
         " COALESCE(SUM(CAST(json_extract(usage, '$.total_tokens') AS INTEGER)), 0) AS total"
-        " FROM turns WHERE session_id = ? AND usage IS NOT NULL",
+        " FROM turns_full WHERE session_id = ? AND usage IS NOT NULL",
         (session_id,),
     )
     if row is None:

@@ -27,8 +27,8 @@ async def commit(
     """Record the checkpoint; False (nothing written) when the token was superseded."""
     changed = await tx.execute(
         "UPDATE turns SET checkpoint_boundary = ?, checkpoint_cursor = ?,"
-        " checkpoint_journal_seq = ?, checkpoint_config_digest = config_digest,"
-        " checkpoint_token = ?, checkpoint_at = ?, inflight_operation = NULL"
+        " checkpoint_journal_seq = ?, checkpoint_token = ?, checkpoint_at = ?,"
+        " inflight_operation = NULL"
         " WHERE id = ? AND fencing_token = ? AND status IN ('in_progress', 'waiting')",
         (boundary, cursor, journal_seq, fencing_token, now, turn_id, fencing_token),
     )
@@ -47,7 +47,8 @@ async def started(tx: Tx, turn_id: str, fencing_token: str, operation: str) -> N
 async def resumable(q: Queryable) -> list[dict[str, Any]]:
     """Running turns marked to continue from their checkpoint, oldest first."""
     rows = await q.fetchall(
-        "SELECT * FROM turns WHERE status IN ('in_progress', 'waiting') AND phase = 'resuming'"
+        "SELECT * FROM turns_full WHERE status IN ('in_progress', 'waiting')"
+        " AND phase = 'resuming'"
         " ORDER BY id"
     )
     return [dict(row) for row in rows]

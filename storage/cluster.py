@@ -107,7 +107,7 @@ async def orphaned_turns(q: Queryable, since: int) -> list[dict[str, Any]]:
     silent since before `since`, or by none recorded (claimed before processes were
     recorded)."""
     rows = await q.fetchall(
-        "SELECT t.* FROM turns t WHERE t.status IN (?, ?) AND (t.core_process_id IS NULL"
+        "SELECT t.* FROM turns_full t WHERE t.status IN (?, ?) AND (t.core_process_id IS NULL"
         " OR NOT EXISTS (SELECT 1 FROM core_processes p WHERE p.id = t.core_process_id"
         " AND p.stopped_at IS NULL AND p.heartbeat_at >= ?))",
         (*RUNNING, since),
@@ -118,7 +118,7 @@ async def orphaned_turns(q: Queryable, since: int) -> list[dict[str, Any]]:
 async def turns_of(q: Queryable, process_id: str) -> list[dict[str, Any]]:
     """Running turns claimed by `process_id`."""
     rows = await q.fetchall(
-        "SELECT * FROM turns WHERE core_process_id = ? AND status IN (?, ?)",
+        "SELECT * FROM turns_full WHERE core_process_id = ? AND status IN (?, ?)",
         (process_id, *RUNNING),
     )
     return [dict(row) for row in rows]

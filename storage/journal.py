@@ -5,7 +5,8 @@ per-session sequence; a row names its session by the session's `journal_key` (a 
 integer, migration 24). A row stores what changed, not the whole event: its `payload`
 is a structural patch (`storage.deltas`) against a base named by `base_seq`, either an
 earlier event of the same session (`> 0`) or a fixed template (`< 0`,
-`storage.journal_templates`). A patch is stored deflated against a preset dictionary
+`storage.journal_templates`). A row keeps no time of its own (an event's times are in
+its body). A patch is stored deflated against a preset dictionary
 (`storage.journal_dictionary`, a BLOB) when that is smaller, as text otherwise. Rows
 written before the compact format have a NULL `base_seq` and hold the whole event.
 Readers always get whole events, byte for byte what was appended.
@@ -121,10 +122,10 @@ def whole(event_id: str, type_: str, body: dict[str, Any]) -> str:
 
 
 async def append(
-    tx: Tx, session_id: str, seq: int, event_id: str, type_: str, payload: str, now: int
+    tx: Tx, session_id: str, seq: int, event_id: str, type_: str, payload: str
 ) -> None:
     """Append one whole event (`payload` is its JSON) without a base."""
-    await _insert(tx, (session_id, seq, event_id, type_, None, payload, now))
+    await _insert(tx, (session_id, seq, event_id, type_, None, payload))
 
 
 async def append_compact(
@@ -133,7 +134,6 @@ async def append_compact(
     session_id: str,
     seq: int,
     event: tuple[str, str, dict[str, Any]],
-    now: int,
 ) -> dict[str, Any]:
     """Append `event` = (event_id, type, body) stored as the smallest patch against its
     family's template or one of the session's latest events (one per family, committed
@@ -153,12 +153,12 @@ async def append_compact(
     # The smallest patch is written on condition that its base is still the stored row it
     # was (checked by event id in the same statement); usually the first one is.
     for _, candidate, base in sorted(smaller, key=lambda option: option[0]):
-        row = (session_id, seq, *stored, base.seq, pack(candidate), now)
+        row = (session_id, seq, *stored, base.seq, pack(candidate))
         if await _insert_on_base(tx, row, base):
             depth = base.depth + 1
             break
     else:
-        await _insert(tx, (session_id, seq, *stored, base_seq, pack(encoded), now))
+        await _insert(tx, (session_id, seq, *stored, base_seq, pack(encoded)))
     # Remembered at once: a later event of this transaction may use it as its base. A
     # rollback removes the row, and `_insert_on_base` then finds it gone. A copy, because
     # the caller may go on changing its dictionaries.
@@ -171,8 +171,8 @@ async def _insert_on_base(tx: Tx, values: tuple[Any, ...], base: _Base) -> bool:
     """Insert the row `values` only if `base` is still the stored row it was (same
     sequence and event id); return whether it was inserted."""
     inserted = await tx.execute(
-        "INSERT INTO session_events (session_key, seq, event_id, type, base_seq, payload,"
-        f" created_at) SELECT {_KEY}, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM"
+        "INSERT INTO session_events (session_key, seq, event_id, type, base_seq, payload)"
+        f" SELECT {_KEY}, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM"
         f" session_events WHERE session_key = {_KEY} AND seq = ? AND event_id = ?)",
         (*values, values[0], base.seq, _stored_event_id(tx, base.event_id)),
     )
@@ -190,8 +190,8 @@ def _stored_event_id(tx: Tx, event_id: str) -> str | bytes:
 
 async def _insert(tx: Tx, values: tuple[Any, ...]) -> None:
     await tx.execute(
-        "INSERT INTO session_events (session_key, seq, event_id, type, base_seq, payload,"
-        f" created_at) VALUES ({_KEY}, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO session_events (session_key, seq, event_id, type, base_seq, payload)"
+        f" VALUES ({_KEY}, ?, ?, ?, ?, ?)",
         values,
     )
 

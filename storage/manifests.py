@@ -1,26 +1,29 @@
-"""Run manifests: what each turn actually ran, kept as JSON on its row."""
+"""Run manifests: what each turn actually ran, JSON kept as a turn document
+(`storage.turn_documents`) its row names."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from storage import turn_rows
 from storage.database import Tx
-from storage.rows import Queryable, dumps, loads
+from storage.rows import Queryable, loads
 
 
 async def get(q: Queryable, turn_id: str) -> dict[str, Any] | None:
-    row = await q.fetchone("SELECT manifest FROM turns WHERE id = ?", (turn_id,))
+    row = await q.fetchone("SELECT manifest FROM turns_full WHERE id = ?", (turn_id,))
     return None if row is None or row["manifest"] is None else dict(loads(row["manifest"]))
 
 
 async def put(tx: Tx, turn_id: str, manifest: dict[str, Any]) -> None:
-    await tx.execute("UPDATE turns SET manifest = ? WHERE id = ?", (dumps(manifest), turn_id))
+    key = await turn_rows.document_key(tx, "manifest", manifest)
+    await tx.execute("UPDATE turns SET manifest_key = ? WHERE id = ?", (key, turn_id))
 
 
 async def previous(q: Queryable, session_id: str, turn_id: str) -> dict[str, Any] | None:
     """The manifest of the session's latest other turn that reported a tool digest."""
     row = await q.fetchone(
-        "SELECT manifest FROM turns WHERE session_id = ? AND id != ? AND manifest IS NOT NULL"
+        "SELECT manifest FROM turns_full WHERE session_id = ? AND id != ? AND manifest IS NOT NULL"
         " AND json_extract(manifest, '$.tools_digest') IS NOT NULL"
         " ORDER BY created_at DESC, id DESC LIMIT 1",
         (session_id, turn_id),

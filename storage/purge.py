@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from storage import turn_documents
 from storage.database import Tx
 from storage.rows import Queryable
 
@@ -94,6 +95,7 @@ async def collect(tx: Tx, cutoff: int, *, dry_run: bool = False) -> Collected:
     for table in ("agents", "environment_templates", "automations", "vault_credentials", "vaults"):
         await _tombstones(tx, table, cutoff, done, dry_run)
     await _deleted_artifacts(tx, cutoff, done, dry_run)
+    done.add("turn_documents", await turn_documents.collect(tx, dry_run=dry_run))
     return done
 
 
@@ -173,7 +175,9 @@ async def _schema(q: Queryable) -> list[tuple[str, str, str | None]]:
         rows = await q.fetchall(
             "SELECT c.table_name AS t, c.column_name AS c, NULL AS parent"
             " FROM information_schema.columns c"
-            " WHERE c.table_schema = current_schema()"
+            " WHERE c.table_schema = current_schema() AND c.table_name IN"
+            " (SELECT table_name FROM information_schema.tables"
+            " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE')"
             " UNION ALL SELECT kcu.table_name, kcu.column_name, ccu.table_name"
             " FROM information_schema.table_constraints tc"
             " JOIN information_schema.key_column_usage kcu"

@@ -32,6 +32,7 @@ from storage import migrations, postgres
 from storage.blobs import BlobStore
 from storage.database import Database
 from storage.errors import StorageError, StorageUnavailable
+from storage.journal_dictionary import unpack
 from storage.rows import DERIVED
 
 BATCH_ROWS = 1000
@@ -175,8 +176,22 @@ def _copy_table(
     with pg.cursor().copy(f'COPY "{table}" ({listed}) FROM STDIN') as copy:
         while batch := cursor.fetchmany(BATCH_ROWS):
             for row in batch:
-                copy.write_row(_inline_body(columns, row, blobs) if table == "files" else row)
+                copy.write_row(_as_copied(table, columns, row, blobs))
             yield len(batch)
+
+
+def _as_copied(
+    table: str, columns: list[str], row: Any, blobs: BlobStore | None
+) -> tuple[Any, ...]:
+    """A row as PostgreSQL keeps it: an uploaded file's body in its row, an item's
+    payload as its JSON text (SQLite may hold it deflated)."""
+    if table == "files":
+        return _inline_body(columns, row, blobs)
+    if table == "items":
+        values = list(row)
+        values[columns.index("payload")] = unpack(values[columns.index("payload")])
+        return tuple(values)
+    return tuple(row)
 
 
 def _inline_body(columns: list[str], row: Any, blobs: BlobStore | None) -> tuple[Any, ...]:

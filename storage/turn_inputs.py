@@ -1,5 +1,7 @@
 """The `turn_inputs` rows: every admitted input of a session, by batch and position, with
-the idempotency key and batch hash that make a replayed batch recognisable."""
+the idempotency key and batch hash that make a replayed batch recognisable (both NULL for
+a batch admitted without a key; such inputs are deleted once their ended turn consumed
+them, `storage.turns.transition`)."""
 
 from __future__ import annotations
 

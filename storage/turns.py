@@ -2,16 +2,28 @@
 
 The database enforces at most one active (queued, in_progress, waiting) turn per session
 and that `completed_at` is set exactly when a turn is terminal.
+
+Turns are read through the view `turns_full` (migration 29), which gives each one as
+readers know it; writers name fields the same way and `storage.turn_rows` stores them.
+A turn that ends drops the run state only a running turn needs (`RUNNING_ONLY`) and its
+consumed inputs admitted without an idempotency key.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from storage import turn_rows
 from storage.database import Tx
-from storage.rows import Queryable, dumps, record
+from storage.rows import Queryable, record
 
 JSON_COLUMNS = ("usage", "context")
+# Statuses in which a turn has ended.
+ENDED = ("completed", "failed", "cancelled")
+# Run state only a running turn needs, cleared when it ends (nothing reads it after):
+# its resume cursor and token, the operation in flight, its lease. The Core process and
+# the device that ran it stay: they tell where it ran.
+RUNNING_ONLY = ("checkpoint_cursor", "checkpoint_token", "inflight_operation", "lease_expires_at")
 
 
 async def insert(tx: Tx, turn_id: str, session_id: str, agent_id: str, now: int) -> None:
@@ -23,7 +35,7 @@ async def insert(tx: Tx, turn_id: str, session_id: str, agent_id: str, now: int)
 
 
 async def get(q: Queryable, turn_id: str) -> dict[str, Any] | None:
-    row = await q.fetchone("SELECT * FROM turns WHERE id = ?", (turn_id,))
+    row = await q.fetchone("SELECT * FROM turns_full WHERE id = ?", (turn_id,))
     return record(row, JSON_COLUMNS)
 
 
@@ -31,7 +43,7 @@ async def active(q: Queryable, session_id: str) -> dict[str, Any] | None:
     # The condition repeats the partial unique index's own, word for word, so SQLite
     # answers from that index instead of reading every turn of the session.
     row = await q.fetchone(
-        "SELECT * FROM turns WHERE session_id = ?"
+        "SELECT * FROM turns_full WHERE session_id = ?"
         " AND status IN ('queued', 'in_progress', 'waiting')",
         (session_id,),
     )
@@ -40,7 +52,7 @@ async def active(q: Queryable, session_id: str) -> dict[str, Any] | None:
 
 async def latest(q: Queryable, session_id: str) -> dict[str, Any] | None:
     row = await q.fetchone(
-        "SELECT * FROM turns WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+        "SELECT * FROM turns_full WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT 1",
         (session_id,),
     )
     return record(row, JSON_COLUMNS)
@@ -73,7 +85,7 @@ async def usage_total(q: Queryable, session_id: str) -> dict[str, Any] | None:
 async def queued(q: Queryable, limit: int = 100) -> list[dict[str, Any]]:
     """Queued turns a worker may claim (a paused queued turn waits for its resume)."""
     rows = await q.fetchall(
-        "SELECT * FROM turns WHERE status = 'queued'"
+        "SELECT * FROM turns_full WHERE status = 'queued'"
         " AND (phase IS NULL OR phase != 'paused') ORDER BY id LIMIT ?",
         (limit,),
     )
@@ -81,7 +93,7 @@ async def queued(q: Queryable, limit: int = 100) -> list[dict[str, Any]]:
 
 
 async def running(q: Queryable) -> list[dict[str, Any]]:
-    rows = await q.fetchall("SELECT * FROM turns WHERE status IN ('in_progress', 'waiting')")
+    rows = await q.fetchall("SELECT * FROM turns_full WHERE status IN ('in_progress', 'waiting')")
     return [r for r in (record(row, JSON_COLUMNS) for row in rows) if r is not None]
 
 
@@ -108,22 +120,41 @@ async def transition(
     when given, only while it still carries `fencing_token`). Return whether it moved."""
     sets = ["status = ?", "state_version = state_version + 1"]
     args: list[Any] = [status]
-    for column, value in (fields or {}).items():
+    columns = await turn_rows.stored(tx, fields or {})
+    if status in ENDED:
+        columns = {**dict.fromkeys(RUNNING_ONLY), **columns}
+    for column, value in columns.items():
         sets.append(f"{column} = ?")
-        args.append(dumps(value) if column == "usage" and value is not None else value)
+        args.append(value)
     placeholders = ", ".join("?" for _ in expected)
     sql = f"UPDATE turns SET {', '.join(sets)} WHERE id = ? AND status IN ({placeholders})"
     args.extend([turn_id, *expected])
     if fencing_token is not None:
         sql += " AND fencing_token = ?"
         args.append(fencing_token)
-    return await tx.execute(sql, args) == 1
+    moved = await tx.execute(sql, args) == 1
+    if moved and status in ENDED:
+        await _drop_consumed_inputs(tx, turn_id)
+    return moved
+
+
+async def _drop_consumed_inputs(tx: Tx, turn_id: str) -> None:
+    """An ended turn's inputs admitted without an idempotency key, once consumed (its
+    initial input, steering the harness applied), are deleted: nothing can replay them
+    and nothing reads them again. Inputs still owed a delivery stay."""
+    await tx.execute(
+        "DELETE FROM turn_inputs WHERE turn_id = ? AND state IN ('initial', 'applied')"
+        " AND idempotency_key IS NULL",
+        (turn_id,),
+    )
 
 
 async def set_usage(tx: Tx, turn_id: str, usage: dict[str, Any], fencing_token: str) -> bool:
+    columns = turn_rows.usage_columns(usage)
+    sets = ", ".join(f"{column} = ?" for column in columns)
     changed = await tx.execute(
-        "UPDATE turns SET usage = ? WHERE id = ? AND fencing_token = ? AND status IN (?, ?)",
-        (dumps(usage), turn_id, fencing_token, "in_progress", "waiting"),
+        f"UPDATE turns SET {sets} WHERE id = ? AND fencing_token = ? AND status IN (?, ?)",
+        (*columns.values(), turn_id, fencing_token, "in_progress", "waiting"),
     )
     return changed == 1
 
@@ -138,9 +169,10 @@ async def request_cancel(tx: Tx, turn_id: str, now: int) -> None:
 
 async def set_context(tx: Tx, turn_id: str, context: dict[str, Any], fencing_token: str) -> bool:
     """Record the model context the turn runs with, while it still carries its token."""
+    key = await turn_rows.document_key(tx, "context", context)
     changed = await tx.execute(
-        "UPDATE turns SET context = ? WHERE id = ? AND fencing_token = ?",
-        (dumps(context), turn_id, fencing_token),
+        "UPDATE turns SET context_key = ? WHERE id = ? AND fencing_token = ?",
+        (key, turn_id, fencing_token),
     )
     return changed == 1
 

@@ -3,36 +3,44 @@
 A bundle is one JSON document (UTF-8, keys sorted, no whitespace, rows ordered by id),
 so exporting the same data twice gives the same bytes apart from `header.created_at`:
 
-    {"header": {"format": "corebox-bundle", "version": 2, "created_at"},
+    {"header": {"format": "corebox-bundle", "version": 3, "created_at"},
      "agents": [{...agent row..., "versions": [], "deployments": []}],
      "environments": [...], "sessions": [{...session row..., "turns": [...],
      "items": [...], "function_calls": [...], "interactions": [...],
      "artifacts": [{...row..., "content_base64"}]}],
      "environment_templates": [...], "automations": [...],
+     "files": [{...file row...}], "file_bodies": {"<sha256>": "<base64>"},
      "needs_reentry": [{"kind", "id", "what"}]}
 
-Rows carry their stored columns (JSON columns as their stored text) except the project
+Rows carry their columns as readers see them (JSON columns as text; a turn as the
+`turns_full` view gives it, an item's payload as its JSON) except the project
 (an import writes into the project it is given) and what must not travel: sealed
 secrets, run-state tokens, idempotency keys. Secrets are never exported: a session's
 sealed model key, an environment's secrets and the vaults a session names are listed in
 `needs_reentry` instead (an environment's sealed inputs are listed for every
 environment). Sessions with an active turn are left out (listed as such). Environment
-templates and automations are the project's own: carried when the export is not
-narrowed to named agents or sessions. Their sealed parts stay behind (listed in
+templates, automations and uploaded files (`/v1/files`) are the project's own: carried
+when the export is not narrowed to named agents or sessions. A file's row travels
+without its body, which is in `file_bodies` under its sha256, once however many files
+share it. The sealed parts of templates and automations stay behind (listed in
 `needs_reentry`): an imported template has no confidential inputs until they are set
 again, and an imported automation keeps its schedule and status but fails each run,
 naming why, until its target is updated. Version 1 bundles (without templates and
-automations) still import.
+automations) and version 2 bundles (without files) still import.
 
 Import is idempotent: a row whose id exists is left as it is, so importing twice adds
-nothing. Imported sessions are history that can take new turns (their journal starts
-empty). `versions` and `deployments` are carried per agent for builds that keep agent
-versions; this build exports them empty and ignores them on import.
+nothing. A file keeps its id and its body goes where an upload's would (the blob store
+at or above its threshold, the database below); a body that does not match its file's
+sha256 refuses the whole import. Imported sessions are history that can take new turns
+(their journal starts empty). `versions` and `deployments` are carried per agent for
+builds that keep agent versions; this build exports them empty and ignores them on
+import.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import sqlite3
 import time
@@ -41,12 +49,16 @@ from typing import Any
 
 from allinone.datadir import Progress, no_progress
 from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE
+from storage import items
 from storage.blobs import BlobStore
+from storage.journal_dictionary import pack
 from storage.rows import DERIVED
+from storage.turn_documents import VIEW, digest
+from storage.turn_rows import DOCUMENTS, INTERNAL, usage_columns
 
 FORMAT = "corebox-bundle"
-VERSION = 2
-READABLE_VERSIONS = (1, 2)
+VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 ACTIVE = ("queued", "in_progress", "waiting")
 
 # Columns that never travel, per table.
@@ -64,13 +76,16 @@ DROPPED: dict[str, frozenset[str]] = {
     )
     | DERIVED["sessions"],
     "environments": frozenset({"project_id", "secrets", "idempotency_key", "request_hash"}),
-    "turns": frozenset({"fencing_token", "device_id", "lease_expires_at"}),
+    # A turn travels as readers see it (`turns_full`), never in its stored form: the keys
+    # of its documents are one database's own.
+    "turns": frozenset({"fencing_token", "device_id", "lease_expires_at"}) | INTERNAL,
     "items": frozenset(),
     "function_calls": frozenset(),
     "interactions": frozenset(),
     "artifacts": frozenset({"content", "blob"}),
     "environment_templates": frozenset({"project_id", "sealed_confidential"}),
     "automations": frozenset({"project_id", "sealed_target"}),
+    "files": frozenset({"project_id", "content", "blob"}),
 }
 # What an import stores in place of a sealed column that never travels: nothing sealed.
 UNSEALED: dict[str, dict[str, bytes]] = {
@@ -179,8 +194,31 @@ def _export(
             for table in PROJECT_TABLES
             if whole_project
         },
+        **(_files(conn, blobs, project_id) if whole_project else {}),
         "needs_reentry": sorted(reentry, key=lambda e: (e["kind"], e["id"], e["what"])),
     }
+
+
+def _files(conn: sqlite3.Connection, blobs: BlobStore, project_id: str) -> dict[str, Any]:
+    """The project's uploaded files, and their bodies by sha256 (each once)."""
+    files: list[dict[str, Any]] = []
+    bodies: dict[str, str] = {}
+    for row in conn.execute(
+        "SELECT id, filename, purpose, bytes, sha256, created_at, blob FROM files"
+        " WHERE project_id = ? ORDER BY id",
+        (project_id,),
+    ):
+        files.append(_row("files", row))
+        if row["sha256"] not in bodies:
+            bodies[row["sha256"]] = base64.b64encode(_file_body(conn, blobs, row)).decode()
+    return {"files": files, "file_bodies": bodies}
+
+
+def _file_body(conn: sqlite3.Connection, blobs: BlobStore, row: sqlite3.Row) -> bytes:
+    if row["blob"]:
+        return blobs.read(row["blob"])
+    found = conn.execute("SELECT content FROM files WHERE id = ?", (row["id"],)).fetchone()
+    return bytes(found["content"] or b"")
 
 
 def _live(conn: sqlite3.Connection, table: str, project_id: str) -> list[sqlite3.Row]:
@@ -232,8 +270,9 @@ def _session(
         reentry.append({"kind": "session", "id": session_id, "what": f"vault {vault_id}"})
     session = _row("sessions", row)
     for table in SESSION_CHILDREN:
+        source = VIEW if table == "turns" else table
         rows = conn.execute(
-            f"SELECT * FROM {table} WHERE session_id = ? ORDER BY {ORDER[table]}", (session_id,)
+            f"SELECT * FROM {source} WHERE session_id = ? ORDER BY {ORDER[table]}", (session_id,)
         )
         session[table] = [_child(table, r, blobs) for r in rows]
     return session
@@ -241,6 +280,8 @@ def _session(
 
 def _child(table: str, row: sqlite3.Row, blobs: BlobStore) -> dict[str, Any]:
     data = _row(table, row)
+    if table == "items":  # its JSON, whatever form it is stored in
+        data["payload"] = items.payload_text(row["payload"])
     if table == "artifacts":
         body = blobs.read(row["blob"]) if row["blob"] else bytes(row["content"] or b"")
         data["content_base64"] = base64.b64encode(body).decode()
@@ -316,6 +357,9 @@ def _import(
     for table in PROJECT_TABLES:
         for row in document.get(table, []):
             _insert(conn, table, {**row, "project_id": project_id, **UNSEALED[table]}, added)
+    bodies: dict[str, str] = document.get("file_bodies", {})
+    for row in document.get("files", []):
+        _insert(conn, "files", _file(row, bodies, blobs, project_id), added)
     sessions = document.get("sessions", [])
     for index, session in enumerate(sessions):
         on_progress(index, len(sessions))
@@ -325,6 +369,10 @@ def _import(
             for child in session.get(table, []):
                 if table == "artifacts":
                     child = _artifact(child, blobs)
+                elif table == "turns":
+                    child = _turn(conn, child)
+                elif table == "items":
+                    child = {**child, "payload": pack(child["payload"])}
                 _insert(conn, table, child, added)
     on_progress(len(sessions), len(sessions))
 
@@ -355,6 +403,46 @@ def _artifact(child: dict[str, Any], blobs: BlobStore) -> dict[str, Any]:
         blobs.put(row["sha256"], body)
         return {**row, "content": b"", "blob": row["sha256"]}
     return {**row, "content": body, "blob": None}
+
+
+def _turn(conn: sqlite3.Connection, child: dict[str, Any]) -> dict[str, Any]:
+    """A turn row in its stored form (`storage.turn_rows`): documents named by key, usage
+    by its counts (a checkpoint's configuration digest is the turn's own, not stored)."""
+    row = {k: v for k, v in child.items() if k not in DOCUMENTS and k != "usage"}
+    for name, column in DOCUMENTS.items():
+        row[column] = _document_key(conn, child.get(name))
+    return {**row, **usage_columns(child.get("usage"))}
+
+
+def _document_key(conn: sqlite3.Connection, body: str | None) -> int | None:
+    """The key of the turn document `body` (stored now if it was not); as
+    `storage.turn_documents.key_of` does, on this connection."""
+    if body is None:
+        return None
+    found = digest(body)
+    conn.execute(
+        "INSERT INTO turn_documents (digest, body) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING",
+        (found, body),
+    )
+    row = conn.execute("SELECT key FROM turn_documents WHERE digest = ?", (found,)).fetchone()
+    return int(row["key"])
+
+
+def _file(
+    row: dict[str, Any], bodies: dict[str, str], blobs: BlobStore, project_id: str
+) -> dict[str, Any]:
+    """A file's row with its body where an upload's would go (checked against its
+    sha256 and size first)."""
+    try:
+        body = base64.b64decode(bodies[row["sha256"]], validate=True)
+    except (KeyError, ValueError) as exc:
+        raise BundleError(f"file {row['id']}: its body is missing from the bundle") from exc
+    if hashlib.sha256(body).hexdigest() != row["sha256"] or len(body) != row["bytes"]:
+        raise BundleError(f"file {row['id']}: its body does not match its sha256")
+    if blobs.holds(len(body)):
+        blobs.put(row["sha256"], body)
+        return {**row, "project_id": project_id, "blob": row["sha256"], "content": b""}
+    return {**row, "project_id": project_id, "blob": None, "content": body}
 
 
 def _insert(

@@ -15,7 +15,14 @@ from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE, WORKSPACES_DIR
 CATEGORIES: dict[str, tuple[str, ...]] = {
     "journal": ("session_events",),
     "sessions": ("sessions",),
-    "turns and items": ("turns", "items", "turn_inputs", "function_calls", "interactions"),
+    "turns and items": (
+        "turns",
+        "turn_documents",
+        "items",
+        "turn_inputs",
+        "function_calls",
+        "interactions",
+    ),
     "artifacts and files": ("artifacts", "files", "environment_files"),
 }
 

@@ -61,20 +61,13 @@ def seed_turns(db_path: Path, big_session: str) -> int:
     )
     owners = [f"sess_scale_{i:06d}" for i in range(SESSIONS) for _ in range(TURNS_PER_SESSION)]
     owners += [big_session] * BIG_SESSION_TURNS
-    usage = json.dumps(
-        {
-            "input_tokens": 3,
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": 3,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": 6,
-        }
-    )
+    # Each turn's usage in its stored form (migration 29): the counts of the standard shape.
     conn.executemany(
         "INSERT INTO turns (id, session_id, agent_id, status, created_at, started_at,"
-        " completed_at, usage) VALUES (?, ?, ?, 'completed', ?, ?, ?, ?)",
+        " completed_at, tokens_input, tokens_cached, tokens_output, tokens_reasoning,"
+        " tokens_total) VALUES (?, ?, ?, 'completed', ?, ?, ?, 3, 0, 3, 0, 6)",
         [
-            (f"turn_scale_{n:07d}", owner, agent_id, now + n // 1000, now, now, usage)
+            (f"turn_scale_{n:07d}", owner, agent_id, now + n // 1000, now, now)
             for n, owner in enumerate(owners)
         ],
     )

@@ -4,7 +4,6 @@ PostgreSQL database (`target`); the tests of SQLite's files take `tmp_path` alon
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 import subprocess
 import sys
@@ -14,7 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from storage import Conflict, Database, SchemaTooNew, StorageUnavailable, migrations, turns
+from storage import (
+    Conflict,
+    Database,
+    SchemaTooNew,
+    StorageUnavailable,
+    migrations,
+    turn_rows,
+    turns,
+)
 from storage.database import Tx
 from tests.storage.conftest import Target, raw
 
@@ -203,8 +210,10 @@ def test_session_usage_is_a_sum_only_when_every_turn_ended_measured(target: Targ
         async def turn(tx: Tx, turn_id: str, measured: bool) -> None:
             await turns.insert(tx, turn_id, "s", "a", 1)
             if measured:
+                columns = turn_rows.usage_columns(usage)
+                sets = ", ".join(f"{column} = ?" for column in columns)
                 await tx.execute(
-                    "UPDATE turns SET usage = ? WHERE id = ?", (json.dumps(usage), turn_id)
+                    f"UPDATE turns SET {sets} WHERE id = ?", (*columns.values(), turn_id)
                 )
             seen.append(await turns.usage_total(tx, "s"))  # active: unknown
             await turns.transition(

@@ -120,7 +120,7 @@ async def _append_all(
                 event_id = f"evt_{index:028x}"
                 type_ = rng.choice(TYPES)
                 body = _body(rng, index)
-                await journal.append_compact(tx, bases, "s", seq, (event_id, type_, body), 0)
+                await journal.append_compact(tx, bases, "s", seq, (event_id, type_, body))
                 out.append(dumps({"event_id": event_id, "type": type_, **body}))
             if start % 5 == 3:
                 raise RuntimeError("roll back this job")
@@ -140,7 +140,7 @@ def test_events_read_back_byte_for_byte_across_rollbacks_and_restarts(target: Ta
         # A restart: nothing remembered, later events still find valid bases.
         written += await _append_all(db, journal.Bases(), rng, 100)
         await db.write(
-            lambda tx: journal.append(tx, "s", 999, "evt_legacy", "agent.session.idle", "{}", 0)
+            lambda tx: journal.append(tx, "s", 999, "evt_legacy", "agent.session.idle", "{}")
         )
         rows = []
         seq = 0

@@ -52,7 +52,7 @@ def test_stored_rows_are_blobs_and_text_rows_read_alike(tmp_path: Path) -> None:
         for seq in (1, 2):
             await db.write(
                 lambda tx, seq=seq: journal.append_compact(
-                    tx, bases, "s", seq, ("evt_x", "agent.session.idle", body), 0
+                    tx, bases, "s", seq, ("evt_x", "agent.session.idle", body)
                 )
             )
 

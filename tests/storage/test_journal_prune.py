@@ -21,7 +21,7 @@ async def _fill(db: Database, session_id: str, count: int) -> None:
 
     async def job(tx: Tx) -> None:
         for seq in range(1, count + 1):
-            await journal.append(tx, session_id, seq, f"evt_{seq}", "agent.session.idle", "{}", 0)
+            await journal.append(tx, session_id, seq, f"evt_{seq}", "agent.session.idle", "{}")
         await tx.execute("UPDATE sessions SET event_seq = ? WHERE id = ?", (count, session_id))
 
     await db.write(job)

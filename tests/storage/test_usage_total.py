@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from storage import Database, migrations, turns
+from storage import Database, migrations, turn_rows, turns
 from storage.database import Tx
 from tests.storage.conftest import Raw, Target, raw
 
@@ -28,7 +28,7 @@ def _sum(values: list[Any]) -> int | None:
 def oracle(conn: Raw, session_id: str) -> dict[str, Any] | None:
     """The sum over the turns, computed from the turns themselves, the way it was before
     the running total existed."""
-    rows = conn.execute("SELECT status, usage FROM turns WHERE session_id = ?", (session_id,))
+    rows = conn.execute("SELECT status, usage FROM turns_full WHERE session_id = ?", (session_id,))
     if not rows or any(r["status"] not in TERMINAL or r["usage"] is None for r in rows):
         return None
     usages = [json.loads(r["usage"]) for r in rows]
@@ -79,16 +79,30 @@ def create_session(conn: Raw | sqlite3.Connection, session_id: str) -> None:
     )
 
 
-def play(conn: Raw | sqlite3.Connection, session_id: str, rng: random.Random, steps: int) -> None:
+def stored_usage(usage: str | None, *, stored_form: bool) -> dict[str, Any]:
+    """The columns holding `usage`: its stored form (the counts of the standard shape,
+    else `usage_other`) since migration 29, the one JSON column before."""
+    return turn_rows.usage_columns(usage) if stored_form else {"usage": usage}
+
+
+def play(
+    conn: Raw | sqlite3.Connection,
+    session_id: str,
+    rng: random.Random,
+    steps: int,
+    *,
+    stored_form: bool = True,
+) -> None:
     """Turns that run and end one at a time, and turns that arrive already ended (an
-    import or a copy does that), with and without usage."""
+    import or a copy does that), with and without usage (in both stored forms)."""
     for n in range(steps):
         turn_id = f"turn_{session_id}_{n}"
         if rng.random() < 0.3:
+            usage = stored_usage(a_usage(rng), stored_form=stored_form)
             conn.execute(
                 "INSERT INTO turns (id, session_id, agent_id, status, created_at, completed_at,"
-                " usage) VALUES (?, ?, 'a', ?, 0, 1, ?)",
-                (turn_id, session_id, rng.choice(TERMINAL), a_usage(rng)),
+                f" {', '.join(usage)}) VALUES (?, ?, 'a', ?, 0, 1{', ?' * len(usage)})",
+                (turn_id, session_id, rng.choice(TERMINAL), *usage.values()),
             )
             continue
         conn.execute(
@@ -97,7 +111,9 @@ def play(conn: Raw | sqlite3.Connection, session_id: str, rng: random.Random, st
             (turn_id, session_id),
         )
         conn.execute("UPDATE turns SET status = 'in_progress' WHERE id = ?", (turn_id,))
-        conn.execute("UPDATE turns SET usage = ? WHERE id = ?", (a_usage(rng), turn_id))
+        usage = stored_usage(a_usage(rng), stored_form=stored_form)
+        sets = ", ".join(f"{column} = ?" for column in usage)
+        conn.execute(f"UPDATE turns SET {sets} WHERE id = ?", (*usage.values(), turn_id))
         conn.execute(
             "UPDATE turns SET status = ?, completed_at = 1 WHERE id = ?",
             (rng.choice(TERMINAL), turn_id),
@@ -144,7 +160,7 @@ def test_an_active_turn_makes_the_total_unknown(target: Target) -> None:
                 )
                 await tx.execute(
                     "INSERT INTO turns (id, session_id, agent_id, status, created_at,"
-                    " completed_at, usage) VALUES ('t1', 's', 'a', 'completed', 0, 1, ?)",
+                    " completed_at, usage_other) VALUES ('t1', 's', 'a', 'completed', 0, 1, ?)",
                     (json.dumps({"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}),),
                 )
 
@@ -175,7 +191,7 @@ def test_a_database_from_before_the_total_is_migrated_to_the_sum(tmp_path: Path)
     rng = random.Random(11)
     for index in range(6):
         create_session(conn, f"sess_{index}")
-        play(conn, f"sess_{index}", rng, rng.randint(1, 10))
+        play(conn, f"sess_{index}", rng, rng.randint(1, 10), stored_form=False)
     conn.close()
 
     for index in range(6):

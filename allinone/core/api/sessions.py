@@ -28,7 +28,7 @@ from allinone.core.ids import Ids
 from allinone.core.recorder import session_view
 from allinone.core.sessions.admission import Admission
 from allinone.core.shapes.models import InputEvents, SessionCreate, SessionUpdate
-from storage import journal, sessions, turns
+from storage import items, journal, sessions, turn_documents, turns
 from storage.database import Database
 from storage.rows import record
 
@@ -151,7 +151,7 @@ class SessionsApi:
             keys=("position", "id"),
             cursor_message="Invalid session item ID in `after`",
         )
-        data = [render.item(record(r, ("payload",)) or {}) for r in rows]
+        data = [render.item(items.decoded(r) or {}) for r in rows]
         return json(render.page(data, more))
 
     async def list_turn_items(self, request: Request) -> Response:
@@ -171,7 +171,7 @@ class SessionsApi:
             keys=("position", "id"),
             cursor_message="Invalid session item ID in `after`",
         )
-        data = [render.item(record(r, ("payload",)) or {}) for r in rows]
+        data = [render.item(items.decoded(r) or {}) for r in rows]
         return json(render.page(data, more))
 
     async def list_turns(self, request: Request) -> Response:
@@ -181,7 +181,7 @@ class SessionsApi:
         rows, more = await keyset_page(
             self._db,
             params,
-            table="turns",
+            table=turn_documents.VIEW,
             where="session_id = ?",
             args=(row["id"],),
         )

@@ -16,7 +16,7 @@ from allinone.core.api.auth import project_of
 from allinone.core.api.common import json, keyset_page, list_params
 from allinone.core.api.errors import not_found
 from allinone.core.api.listing import page
-from storage import sessions, turns
+from storage import sessions, turn_documents, turns
 from storage.database import Database
 from storage.rows import record
 
@@ -49,7 +49,7 @@ class TracesApi:
         params = list_params(request)
         session_id = await self._session(request)
         rows, more = await keyset_page(
-            self._db, params, table="turns", where="session_id = ?", args=(session_id,)
+            self._db, params, table=turn_documents.VIEW, where="session_id = ?", args=(session_id,)
         )
         data = []
         for row in rows:

@@ -109,7 +109,7 @@ class Admission:
             session = await self._db.read_now(lambda r: sessions.get(r, project_id, session_id))
             if session is not None:
                 await self._check_kill_switch(project_id, session["agent_id"])
-        batch = InputBatch(session_id, idempotency_key or self._ids.new("idem"), digest(events))
+        batch = InputBatch(session_id, idempotency_key, digest(events))
 
         async def job(tx: Tx) -> bool:
             batch.cancels.clear()

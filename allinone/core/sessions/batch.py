@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 
 @dataclass
 class InputBatch:
-    """One admission's batch: its idempotency `key` and content hash `digest`; the turns
-    to cancel and the turns with new input, acted on only after the commit."""
+    """One admission's batch: its idempotency `key` (None when the client gave none:
+    nothing can replay it) and content hash `digest`; the turns to cancel and the turns
+    with new input, acted on only after the commit."""
 
     session_id: str
-    key: str
+    key: str | None
     digest: str
     cancels: list[str] = field(default_factory=list)
     steered: list[str] = field(default_factory=list)

@@ -258,9 +258,8 @@ class Creation:
         if plan.environment["type"] != "none":
             await self._binding.bind(tx, project_id, plan.session_id, plan.environment, plan.hosted)
         await self._recorder.emit_session(tx, plan.session_id, "agent.session.created")
-        key = idempotency_key or self._ids.new("idem")
         if plan.messages:
-            batch = InputBatch(plan.session_id, key, plan.request_hash)
+            batch = InputBatch(plan.session_id, idempotency_key, plan.request_hash)
             await self._writer.start_turn(tx, Slot(batch, 0), plan.agent_id, plan.messages)
 
 

@@ -71,7 +71,11 @@ class Inputs:
         if session is None:
             raise NotFound()
         refuse_archived("session", session)
-        earlier = await turn_inputs.batch_hash(tx, batch.session_id, batch.key)
+        earlier = (
+            None
+            if batch.key is None
+            else await turn_inputs.batch_hash(tx, batch.session_id, batch.key)
+        )
         if earlier is not None:
             check_batch_replay(earlier, batch.digest)
             return False

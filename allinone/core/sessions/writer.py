@@ -56,7 +56,8 @@ class Writer:
                 "turn_id": turn_id,
                 "idempotency_key": slot.batch.key,
                 "batch_position": slot.position,
-                "batch_hash": slot.batch.digest,
+                # A batch without a key has no hash stored: nothing can replay it.
+                "batch_hash": None if slot.batch.key is None else slot.batch.digest,
                 "kind": kind,
                 "payload": payload,
                 "state": state,

@@ -1,11 +1,13 @@
 """`corebox export` from one server and `corebox import` into a fresh one: agents, items,
-turn statuses and artifact bytes are equal; a vault secret appears nowhere in the
-bundle; a second import adds nothing; exporting the imported data gives the same bytes
-apart from the header time; an imported session takes a new turn."""
+turn statuses, artifact bytes and uploaded files (ids, descriptions, bodies) are equal;
+a vault secret appears nowhere in the bundle; a second import adds nothing; exporting
+the imported data gives the same bytes apart from the header time; an imported session
+takes a new turn."""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
@@ -18,6 +20,12 @@ from tests.allinone.datadir.test_gc import corebox, managed_session
 from tests.conftest import API_KEY, Server, start_server
 
 SECRET = "vault-secret-" + "7f3a9c" * 4
+# Uploaded files: one body in the blob store, one in the database, carried twice.
+FILES = (
+    ("big.bin", os.urandom(80_000)),
+    ("notes.txt", b"small notes"),
+    ("copy.txt", b"small notes"),
+)
 
 
 def _picture(client: OpenAI) -> dict[str, Any]:
@@ -57,6 +65,10 @@ def _picture(client: OpenAI) -> dict[str, Any]:
         a.model_dump(exclude={"created_at", "updated_at", "next_run_at"})
         for a in client.beta.agents.automations.list(order="asc")
     ]
+    files = [
+        (f.model_dump(), hashlib.sha256(client.files.content(f.id).read()).hexdigest())
+        for f in client.files.list(order="asc")
+    ]
     return {
         "agents": agents,
         "versions": versions,
@@ -64,6 +76,7 @@ def _picture(client: OpenAI) -> dict[str, Any]:
         "sessions": sessions,
         "templates": templates,
         "automations": automations,
+        "files": files,
     }
 
 
@@ -92,6 +105,8 @@ def _source(client: OpenAI) -> None:
     )
     managed_session(client, os.urandom(100_000))  # a body in the blob store
     managed_session(client, b"small")  # a body in the database
+    for name, body in FILES:
+        client.files.create(file=(name, io.BytesIO(body)), purpose="user_data")
     client.beta.agents.environments.templates.create(
         name="web", env={"API_TOKEN": SECRET}, packages={"python": ["httpx"]}
     )
@@ -126,7 +141,9 @@ def test_a_bundle_carries_a_project_to_a_fresh_server(tmp_path: Path) -> None:
     assert SECRET.encode() not in raw
     document = json.loads(raw)
     assert any("vault" in entry["what"] for entry in document["needs_reentry"])
-    assert document["header"]["version"] == 2
+    assert document["header"]["version"] == 3
+    assert sorted(f["filename"] for f in document["files"]) == sorted(n for n, _ in FILES)
+    assert len(document["file_bodies"]) == 2  # each body once
     assert [t["name"] for t in document["environment_templates"]] == ["web"]
     assert [a["name"] for a in document["automations"]] == ["daily"]
     sealed_apart = {e["kind"] for e in document["needs_reentry"]}
@@ -146,14 +163,19 @@ def _check_import(
     assert once.returncode == 0, once.stderr
     twice = corebox(second.data_dir, "import", str(bundle))
     assert twice.returncode == 0 and " 0 rows added" in twice.stdout, twice.stdout
-    # A bundle of the first format (no templates, no automations) still imports.
-    first_format = json.loads(raw)
+    # Bundles of the first format (no templates, no automations) and the second (no
+    # files) still import.
+    second_format = json.loads(raw)
+    second_format["header"]["version"] = 2
+    del second_format["files"], second_format["file_bodies"]
+    first_format = json.loads(json.dumps(second_format))
     first_format["header"]["version"] = 1
     del first_format["environment_templates"], first_format["automations"]
-    older = tmp_path / "v1.bundle"
-    older.write_text(json.dumps(first_format))
-    thrice = corebox(second.data_dir, "import", str(older))
-    assert thrice.returncode == 0 and " 0 rows added" in thrice.stdout, thrice.stdout
+    for number, older_format in ((1, first_format), (2, second_format)):
+        older = tmp_path / f"v{number}.bundle"
+        older.write_text(json.dumps(older_format))
+        thrice = corebox(second.data_dir, "import", str(older))
+        assert thrice.returncode == 0 and " 0 rows added" in thrice.stdout, thrice.stdout
     with OpenAI(base_url=second.base_url + "/v1", api_key=API_KEY, max_retries=0) as target:
         assert _picture(target) == expected
 
