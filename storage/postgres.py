@@ -141,6 +141,10 @@ class Driver:
     begin_sql = "BEGIN"
     errors: tuple[type[Exception], ...] = (psycopg.Error,)
     integrity_errors: tuple[type[Exception], ...] = (psycopg.IntegrityError,)
+    retry_errors: tuple[type[Exception], ...] = (
+        psycopg.errors.DeadlockDetected,
+        psycopg.errors.SerializationFailure,
+    )
 
     def __init__(self, url: str) -> None:
         self._url = url

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Awaitable, Callable
 from functools import partial
 
 from storage import Database, cluster
@@ -168,3 +170,56 @@ async def _owner(q: Tx, turn_id: str) -> list[str]:
     row = await q.fetchone("SELECT core_process_id FROM turns WHERE id = ?", (turn_id,))
     assert row is not None
     return [str(row["core_process_id"])]
+
+
+def test_two_processes_batches_that_deadlock_are_both_committed_once(postgres_url: str) -> None:
+    """Two processes' group-committed batches take the same two rows in opposite orders:
+    the server aborts one of them as a deadlock, and that batch is run again whole (every
+    job), so both batches commit, each change once."""
+    asyncio.run(_two_processes_batches_that_deadlock_are_both_committed_once(postgres_url))
+
+
+BUMP = "UPDATE core_processes SET heartbeat_at = heartbeat_at + 1 WHERE id = ?"
+
+
+async def _two_processes_batches_that_deadlock_are_both_committed_once(url: str) -> None:
+    first, second = await Database.open(url), await Database.open(url)
+    try:
+        await first.write(partial(cluster.register, process_id="p1", host="h", pid=1, now=0))
+        await first.write(partial(cluster.register, process_id="p2", host="h", pid=2, now=0))
+        holding = {"first": threading.Event(), "second": threading.Event()}
+        runs: list[str] = []
+
+        def job(name: str, row: str, other: str | None) -> Callable[[Tx], Awaitable[None]]:
+            async def run(tx: Tx) -> None:
+                runs.append(name)
+                await tx.execute(BUMP, (row,))
+                if other is not None:
+                    # Each batch holds its first row before either takes its second (on
+                    # the writer's thread: the batch is blocked, as on a lock wait).
+                    holding[name].set()
+                    assert holding[other].wait(30)
+
+            return run
+
+        await asyncio.gather(
+            _batch(first, job("first", "p1", "second"), job("first+", "p2", None)),
+            _batch(second, job("second", "p2", "first"), job("second+", "p1", None)),
+        )
+        with raw(url) as conn:
+            beats = dict(conn.execute("SELECT id, heartbeat_at FROM core_processes"))
+        assert beats == {"p1": 2, "p2": 2}
+        # One batch lost the race and ran again, every job of it.
+        assert len(runs) == 6
+        assert runs.count("first") + runs.count("second") == 3
+        assert runs.count("first") == runs.count("first+")
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def _batch(db: Database, *jobs: Callable[[Tx], Awaitable[None]]) -> None:
+    """The jobs, queued together so that they are committed in one batch."""
+    commits = db.commits
+    await asyncio.gather(*(db.write(job) for job in jobs))
+    assert db.commits == commits + 1
