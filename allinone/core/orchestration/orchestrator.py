@@ -158,7 +158,13 @@ class Orchestrator:
 
     async def _loop(self) -> None:
         while not self._stopping:
-            await self._schedule()
+            try:
+                await self._schedule()
+            except StorageError as exc:
+                # A passing fault (a server gone for a moment, a lost race with a peer)
+                # must not end the scheduling: what was left is looked at again at the
+                # next wake-up or after `retry_seconds`.
+                log.warning("scheduling turns failed (%s); trying again", exc)
             changed = self._registry.changed
             wake = asyncio.create_task(self._wake.wait())
             registry = asyncio.create_task(changed.wait())
