@@ -7,7 +7,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from functools import partial
 
-from storage import Database, cluster
+from storage import Database, cluster, tenancy
 from storage.database import Tx
 from tests.storage.conftest import Target, raw
 from tests.storage.test_usage_total import create_session
@@ -223,3 +223,51 @@ async def _batch(db: Database, *jobs: Callable[[Tx], Awaitable[None]]) -> None:
     commits = db.commits
     await asyncio.gather(*(db.write(job) for job in jobs))
     assert db.commits == commits + 1
+
+
+def test_a_claims_counters_do_not_wait_for_another_processes_commit(postgres_url: str) -> None:
+    """Worker epochs and fencing tokens come from sequences on PostgreSQL: a process
+    takes them while another's batch that took some has not committed yet (with one
+    counter row, it would wait for that commit, and two such batches could deadlock)."""
+    asyncio.run(_a_claims_counters_do_not_wait_for_another_processes_commit(postgres_url))
+
+
+async def _a_claims_counters_do_not_wait_for_another_processes_commit(url: str) -> None:
+    first, second = await Database.open(url), await Database.open(url)
+    try:
+        took, release = threading.Event(), threading.Event()
+
+        async def holding(tx: Tx) -> list[int]:
+            taken = [await tenancy.next_counter(tx, key) for key in tenancy.SEQUENCES]
+            took.set()
+            assert release.wait(30)
+            return taken
+
+        async def taking(tx: Tx) -> list[int]:
+            return [await tenancy.next_counter(tx, key) for key in tenancy.SEQUENCES]
+
+        held = asyncio.ensure_future(first.write(holding))
+        try:
+            assert await asyncio.to_thread(took.wait, 30)
+            taken = await asyncio.wait_for(second.write(taking), 10)
+        finally:
+            release.set()
+        assert [a < b for a, b in zip(await held, taken, strict=True)] == [True, True]
+    finally:
+        await first.close()
+        await second.close()
+
+
+def test_counters_increase_on_both_backends(target: Target) -> None:
+    async def main() -> list[int]:
+        db = await Database.open(target("db"))
+        try:
+            return [
+                await db.write(partial(tenancy.next_counter, key=key))
+                for key in ("fencing_token", "fencing_token", "overlay_version", "overlay_version")
+            ]
+        finally:
+            await db.close()
+
+    first, second, third, fourth = asyncio.run(main())
+    assert first < second and third < fourth
