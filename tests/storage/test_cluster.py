@@ -271,3 +271,39 @@ def test_counters_increase_on_both_backends(target: Target) -> None:
 
     first, second, third, fourth = asyncio.run(main())
     assert first < second and third < fourth
+
+
+def test_a_turn_another_process_is_reserving_is_skipped_not_waited_for(
+    postgres_url: str,
+) -> None:
+    """On PostgreSQL a process does not wait for another's uncommitted reservation of a
+    turn: it is told at once that the turn is not its own to prepare."""
+    asyncio.run(_a_turn_another_process_is_reserving_is_skipped_not_waited_for(postgres_url))
+
+
+async def _a_turn_another_process_is_reserving_is_skipped_not_waited_for(url: str) -> None:
+    first, second = await Database.open(url), await Database.open(url)
+    try:
+        _turn(url, "turn_1", "sess_1")
+        reserving, release = threading.Event(), threading.Event()
+
+        async def holding(tx: Tx) -> bool:
+            won = await cluster.reserve(tx, "turn_1", "p1", until=200, now=100)
+            reserving.set()
+            assert release.wait(30)
+            return won
+
+        held = asyncio.ensure_future(first.write(holding))
+        try:
+            assert await asyncio.to_thread(reserving.wait, 30)
+            other = partial(cluster.reserve, turn_id="turn_1", process_id="p2", until=200, now=100)
+            assert not await asyncio.wait_for(second.write(other), 10)
+        finally:
+            release.set()
+        assert await held
+        assert await second.read(partial(_owner, turn_id="turn_1")) == ["p1"]
+        # Once the holder committed, the reservation is a compare-and-set as before.
+        assert not await second.write(other)
+    finally:
+        await first.close()
+        await second.close()
