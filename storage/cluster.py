@@ -1,13 +1,16 @@
 """Several Core processes on one database: their rows, and the claims they share.
 
 Every statement here is portable SQL (compare-and-set updates, `INSERT ... ON CONFLICT
-DO NOTHING`), so the same functions coordinate processes on either backend. Contracts:
+DO NOTHING`), but for a row lock skipped on PostgreSQL, so the same functions coordinate
+processes on either backend. Contracts:
 - A process is live while its row has no `stopped_at` and its `heartbeat_at` is recent;
   `lapse` marks a silent one stopped by compare-and-set, so exactly one peer wins the
   right to recover its turns.
 - `reserve` gives a queued turn to one process for a bounded time (the preparation
-  before the claim); only the holder, or anyone once it lapsed, may take it again. The
-  claim itself stays the compare-and-set `queued -> in_progress` of `storage.turns`.
+  before the claim); only the holder, or anyone once it lapsed, may take it again. On
+  PostgreSQL a turn whose row another transaction holds is skipped, not waited for
+  (`SKIP LOCKED`). The claim itself stays the compare-and-set `queued -> in_progress`
+  of `storage.turns`.
 - `claim_firing` returns True to exactly one caller per (job, slot).
 """
 
@@ -152,13 +155,25 @@ async def holders(q: Queryable, device_id: str) -> list[str]:
     return [str(row["process_id"]) for row in rows]
 
 
+# Which queued turn may be reserved: compare-and-set on its status and reservation.
+RESERVABLE = (
+    "id = ? AND status = 'queued' AND (core_process_id IS NULL"
+    " OR core_process_id = ? OR reserved_until IS NULL OR reserved_until < ?)"
+)
+
+
 async def reserve(tx: Tx, turn_id: str, process_id: str, until: int, now: int) -> bool:
     """Give the queued turn to `process_id` until `until`; False when another process
-    holds an unexpired reservation or the turn is no longer queued."""
+    holds an unexpired reservation or the turn is no longer queued. On PostgreSQL, also
+    False at once when another transaction holds the turn's row (`SKIP LOCKED`): that
+    process is reserving or changing it, and this one does not wait for its commit (the
+    turn is looked at again at the next wake-up if it is still free then)."""
+    if tx.backend == "postgresql":
+        where = f"id = (SELECT id FROM turns WHERE {RESERVABLE} FOR UPDATE SKIP LOCKED)"
+    else:
+        where = RESERVABLE
     changed = await tx.execute(
-        "UPDATE turns SET core_process_id = ?, reserved_until = ?"
-        " WHERE id = ? AND status = 'queued' AND (core_process_id IS NULL"
-        " OR core_process_id = ? OR reserved_until IS NULL OR reserved_until < ?)",
+        f"UPDATE turns SET core_process_id = ?, reserved_until = ? WHERE {where}",
         (process_id, until, turn_id, process_id, now),
     )
     return changed == 1

@@ -31,6 +31,14 @@ Contract:
   (non-probe) write commits, and
   `write_durably(job)` retries a write through such a fault until the store takes
   writes again.
+- Several processes writing one PostgreSQL database can meet in a deadlock (or a
+  serialization failure) between two batches: the server then aborts one batch's
+  transaction. That batch is run again whole, in a fresh transaction (every job's
+  function called again with a new `Tx`), up to `BATCH_ATTEMPTS` times, before its jobs
+  fail. A job must therefore keep its effects to its `Tx` until the commit (state it
+  prepares for its caller is set again, from the start, by each run; effects on the
+  world go in `after_commit` callbacks); a blob it streams in is read again from where
+  it started.
 """
 
 from __future__ import annotations
@@ -54,6 +62,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MAX_BATCH = 64
+# How many times a batch runs before its jobs fail with a lost race (deadlock,
+# serialization failure) against another process's transaction.
+BATCH_ATTEMPTS = 5
 RETRY_MAX_SECONDS = 5.0
 
 
@@ -64,6 +75,8 @@ class Driver(Protocol):
     begin_sql: str
     errors: tuple[type[Exception], ...]
     integrity_errors: tuple[type[Exception], ...]
+    # Errors that abort a transaction which, run again, may well commit.
+    retry_errors: tuple[type[Exception], ...]
 
     def execute(self, sql: str, params: Iterable[Any]) -> Any: ...
     def insert(self, sql: str, params: Iterable[Any]) -> int: ...
@@ -84,6 +97,8 @@ class Tx:
         self._before_end: dict[object, Callable[[], Awaitable[None]]] = {}
         # What a job's parts keep between statements of this job only (never across jobs).
         self.memo: dict[object, Any] = {}
+        # Each blob source read by this job, and where it was read from.
+        self._sources: list[tuple[BinaryIO, int]] = []
 
     @property
     def backend(self) -> str:
@@ -111,7 +126,7 @@ class Tx:
         of that name); return the new row's rowid."""
         self._conn.statements += 1
         try:
-            return self._conn.driver.insert(sql, params)
+            return self._conn.watch(self._conn.driver.insert, sql, params)
         except self._conn.driver.integrity_errors as exc:
             raise Conflict(str(exc)) from exc
 
@@ -121,6 +136,7 @@ class Tx:
         (inserted as `zeroblob(n)`). On SQLite one chunk at a time: the content never
         sits in memory whole; on PostgreSQL in one parameter."""
         self._conn.statements += 1
+        self._sources.append((source, source.tell()))
         self._conn.driver.write_blob(table, column, rowid, source)
 
     def after_commit(self, callback: Callable[[], None]) -> None:
@@ -187,10 +203,21 @@ class _Connection:
         self._thread = thread
         self.statements = 0
         self.jobs = 0
+        # Set when a statement lost a race to another transaction (the writer's batch is
+        # then run again, even where a job caught the error).
+        self.lost_race: BaseException | None = None
 
     def execute(self, sql: str, params: Iterable[Any]) -> Any:
         self.statements += 1
-        return self.driver.execute(sql, params)
+        return self.watch(self.driver.execute, sql, params)
+
+    def watch(self, fn: Callable[[str, Iterable[Any]], T], sql: str, params: Iterable[Any]) -> T:
+        """`fn(sql, params)`, noting a lost race in `lost_race`."""
+        try:
+            return fn(sql, params)
+        except self.driver.retry_errors as exc:
+            self.lost_race = exc
+            raise
 
     def job(self, fn: Callable[[Reader], Awaitable[T]]) -> T:
         """On this connection's thread: one read job, whole."""
@@ -482,35 +509,66 @@ class Database:
             job.future.set_result(job.result)
 
     def _run_batch(self, batch: list[_Job]) -> StorageUnavailable | None:
-        """On the writer's thread: every job of `batch` in its own savepoint, then one
-        COMMIT. Returns the disk fault a job met, if any; raises what the COMMIT raised
-        (after rolling the transaction back)."""
+        """On the writer's thread: the batch in one transaction, run again whole while it
+        loses a race to another transaction (at most `BATCH_ATTEMPTS` runs). Returns the
+        disk fault a job met, if any; raises what the COMMIT raised (after rolling the
+        transaction back)."""
         driver = self._writer.driver
+        attempt = 1
+        while True:
+            try:
+                return self._try_batch(batch)
+            except driver.errors as exc:
+                if attempt >= BATCH_ATTEMPTS or not isinstance(exc, driver.retry_errors):
+                    raise
+                if not _rewind(batch):
+                    raise
+                log.warning(
+                    "a storage batch of %d jobs lost a race to another transaction (%s);"
+                    " running it again (attempt %d)",
+                    len(batch),
+                    type(exc).__name__,
+                    attempt + 1,
+                )
+            attempt += 1
+
+    def _try_batch(self, batch: list[_Job]) -> StorageUnavailable | None:
+        """Every job of `batch` in its own savepoint, then one COMMIT."""
+        driver = self._writer.driver
+        self._writer.lost_race = None
         fault: StorageUnavailable | None = None
         try:
             driver.run(driver.begin_sql)
             for index, job in enumerate(batch):
                 if job.future.cancelled():
                     continue
-                savepoint = f"job{index}"
-                driver.run(f"SAVEPOINT {savepoint}")
-                job.tx = Tx(self._writer)
-                self._writer.jobs += 1
-                try:
-                    job.result = _drive(job.fn(job.tx))
-                    _drive(job.tx._end())
-                except Exception as exc:
-                    job.error = driver.translate(exc) if isinstance(exc, driver.errors) else exc
-                    if isinstance(job.error, StorageUnavailable):
-                        fault = job.error
-                    driver.run(f"ROLLBACK TO SAVEPOINT {savepoint}")
-                driver.run(f"RELEASE SAVEPOINT {savepoint}")
+                fault = self._run_job(index, job) or fault
             driver.run("COMMIT")
         except driver.errors:
             with contextlib.suppress(*driver.errors):
                 driver.run("ROLLBACK")
             raise
         return fault
+
+    def _run_job(self, index: int, job: _Job) -> StorageUnavailable | None:
+        """One job in its savepoint; returns the disk fault it met. A lost race is raised
+        (the whole transaction is lost), even when the job caught it."""
+        driver = self._writer.driver
+        savepoint = f"job{index}"
+        driver.run(f"SAVEPOINT {savepoint}")
+        job.tx, job.result, job.error = Tx(self._writer), None, None
+        self._writer.jobs += 1
+        try:
+            job.result = _drive(job.fn(job.tx))
+            _drive(job.tx._end())
+        except Exception as exc:
+            job.error = driver.translate(exc) if isinstance(exc, driver.errors) else exc
+        if self._writer.lost_race is not None:
+            raise self._writer.lost_race
+        if job.error is not None:
+            driver.run(f"ROLLBACK TO SAVEPOINT {savepoint}")
+        driver.run(f"RELEASE SAVEPOINT {savepoint}")
+        return job.error if isinstance(job.error, StorageUnavailable) else None
 
     def _failed(self, error: StorageError) -> None:
         if isinstance(error, StorageUnavailable):
@@ -520,6 +578,17 @@ class Database:
     def _succeeded(self) -> None:
         self.failure = None
         self._recovered.set()
+
+
+def _rewind(batch: list[_Job]) -> bool:
+    """Put back every blob source the batch's jobs read to where each was read from;
+    False when one cannot be (the batch cannot then run again)."""
+    for job in batch:
+        for source, position in job.tx._sources if job.tx is not None else ():
+            if not source.seekable():
+                return False
+            source.seek(position)
+    return True
 
 
 def _migrate(path: Path) -> int:

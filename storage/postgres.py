@@ -15,7 +15,10 @@ PostgreSQL migrations:
   identity column of its own; a blob is streamed in through COPY;
 - an SQLite column that holds bytes in a TEXT column (a compact event id) holds bytea's
   hex text here (`journal_templates.event_id_text` reads both);
-- text cannot hold U+0000 in PostgreSQL: such a value is `Unstorable`.
+- text cannot hold U+0000 in PostgreSQL: such a value is `Unstorable`;
+- a large value is read in chunks (`Snapshot.chunks`) on a connection of its own, in one
+  read-only REPEATABLE READ transaction, so that a reader sees it whole even when its row
+  changes or goes meanwhile.
 
 Errors: `translate` maps psycopg's errors into the storage tree. A lost server (a
 connection error, an administrator's shutdown) is `StorageUnavailable`; the connection
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, BinaryIO
 
 import psycopg
@@ -130,6 +133,10 @@ class Driver:
     begin_sql = "BEGIN"
     errors: tuple[type[Exception], ...] = (psycopg.Error,)
     integrity_errors: tuple[type[Exception], ...] = (psycopg.IntegrityError,)
+    retry_errors: tuple[type[Exception], ...] = (
+        psycopg.errors.DeadlockDetected,
+        psycopg.errors.SerializationFailure,
+    )
 
     def __init__(self, url: str) -> None:
         self._url = url
@@ -199,6 +206,41 @@ class Driver:
     @staticmethod
     def translate(exc: BaseException, context: str = "") -> StorageError:
         return translate(exc, context)
+
+
+class Snapshot:
+    """A connection of its own holding one read-only REPEATABLE READ transaction: every
+    statement sees the database as the first one did. Used from one thread at a time;
+    `close` ends it."""
+
+    def __init__(self, url: str) -> None:
+        self._conn = connect(url)
+        try:
+            self._conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def fetchone(self, sql: str, params: Iterable[Any] = ()) -> Row | None:
+        return self._conn.execute(convert(sql), tuple(params)).fetchone()
+
+    def chunks(self, table: str, column: str, rowid: int) -> Callable[[int], bytes]:
+        """A `read(n)` over the bytea `table.column` of row `rowid`: its next at most `n`
+        bytes, `b""` at its end. Only those bytes cross the connection each time."""
+        offset = 1  # substring counts from 1
+        sql = f"SELECT substring({column} FROM %s FOR %s) FROM {table} WHERE rowid = %s"
+
+        def read(size: int) -> bytes:
+            nonlocal offset
+            row = self._conn.execute(sql, (offset, size, rowid)).fetchone()
+            chunk = b"" if row is None or row[0] is None else bytes(row[0])
+            offset += len(chunk)
+            return chunk
+
+        return read
+
+    def close(self) -> None:
+        self._conn.close()
 
 
 _REASONS: tuple[tuple[type[Exception], str], ...] = (

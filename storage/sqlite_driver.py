@@ -20,6 +20,7 @@ class Driver:
     begin_sql = "BEGIN IMMEDIATE"
     errors: tuple[type[Exception], ...] = (sqlite3.Error,)
     integrity_errors: tuple[type[Exception], ...] = (sqlite3.IntegrityError,)
+    retry_errors: tuple[type[Exception], ...] = ()
 
     def __init__(self, path: Path, synchronous: str) -> None:
         conn = sqlite3.connect(path, isolation_level=None)

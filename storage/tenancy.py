@@ -73,8 +73,21 @@ async def device_digest(q: Queryable, device_id: str) -> str | None:
     return None if row is None else str(row["credential_digest"])
 
 
+# The counters PostgreSQL keeps in sequences (migration 31), and the sequence of each.
+SEQUENCES = {"worker_epoch": "worker_epoch_counter", "fencing_token": "fencing_token_counter"}
+
+
 async def next_counter(tx: Tx, key: str) -> int:
-    """Increment and return a durable counter (worker epochs, fencing tokens)."""
+    """Increment and return a durable counter (worker epochs, fencing tokens, overlay
+    versions): larger than every value it returned before. On PostgreSQL the counters of
+    `SEQUENCES` come from a sequence: taking a value holds no lock until the commit (so
+    processes claiming turns at once never wait on, or deadlock over, one row), and a
+    value taken by a transaction that rolled back is skipped."""
+    sequence = SEQUENCES.get(key) if tx.backend == "postgresql" else None
+    if sequence is not None:
+        row = await tx.fetchone(f"SELECT nextval('{sequence}') AS value")
+        assert row is not None
+        return int(row["value"])
     # One statement; fetchall steps it to its end, so nothing stays open in the transaction.
     rows = await tx.fetchall(
         "INSERT INTO meta (key, value) VALUES (?, '1')"

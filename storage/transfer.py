@@ -7,7 +7,8 @@ Contract of `copy_to_postgres(source, url, on_progress)`:
   `TargetNotEmpty` and nothing is written;
 - every table is copied in foreign-key dependency order, in one PostgreSQL transaction:
   every column (blobs included), ids and sequence numbers as they are, identity
-  sequences moved past the copied values; the columns the database keeps itself
+  sequences and the counters' sequences (`tenancy.SEQUENCES`) moved past the copied
+  values; the columns the database keeps itself
   (`rows.DERIVED`) are rebuilt by the copied child rows, as in every other copy;
 - the row count of every table is compared before the commit (`CountMismatch` if one
   differs, and nothing is committed);
@@ -28,7 +29,7 @@ from typing import Any
 
 import psycopg
 
-from storage import migrations, postgres
+from storage import migrations, postgres, tenancy
 from storage.blobs import BlobStore
 from storage.database import Database
 from storage.errors import StorageError, StorageUnavailable
@@ -99,6 +100,7 @@ def _copy(
                     done += copied
                     progress(done, total)
             _move_identities(pg)
+            _move_counters(pg)
             _verify(pg, counts)
             version = max(v for v, _ in migrations.available("postgresql"))
         lite.execute("COMMIT")
@@ -221,6 +223,16 @@ def _move_identities(pg: psycopg.Connection[postgres.Row]) -> None:
         pg.execute(
             f"SELECT setval(pg_get_serial_sequence('\"{table}\"', '{column}'),"
             f' COALESCE((SELECT MAX("{column}") FROM "{table}"), 0) + 1, false)'
+        )
+
+
+def _move_counters(pg: psycopg.Connection[postgres.Row]) -> None:
+    """Each counter PostgreSQL keeps in a sequence continues after the copied value."""
+    for key, sequence in tenancy.SEQUENCES.items():
+        pg.execute(
+            f"SELECT setval('{sequence}', COALESCE((SELECT CAST(value AS BIGINT) FROM meta"
+            " WHERE key = %s), 0) + 1, false)",
+            (key,),
         )
 
 

@@ -17,14 +17,14 @@ Contract:
 - `open(project_id, file_id)` opens a reader on the body as committed when it is
   called: a later delete does not cut a download short. The reader yields chunks of at
   most `CHUNK_BYTES` and must be closed (`aclose`, or iterating it to its end). On
-  SQLite it reads the blob in place; on PostgreSQL the body is read whole first.
+  SQLite it reads the blob in place; on PostgreSQL it reads the column a chunk at a
+  time, in a snapshot of its own: on either, the body never sits in memory whole.
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
-import io
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -32,6 +32,7 @@ from typing import Any, BinaryIO
 
 from storage import environments as env_rows
 from storage import files as file_rows
+from storage import postgres
 from storage.blobs import BlobStore
 from storage.database import Database, Tx
 from storage.errors import StorageError, StorageUnavailable, translate
@@ -107,12 +108,13 @@ class FileBodies:
 
     async def open(self, project_id: str, file_id: str) -> BodyReader | None:
         """A reader on the file's body, or None when the project has no such file."""
-        if self._db.path is None:
-            row = await self._db.read(lambda r: env_rows.upload(r, project_id, file_id))
-            if row is None:
-                return None
-            body = io.BytesIO(bytes(row["content"]))
-            return BodyReader(body.read, body.close)
+        if self._db.url is not None:
+            url = self._db.url
+            try:
+                return await asyncio.to_thread(_open_pg, url, self._blobs, project_id, file_id)
+            except postgres.Driver.errors as exc:
+                raise postgres.translate(exc) from exc
+        assert self._db.path is not None
         try:
             return await asyncio.to_thread(_open, self._db.path, self._blobs, project_id, file_id)
         except sqlite3.Error as exc:
@@ -158,6 +160,24 @@ def _open(path: Path, blobs: BlobStore | None, project_id: str, file_id: str) ->
             conn.close()
 
     return BodyReader(blob.read, close)
+
+
+def _open_pg(url: str, blobs: BlobStore | None, project_id: str, file_id: str) -> BodyReader | None:
+    # As `_open`: a connection of its own in one snapshot, the row found and the body
+    # read in chunks from the same one.
+    snapshot = postgres.Snapshot(url)
+    try:
+        found = snapshot.fetchone(
+            "SELECT rowid, blob FROM files WHERE project_id = ? AND id = ?", (project_id, file_id)
+        )
+        if found is None or found[1] is not None:
+            snapshot.close()
+            return None if found is None else _blob_reader(blobs, str(found[1]))
+        read = snapshot.chunks("files", "content", int(found[0]))
+    except BaseException:
+        snapshot.close()
+        raise
+    return BodyReader(read, snapshot.close)
 
 
 def _blob_reader(blobs: BlobStore | None, sha256: str) -> BodyReader:

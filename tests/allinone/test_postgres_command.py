@@ -75,23 +75,34 @@ def test_an_installation_moves_to_postgresql_whole(tmp_path: Path, postgres_url:
     try:
         with _client(moved) as client:
             assert _state(client, session_id, file_id) == before
-            client.beta.agents.sessions.events.create(  # numbering goes on
-                session_id,
-                events=[
-                    {
-                        "type": "agent.session.input.message",
-                        "input": [
-                            {"role": "user", "content": [{"type": "input_text", "text": "hi"}]}
-                        ],
-                    }
-                ],
-            )
+            with client.beta.agents.sessions.events.stream(session_id) as stream:
+                client.beta.agents.sessions.events.create(  # numbering goes on
+                    session_id,
+                    events=[
+                        {
+                            "type": "agent.session.input.message",
+                            "input": [
+                                {"role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+                            ],
+                        }
+                    ],
+                )
+                for event in stream:  # until the new turn ran (it was claimed)
+                    if event.type == "agent.session.turn.completed":
+                        break
             turns = client.beta.agents.sessions.turns.list(session_id).data
             assert len(turns) == len(before[3]) + 1
     finally:
         moved.stop()
     with raw(postgres_url) as conn:
         assert conn.execute("SELECT COUNT(*) AS n FROM turns")[0]["n"] >= 1
+        # Fencing tokens went on from the copied counter: the new turn's is the largest.
+        tokens = conn.execute(
+            "SELECT CAST(fencing_token AS BIGINT) AS t FROM turns WHERE fencing_token IS NOT NULL"
+            " ORDER BY created_at, id"
+        )
+        assert len(tokens) >= 2
+        assert tokens[-1]["t"] > max(row["t"] for row in tokens[:-1])
 
     refused = _migrate(data, postgres_url)
     assert refused.returncode == 1

@@ -17,8 +17,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,7 @@ from tests.api.support import Surface, surface, unchanged
 from tests.api.test_agent_versions import run_turn, send_and_settle, x
 from tests.api.test_run_control import call, command, run_state, sdk, settled, start
 from tests.conftest import Server, start_server
+from tests.support.databases import location, raw
 
 __all__ = ["surface"]
 
@@ -125,13 +124,12 @@ def test_a_command_whose_turn_ended_before_it_applied_expires(tmp_path: Path) ->
 
 
 def revisions_of(server: Server, session_id: str) -> list[tuple[int, str]]:
-    """(revision, digest) of a session's configuration revisions, read from its file."""
-    uri = f"file:{server.data_dir / 'corebox.db'}?mode=ro"
-    with closing(sqlite3.connect(uri, uri=True)) as db:
+    """(revision, digest) of a session's configuration revisions, read from its database."""
+    with raw(location(server.data_dir), read_only=True) as db:
         rows = db.execute(
             "SELECT revision, digest FROM session_revisions WHERE session_id = ? ORDER BY revision",
             (session_id,),
-        ).fetchall()
+        )
     return [(int(r[0]), str(r[1])) for r in rows]
 
 

@@ -64,9 +64,14 @@ def test_inline_agents_and_session_updates_are_checked_too(
             input="hi",
         )
     assert caught.value.param == f"agent.{param}"
-    session = client.beta.agents.sessions.create(
-        agent={"model": "scripted"}, environment={"type": "none"}, input="hi"
+    # Its turn is read to its end: one left running would write while the next case
+    # checks that its rejected request wrote nothing.
+    stream = client.beta.agents.sessions.create(
+        agent={"model": "scripted"}, environment={"type": "none"}, input="hi", stream=True
     )
+    with stream:
+        events = list(stream)
+    session = events[0].session  # type: ignore[union-attr]
     with pytest.raises(openai.BadRequestError) as caught:
         client.beta.agents.sessions.update(session.id, agent={"tools": tools})  # type: ignore[typeddict-item]
     assert caught.value.param == f"agent.{param}"

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Awaitable, Callable
 from functools import partial
 
-from storage import Database, cluster
+from storage import Database, cluster, tenancy
 from storage.database import Tx
 from tests.storage.conftest import Target, raw
 from tests.storage.test_usage_total import create_session
@@ -168,3 +170,140 @@ async def _owner(q: Tx, turn_id: str) -> list[str]:
     row = await q.fetchone("SELECT core_process_id FROM turns WHERE id = ?", (turn_id,))
     assert row is not None
     return [str(row["core_process_id"])]
+
+
+def test_two_processes_batches_that_deadlock_are_both_committed_once(postgres_url: str) -> None:
+    """Two processes' group-committed batches take the same two rows in opposite orders:
+    the server aborts one of them as a deadlock, and that batch is run again whole (every
+    job), so both batches commit, each change once."""
+    asyncio.run(_two_processes_batches_that_deadlock_are_both_committed_once(postgres_url))
+
+
+BUMP = "UPDATE core_processes SET heartbeat_at = heartbeat_at + 1 WHERE id = ?"
+
+
+async def _two_processes_batches_that_deadlock_are_both_committed_once(url: str) -> None:
+    first, second = await Database.open(url), await Database.open(url)
+    try:
+        await first.write(partial(cluster.register, process_id="p1", host="h", pid=1, now=0))
+        await first.write(partial(cluster.register, process_id="p2", host="h", pid=2, now=0))
+        holding = {"first": threading.Event(), "second": threading.Event()}
+        runs: list[str] = []
+
+        def job(name: str, row: str, other: str | None) -> Callable[[Tx], Awaitable[None]]:
+            async def run(tx: Tx) -> None:
+                runs.append(name)
+                await tx.execute(BUMP, (row,))
+                if other is not None:
+                    # Each batch holds its first row before either takes its second (on
+                    # the writer's thread: the batch is blocked, as on a lock wait).
+                    holding[name].set()
+                    assert holding[other].wait(30)
+
+            return run
+
+        await asyncio.gather(
+            _batch(first, job("first", "p1", "second"), job("first+", "p2", None)),
+            _batch(second, job("second", "p2", "first"), job("second+", "p1", None)),
+        )
+        with raw(url) as conn:
+            beats = dict(conn.execute("SELECT id, heartbeat_at FROM core_processes"))
+        assert beats == {"p1": 2, "p2": 2}
+        # One batch lost the race and ran again, every job of it.
+        assert len(runs) == 6
+        assert runs.count("first") + runs.count("second") == 3
+        assert runs.count("first") == runs.count("first+")
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def _batch(db: Database, *jobs: Callable[[Tx], Awaitable[None]]) -> None:
+    """The jobs, queued together so that they are committed in one batch."""
+    commits = db.commits
+    await asyncio.gather(*(db.write(job) for job in jobs))
+    assert db.commits == commits + 1
+
+
+def test_a_claims_counters_do_not_wait_for_another_processes_commit(postgres_url: str) -> None:
+    """Worker epochs and fencing tokens come from sequences on PostgreSQL: a process
+    takes them while another's batch that took some has not committed yet (with one
+    counter row, it would wait for that commit, and two such batches could deadlock)."""
+    asyncio.run(_a_claims_counters_do_not_wait_for_another_processes_commit(postgres_url))
+
+
+async def _a_claims_counters_do_not_wait_for_another_processes_commit(url: str) -> None:
+    first, second = await Database.open(url), await Database.open(url)
+    try:
+        took, release = threading.Event(), threading.Event()
+
+        async def holding(tx: Tx) -> list[int]:
+            taken = [await tenancy.next_counter(tx, key) for key in tenancy.SEQUENCES]
+            took.set()
+            assert release.wait(30)
+            return taken
+
+        async def taking(tx: Tx) -> list[int]:
+            return [await tenancy.next_counter(tx, key) for key in tenancy.SEQUENCES]
+
+        held = asyncio.ensure_future(first.write(holding))
+        try:
+            assert await asyncio.to_thread(took.wait, 30)
+            taken = await asyncio.wait_for(second.write(taking), 10)
+        finally:
+            release.set()
+        assert [a < b for a, b in zip(await held, taken, strict=True)] == [True, True]
+    finally:
+        await first.close()
+        await second.close()
+
+
+def test_counters_increase_on_both_backends(target: Target) -> None:
+    async def main() -> list[int]:
+        db = await Database.open(target("db"))
+        try:
+            return [
+                await db.write(partial(tenancy.next_counter, key=key))
+                for key in ("fencing_token", "fencing_token", "overlay_version", "overlay_version")
+            ]
+        finally:
+            await db.close()
+
+    first, second, third, fourth = asyncio.run(main())
+    assert first < second and third < fourth
+
+
+def test_a_turn_another_process_is_reserving_is_skipped_not_waited_for(
+    postgres_url: str,
+) -> None:
+    """On PostgreSQL a process does not wait for another's uncommitted reservation of a
+    turn: it is told at once that the turn is not its own to prepare."""
+    asyncio.run(_a_turn_another_process_is_reserving_is_skipped_not_waited_for(postgres_url))
+
+
+async def _a_turn_another_process_is_reserving_is_skipped_not_waited_for(url: str) -> None:
+    first, second = await Database.open(url), await Database.open(url)
+    try:
+        _turn(url, "turn_1", "sess_1")
+        reserving, release = threading.Event(), threading.Event()
+
+        async def holding(tx: Tx) -> bool:
+            won = await cluster.reserve(tx, "turn_1", "p1", until=200, now=100)
+            reserving.set()
+            assert release.wait(30)
+            return won
+
+        held = asyncio.ensure_future(first.write(holding))
+        try:
+            assert await asyncio.to_thread(reserving.wait, 30)
+            other = partial(cluster.reserve, turn_id="turn_1", process_id="p2", until=200, now=100)
+            assert not await asyncio.wait_for(second.write(other), 10)
+        finally:
+            release.set()
+        assert await held
+        assert await second.read(partial(_owner, turn_id="turn_1")) == ["p1"]
+        # Once the holder committed, the reservation is a compare-and-set as before.
+        assert not await second.write(other)
+    finally:
+        await first.close()
+        await second.close()

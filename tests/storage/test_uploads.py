@@ -5,10 +5,13 @@ older SQLite database."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
 import sqlite3
+import tracemalloc
 from pathlib import Path
 
+from allinone.core.file_bodies import CHUNK_BYTES, FileBodies
 from storage import Database, migrations
 from storage import environments as env_rows
 from storage.database import Tx
@@ -88,3 +91,42 @@ def test_schema_11_keeps_the_uploads_of_an_older_database(tmp_path: Path) -> Non
     columns = [r[1] for r in conn.execute("PRAGMA table_info(files)")]
     conn.close()
     assert columns[-1] == "content"
+
+
+def test_a_download_reads_the_body_in_chunks_to_its_end_after_a_delete(target: Target) -> None:
+    """`FileBodies.open` reads a body kept in the database a chunk at a time, never whole
+    in memory (on PostgreSQL too, where it is read in a snapshot of its own), and a file
+    deleted while its download is open still reads to its end."""
+    body = CONTENT * 8  # about 8 MB
+
+    async def main() -> tuple[list[int], str, int]:
+        db = await Database.open(target("u.db"))
+        try:
+            await db.write(lambda tx: _insert_project(tx))
+            bodies = FileBodies(db)
+            await bodies.store(_row("file_1", len(body)), io.BytesIO(body))
+            sizes: list[int] = []
+            digest = hashlib.sha256()
+            tracemalloc.start()
+            try:
+                reader = await bodies.open("proj_a", "file_1")
+                assert reader is not None
+                async for chunk in reader:
+                    if not sizes:
+                        assert await bodies.delete("proj_a", "file_1")
+                    sizes.append(len(chunk))
+                    digest.update(chunk)
+                    del chunk
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+            assert await bodies.open("proj_a", "file_1") is None
+            return sizes, digest.hexdigest(), peak
+        finally:
+            await db.close()
+
+    sizes, digest, peak = asyncio.run(main())
+    assert digest == hashlib.sha256(body).hexdigest()
+    assert len(sizes) == -(-len(body) // CHUNK_BYTES)
+    assert max(sizes) <= CHUNK_BYTES
+    assert peak < len(body) // 4, peak

@@ -8,7 +8,8 @@ A peer is gone when it stopped beating for `silent_after_seconds`, or at once wh
 ran on this host and its process id no longer exists (a kill -9 is noticed at the next
 beat, not after the silence). Exactly one surviving process wins the compare-and-set
 that marks it `lapsed` and hands its running turns to `on_peer_lapsed` (the crash rules:
-continue from a checkpoint by a re-claim, or fail naming the operation in flight).
+continue from a checkpoint by a re-claim, or fail naming the operation in flight), again
+at each beat until that succeeds.
 
 A process that finds its own row marked lapsed (it was silent, a peer recovered its
 turns) must not go on: `on_lapsed` is called once and the composition root stops it.
@@ -95,6 +96,8 @@ class Membership:
         self.on_peer_lapsed: Callable[[str], Awaitable[object]] | None = None
         self._on_lapsed: Callable[[], None] | None = None
         self._lapsed = False
+        # Peers this process marked lapsed whose turns it has not yet recovered.
+        self._unrecovered: set[str] = set()
         self._poke = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -220,8 +223,26 @@ class Membership:
                 row["pid"],
                 row["host"],
             )
+            self._unrecovered.add(str(row["id"]))
+        await self._recover_lapsed()
+
+    async def _recover_lapsed(self) -> None:
+        """Recover the turns of each peer this process marked lapsed. No other process
+        will (the mark is won once), so a recovery that met a storage fault is tried
+        again at the next beat; recovering a turn twice changes nothing."""
+        for process_id in sorted(self._unrecovered):
             if self.on_peer_lapsed is not None:
-                await self.on_peer_lapsed(str(row["id"]))
+                try:
+                    await self.on_peer_lapsed(process_id)
+                except StorageError as exc:
+                    log.warning(
+                        "recovering the turns of core process %s failed (%s);"
+                        " trying again at the next heartbeat",
+                        process_id,
+                        exc,
+                    )
+                    continue
+            self._unrecovered.discard(process_id)
 
     def _found_lapsed(self) -> None:
         if self._lapsed:

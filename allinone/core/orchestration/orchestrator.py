@@ -161,7 +161,13 @@ class Orchestrator:
         # A registry change sets `_wake` too (see __init__): one event to wait on, no
         # task per wake-up.
         while not self._stopping:
-            await self._schedule()
+            try:
+                await self._schedule()
+            except StorageError as exc:
+                # A passing fault (a server gone for a moment, a lost race with a peer)
+                # must not end the scheduling: what was left is looked at again at the
+                # next wake-up or after `retry_seconds`.
+                log.warning("scheduling turns failed (%s); trying again", exc)
             if not self._wake.is_set():
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self._parts.timers.retry_seconds):

@@ -125,8 +125,8 @@ class Recovery:
         fresh = await turns.get(tx, str(row["id"]))
         if fresh is None or fresh["status"] not in ("in_progress", "waiting"):
             return True
-        if fresh.get("phase") == PAUSED:
-            return True
+        if fresh.get("phase") in (PAUSED, RESUMING):
+            return True  # already suspended: it waits for a resume or a re-claim
         reason = await unknown_operation(tx, fresh)
         if reason is None and await suspend(tx, fresh, token, self._outcomes.recorder):
             return True

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from allinone.core.cluster.membership import ClusterTimers, Membership
 from allinone.core.ids import Clock, Ids
-from storage import Database, cluster
+from storage import Database, StorageUnavailable, cluster
 from storage.database import Tx
 
 
@@ -168,3 +168,37 @@ def test_the_connections_of_a_process_are_recorded_and_closed_with_it(tmp_path: 
 
 async def _set_pid(tx: Tx, process_id: str, pid: int) -> None:
     await tx.execute("UPDATE core_processes SET pid = ? WHERE id = ?", (pid, process_id))
+
+
+def test_a_recovery_that_met_a_storage_fault_is_tried_again_at_the_next_beat(
+    tmp_path: Path,
+) -> None:
+    """Only the process that marked a peer gone recovers its turns: when the recovery
+    meets a storage fault, that process tries it again at its next beat."""
+
+    async def main() -> None:
+        db = await Database.open(tmp_path / "db")
+        try:
+            clock = StepClock(1000)
+            dead, watcher = (Membership(db, Ids(clock), clock, shared=True) for _ in range(2))
+            await dead.join()
+            await watcher.join()
+            attempts: list[str] = []
+
+            async def recover(process_id: str) -> None:
+                attempts.append(process_id)
+                if len(attempts) == 1:
+                    raise StorageUnavailable("server gone for a moment", "unavailable")
+
+            watcher.on_peer_lapsed = recover
+            await db.write(partial(_set_pid, process_id=dead.process_id, pid=_gone_pid()))
+            await watcher.beat()
+            assert attempts == [dead.process_id]
+            await watcher.beat()
+            assert attempts == [dead.process_id] * 2
+            await watcher.beat()  # recovered: not again
+            assert attempts == [dead.process_id] * 2
+        finally:
+            await db.close()
+
+    asyncio.run(main())

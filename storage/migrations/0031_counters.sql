@@ -1,0 +1,3 @@
+-- corebox schema 31: worker epochs and fencing tokens stay in `meta` on SQLite (its one
+-- writer takes them in order); PostgreSQL takes them from sequences instead (see
+-- postgres/0031_counters.sql). Nothing changes in this file's schema.
