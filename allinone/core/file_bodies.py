@@ -32,7 +32,6 @@ from typing import Any, BinaryIO
 
 from storage import environments as env_rows
 from storage import files as file_rows
-from storage import postgres
 from storage.blobs import BlobStore
 from storage.database import Database, Tx
 from storage.errors import StorageError, StorageUnavailable, translate
@@ -110,10 +109,7 @@ class FileBodies:
         """A reader on the file's body, or None when the project has no such file."""
         if self._db.url is not None:
             url = self._db.url
-            try:
-                return await asyncio.to_thread(_open_pg, url, self._blobs, project_id, file_id)
-            except postgres.Driver.errors as exc:
-                raise postgres.translate(exc) from exc
+            return await asyncio.to_thread(_open_pg, url, self._blobs, project_id, file_id)
         assert self._db.path is not None
         try:
             return await asyncio.to_thread(_open, self._db.path, self._blobs, project_id, file_id)
@@ -164,8 +160,14 @@ def _open(path: Path, blobs: BlobStore | None, project_id: str, file_id: str) ->
 
 def _open_pg(url: str, blobs: BlobStore | None, project_id: str, file_id: str) -> BodyReader | None:
     # As `_open`: a connection of its own in one snapshot, the row found and the body
-    # read in chunks from the same one.
-    snapshot = postgres.Snapshot(url)
+    # read in chunks from the same one. The driver is imported here, where a PostgreSQL
+    # database is read: a server on SQLite never loads it.
+    from storage import postgres
+
+    try:
+        snapshot = postgres.Snapshot(url)
+    except postgres.Driver.errors as exc:
+        raise postgres.translate(exc) from exc
     try:
         found = snapshot.fetchone(
             "SELECT rowid, blob FROM files WHERE project_id = ? AND id = ?", (project_id, file_id)
@@ -174,6 +176,9 @@ def _open_pg(url: str, blobs: BlobStore | None, project_id: str, file_id: str) -
             snapshot.close()
             return None if found is None else _blob_reader(blobs, str(found[1]))
         read = snapshot.chunks("files", "content", int(found[0]))
+    except postgres.Driver.errors as exc:
+        snapshot.close()
+        raise postgres.translate(exc) from exc
     except BaseException:
         snapshot.close()
         raise
