@@ -18,17 +18,15 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from allinone.core.api.protocol import HEADER_SECONDS, INVALID_REQUEST, MAX_HEADER_BYTES
+from allinone.core.api.protocol import INVALID_REQUEST, MAX_HEADER_BYTES, HeadDeadline
 
 
-class BoundedHttpToolsProtocol(HttpToolsProtocol):
-    header_seconds = HEADER_SECONDS
+class BoundedHttpToolsProtocol(HeadDeadline, HttpToolsProtocol):
     max_header_bytes = MAX_HEADER_BYTES
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._header_deadline: asyncio.TimerHandle | None = None
-        self._heads = 0  # request heads completed on this connection
+        self._last_head = object()  # replaced as each request head completes
         self._head_bytes: int | None = None  # bytes fed since the current head began
         self._read_body = 0  # body bytes the parser has taken from the current read
 
@@ -60,7 +58,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._head_bytes = None
-        self._heads += 1
+        self._last_head = object()
         self._disarm_header_deadline()
         super().on_headers_complete()
 
@@ -70,21 +68,5 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._arm_header_deadline()
         super().on_response_complete()
 
-    def _arm_header_deadline(self) -> None:
-        self._disarm_header_deadline()
-        if self.transport.is_closing():
-            return
-        self._header_deadline = self.loop.call_later(
-            self.header_seconds, self._header_deadline_passed, self._heads
-        )
-
-    def _disarm_header_deadline(self) -> None:
-        if self._header_deadline is not None:
-            self._header_deadline.cancel()
-            self._header_deadline = None
-
-    def _header_deadline_passed(self, heads: int) -> None:
-        self._header_deadline = None
-        if self._heads == heads and not self.transport.is_closing():
-            self.logger.info("closing a connection that sent no request head in time")
-            self.transport.close()
+    def _head_mark(self) -> object:
+        return self._last_head

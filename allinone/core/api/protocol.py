@@ -13,7 +13,8 @@ h11's `max_incomplete_event_size`.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import logging
+from typing import TYPE_CHECKING
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -32,13 +33,41 @@ def http_protocol() -> type[asyncio.Protocol]:
     return BoundedHttpToolsProtocol
 
 
-class BoundedH11Protocol(H11Protocol):
+class HeadDeadline:
+    """The head deadline both protocols share: armed when a connection opens and when a
+    response completes, it closes the connection unless a request head has completed
+    since. `_head_mark` names the head being waited for (a new one changes it)."""
+
     header_seconds = HEADER_SECONDS
+    _header_deadline: asyncio.TimerHandle | None = None
+    if TYPE_CHECKING:
+        transport: asyncio.Transport
+        loop: asyncio.AbstractEventLoop
+        logger: logging.Logger
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._header_deadline: asyncio.TimerHandle | None = None
+        def _head_mark(self) -> object: ...
 
+    def _arm_header_deadline(self) -> None:
+        self._disarm_header_deadline()
+        if self.transport.is_closing():
+            return
+        self._header_deadline = self.loop.call_later(
+            self.header_seconds, self._header_deadline_passed, self._head_mark()
+        )
+
+    def _disarm_header_deadline(self) -> None:
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
+            self._header_deadline = None
+
+    def _header_deadline_passed(self, waiting_for: object) -> None:
+        self._header_deadline = None
+        if self._head_mark() is waiting_for and not self.transport.is_closing():
+            self.logger.info("closing a connection that sent no request head in time")
+            self.transport.close()
+
+
+class BoundedH11Protocol(HeadDeadline, H11Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm_header_deadline()
@@ -53,22 +82,5 @@ class BoundedH11Protocol(H11Protocol):
         self._arm_header_deadline()
         super().on_response_complete()
 
-    def _arm_header_deadline(self) -> None:
-        self._disarm_header_deadline()
-        if self.transport.is_closing():
-            return
-        waiting_since = self.scope  # a new request head replaces the scope
-        self._header_deadline = self.loop.call_later(
-            self.header_seconds, self._header_deadline_passed, waiting_since
-        )
-
-    def _disarm_header_deadline(self) -> None:
-        if self._header_deadline is not None:
-            self._header_deadline.cancel()
-            self._header_deadline = None
-
-    def _header_deadline_passed(self, waiting_since: object) -> None:
-        self._header_deadline = None
-        if self.scope is waiting_since and not self.transport.is_closing():
-            self.logger.info("closing a connection that sent no request head in time")
-            self.transport.close()
+    def _head_mark(self) -> object:
+        return self.scope  # a new request head replaces the scope
