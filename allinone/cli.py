@@ -161,7 +161,6 @@ def _announcer(config: Config) -> Callable[[Started], None]:
     output through a pipe."""
 
     def announce(started: Started) -> None:
-
         key_file = started.key_file or config.data_dir / KEY_FILE
         # An installed CLI's version tells which one runs; the in-tree harnesses have none.
         harnesses = tuple(

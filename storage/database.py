@@ -310,7 +310,7 @@ class Database:
         path = Path(target)
         connect = functools.partial(sqlite_driver.Driver, path, synchronous)
         try:
-            version = await asyncio.to_thread(_migrate, path)
+            version = await asyncio.to_thread(migrate, path)
             writer = await _Connection.open(connect, "storage-writer")
             reader_conns = [
                 await _Connection.open(connect, f"storage-reader-{n}") for n in range(readers)
@@ -340,7 +340,7 @@ class Database:
             for conn in opened:
                 await conn.close()
             raise StorageUnavailable(
-                f"cannot open database {postgres.redact(url)}: {exc}", "cannot_open"
+                f"cannot open database {urls.redact(url)}: {exc}", "cannot_open"
             ) from exc
         return cls(None, opened[0], opened[1:], version, url=url)._start()
 
@@ -591,7 +591,11 @@ def _rewind(batch: list[_Job]) -> bool:
     return True
 
 
-def _migrate(path: Path) -> int:
+def migrate(path: Path) -> int:
+    """Create the SQLite file at `path` if needed and apply its pending migrations, without
+    opening a `Database`; return the schema version. `Database.open` does this first
+    itself; a caller may do it earlier, on a thread of its own, so that the open then finds
+    nothing left to apply. Raises sqlite3.Error, OSError or SchemaTooNew."""
     # The database holds prompts and outputs: private to its owner. SQLite gives the -wal
     # and -shm files the same permissions as the database file.
     path = Path(path)
@@ -614,11 +618,3 @@ def _migrate(path: Path) -> int:
         return version
     finally:
         conn.close()
-
-
-def migrate(path: Path) -> int:
-    """Create the SQLite file at `path` if needed and apply its pending migrations, without
-    opening a `Database`; return the schema version. `Database.open` does this first
-    itself; a caller may do it earlier, on a thread of its own, so that the open then finds
-    nothing left to apply. Raises sqlite3.Error, OSError or SchemaTooNew."""
-    return _migrate(path)

@@ -39,7 +39,7 @@ def same(a: Any, b: Any) -> bool:
 def diff(base: Any, new: Any) -> Any:
     """The patch that turns `base` into `new` (`{}` when they are the same)."""
     if isinstance(base, dict) and isinstance(new, dict):
-        if base == new and same(base, new):
+        if same(base, new):
             return UNCHANGED  # an unchanged subtree is not walked key by key
         return _diff_object(base, new)
     return UNCHANGED if same(base, new) else [new]

@@ -39,11 +39,6 @@ from psycopg.rows import RowMaker
 
 from storage.errors import Conflict, StorageError, StorageUnavailable, Unstorable
 
-# Re-exported: callers that hold this module name a URL through it as before.
-from storage.urls import SCHEMES as SCHEMES
-from storage.urls import is_url as is_url
-from storage.urls import redact as redact
-
 CONNECT_TIMEOUT_SECONDS = 10
 # Held while migrating, so that several processes starting at once migrate one by one.
 MIGRATION_LOCK = 0x636F7265626F78

@@ -29,7 +29,7 @@ from typing import Any
 
 import psycopg
 
-from storage import migrations, postgres, tenancy
+from storage import migrations, postgres, tenancy, urls
 from storage.blobs import BlobStore
 from storage.database import Database
 from storage.errors import StorageError, StorageUnavailable
@@ -78,7 +78,7 @@ async def copy_to_postgres(
     except sqlite3.Error as exc:
         raise StorageError(f"cannot read {source}: {exc}") from exc
     except psycopg.Error as exc:
-        raise postgres.translate(exc, f"cannot write {postgres.redact(url)}") from exc
+        raise postgres.translate(exc, f"cannot write {urls.redact(url)}") from exc
 
 
 def _copy(

@@ -20,6 +20,12 @@ from storage.database import Tx
 VIEW = "turns_full"
 
 
+# A document by its digest, and storing one unless an equal one is stored (the statements
+# an import on a plain connection runs too).
+FIND = "SELECT key FROM turn_documents WHERE digest = ?"
+STORE = "INSERT INTO turn_documents (digest, body) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING"
+
+
 def digest(body: str) -> str:
     return hashlib.sha256(body.encode()).hexdigest()[:32]
 
@@ -27,14 +33,10 @@ def digest(body: str) -> str:
 async def key_of(tx: Tx, body: str) -> int:
     """The key of the stored document `body` (stored now if it was not)."""
     found = digest(body)
-    row = await tx.fetchone("SELECT key FROM turn_documents WHERE digest = ?", (found,))
+    row = await tx.fetchone(FIND, (found,))
     if row is None:
-        await tx.execute(
-            "INSERT INTO turn_documents (digest, body) VALUES (?, ?)"
-            " ON CONFLICT (digest) DO NOTHING",
-            (found, body),
-        )
-        row = await tx.fetchone("SELECT key FROM turn_documents WHERE digest = ?", (found,))
+        await tx.execute(STORE, (found, body))
+        row = await tx.fetchone(FIND, (found,))
     assert row is not None
     return int(row["key"])
 

@@ -49,7 +49,7 @@ from typing import Any
 
 from allinone.datadir import Progress, no_progress
 from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE
-from storage import items
+from storage import items, turn_documents
 from storage.blobs import BlobStore
 from storage.journal_dictionary import pack
 from storage.rows import DERIVED
@@ -420,11 +420,8 @@ def _document_key(conn: sqlite3.Connection, body: str | None) -> int | None:
     if body is None:
         return None
     found = digest(body)
-    conn.execute(
-        "INSERT INTO turn_documents (digest, body) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING",
-        (found, body),
-    )
-    row = conn.execute("SELECT key FROM turn_documents WHERE digest = ?", (found,)).fetchone()
+    conn.execute(turn_documents.STORE, (found, body))
+    row = conn.execute(turn_documents.FIND, (found,)).fetchone()
     return int(row["key"])
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 
-from storage import postgres
+from storage import postgres, urls
 
 DATABASE_FILE = "corebox.db"
 _URLS: dict[Path, str] = {}
@@ -46,8 +46,8 @@ class Raw:
     def __init__(self, where: Path | str, *, read_only: bool = False) -> None:
         self._pg: psycopg.Connection[postgres.Row] | None = None
         self._lite: sqlite3.Connection | None = None
-        self.backend = "postgresql" if postgres.is_url(where) else "sqlite"
-        if postgres.is_url(where):
+        self.backend = "postgresql" if urls.is_url(where) else "sqlite"
+        if urls.is_url(where):
             self._pg = postgres.connect(str(where))
         else:
             uri = f"file:{where}" + ("?mode=ro" if read_only else "")
@@ -96,7 +96,7 @@ def raw(where: Path | str, *, read_only: bool = False) -> Iterator[Raw]:
 def stored_bytes(data_dir: Path) -> bytes:
     """Everything the server's database holds, to search for what must not be there."""
     where = location(data_dir)
-    if not postgres.is_url(where):
+    if not urls.is_url(where):
         return b"".join(
             path.read_bytes() for path in data_dir.iterdir() if path.name.startswith(DATABASE_FILE)
         )

@@ -34,11 +34,10 @@ from allinone.core.ids import Clock, Ids
 from allinone.core.recorder import Recorder
 from runtime.proto import limits
 from storage import environments as env_rows
-from storage import forks, rewinds, session_revisions, sessions
+from storage import forks, rewinds, session_revisions, sessions, turns
 from storage.database import Database, Tx
 from storage.rows import dumps
 
-FINISHED = ("completed", "failed", "cancelled")
 # Fork keys live beside session-creation keys in the project's namespace, kept apart.
 KEY_PREFIX = "fork:"
 
@@ -113,7 +112,7 @@ class Forks:
             turn = await forks.raw(tx, "turns", turn_id)
             if turn is None or turn["session_id"] != session_id:
                 raise NotFound("No such turn in this session.", param="turn_id")
-        if turn["status"] not in FINISHED:
+        if turn["status"] not in turns.ENDED:
             raise Conflict("The turn has not finished; fork at a finished turn.")
         position = item["position"] if item else await forks.last_position(tx, turn["id"])
         return ForkPoint(turn, position)
