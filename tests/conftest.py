@@ -15,13 +15,19 @@ from pathlib import Path
 import pytest
 
 from tests.support import databases
-from tests.support.postgres import postgres_cluster, postgres_url, server_database, stop_shared
+from tests.support.postgres import (
+    own_cluster,
+    postgres_cluster,
+    postgres_url,
+    server_database,
+    stop_shared,
+)
 from tests.support.sdk import close_opened
 
 ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "test-key"
 
-__all__ = ["postgres_cluster", "postgres_url"]
+__all__ = ["own_cluster", "postgres_cluster", "postgres_url"]
 
 
 def free_port() -> int:

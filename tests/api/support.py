@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,18 @@ from tests.conftest import Server
 from tests.support import databases
 
 REQUEST_ID = re.compile(r"^req_[0-9a-f]{32}$")
+
+
+def until(check: Callable[[], Any], deadline: float) -> Any:
+    """Poll the server's observable state (its log, its API) until `check()` returns a
+    value, and return it."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError("the server did not reach the expected state in time")
 
 
 def core_key(data_dir: Path) -> str:

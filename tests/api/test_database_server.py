@@ -4,43 +4,15 @@ keeps serving what it can; once it is back, turns run again, without a restart."
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pytest
-
-from tests.api.support import http
+from tests.api.support import http, until
 from tests.conftest import API_KEY, start_server
-from tests.support.postgres import Cluster, ensure_installed
+from tests.support.postgres import Cluster
 
 PROJECT = {"Authorization": f"Bearer {API_KEY}", "OpenAI-Beta": "agents=v1"}
 WAIT_SECONDS = 60.0
 SCHEDULING_FAILED = "scheduling turns failed"
-
-
-@pytest.fixture
-def own_cluster() -> Iterator[Cluster]:
-    bindir = ensure_installed()
-    if bindir is None:
-        pytest.skip("PostgreSQL is not installed and cannot be installed here")
-    cluster = Cluster.start(bindir)
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
-def until(check: Callable[[], object], deadline: float = WAIT_SECONDS) -> object:
-    """Poll the server's observable state (its log, its API) until `check()` returns a
-    value."""
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError("the server did not reach the expected state in time")
 
 
 def test_turns_run_again_once_a_lost_database_server_is_back(
@@ -52,7 +24,7 @@ def test_turns_run_again_once_a_lost_database_server_is_back(
         own_cluster.halt()
         try:
             # The turn scheduler met the lost server (it looks at least once a second).
-            until(lambda: SCHEDULING_FAILED in server.log.read_text(errors="replace"))
+            until(lambda: SCHEDULING_FAILED in server.log.read_text(errors="replace"), WAIT_SECONDS)
         finally:
             own_cluster.resume()
         body = {
@@ -68,7 +40,7 @@ def test_turns_run_again_once_a_lost_database_server_is_back(
             assert status in (200, 503), session
             return session if status == 200 else None
 
-        session = until(created)
+        session = until(created, WAIT_SECONDS)
         assert isinstance(session, dict)
         turns = f"/v1/agents/sessions/{session['id']}/turns"
 
@@ -77,6 +49,6 @@ def test_turns_run_again_once_a_lost_database_server_is_back(
             assert status == 200, page
             return bool(page["data"]) and page["data"][0]["status"] == "completed"
 
-        until(completed)
+        until(completed, WAIT_SECONDS)
     finally:
         server.stop()

@@ -3,16 +3,17 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 from openai import OpenAI
 
 from allinone.core.gateway.workspace_rules import wire_uuid
 from allinone.datadir.collection import WORKSPACES_DIR
+from tests.api.support import until
 from tests.conftest import Server
 from tests.support.wheels import HOLD, hosted
+
+SETUP_SECONDS = 120.0  # installing packages from a local index, then set-up commands
 
 
 def setup_of(client: OpenAI, environment_id: str) -> dict[str, Any] | None:
@@ -21,15 +22,10 @@ def setup_of(client: OpenAI, environment_id: str) -> dict[str, Any] | None:
     return found
 
 
-def until(check: Callable[[], Any], deadline: float = 120.0) -> Any:
-    """Poll the server's observable state until `check()` returns a value."""
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError("the server did not reach the expected state in time")
+def in_phase(client: OpenAI, environment_id: str, phase: str) -> dict[str, Any] | None:
+    """The environment's set-up progress once it is in `phase`, else None."""
+    setup = setup_of(client, environment_id)
+    return setup if setup is not None and setup["phase"] == phase else None
 
 
 def test_set_up_reports_each_package_then_each_setup_command_then_done(
@@ -38,9 +34,7 @@ def test_set_up_reports_each_package_then_each_setup_command_then_done(
     environment = client.beta.agents.environments.create(
         environment=hosted(["alpha_pkg", "beta_pkg"], [HOLD])  # type: ignore[arg-type]
     )
-    held = until(
-        lambda: (s := setup_of(client, environment.id)) and s["phase"] == "running_setup" and s
-    )
+    held = until(lambda: in_phase(client, environment.id, "running_setup"), SETUP_SECONDS)
     assert held["done"] == 0 and held["total"] == 1
     assert held["package"] is None
     assert client.beta.agents.environments.retrieve(environment.id).status == "pending"
@@ -48,7 +42,7 @@ def test_set_up_reports_each_package_then_each_setup_command_then_done(
     assert (workspace / ".packages" / "python" / "alpha_pkg.py").is_file()
     assert (workspace / ".packages" / "python" / "beta_pkg.py").is_file()
     (workspace / "release").touch()
-    done = until(lambda: (s := setup_of(client, environment.id)) and s["phase"] == "done" and s)
+    done = until(lambda: in_phase(client, environment.id, "done"), SETUP_SECONDS)
     assert done["failure"] is None
     assert client.beta.agents.environments.retrieve(environment.id).status == "ready"
     listed = [e for e in client.beta.agents.environments.list() if e.id == environment.id]
@@ -59,7 +53,7 @@ def test_a_failed_install_names_its_packages_and_their_place(client: OpenAI) -> 
     spec = hosted(["alpha_pkg"], [])
     spec["packages"]["python"].append("wheels/missing-1.0-py3-none-any.whl")
     environment = client.beta.agents.environments.create(environment=spec)  # type: ignore[arg-type]
-    failed = until(lambda: (s := setup_of(client, environment.id)) and s["phase"] == "failed" and s)
+    failed = until(lambda: in_phase(client, environment.id, "failed"), SETUP_SECONDS)
     assert failed["kind"] == "python"
     # The packages of a kind are installed together: the step that failed names them all.
     assert failed["package"] == (

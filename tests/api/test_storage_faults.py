@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.support import core_key, http
+from tests.api.support import core_key, http, until
 from tests.conftest import API_KEY, start_server
 from tests.support.postgres import sqlite_only
 
@@ -106,17 +106,6 @@ def test_a_full_disk_is_a_retryable_503_and_recovers(tmp_path: Path) -> None:
             assert status == 200, ready
         finally:
             server.stop()
-
-
-def until(check, deadline: float):  # type: ignore[no-untyped-def]
-    """Poll the server's observable state until `check()` returns a value."""
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError("the server did not reach the expected state in time")
 
 
 def test_a_turn_that_meets_a_full_disk_settles_once_space_is_back(tmp_path: Path) -> None:

@@ -7,25 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Iterator
 
 import pytest
 
 from storage import Database, StorageUnavailable, Unstorable
 from storage.database import Tx
-from tests.support.postgres import Cluster, ensure_installed
-
-
-@pytest.fixture
-def own_cluster() -> Iterator[Cluster]:
-    bindir = ensure_installed()
-    if bindir is None:
-        pytest.skip("PostgreSQL is not installed and cannot be installed here")
-    cluster = Cluster.start(bindir)
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+from tests.support.postgres import Cluster
 
 
 def _put(key: str):  # type: ignore[no-untyped-def]

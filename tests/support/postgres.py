@@ -269,3 +269,16 @@ def postgres_cluster() -> Iterator[Cluster]:
 @pytest.fixture
 def postgres_url(postgres_cluster: Cluster) -> str:
     return postgres_cluster.fresh_database()
+
+
+@pytest.fixture
+def own_cluster() -> Iterator[Cluster]:
+    """A throw-away PostgreSQL server of the test's own, for a test that stops it."""
+    bindir = ensure_installed()
+    if bindir is None:
+        pytest.skip("PostgreSQL is not installed and cannot be installed here")
+    cluster = Cluster.start(bindir)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
