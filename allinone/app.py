@@ -303,7 +303,7 @@ def _environments(
     """Managed environments, with the blob store that holds artifact bodies and, on
     SQLite, uploaded file bodies (PostgreSQL keeps those itself, for every process)."""
     blobs = BlobStore(config.data_dir / BLOBS_DIR)
-    bodies = FileBodies(db, blobs if db.path is not None else None)
+    bodies = FileBodies(db, blobs if db.path is not None else None, clock.now)
     return Environments(
         db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants,
         preparations=preparations, skills=skills, blobs=blobs, bodies=bodies, recorder=recorder,

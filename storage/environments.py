@@ -151,7 +151,7 @@ async def insert_upload_from(tx: Tx, row: dict[str, Any], source: BinaryIO) -> N
     rowid = await tx.insert(
         # `content` is the table's last column, so the zeroblob is not materialised.
         "INSERT INTO files (id, project_id, filename, purpose, bytes, sha256, created_at,"
-        " content) VALUES (?, ?, ?, ?, ?, ?, ?, zeroblob(?))",
+        " expires_at, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, zeroblob(?))",
         (
             row["id"],
             row["project_id"],
@@ -160,6 +160,7 @@ async def insert_upload_from(tx: Tx, row: dict[str, Any], source: BinaryIO) -> N
             row["bytes"],
             row["sha256"],
             row["created_at"],
+            row.get("expires_at"),
             row["bytes"],
         ),
     )

@@ -82,10 +82,11 @@ class Collected:
         return sum(self.rows.values())
 
 
-async def collect(tx: Tx, cutoff: int, *, dry_run: bool = False) -> Collected:
-    """Purge everything deleted at or before `cutoff` (Unix seconds). With `dry_run`,
-    count it and change nothing."""
+async def collect(tx: Tx, cutoff: int, *, now: int, dry_run: bool = False) -> Collected:
+    """Purge everything deleted at or before `cutoff` (Unix seconds), and the uploaded
+    files expired at or before `now`. With `dry_run`, count it and change nothing."""
     done = Collected()
+    done.add("files", await _rows(tx, "files", "expires_at <= ?", (now,), dry_run))
     doomed = await tx.fetchall(
         "SELECT id FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at <= ? ORDER BY id",
         (cutoff,),

@@ -30,6 +30,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from allinone.core.ids import Clock
 from storage import environments as env_rows
 from storage import files as file_rows
 from storage.blobs import BlobStore
@@ -62,9 +63,12 @@ class BodyReader:
 
 
 class FileBodies:
-    def __init__(self, db: Database, blobs: BlobStore | None = None) -> None:
+    def __init__(
+        self, db: Database, blobs: BlobStore | None = None, now: Callable[[], int] | None = None
+    ) -> None:
         self._db = db
         self._blobs = blobs
+        self._now = now or Clock().now
 
     async def store(self, row: dict[str, Any], source: BinaryIO) -> None:
         blobs = self._blobs
@@ -97,22 +101,24 @@ class FileBodies:
         return b"".join([chunk async for chunk in reader])
 
     async def delete(self, project_id: str, file_id: str) -> bool:
-        """Delete the file and its body; False when the project has no such file. A
-        download already open reads on to its end."""
+        """Delete the file and its body; False when the project has no such file (or it
+        expired). A download already open reads on to its end."""
+        now = self._now()
 
         async def job(tx: Tx) -> bool:
-            return await file_rows.delete(tx, project_id, file_id)
+            return await file_rows.delete(tx, project_id, file_id, now)
 
         return await self._db.write(job)
 
     async def open(self, project_id: str, file_id: str) -> BodyReader | None:
-        """A reader on the file's body, or None when the project has no such file."""
+        """A reader on the file's body, or None when the project has no such file (or it
+        expired)."""
+        wanted = (project_id, file_id, self._now())
         if self._db.url is not None:
-            url = self._db.url
-            return await asyncio.to_thread(_open_pg, url, self._blobs, project_id, file_id)
+            return await asyncio.to_thread(_open_pg, self._db.url, self._blobs, wanted)
         assert self._db.path is not None
         try:
-            return await asyncio.to_thread(_open, self._db.path, self._blobs, project_id, file_id)
+            return await asyncio.to_thread(_open, self._db.path, self._blobs, wanted)
         except sqlite3.Error as exc:
             raise translate(exc) from exc
 
@@ -125,7 +131,11 @@ def _put(blobs: BlobStore, sha256: str, source: BinaryIO) -> None:
         raise StorageUnavailable(f"writing a file body: {exc}", reason) from exc
 
 
-def _open(path: Path, blobs: BlobStore | None, project_id: str, file_id: str) -> BodyReader | None:
+# The body's row, by project, file id and the time it must not have expired at.
+FIND = f"SELECT rowid, blob FROM files WHERE project_id = ? AND id = ? AND {file_rows.LIVE}"
+
+
+def _open(path: Path, blobs: BlobStore | None, wanted: tuple[str, str, int]) -> BodyReader | None:
     # Its own read-only connection, in one read transaction: the row found and the body
     # opened are the same snapshot, held for as long as a body in the database is read
     # without occupying one of the database's shared readers. A body in the blob store
@@ -135,9 +145,7 @@ def _open(path: Path, blobs: BlobStore | None, project_id: str, file_id: str) ->
     )
     try:
         conn.execute("BEGIN")
-        found = conn.execute(
-            "SELECT rowid, blob FROM files WHERE project_id = ? AND id = ?", (project_id, file_id)
-        ).fetchone()
+        found = conn.execute(FIND, wanted).fetchone()
         if found is None:
             conn.close()
             return None
@@ -158,7 +166,7 @@ def _open(path: Path, blobs: BlobStore | None, project_id: str, file_id: str) ->
     return BodyReader(blob.read, close)
 
 
-def _open_pg(url: str, blobs: BlobStore | None, project_id: str, file_id: str) -> BodyReader | None:
+def _open_pg(url: str, blobs: BlobStore | None, wanted: tuple[str, str, int]) -> BodyReader | None:
     # As `_open`: a connection of its own in one snapshot, the row found and the body
     # read in chunks from the same one. The driver is imported here, where a PostgreSQL
     # database is read: a server on SQLite never loads it.
@@ -169,9 +177,7 @@ def _open_pg(url: str, blobs: BlobStore | None, project_id: str, file_id: str) -
     except postgres.Driver.errors as exc:
         raise postgres.translate(exc) from exc
     try:
-        found = snapshot.fetchone(
-            "SELECT rowid, blob FROM files WHERE project_id = ? AND id = ?", (project_id, file_id)
-        )
+        found = snapshot.fetchone(FIND, wanted)
         if found is None or found[1] is not None:
             snapshot.close()
             return None if found is None else _blob_reader(blobs, str(found[1]))

@@ -204,7 +204,7 @@ def _files(conn: sqlite3.Connection, blobs: BlobStore, project_id: str) -> dict[
     files: list[dict[str, Any]] = []
     bodies: dict[str, str] = {}
     for row in conn.execute(
-        "SELECT id, filename, purpose, bytes, sha256, created_at, blob FROM files"
+        "SELECT id, filename, purpose, bytes, sha256, created_at, expires_at, blob FROM files"
         " WHERE project_id = ? ORDER BY id",
         (project_id,),
     ):

@@ -77,7 +77,7 @@ async def collect(
     cutoff = now - retention_seconds
 
     async def job(tx: Tx) -> purge.Collected:
-        return await purge.collect(tx, cutoff, dry_run=dry_run)
+        return await purge.collect(tx, cutoff, now=now, dry_run=dry_run)
 
     done = await db.write(job)
     report.rows, report.sessions = done.rows, len(done.sessions)

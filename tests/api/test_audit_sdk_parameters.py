@@ -93,18 +93,29 @@ def test_the_environment_list_type_filter_is_checked(
     assert status == 400 and body["error"]["param"] == "type"
 
 
-def test_a_file_expiry_is_refused_not_dropped(surface: Surface, client: OpenAI) -> None:
-    """corebox keeps a file until it is deleted, so `expires_after` (which would make it
-    vanish) is refused with `unsupported_or_invalid_configuration`, in range or not."""
-    for seconds in (3600, 10):
+def test_a_file_expiry_is_kept_and_a_bad_one_refused(surface: Surface, client: OpenAI) -> None:
+    """`expires_after` gives the file an `expires_at` of its `created_at` plus the
+    seconds (shown by every read); a policy out of bounds, with another anchor or half
+    given is refused naming the field, and writes nothing."""
+    for policy, param in (
+        ({"anchor": "created_at", "seconds": 3599}, "expires_after.seconds"),
+        ({"anchor": "created_at", "seconds": 2_592_001}, "expires_after.seconds"),
+        ({"anchor": "last_active_at", "seconds": 3600}, "expires_after.anchor"),
+        ({"seconds": 3600}, "expires_after.anchor"),
+        ({"anchor": "created_at"}, "expires_after.seconds"),
+    ):
         with unchanged(surface.server.data_dir), pytest.raises(openai.BadRequestError) as raised:
-            client.files.create(
-                file=("a.txt", b"hi"),
-                purpose="user_data",
-                expires_after={"anchor": "created_at", "seconds": seconds},
-            )
-        assert raised.value.param == "expires_after"
-        assert raised.value.code == "unsupported_or_invalid_configuration"
+            client.files.create(file=("a.txt", b"hi"), purpose="user_data", expires_after=policy)  # type: ignore[arg-type]
+        assert raised.value.param == param
+    made = client.files.create(
+        file=("a.txt", b"hi"),
+        purpose="user_data",
+        expires_after={"anchor": "created_at", "seconds": 3600},
+    )
+    assert made.expires_at == made.created_at + 3600
+    assert client.files.retrieve(made.id).expires_at == made.expires_at
+    listed = {f.id: f.expires_at for f in client.files.list()}
+    assert listed[made.id] == made.expires_at
     kept = client.files.create(file=("a.txt", b"hi"), purpose="user_data")
     assert kept.expires_at is None
 

@@ -90,9 +90,9 @@ def test_collect_purges_only_what_retention_releases(target: Target) -> None:
                 await _deleted_session(tx, "live", None)
 
             await db.write(setup)
-            dry = await db.write(lambda tx: purge.collect(tx, 500, dry_run=True))
+            dry = await db.write(lambda tx: purge.collect(tx, 500, now=500, dry_run=True))
             still = await db.read(lambda r: r.fetchone("SELECT COUNT(*) AS n FROM items"))
-            done = await db.write(lambda tx: purge.collect(tx, 500))
+            done = await db.write(lambda tx: purge.collect(tx, 500, now=500))
             left = await db.read(lambda r: r.fetchall("SELECT id FROM sessions ORDER BY id"))
             items = await db.read(lambda r: r.fetchone("SELECT COUNT(*) AS n FROM items"))
             return (

@@ -130,3 +130,49 @@ def test_a_download_reads_the_body_in_chunks_to_its_end_after_a_delete(target: T
     assert len(sizes) == -(-len(body) // CHUNK_BYTES)
     assert max(sizes) <= CHUNK_BYTES
     assert peak < len(body) // 4, peak
+
+
+def test_an_expired_file_is_gone_for_every_read_and_collected(target: Target) -> None:
+    """From its `expires_at` on, a file is not found, listed, opened or deleted, on both
+    backends, and the retention purge removes its row; a file without one stays."""
+    from storage import files as file_rows
+    from storage import purge
+
+    clock = [999]
+
+    async def main() -> None:
+        db = await Database.open(target("u.db"))
+        try:
+            await db.write(lambda tx: _insert_project(tx))
+            bodies = FileBodies(db, now=lambda: clock[0])
+            for file_id, expires_at in (("file_kept", None), ("file_a", 1000), ("file_b", 2000)):
+                row = {**_row(file_id, 4), "expires_at": expires_at}
+                await bodies.store(row, io.BytesIO(b"body"))
+
+            async def found(now: int) -> list[str]:
+                rows, _ = await db.read(
+                    lambda r: file_rows.page(
+                        r, "proj_a", purpose=None, after=None, limit=10, order="asc", now=now
+                    )
+                )
+                return sorted(str(row["id"]) for row in rows)
+
+            assert await found(999) == ["file_a", "file_b", "file_kept"]
+            assert await db.read(lambda r: file_rows.get(r, "proj_a", "file_a", 999))
+            reader = await bodies.open("proj_a", "file_a")
+            assert reader is not None
+            assert b"".join([chunk async for chunk in reader]) == b"body"
+            clock[0] = 1000
+            assert await found(1000) == ["file_b", "file_kept"]
+            assert await db.read(lambda r: file_rows.get(r, "proj_a", "file_a", 1000)) is None
+            assert await bodies.open("proj_a", "file_a") is None
+            assert not await bodies.delete("proj_a", "file_a")
+            dry = await db.write(lambda tx: purge.collect(tx, 0, now=1000, dry_run=True))
+            done = await db.write(lambda tx: purge.collect(tx, 0, now=1000))
+            assert dry.rows == done.rows == {"files": 1}
+            left = await db.read(lambda r: r.fetchall("SELECT id FROM files ORDER BY id"))
+            assert [row["id"] for row in left] == ["file_b", "file_kept"]
+        finally:
+            await db.close()
+
+    asyncio.run(main())

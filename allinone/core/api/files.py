@@ -1,5 +1,7 @@
 """`/v1/files`: the Files API the SDK's `client.files` uses (upload, list, retrieve,
-content, delete). An upload reads `file` and `purpose` and refuses any other field.
+content, delete). An upload reads `file`, `purpose` and `expires_after` (an `anchor` of
+`created_at` and 3,600-2,592,000 `seconds`) and refuses any other field. A file past its
+`expires_at` is gone for every route (`storage.files`).
 Bodies stream to and from disk through `allinone.core.file_bodies`; no body is ever
 held in memory whole."""
 
@@ -34,7 +36,9 @@ UPLOAD_CHUNK_BYTES = 256 * 1024
 # The Files API's own list bounds: `limit` 1-10,000, default 10,000.
 MAX_FILE_LIMIT = 10_000
 PURPOSES = ("user_data",)
-UPLOAD_FIELDS = ("file", "purpose")
+UPLOAD_FIELDS = ("file", "purpose", "expires_after[anchor]", "expires_after[seconds]")
+# `expires_after.seconds`' bounds: an hour to thirty days.
+EXPIRY_SECONDS = (3600, 30 * 24 * 3600)
 # A delete has no body; this much is read to tell an empty one from one that is not.
 MAX_DELETE_BODY_BYTES = 64 * 1024
 
@@ -48,7 +52,7 @@ def file_object(row: dict[str, Any]) -> dict[str, Any]:
         "filename": row["filename"],
         "purpose": row["purpose"],
         "status": "processed",
-        "expires_at": None,
+        "expires_at": row.get("expires_at"),
         "status_details": None,
     }
 
@@ -74,8 +78,9 @@ class FilesApi:
         content_type = request.headers.get("content-type", "")
         if not content_type.startswith("multipart/form-data"):
             raise invalid("Upload a file as multipart/form-data.")
-        async with _upload_fields(request) as (filename, source, purpose):
+        async with _upload_fields(request) as (filename, source, purpose, expires_after):
             size, sha256 = await asyncio.to_thread(_measure, source)
+            now = self._clock.now()
             row = {
                 "id": self._ids.new("file"),
                 "project_id": project,
@@ -83,7 +88,8 @@ class FilesApi:
                 "purpose": purpose,
                 "bytes": size,
                 "sha256": sha256,
-                "created_at": self._clock.now(),
+                "created_at": now,
+                "expires_at": None if expires_after is None else now + expires_after,
             }
             await self._bodies.store(row, source)
         return json(file_object(row))
@@ -101,6 +107,7 @@ class FilesApi:
                 after=params.after,
                 limit=params.limit,
                 order=params.order,
+                now=self._clock.now(),
             ),
             "after is not a valid file ID",
         )
@@ -109,7 +116,12 @@ class FilesApi:
     async def _file(self, request: Request) -> dict[str, Any]:
         project = project_of(request)
         row = await self._db.read(
-            partial(file_rows.get, project_id=project, file_id=request.path_params["file_id"])
+            partial(
+                file_rows.get,
+                project_id=project,
+                file_id=request.path_params["file_id"],
+                now=self._clock.now(),
+            )
         )
         if row is None:
             raise not_found()
@@ -141,10 +153,11 @@ class FilesApi:
 @asynccontextmanager
 async def _upload_fields(
     request: Request,
-) -> AsyncIterator[tuple[str, BinaryIO, str]]:
-    """The `file` (as a file positioned at its start) and `purpose` fields of a
-    multipart upload. The body streams through the size limit; the file part spools to
-    a temporary file on disk as it arrives, removed when the block ends."""
+) -> AsyncIterator[tuple[str, BinaryIO, str, int | None]]:
+    """The `file` (as a file positioned at its start), `purpose` and `expires_after`
+    (its seconds, or None) fields of a multipart upload. The body streams through the
+    size limit; the file part spools to a temporary file on disk as it arrives, removed
+    when the block ends."""
     try:
         form = await limited(request, MAX_UPLOAD_BYTES).form(max_files=1, max_fields=8)
     except (MultiPartException, UnicodeDecodeError) as exc:
@@ -157,15 +170,18 @@ async def _upload_fields(
         upload = form.get("file")
         if not isinstance(upload, UploadFile):
             raise invalid("A file is required.", "file")
-        yield upload_filename(upload.filename), upload.file, str(purpose)
+        expires_after = _expires_after(
+            form.get("expires_after[anchor]"), form.get("expires_after[seconds]")
+        )
+        yield upload_filename(upload.filename), upload.file, str(purpose), expires_after
     finally:
         await form.close()
 
 
 def _check_field_names(names: list[str]) -> None:
-    """Only `file` and `purpose` are read, each once. `expires_after` is refused: corebox
-    keeps an uploaded file until it is deleted (README, differences); any other field is
-    not part of the upload."""
+    """Only `file`, `purpose` and `expires_after`'s two fields (as the SDK sends a
+    nested object in a multipart body) are read, each once; any other field is not part
+    of the upload."""
     seen: set[str] = set()
     for name in names:
         if name in seen:
@@ -175,14 +191,25 @@ def _check_field_names(names: list[str]) -> None:
                 code="unsupported_parameter",
             )
         seen.add(name)
-        if name == "expires_after" or name.startswith("expires_after["):
-            raise invalid(
-                "expires_after is not supported: corebox keeps a file until it is deleted.",
-                "expires_after",
-                code="unsupported_or_invalid_configuration",
-            )
         if name not in UPLOAD_FIELDS:
             raise invalid(f"Unknown upload field {name[:64]!r}.", name[:64])
+
+
+def _expires_after(anchor: object, seconds: object) -> int | None:
+    """`expires_after`'s seconds, None when the upload has none; both of its fields are
+    required, the anchor is `created_at` and the seconds are within `EXPIRY_SECONDS`."""
+    if anchor is None and seconds is None:
+        return None
+    if anchor != "created_at":
+        raise invalid("expires_after.anchor must be created_at.", "expires_after.anchor")
+    low, high = EXPIRY_SECONDS
+    text = seconds if isinstance(seconds, str) else ""
+    if not (text.isascii() and text.isdigit() and low <= int(text) <= high):
+        raise invalid(
+            f"expires_after.seconds must be an integer from {low} to {high}.",
+            "expires_after.seconds",
+        )
+    return int(text)
 
 
 def _measure(source: BinaryIO) -> tuple[int, str]:

@@ -56,6 +56,8 @@ MULTIPART_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "properties": {
             "file": {"type": "string", "format": "binary", "maxLength": 64 * 1024 * 1024},
             "purpose": {"enum": ["user_data"]},
+            "expires_after[anchor]": {"enum": ["created_at"]},
+            "expires_after[seconds]": {"type": "integer", "minimum": 3600, "maximum": 2592000},
         },
         "description": f"The file part's name: 1-{MAX_FILENAME} characters, no slashes"
         " or control characters.",
