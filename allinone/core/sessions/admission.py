@@ -49,7 +49,6 @@ class Admission:
         """`offered(kind)`: whether a connected Runtime declares that harness available;
         sessions on a CLI harness nobody offers are refused at creation."""
         self._db = db
-        self._ids = ids
         self._environments = environments
         self._on_work = on_work
         self._on_cancel = on_cancel
