@@ -147,3 +147,31 @@ def test_the_ready_signal_reports_a_server_that_exited_before_it_was_ready(
         busy.listen()
         with pytest.raises(RuntimeError, match="exited early"):
             start_server(tmp_path / "data", port=busy.getsockname()[1])
+
+
+def test_serve_imports_neither_other_commands_nor_unused_parsers() -> None:
+    """`corebox serve` (its command line, then the server's code) imports neither the
+    other commands' modules, nor h11 (the httptools protocol runs), nor tomllib (no
+    configuration file to read here)."""
+    code = (
+        "import contextlib, io, sys\n"
+        "from allinone import cli\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        "    cli.main(['serve', '--help'])\n"
+        "import allinone.app\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COREBOX_")}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    loaded = set(done.stdout.split())
+    assert {"allinone.app", "allinone.cli", "uvicorn"} <= loaded  # it sees what it looks for
+    others = {"allinone.admin", "allinone.data_commands", "allinone.receiver.commands"}
+    assert not (others | {"h11", "tomllib"}) & loaded
