@@ -14,14 +14,15 @@ build/corebox.spec writes a copy of this file with `GROUPS` filled in; as it sta
 from __future__ import annotations
 
 import importlib
-import io
 import os
 import sys
 import threading
-import zipfile
-from collections.abc import Sequence
-from importlib.machinery import ModuleSpec
-from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
 
 GROUPS: frozenset[str] = frozenset()
 PAYLOAD_PREFIX = "_corebox_deferred_"
@@ -53,6 +54,9 @@ class DeferredNatives:
         """Nothing cached here."""
 
     def _unpack(self, group: str) -> None:
+        import io
+        import zipfile
+
         name = PAYLOAD_PREFIX + group
         payload: bytes = importlib.import_module(name).PAYLOAD
         sys.modules.pop(name, None)  # the payload's bytes are not kept
