@@ -152,13 +152,17 @@ def test_the_ready_signal_reports_a_server_that_exited_before_it_was_ready(
 def test_serve_imports_neither_other_commands_nor_unused_parsers() -> None:
     """`corebox serve` (its command line, then the server's code) imports neither the
     other commands' modules, nor h11 (the httptools protocol runs), nor tomllib (no
-    configuration file to read here)."""
+    configuration file to read here); the Runtime's bootstrap request
+    (refused here) loads neither the IDNA codec nor unicodedata for an ASCII host."""
     code = (
-        "import contextlib, io, sys\n"
+        "import asyncio, contextlib, io, sys\n"
         "from allinone import cli\n"
         "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
         "    cli.main(['serve', '--help'])\n"
         "import allinone.app\n"
+        "from runtime import transport\n"
+        "with contextlib.suppress(transport.TransientError):\n"
+        f"    asyncio.run(transport.bootstrap('http://localhost:{free_port()}', 'c', 'd'))\n"
         "print(' '.join(sorted(sys.modules)))\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("COREBOX_")}
@@ -174,4 +178,5 @@ def test_serve_imports_neither_other_commands_nor_unused_parsers() -> None:
     loaded = set(done.stdout.split())
     assert {"allinone.app", "allinone.cli", "uvicorn"} <= loaded  # it sees what it looks for
     others = {"allinone.admin", "allinone.data_commands", "allinone.receiver.commands"}
-    assert not (others | {"h11", "tomllib"}) & loaded
+    unused = {"h11", "tomllib", "encodings.idna", "unicodedata"}
+    assert not (others | unused) & loaded
