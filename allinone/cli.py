@@ -12,30 +12,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from allinone import (
-    __version__,
-    admin,
-    agents_cli,
-    cli_help,
-    cluster_command,
-    data_commands,
-    devices,
-    doctor_command,
-    environments_cli,
-    logs,
-    overlays_cli,
-    postgres_command,
-    run_control,
-    session_forks,
-    skill_commands,
-    status_command,
-)
+from allinone import __version__, cli_help, logs
 from allinone.banner import Facts, banner, machine_lines
 from allinone.config import Config, ConfigError, load
-from allinone.console import command as console_command
 from allinone.core.agents import CLI_HARNESSES
 from allinone.credentials import KEY_FILE
-from allinone.receiver import commands as comms_commands
 
 if TYPE_CHECKING:
     from allinone.app import Started
@@ -44,9 +25,13 @@ if TYPE_CHECKING:
 # `allinone.app` (the server and the Runtime: uvicorn, starlette, the harnesses, mcp) is
 # imported by the two commands that run it, inside their functions: a static import that
 # PyInstaller sees, which the short-lived commands (admin, receiver, handler) do not pay.
+# The other commands' modules are imported the same way (`_add_commands`, `_run`), so
+# that `corebox serve` does not pay for them before it starts.
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
+    """The command line's parser; `serve_only` registers `serve` alone, which parses and
+    describes `corebox serve ...` exactly as the whole parser does."""
     parser = argparse.ArgumentParser(
         prog="corebox", description="The Agents API on your own machine."
     )
@@ -55,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
         dest="command", required=True, metavar="COMMAND", title="commands"
     )
     _add_serve(commands)
-    _add_commands(commands)
+    if not serve_only:
+        _add_commands(commands)
     cli_help.add_examples(parser)
     return parser
 
@@ -138,6 +124,24 @@ def _add_serve_runtime_flags(serve: argparse.ArgumentParser) -> None:
 
 def _add_commands(commands: Any) -> None:
     """Every command but `serve`, each registered by the module that runs it."""
+    from allinone import (
+        admin,
+        agents_cli,
+        cluster_command,
+        data_commands,
+        devices,
+        doctor_command,
+        environments_cli,
+        overlays_cli,
+        postgres_command,
+        run_control,
+        session_forks,
+        skill_commands,
+        status_command,
+    )
+    from allinone.console import command as console_command
+    from allinone.receiver import commands as comms_commands
+
     admin.add_commands(commands)
     comms_commands.add_commands(commands)
     devices.add_commands(commands)
@@ -188,7 +192,30 @@ def _announcer(config: Config) -> Callable[[Started], None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["serve"]:
+        return _serve(_parser(serve_only=True).parse_args(arguments))
+    args = _parser().parse_args(arguments)
+    if args.command == "serve":  # after options such as --version, which exit before
+        return _serve(args)
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Every command but `serve`."""
+    from allinone import (
+        admin,
+        data_commands,
+        devices,
+        doctor_command,
+        run_control,
+        session_forks,
+        skill_commands,
+        status_command,
+    )
+    from allinone.console import command as console_command
+    from allinone.receiver import commands as comms_commands
+
     group_main = getattr(args, "group_main", None)
     if callable(group_main):  # command groups that dispatch themselves
         return int(group_main(args))
@@ -233,8 +260,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return doctor_command.run_command(args, sys.stdout)
     if args.command == "daemon":
         return _daemon(args)
-    if args.command == "serve":
-        return _serve(args)
     return 2
 
 
@@ -262,7 +287,10 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"corebox: error: {exc}", file=sys.stderr)
         return 2
     logs.configure(config.log_level, config.log_format, sys.stderr)
+    from allinone.package_init import server_packages
     from allinone.startup import Warmup
+
+    server_packages()
 
     warmup = Warmup(config)  # prepares the data directory while the server is imported
     try:
@@ -312,6 +340,8 @@ def _signal_ready(fd: int, port: int) -> None:
 
 
 def _daemon(args: argparse.Namespace) -> int:
+    from allinone import admin, devices
+
     try:
         target = devices.daemon_target(args)
     except admin.AdminError as exc:
@@ -324,6 +354,9 @@ def _daemon(args: argparse.Namespace) -> int:
         print("corebox: error: --allowed-root needs absolute paths", file=sys.stderr)
         return 2
     print(f"corebox: runtime {target.device_id} connecting to {target.core_url}", flush=True)
+    from allinone.package_init import server_packages
+
+    server_packages()
     from allinone.app import RuntimeStopped, run_daemon
 
     try:

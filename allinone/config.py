@@ -31,7 +31,6 @@ model, USD cents per million input and output tokens (`[prices."gpt-4o"]` with `
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,6 +189,8 @@ def _workspace_roots(
 
 
 def _read_toml_roots(path: Path, default: Any) -> Any:
+    import tomllib  # only where a configuration file is read
+
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     return data.get("serve", data).get("workspace_roots", default)
 
@@ -197,6 +198,8 @@ def _read_toml_roots(path: Path, default: Any) -> Any:
 def _prices(config_file: Path | None) -> dict[str, tuple[float, float]]:
     if config_file is None:
         return {}
+    import tomllib  # only where a configuration file is read
+
     data = tomllib.loads(config_file.read_text(encoding="utf-8"))
     table = data.get("prices", data.get("serve", {}).get("prices", {}))
     if not isinstance(table, dict):
@@ -231,6 +234,8 @@ def _database_url(value: Any) -> str | None:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib  # only where a configuration file is read
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:

@@ -1,8 +1,9 @@
 """Numbered SQL migrations, applied at start under a schema-version table.
 
-Files are `migrations/NNNN_name.sql` inside this package, loaded with importlib.resources
-so a frozen build carries them. A database whose version is newer than the newest file
-here is refused: it was written by a newer build.
+Files are `migrations/NNNN_name.sql` next to this module, read from the directory this
+module was loaded from: the source tree, or the frozen build's unpacked directory, where
+the build ships them as data files. A database whose version is newer than the newest
+file here is refused: it was written by a newer build.
 
 PostgreSQL has its own files, `migrations/postgres/NNNN_name.sql`, numbered like the
 SQLite ones: a file stands for its own number and every SQLite number below it that has
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storage.errors import SchemaTooNew
@@ -32,9 +33,9 @@ _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 def available(backend: str = "sqlite") -> list[tuple[int, str]]:
     """Return (version, sql) for every migration file of `backend` (`sqlite` or
     `postgresql`), in order."""
-    folder = resources.files("storage").joinpath("migrations")
+    folder = Path(__file__).parent / "migrations"
     if backend == "postgresql":
-        folder = folder.joinpath("postgres")
+        folder = folder / "postgres"
     found: list[tuple[int, str]] = []
     for entry in folder.iterdir():
         match = _NAME.match(entry.name)

@@ -31,6 +31,20 @@ def test_every_command_shows_examples_the_parser_accepts() -> None:
             parser.parse_args(words[1:])  # exits (fails the test) on an unusable example
 
 
+def test_serve_alone_parses_and_describes_serve_as_the_whole_parser_does() -> None:
+    """`corebox serve ...` is parsed by a parser that registers `serve` alone (the other
+    commands' modules are not imported before the server starts): the same help, the
+    same values, the same refusal."""
+    whole, alone = _parser(), _parser(serve_only=True)
+    assert [path for path, _ in commands_of(alone)] == [(), ("serve",)]
+    served = dict(commands_of(whole))[("serve",)]
+    assert dict(commands_of(alone))[("serve",)].format_help() == served.format_help()
+    words = ["serve", "--port", "9000", "--data-dir", "/tmp/d", "--no-local-runtime"]
+    assert alone.parse_args(words) == whole.parse_args(words)
+    with pytest.raises(SystemExit):
+        alone.parse_args(["serve", "--port", "not-a-port"])
+
+
 def _complete(line: str) -> list[str]:
     """What bash offers for the last word of `line` after loading the script."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -188,12 +188,58 @@ def run_first_turn(server: Server) -> str:
         return session_id
 
 
-def test_a_turn_runs_through_the_official_sdk(server: Server) -> None:
+def test_a_turn_and_a_sealed_secret_run_through_the_official_sdk(server: Server) -> None:
+    """The cipher's native library is not unpacked at start (build/corebox.spec defers
+    it): sealing a credential's secret unpacks and loads it."""
     session_id = run_first_turn(server)
     with server.client() as client:
         with client.beta.agents.sessions.stream(session_id, input="again") as stream:
             result = stream.get_final_result()
         assert result.output_text == "again"
+        vault = client.beta.agents.vaults.create(name="v")
+        auth = {"type": "static_bearer", "token": "SECRET", "mcp_server_url": "https://mcp.test/a"}
+        credential = client.beta.agents.vaults.credentials.create(vault.id, name="c", auth=auth)
+        assert credential.vault_id == vault.id
+    assert "cryptography" in server_maps(server)
+
+
+def server_maps(server: Server) -> str:
+    """The memory map of the one-file bootloader's child, the server itself."""
+    children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
+    pids = children.read_text().split()
+    assert len(pids) == 1, pids
+    return Path(f"/proc/{pids[0]}/maps").read_text()
+
+
+def test_a_postgresql_url_loads_the_bundled_driver_and_libpq(tmp_path: Path) -> None:
+    """PostgreSQL's driver and its libpq are not unpacked at start (build/corebox.spec
+    defers them): a PostgreSQL URL unpacks and loads them, so the error is libpq's own
+    about the refused connection. PSYCOPG_IMPL=binary keeps psycopg from falling back to
+    a libpq of the system."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # bound, not listening: connecting is refused
+        result = subprocess.run(
+            [
+                str(binary()),
+                "serve",
+                "--port",
+                str(free_port()),
+                "--data-dir",
+                str(tmp_path / "data"),
+                "--database-url",
+                f"postgresql://corebox:pw@127.0.0.1:{port}/corebox",
+            ],
+            cwd=tmp_path,
+            env={**clean_env(), "PSYCOPG_IMPL": "binary"},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=READY_DEADLINE_SECONDS,
+            check=False,
+        )
+    assert result.returncode == 1, result.stderr
+    assert "cannot open database" in result.stderr and "Connection refused" in result.stderr
 
 
 def test_bad_requests_are_refused_with_api_errors(server: Server) -> None:

@@ -1,6 +1,7 @@
 """The HTTP/1.1 connection protocol the server runs: uvicorn's h11 protocol with a
-deadline for request headers (and `fast_protocol`, the same bounds on uvicorn's
-httptools protocol, which `http_protocol` prefers where httptools is installed).
+deadline for request headers (`h11_protocol`, imported only where it runs) and
+`fast_protocol`, the same bounds on uvicorn's httptools protocol, which `http_protocol`
+prefers where httptools is installed.
 
 uvicorn bounds the idle time between requests (`timeout_keep_alive`) but not the time a
 client may take to send a request's headers: a client trickling one header byte at a
@@ -14,9 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
-
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from typing import TYPE_CHECKING, Any
 
 HEADER_SECONDS = 10.0
 MAX_HEADER_BYTES = 16 * 1024
@@ -29,8 +28,20 @@ def http_protocol() -> type[asyncio.Protocol]:
     try:
         from allinone.core.api.fast_protocol import BoundedHttpToolsProtocol
     except ImportError:  # httptools does not install everywhere
+        from allinone.core.api.h11_protocol import BoundedH11Protocol
+
         return BoundedH11Protocol
     return BoundedHttpToolsProtocol
+
+
+def __getattr__(name: str) -> Any:
+    """`BoundedH11Protocol` lives in `h11_protocol`, imported (with h11) when asked for:
+    the server runs the httptools protocol where httptools is installed."""
+    if name == "BoundedH11Protocol":
+        from allinone.core.api.h11_protocol import BoundedH11Protocol
+
+        return BoundedH11Protocol
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class HeadDeadline:
@@ -65,22 +76,3 @@ class HeadDeadline:
         if self._head_mark() is waiting_for and not self.transport.is_closing():
             self.logger.info("closing a connection that sent no request head in time")
             self.transport.close()
-
-
-class BoundedH11Protocol(HeadDeadline, H11Protocol):
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm_header_deadline()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm_header_deadline()
-        super().connection_lost(exc)
-
-    def on_response_complete(self) -> None:
-        # Armed first: a pipelined request parsed by the call below replaces the scope
-        # and so disarms the deadline.
-        self._arm_header_deadline()
-        super().on_response_complete()
-
-    def _head_mark(self) -> object:
-        return self.scope  # a new request head replaces the scope

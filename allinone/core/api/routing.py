@@ -83,14 +83,48 @@ class LiteralFirst(Route):
         return match, child
 
 
+def _written(shape: _Shape) -> tuple[str, ...]:
+    """A path's segments with each parameter written `{}` (any parameter matches any)."""
+    segments, params = shape
+    return tuple(
+        "{}" if param else segment for segment, param in zip(segments, params, strict=True)
+    )
+
+
+def _literals_after(shapes: Iterable[_Shape]) -> dict[tuple[str, ...], set[str]]:
+    """For every leading run of written segments, the literal segments some path has
+    right after it. A parameter at index i of a path is reserved exactly the literals
+    after its first i written segments: what `_reserved` finds by comparing the path with
+    every other one, in one pass over the paths."""
+    found: dict[tuple[str, ...], set[str]] = {}
+    for shape in shapes:
+        written = _written(shape)
+        for index, segment in enumerate(shape[0]):
+            if not shape[1][index]:
+                found.setdefault(written[:index], set()).add(segment)
+    return found
+
+
+def _reserved_from(
+    shape: _Shape, after: dict[tuple[str, ...], set[str]]
+) -> dict[str, frozenset[str]]:
+    written = _written(shape)
+    found: dict[str, set[str]] = {}
+    for index, segment in enumerate(shape[0]):
+        words = after.get(written[:index]) if shape[1][index] else None
+        if words:
+            found.setdefault(_name(segment), set()).update(words)
+    return {name: frozenset(words) for name, words in found.items()}
+
+
 def literal_first(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
     """`routes` with every parameterised HTTP route made a `LiteralFirst`."""
     shapes = {route.path: _shape(route.path) for route in routes if isinstance(route, Route)}
+    after = _literals_after(shapes.values())
     result: list[BaseRoute] = []
     for route in routes:
         if isinstance(route, Route) and "{" in route.path:
-            others = (shape for path, shape in shapes.items() if path != route.path)
-            reserved = _reserved(shapes[route.path], others)
+            reserved = _reserved_from(shapes[route.path], after)
             if reserved:
                 methods = sorted(route.methods) if route.methods is not None else None
                 route = LiteralFirst(

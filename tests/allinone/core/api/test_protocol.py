@@ -22,7 +22,8 @@ from allinone.core.api.app import build_app
 from allinone.core.api.bodies import read_body
 from allinone.core.api.errors import ApiError
 from allinone.core.api.fast_protocol import BoundedHttpToolsProtocol
-from allinone.core.api.protocol import MAX_HEADER_BYTES, BoundedH11Protocol, http_protocol
+from allinone.core.api.h11_protocol import BoundedH11Protocol
+from allinone.core.api.protocol import MAX_HEADER_BYTES, http_protocol
 from allinone.startup import bind
 
 DEADLINE = 0.3
