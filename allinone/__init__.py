@@ -6,9 +6,8 @@ start), `app.py` (the composition root: the one place that builds storage, Core,
 scheduler, the uvicorn server and the in-process Runtime, and starts and stops them),
 `lifecycle.py` (ordered start-up, reverse shutdown within one budget),
 `credentials.py` and `devices.py` (first-start keys and device credentials),
-`redaction.py` (secrets kept out of the log), `package_init.py` (uvicorn imported
-without its command line), `admin.py`, and the packages `core/` (the platform) and
-`receiver/` (a remote client of it).
+`redaction.py` (secrets kept out of the log), `admin.py`, and the packages `core/`
+(the platform) and `receiver/` (a remote client of it).
 
 May import: everything below it (`allinone.core`, `runtime.proto`, `storage`). Only
 `app.py` imports the Runtime's implementation (`runtime` outside `runtime.proto`); the

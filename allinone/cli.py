@@ -287,10 +287,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"corebox: error: {exc}", file=sys.stderr)
         return 2
     logs.configure(config.log_level, config.log_format, sys.stderr)
-    from allinone.package_init import server_packages
     from allinone.startup import Warmup
-
-    server_packages()
 
     warmup = Warmup(config)  # prepares the data directory while the server is imported
     try:
@@ -354,9 +351,6 @@ def _daemon(args: argparse.Namespace) -> int:
         print("corebox: error: --allowed-root needs absolute paths", file=sys.stderr)
         return 2
     print(f"corebox: runtime {target.device_id} connecting to {target.core_url}", flush=True)
-    from allinone.package_init import server_packages
-
-    server_packages()
     from allinone.app import RuntimeStopped, run_daemon
 
     try:

@@ -10,14 +10,11 @@ moves bytes and enforces deadlines.
 from __future__ import annotations
 
 import asyncio
-import http.client
 import json
 import random
-import socket
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlencode
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -94,49 +91,6 @@ class Backoff:
         self.attempt = 0
 
 
-def _connect(
-    address: tuple[str, int],
-    timeout: float | None = None,
-    source_address: tuple[str, int] | None = None,
-) -> socket.socket:
-    """`socket.create_connection`, but an ASCII host name goes to the resolver as bytes,
-    so resolving it does not load the IDNA codec (and with it unicodedata)."""
-    host, port = address
-    name: str | bytes = host.encode("ascii") if host.isascii() else host
-    failure = OSError(f"no address for {host}")
-    for family, kind, proto, _, peer in socket.getaddrinfo(name, port, 0, socket.SOCK_STREAM):
-        sock = socket.socket(family, kind, proto)
-        try:
-            sock.settimeout(timeout)
-            if source_address:
-                sock.bind(source_address)
-            sock.connect(peer)
-        except OSError as exc:
-            sock.close()
-            failure = exc
-            continue
-        return sock
-    raise failure
-
-
-class _Connection(http.client.HTTPConnection):
-    """http.client's HTTP connection, its socket opened by `_connect`."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._create_connection = _connect
-
-
-class _Handler(urllib.request.HTTPHandler):
-    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_Connection, req)
-
-
-# urllib's own opener (proxies, redirects, HTTP errors as before) with `_Connection`
-# for plain HTTP, which a local Core uses.
-_OPENER = urllib.request.build_opener(_Handler)
-
-
 def _post_bootstrap(core_url: str, credential: str, device_id: str) -> BootstrapInfo:
     request = urllib.request.Request(
         f"{core_url.rstrip('/')}/agent-daemon/bootstrap",
@@ -149,7 +103,7 @@ def _post_bootstrap(core_url: str, credential: str, device_id: str) -> Bootstrap
         method="POST",
     )
     try:
-        with _OPENER.open(request, timeout=limits.HANDSHAKE_TIMEOUT_SECONDS) as reply:
+        with urllib.request.urlopen(request, timeout=limits.HANDSHAKE_TIMEOUT_SECONDS) as reply:
             body = json.loads(reply.read(limits.BOOTSTRAP_RESPONSE_MAX_BYTES))
     except urllib.error.HTTPError as exc:
         if exc.code in PERMANENT_STATUSES:
