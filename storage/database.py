@@ -402,7 +402,9 @@ class Database:
             return
         if self._checkpointing is not None and not self._checkpointing.done():
             return
-        self._checkpointing = asyncio.create_task(self._background_checkpoint())
+        self._checkpointing = asyncio.create_task(
+            self._background_checkpoint(), name="storage-checkpoint"
+        )
 
     async def _background_checkpoint(self) -> None:
         try:
