@@ -14,7 +14,7 @@ from typing import Any
 
 from storage.database import Tx
 from storage.journal_dictionary import pack, unpack
-from storage.rows import Queryable, dumps, loads
+from storage.rows import Queryable, as_dict, dumps, loads
 
 
 async def insert(tx: Tx, row: dict[str, Any]) -> int:
@@ -73,7 +73,7 @@ def decoded(row: sqlite3.Row | None) -> dict[str, Any] | None:
     """An item row as a dict, its payload decoded."""
     if row is None:
         return None
-    data = dict(row)
+    data = as_dict(row)
     data["payload"] = loads(unpack(data["payload"]))
     return data
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from storage import turn_rows
 from storage.database import Tx
@@ -11,8 +11,19 @@ from storage.rows import Queryable, loads
 
 
 async def get(q: Queryable, turn_id: str) -> dict[str, Any] | None:
+    text = await stored_text(q, turn_id)
+    return None if text is None else dict(loads(text))
+
+
+async def stored_text(q: Queryable, turn_id: str) -> str | None:
+    """The turn's manifest as its stored JSON text, or None."""
     row = await q.fetchone("SELECT manifest FROM turns_full WHERE id = ?", (turn_id,))
-    return None if row is None or row["manifest"] is None else dict(loads(row["manifest"]))
+    return None if row is None else cast("str | None", row["manifest"])
+
+
+def is_stored_form(manifest: dict[str, Any], text: str) -> bool:
+    """Whether `text` is exactly what storing `manifest` would store."""
+    return turn_rows.text_of("manifest", manifest) == text
 
 
 async def put(tx: Tx, turn_id: str, manifest: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ consumed inputs admitted without an idempotency key.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from storage import turn_rows
@@ -118,24 +119,29 @@ async def transition(
 ) -> bool:
     """Compare-and-set: move the turn to `status` only from an `expected` status (and,
     when given, only while it still carries `fencing_token`). Return whether it moved."""
-    sets = ["status = ?", "state_version = state_version + 1"]
-    args: list[Any] = [status]
     columns = await turn_rows.stored(tx, fields or {})
     if status in ENDED:
         columns = {**dict.fromkeys(RUNNING_ONLY), **columns}
-    for column, value in columns.items():
-        sets.append(f"{column} = ?")
-        args.append(value)
-    placeholders = ", ".join("?" for _ in expected)
-    sql = f"UPDATE turns SET {', '.join(sets)} WHERE id = ? AND status IN ({placeholders})"
-    args.extend([turn_id, *expected])
+    sql = _transition_sql(tuple(columns), len(expected), fencing_token is not None)
+    args: list[Any] = [status, *columns.values(), turn_id, *expected]
     if fencing_token is not None:
-        sql += " AND fencing_token = ?"
         args.append(fencing_token)
     moved = await tx.execute(sql, args) == 1
     if moved and status in ENDED:
         await _drop_consumed_inputs(tx, turn_id)
     return moved
+
+
+@functools.lru_cache(maxsize=256)
+def _transition_sql(columns: tuple[str, ...], expected: int, fenced: bool) -> str:
+    """A transition's UPDATE setting `columns` from one of `expected` statuses (and,
+    when `fenced`, only while the turn carries its fencing token)."""
+    sets = ", ".join(
+        ["status = ?", "state_version = state_version + 1"] + [f"{c} = ?" for c in columns]
+    )
+    placeholders = ", ".join("?" for _ in range(expected))
+    sql = f"UPDATE turns SET {sets} WHERE id = ? AND status IN ({placeholders})"
+    return sql + " AND fencing_token = ?" if fenced else sql
 
 
 async def _drop_consumed_inputs(tx: Tx, turn_id: str) -> None:
@@ -149,12 +155,17 @@ async def _drop_consumed_inputs(tx: Tx, turn_id: str) -> None:
     )
 
 
+# The usage columns are always all set (`turn_rows.usage_columns`), in their order.
+_SET_USAGE = (
+    f"UPDATE turns SET {', '.join(f'{column} = ?' for column in turn_rows.USAGE_COLUMNS)}"
+    " WHERE id = ? AND fencing_token = ? AND status IN (?, ?)"
+)
+
+
 async def set_usage(tx: Tx, turn_id: str, usage: dict[str, Any], fencing_token: str) -> bool:
     columns = turn_rows.usage_columns(usage)
-    sets = ", ".join(f"{column} = ?" for column in columns)
     changed = await tx.execute(
-        f"UPDATE turns SET {sets} WHERE id = ? AND fencing_token = ? AND status IN (?, ?)",
-        (*columns.values(), turn_id, fencing_token, "in_progress", "waiting"),
+        _SET_USAGE, (*columns.values(), turn_id, fencing_token, "in_progress", "waiting")
     )
     return changed == 1
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from storage import execution_settings, manifests
 from storage.database import Tx
+from storage.rows import loads
 
 log = logging.getLogger(__name__)
 
@@ -72,11 +73,19 @@ def claimed(
 
 async def settle(tx: Tx, session_id: str, turn_id: str, metadata: dict[str, str] | None) -> None:
     """Merge the Runtime's part into the turn's manifest and decide its catalog version."""
-    manifest = await manifests.get(tx, turn_id)
-    if manifest is None:
+    text = await manifests.stored_text(tx, turn_id)
+    if text is None:
         return
+    manifest: dict[str, Any] = dict(loads(text))
     reported = _reported(metadata)
-    manifest.update({k: reported[k] for k in RUNTIME_FIELDS if reported.get(k) is not None})
+    updates = {k: reported[k] for k in RUNTIME_FIELDS if reported.get(k) is not None}
+    if (
+        not updates
+        and manifest.get("tools_digest") is None
+        and manifests.is_stored_form(manifest, text)
+    ):
+        return  # nothing to merge: storing it again would store the same document
+    manifest.update(updates)
     if manifest.get("tools_digest") is not None:
         earlier = await manifests.previous(tx, session_id, turn_id)
         version = int((earlier or {}).get("tool_catalog_version") or 0)

@@ -13,7 +13,6 @@ step is unknown).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from functools import partial
 from typing import Any
@@ -303,9 +302,8 @@ class TurnExecution:
                 "agent_version": self._session.get("agent_version"),
                 "core_process_id": self._parts.process_id,
                 "reserved_until": None,
-                "manifest": json.dumps(
-                    manifest.claimed(self._session, config_digest, self._overlays)
-                ),
+                # Encoded once, where it is stored (`storage.turn_rows`).
+                "manifest": manifest.claimed(self._session, config_digest, self._overlays),
             },
         )
         if not moved:
