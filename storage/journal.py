@@ -208,6 +208,32 @@ async def after(
         f" WHERE session_key = {_KEY} AND seq > ? ORDER BY seq LIMIT ?",
         (session_id, seq, limit),
     )
+    return await _events(q, session_id, rows, recent)
+
+
+async def follow(
+    q: Queryable, session_id: str, seq: int, limit: int = 256, recent: Recent | None = None
+) -> tuple[list[dict[str, Any]], bool]:
+    """`after(...)`, and whether the session is gone or marked deleted, read by one
+    statement (so as of one snapshot: no event journaled before a deletion is missed)."""
+    rows = await q.fetchall(
+        "SELECT s.deleted_at, e.seq, e.event_id, e.type, e.base_seq, e.payload"
+        " FROM sessions s LEFT JOIN session_events e"
+        " ON e.session_key = s.journal_key AND e.seq > ?"
+        " WHERE s.id = ? ORDER BY e.seq LIMIT ?",
+        (seq, session_id, limit),
+    )
+    if not rows:
+        return [], True
+    deleted = rows[0]["deleted_at"] is not None
+    found = [row for row in rows if row["seq"] is not None]  # none: a LEFT JOIN's null row
+    return await _events(q, session_id, found, recent), deleted
+
+
+async def _events(
+    q: Queryable, session_id: str, rows: list[Any], recent: Recent | None
+) -> list[dict[str, Any]]:
+    """The whole events of journal rows read in order (see `after`)."""
     reader = _Rebuilder(q, session_id)
     found: list[dict[str, Any]] = []
     for row in rows:

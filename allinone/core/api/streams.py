@@ -17,13 +17,12 @@ import os
 import string
 from collections.abc import AsyncIterator, Callable
 from functools import partial
-from typing import Any
 
 from allinone.core.hub import Hub
 from allinone.core.ids import Ids
 from allinone.core.recorder import decode_event
-from storage import journal, sessions
-from storage.database import Database, Reader
+from storage import journal
+from storage.database import Database
 
 KEEPALIVE_SECONDS = 15.0
 READ_LIMIT = 256
@@ -103,7 +102,13 @@ async def journal_stream(
         while not hub.closing.is_set():
             wake.clear()
             rows, deleted = await db.read_now(
-                partial(_next_events, session_id=session_id, seq=seq, recent=hub.recent)
+                partial(
+                    journal.follow,
+                    session_id=session_id,
+                    seq=seq,
+                    limit=READ_LIMIT,
+                    recent=hub.recent,
+                )
             )
             if rows and rows[0]["seq"] != seq + 1:
                 yield _interrupted(ids, session_id)
@@ -134,15 +139,6 @@ async def journal_stream(
             yield b": keepalive\n\n"
     finally:
         hub.unsubscribe(session_id, wake)
-
-
-async def _next_events(
-    r: Reader, session_id: str, seq: int, recent: journal.Recent
-) -> tuple[list[dict[str, Any]], bool]:
-    """In one read: the events after `seq`, and whether the session is deleted (as of
-    the same snapshot, so no event journaled before its deletion is missed)."""
-    rows = await journal.after(r, session_id, seq, READ_LIMIT, recent)
-    return rows, await sessions.is_deleted(r, session_id)
 
 
 def _interrupted(ids: Ids, session_id: str) -> bytes:
