@@ -87,21 +87,30 @@ class Bases:
 
 class Recent:
     """Whole events recently committed or rebuilt, so that readers need not rebuild them
-    from their patches. Only an optimisation: readers still read every row, and an entry
-    is used only for the row whose session, sequence and event id it names (event ids
-    are unique, so such a row holds exactly that event). Safe across reader threads."""
+    from their patches. Only an optimisation: an entry is used only for the row whose
+    session, sequence and event id it names (event ids are unique, so such a row holds
+    exactly that event), or, by `following`, as the committed event at its sequence
+    (entries are only ever made of committed rows, and a session's sequences are never
+    reused). Safe across reader threads."""
 
     def __init__(self, limit: int = RECENT_EVENTS) -> None:
         self._limit = limit
         self._lock = threading.Lock()
-        self._events: OrderedDict[tuple[str, int], tuple[str, str, dict[str, Any]]] = OrderedDict()
+        self._events: OrderedDict[tuple[str, int], _Remembered] = OrderedDict()
 
     def put(
-        self, session_id: str, seq: int, event_id: str, payload: str, body: dict[str, Any]
+        self,
+        session_id: str,
+        seq: int,
+        event_id: str,
+        payload: str,
+        body: dict[str, Any],
+        type_: str | None = None,
     ) -> None:
-        """Remember a committed event: its whole JSON and its body (never changed later)."""
+        """Remember a committed event: its whole JSON and its body (never changed later),
+        and its type when known (which `following` needs)."""
         with self._lock:
-            self._events[(session_id, seq)] = (event_id, payload, body)
+            self._events[(session_id, seq)] = _Remembered(event_id, payload, body, type_)
             self._events.move_to_end((session_id, seq))
             while len(self._events) > self._limit:
                 self._events.popitem(last=False)
@@ -111,9 +120,30 @@ class Recent:
         `event_id` is remembered."""
         with self._lock:
             found = self._events.get((session_id, seq))
-        if found is None or found[0] != event_id:
+        if found is None or found.event_id != event_id:
             return None
-        return found[1], found[2]
+        return found.payload, found.body
+
+    def following(self, session_id: str, seq: int, limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` remembered events of the session right after `seq`, in order and
+        without a gap, shaped as `after` returns them; stops at the first one missing."""
+        found: list[dict[str, Any]] = []
+        with self._lock:
+            while len(found) < limit:
+                entry = self._events.get((session_id, seq + 1))
+                if entry is None or entry.type_ is None:
+                    break
+                seq += 1
+                found.append({"seq": seq, "type": entry.type_, "payload": entry.payload})
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Remembered:
+    event_id: str
+    payload: str
+    body: dict[str, Any]
+    type_: str | None
 
 
 def whole(event_id: str, type_: str, body: dict[str, Any]) -> str:
@@ -255,7 +285,7 @@ async def _events(
                 continue
             payload = whole(event_id, type_, body)
             if recent is not None:
-                recent.put(session_id, row["seq"], event_id, payload, body)
+                recent.put(session_id, row["seq"], event_id, payload, body, type_)
         found.append({"seq": row["seq"], "type": type_, "payload": payload})
     return found
 

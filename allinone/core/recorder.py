@@ -172,8 +172,8 @@ class Recorder:
         payload = journal.whole(event_id, type_, body)
 
         def committed() -> None:
-            self._hub.recent.put(session_id, seq, event_id, payload, body)
-            self._hub.notify(session_id)
+            self._hub.recent.put(session_id, seq, event_id, payload, body, type_)
+            self._hub.committed(session_id, seq)
 
         tx.after_commit(committed)
         return event_id

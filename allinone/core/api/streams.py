@@ -6,7 +6,9 @@ after the starting sequence, in order, each as `event: <type>` + one `data:` lin
 event carries random `obfuscation` padding unless the reader turned it off. Once the
 session is deleted, the stream ends after its last journaled event. A reader
 whose next event was pruned from the journal gets one `error` event
-(`stream_interrupted`) and the stream closes.
+(`stream_interrupted`) and the stream closes. Events this process has just committed
+are taken whole from the hub's memory when they follow on without a gap; everything
+else is read from the journal.
 """
 
 from __future__ import annotations
@@ -104,16 +106,19 @@ async def journal_stream(
         yield b": connected\n\n"
         seq = after_seq
         while not hub.closing.is_set():
+            from_journal, wake.journal = wake.journal, False
             wake.clear()
-            rows, deleted = await db.read_now(
-                partial(
-                    journal.follow,
-                    session_id=session_id,
-                    seq=seq,
-                    limit=READ_LIMIT,
-                    recent=hub.recent,
+            rows, deleted = ([] if from_journal else _remembered(hub, session_id, seq)), False
+            if not rows:
+                rows, deleted = await db.read_now(
+                    partial(
+                        journal.follow,
+                        session_id=session_id,
+                        seq=seq,
+                        limit=READ_LIMIT,
+                        recent=hub.recent,
+                    )
                 )
-            )
             if rows and rows[0]["seq"] != seq + 1:
                 yield _interrupted(ids, session_id)
                 return
@@ -137,6 +142,16 @@ async def journal_stream(
             yield b": keepalive\n\n"
     finally:
         hub.unsubscribe(session_id, wake)
+
+
+def _remembered(hub: Hub, session_id: str, seq: int) -> list[dict[str, Any]]:
+    """The events after `seq` this process committed and still remembers, when they
+    reach the latest it committed (with no gap); otherwise none, and the caller reads
+    the journal."""
+    rows = hub.recent.following(session_id, seq, READ_LIMIT)
+    if rows and len(rows) < READ_LIMIT and rows[-1]["seq"] < hub.latest(session_id):
+        return []
+    return rows
 
 
 def _chunk(
