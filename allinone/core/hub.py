@@ -34,7 +34,8 @@ class Hub:
         self.closing = asyncio.Event()
         self.recent = Recent()
         self._notify: Callable[[str], None] = self.notify_here
-        self._relayed = False
+        # Set while `committed` notifies: this process's readers then read from memory.
+        self._remembered = False
         # The latest sequence this process committed per session that has readers.
         self._latest: dict[str, int] = {}
 
@@ -42,29 +43,29 @@ class Hub:
         """From now on `notify` is `notify(session_id)`: it wakes this process's readers
         and those of the other Core processes sharing the database."""
         self._notify = notify
-        self._relayed = True
 
     def notify(self, session_id: str) -> None:
         self._notify(session_id)
 
     def notify_here(self, session_id: str) -> None:
-        """Wake this process's readers of the session; they read the journal."""
+        """Wake this process's readers of the session; they read the journal, unless the
+        wake-up is `committed`'s own."""
+        journal = not self._remembered
         for event in self._waiters.get(session_id, ()):
-            event.journal = True
+            event.journal = event.journal or journal
             event.set()
 
     def committed(self, session_id: str, seq: int) -> None:
         """The event `seq` of the session, already put in `recent`, has committed: wake
-        the readers, who may take it from `recent` (unless it is relayed to other
-        processes too, whose readers read the journal)."""
-        waiters = self._waiters.get(session_id)
-        if waiters:
+        this process's readers, who may take it from `recent`; other processes' readers
+        (through the relay) read the journal."""
+        if session_id in self._waiters:
             self._latest[session_id] = max(seq, self._latest.get(session_id, 0))
-        if self._relayed:
-            self._notify(session_id)
-            return
-        for event in waiters or ():
-            event.set()
+        self._remembered = True
+        try:
+            self._notify(session_id)  # other processes' readers get it as a plain notify
+        finally:
+            self._remembered = False
 
     def latest(self, session_id: str) -> int:
         """The latest sequence of the session committed here while it had readers (0

@@ -118,6 +118,14 @@ def test_events_committed_here_are_taken_from_memory_and_a_gap_or_deletion_reads
         clock = Clock()
         ids = Ids(clock)
         hub = Hub()
+        # As in the server: every wake-up is relayed (here, recorded as sent to others).
+        relayed: list[str] = []
+
+        def relay(session_id: str) -> None:
+            hub.notify_here(session_id)
+            relayed.append(session_id)
+
+        hub.relay_through(relay)
         recorder = Recorder(hub, ids, clock)
         await _session_with_events(db, recorder, 2)
 
@@ -152,6 +160,7 @@ def test_events_committed_here_are_taken_from_memory_and_a_gap_or_deletion_reads
         chunks.append([chunk async for chunk in stream])  # the stream ends
         journaled = await db.read(lambda r: journal.after(r, "s", 0))
         await db.close()
+        assert relayed and set(relayed) == {"s"}  # other processes are told every time
         return chunks, statements, [row["payload"] for row in journaled]
 
     chunks, statements, journaled = asyncio.run(main())
