@@ -146,9 +146,14 @@ class _Remembered:
     type_: str | None
 
 
-def whole(event_id: str, type_: str, body: dict[str, Any]) -> str:
-    """The whole event's JSON, as readers get it."""
-    return dumps({"event_id": event_id, "type": type_, **body})
+def whole(event_id: str, type_: str, body: dict[str, Any], text: str | None = None) -> str:
+    """The whole event's JSON, as readers get it. `text`, when given, is `dumps(body)`
+    already made: it is spliced in after the id and type instead of encoded again (the
+    same bytes, as a JSON object's members are encoded in order)."""
+    if text is None or "event_id" in body or "type" in body:
+        return dumps({"event_id": event_id, "type": type_, **body})
+    head = f'{{"event_id":{dumps(event_id)},"type":{dumps(type_)}'
+    return f"{head}}}" if text == "{}" else f"{head},{text[1:]}"
 
 
 async def append(
@@ -164,12 +169,12 @@ async def append_compact(
     session_id: str,
     seq: int,
     event: tuple[str, str, dict[str, Any]],
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], str]:
     """Append `event` = (event_id, type, body) stored as the smallest patch against its
     family's template or one of the session's latest events (one per family, committed
     or written earlier in this transaction). Readers get
     `{"event_id": ..., "type": ..., **body}`. Returns a copy of `body` the caller may
-    keep (never changed later)."""
+    keep (never changed later) and the whole event's JSON (`whole`)."""
     event_id, type_, body = event
     kind = family(body)
     base_seq, depth, encoded = -kind, 1, dumps(deltas.diff(TEMPLATES[kind], body))
@@ -192,9 +197,10 @@ async def append_compact(
     # Remembered at once: a later event of this transaction may use it as its base. A
     # rollback removes the row, and `_insert_on_base` then finds it gone. A copy, because
     # the caller may go on changing its dictionaries.
-    copy: dict[str, Any] = loads(dumps(body))
+    text = dumps(body)
+    copy: dict[str, Any] = loads(text)
     bases.remember(session_id, type_, _Base(seq, event_id, depth, copy))
-    return copy
+    return copy, whole(event_id, type_, copy, text)
 
 
 async def _insert_on_base(tx: Tx, values: tuple[Any, ...], base: _Base) -> bool:

@@ -250,3 +250,16 @@ def test_following_reads_the_events_and_the_deletion_in_one_statement(target: Ta
     assert deleted[1] is True and [row["payload"] for row in deleted[0]] == written[20:23]
     assert unknown == ([], True)
     assert statements == 1
+
+
+def test_a_whole_event_spliced_from_its_body_text_is_the_same_bytes() -> None:
+    rng = random.Random(17)
+    bodies: list[dict[str, Any]] = [{}, {"type": "x"}, {"event_id": 1, "a": 'é\n"'}]
+    while len(bodies) < 500:
+        value = _value(rng)
+        if isinstance(value, dict):
+            bodies.append(value)
+    for body in bodies:
+        expected = dumps({"event_id": "evt_1", "type": "agent.session.idle", **body})
+        spliced = journal.whole("evt_1", "agent.session.idle", body, dumps(body))
+        assert spliced == expected == journal.whole("evt_1", "agent.session.idle", body)
