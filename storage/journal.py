@@ -87,21 +87,30 @@ class Bases:
 
 class Recent:
     """Whole events recently committed or rebuilt, so that readers need not rebuild them
-    from their patches. Only an optimisation: readers still read every row, and an entry
-    is used only for the row whose session, sequence and event id it names (event ids
-    are unique, so such a row holds exactly that event). Safe across reader threads."""
+    from their patches. Only an optimisation: an entry is used only for the row whose
+    session, sequence and event id it names (event ids are unique, so such a row holds
+    exactly that event), or, by `following`, as the committed event at its sequence
+    (entries are only ever made of committed rows, and a session's sequences are never
+    reused). Safe across reader threads."""
 
     def __init__(self, limit: int = RECENT_EVENTS) -> None:
         self._limit = limit
         self._lock = threading.Lock()
-        self._events: OrderedDict[tuple[str, int], tuple[str, str, dict[str, Any]]] = OrderedDict()
+        self._events: OrderedDict[tuple[str, int], _Remembered] = OrderedDict()
 
     def put(
-        self, session_id: str, seq: int, event_id: str, payload: str, body: dict[str, Any]
+        self,
+        session_id: str,
+        seq: int,
+        event_id: str,
+        payload: str,
+        body: dict[str, Any],
+        type_: str | None = None,
     ) -> None:
-        """Remember a committed event: its whole JSON and its body (never changed later)."""
+        """Remember a committed event: its whole JSON and its body (never changed later),
+        and its type when known (which `following` needs)."""
         with self._lock:
-            self._events[(session_id, seq)] = (event_id, payload, body)
+            self._events[(session_id, seq)] = _Remembered(event_id, payload, body, type_)
             self._events.move_to_end((session_id, seq))
             while len(self._events) > self._limit:
                 self._events.popitem(last=False)
@@ -111,14 +120,40 @@ class Recent:
         `event_id` is remembered."""
         with self._lock:
             found = self._events.get((session_id, seq))
-        if found is None or found[0] != event_id:
+        if found is None or found.event_id != event_id:
             return None
-        return found[1], found[2]
+        return found.payload, found.body
+
+    def following(self, session_id: str, seq: int, limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` remembered events of the session right after `seq`, in order and
+        without a gap, shaped as `after` returns them; stops at the first one missing."""
+        found: list[dict[str, Any]] = []
+        with self._lock:
+            while len(found) < limit:
+                entry = self._events.get((session_id, seq + 1))
+                if entry is None or entry.type_ is None:
+                    break
+                seq += 1
+                found.append({"seq": seq, "type": entry.type_, "payload": entry.payload})
+        return found
 
 
-def whole(event_id: str, type_: str, body: dict[str, Any]) -> str:
-    """The whole event's JSON, as readers get it."""
-    return dumps({"event_id": event_id, "type": type_, **body})
+@dataclass(frozen=True, slots=True)
+class _Remembered:
+    event_id: str
+    payload: str
+    body: dict[str, Any]
+    type_: str | None
+
+
+def whole(event_id: str, type_: str, body: dict[str, Any], text: str | None = None) -> str:
+    """The whole event's JSON, as readers get it. `text`, when given, is `dumps(body)`
+    already made: it is spliced in after the id and type instead of encoded again (the
+    same bytes, as a JSON object's members are encoded in order)."""
+    if text is None or "event_id" in body or "type" in body:
+        return dumps({"event_id": event_id, "type": type_, **body})
+    head = f'{{"event_id":{dumps(event_id)},"type":{dumps(type_)}'
+    return f"{head}}}" if text == "{}" else f"{head},{text[1:]}"
 
 
 async def append(
@@ -134,12 +169,12 @@ async def append_compact(
     session_id: str,
     seq: int,
     event: tuple[str, str, dict[str, Any]],
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], str]:
     """Append `event` = (event_id, type, body) stored as the smallest patch against its
     family's template or one of the session's latest events (one per family, committed
     or written earlier in this transaction). Readers get
     `{"event_id": ..., "type": ..., **body}`. Returns a copy of `body` the caller may
-    keep (never changed later)."""
+    keep (never changed later) and the whole event's JSON (`whole`)."""
     event_id, type_, body = event
     kind = family(body)
     base_seq, depth, encoded = -kind, 1, dumps(deltas.diff(TEMPLATES[kind], body))
@@ -162,9 +197,10 @@ async def append_compact(
     # Remembered at once: a later event of this transaction may use it as its base. A
     # rollback removes the row, and `_insert_on_base` then finds it gone. A copy, because
     # the caller may go on changing its dictionaries.
-    copy: dict[str, Any] = loads(dumps(body))
+    text = dumps(body)
+    copy: dict[str, Any] = loads(text)
     bases.remember(session_id, type_, _Base(seq, event_id, depth, copy))
-    return copy
+    return copy, whole(event_id, type_, copy, text)
 
 
 async def _insert_on_base(tx: Tx, values: tuple[Any, ...], base: _Base) -> bool:
@@ -208,6 +244,32 @@ async def after(
         f" WHERE session_key = {_KEY} AND seq > ? ORDER BY seq LIMIT ?",
         (session_id, seq, limit),
     )
+    return await _events(q, session_id, rows, recent)
+
+
+async def follow(
+    q: Queryable, session_id: str, seq: int, limit: int = 256, recent: Recent | None = None
+) -> tuple[list[dict[str, Any]], bool]:
+    """`after(...)`, and whether the session is gone or marked deleted, read by one
+    statement (so as of one snapshot: no event journaled before a deletion is missed)."""
+    rows = await q.fetchall(
+        "SELECT s.deleted_at, e.seq, e.event_id, e.type, e.base_seq, e.payload"
+        " FROM sessions s LEFT JOIN session_events e"
+        " ON e.session_key = s.journal_key AND e.seq > ?"
+        " WHERE s.id = ? ORDER BY e.seq LIMIT ?",
+        (seq, session_id, limit),
+    )
+    if not rows:
+        return [], True
+    deleted = rows[0]["deleted_at"] is not None
+    found = [row for row in rows if row["seq"] is not None]  # none: a LEFT JOIN's null row
+    return await _events(q, session_id, found, recent), deleted
+
+
+async def _events(
+    q: Queryable, session_id: str, rows: list[Any], recent: Recent | None
+) -> list[dict[str, Any]]:
+    """The whole events of journal rows read in order (see `after`)."""
     reader = _Rebuilder(q, session_id)
     found: list[dict[str, Any]] = []
     for row in rows:
@@ -229,7 +291,7 @@ async def after(
                 continue
             payload = whole(event_id, type_, body)
             if recent is not None:
-                recent.put(session_id, row["seq"], event_id, payload, body)
+                recent.put(session_id, row["seq"], event_id, payload, body, type_)
         found.append({"seq": row["seq"], "type": type_, "payload": payload})
     return found
 

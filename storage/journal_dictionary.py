@@ -129,13 +129,33 @@ _WINDOW_BITS = -15  # raw deflate: no zlib header or checksum
 _LEVEL = 9
 
 
+# Short patches recur (an event equal to its base is `{}`; a stream's deltas repeat
+# theirs): their stored forms are kept, a bounded number of short texts.
+_REMEMBERED_TEXT = 512
+_REMEMBERED = 256
+# Deflate never writes fewer than 2 bytes, so with the dictionary's number a packed
+# form is at least this long: a text no longer is stored as itself.
+_SHORTEST_PACKED = 3
+
+
 def pack(text: str) -> str | bytes:
     """The stored form of a patch: deflated against the current dictionary, or the text
     itself when that is not smaller."""
+    if len(text) <= _SHORTEST_PACKED and text.isascii():
+        return text
+    if len(text) <= _REMEMBERED_TEXT:
+        return _pack_short(text)
+    return _pack(text)
+
+
+def _pack(text: str) -> str | bytes:
     raw = text.encode()
     compressor = _primed(CURRENT).copy()
     packed = bytes((CURRENT,)) + compressor.compress(raw) + compressor.flush()
     return packed if len(packed) < len(raw) else text
+
+
+_pack_short = functools.lru_cache(maxsize=_REMEMBERED)(_pack)
 
 
 @functools.cache

@@ -168,12 +168,11 @@ class Recorder:
         seq = await self._next_seq(tx, session_id)
         event_id = self._ids.new("evt")
         event = (event_id, type_, body)
-        body = await journal.append_compact(tx, self._bases, session_id, seq, event)
-        payload = journal.whole(event_id, type_, body)
+        body, payload = await journal.append_compact(tx, self._bases, session_id, seq, event)
 
         def committed() -> None:
-            self._hub.recent.put(session_id, seq, event_id, payload, body)
-            self._hub.notify(session_id)
+            self._hub.recent.put(session_id, seq, event_id, payload, body, type_)
+            self._hub.committed(session_id, seq)
 
         tx.after_commit(committed)
         return event_id

@@ -108,3 +108,70 @@ def test_a_live_reader_gets_every_event_in_order_then_stops_by_rule(tmp_path: Pa
         "agent.session.idle",
     ]
     assert len({e["event_id"] for e in events}) == len(events)
+
+
+def test_events_committed_here_are_taken_from_memory_and_a_gap_or_deletion_reads_the_journal(
+    tmp_path: Path,
+) -> None:
+    async def main() -> tuple[list[list[bytes]], list[int], list[str]]:
+        db = await Database.open(tmp_path / "m.db")
+        clock = Clock()
+        ids = Ids(clock)
+        hub = Hub()
+        # As in the server: every wake-up is relayed (here, recorded as sent to others).
+        relayed: list[str] = []
+
+        def relay(session_id: str) -> None:
+            hub.notify_here(session_id)
+            relayed.append(session_id)
+
+        hub.relay_through(relay)
+        recorder = Recorder(hub, ids, clock)
+        await _session_with_events(db, recorder, 2)
+
+        async def deltas(tx: Tx) -> None:
+            for text in ("a", "b", "c"):
+                await recorder.emit(
+                    tx, "s", "agent.session.turn.output_text.delta", {"delta": text}
+                )
+
+        def reads() -> int:
+            return db.counters()["read_statements"]
+
+        stream = journal_stream(db, hub, ids, "s", 0, never, obfuscation=False)
+        assert await anext(stream) == b": connected\n\n"
+        chunks: list[list[bytes]] = [[await anext(stream)]]  # the journal: seq 1-2
+        statements = []
+        await db.write(deltas)  # seq 3-5, remembered whole
+        before = reads()
+        chunks.append([await anext(stream)])
+        statements.append(reads() - before)
+        await db.write(deltas)  # seq 6-8, but seq 7 is no longer remembered whole
+        hub.recent.put("s", 7, "evt_gone", "{}", {}, None)
+        before = reads()
+        chunks.append([await anext(stream)])
+        statements.append(reads() - before)
+
+        async def delete(tx: Tx) -> None:
+            await sessions.delete(tx, "s", clock.now())
+            recorder.wake(tx, "s")
+
+        await db.write(delete)
+        chunks.append([chunk async for chunk in stream])  # the stream ends
+        journaled = await db.read(lambda r: journal.after(r, "s", 0))
+        await db.close()
+        assert relayed and set(relayed) == {"s"}  # other processes are told every time
+        return chunks, statements, [row["payload"] for row in journaled]
+
+    chunks, statements, journaled = asyncio.run(main())
+    payloads = [
+        line[len("data: ") :]
+        for group in chunks
+        for chunk in group
+        for line in chunk.decode().splitlines()
+        if line.startswith("data: ")
+    ]
+    assert payloads == journaled and len(journaled) == 8  # byte for byte, in order
+    assert statements[0] == 0  # seq 3-5 came from memory
+    assert statements[1] >= 1  # the gap at seq 7 was filled from the journal
+    assert chunks[-1] == []

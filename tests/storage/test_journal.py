@@ -222,3 +222,44 @@ def test_remembered_events_are_bounded() -> None:
     assert recent.get("s", 2, "evt_2") is None
     assert recent.get("s", 5, "evt_5") == ("{}", {})
     assert recent.get("s", 5, "evt_4") is None
+
+
+def test_following_reads_the_events_and_the_deletion_in_one_statement(target: Target) -> None:
+    async def main() -> tuple[list[Any], list[Any], list[Any], list[Any], int]:
+        db = await Database.open(target("f.db"))
+        await _session(db, "s")
+        written = await _append_all(db, journal.Bases(), random.Random(13), 30)
+        recent = journal.Recent()
+        await db.read_now(partial(journal.follow, session_id="s", seq=10, recent=recent))
+        # Every event remembered: the read is the one statement.
+        before = db.counters()["read_statements"]
+        live = await db.read_now(partial(journal.follow, session_id="s", seq=10, recent=recent))
+        statements = db.counters()["read_statements"] - before
+        caught_up = await db.read(partial(journal.follow, session_id="s", seq=len(written)))
+        await db.write(lambda tx: tx.execute("UPDATE sessions SET deleted_at = 1 WHERE id = 's'"))
+        deleted = await db.read(partial(journal.follow, session_id="s", seq=20, limit=3))
+        unknown = await db.read(partial(journal.follow, session_id="nobody", seq=0))
+        await db.close()
+        return written, live, [caught_up, deleted], unknown, statements
+
+    written, live, (caught_up, deleted), unknown, statements = asyncio.run(main())
+    rows, gone = live
+    assert not gone and [row["payload"] for row in rows] == written[10:]
+    assert [row["seq"] for row in rows] == list(range(11, len(written) + 1))
+    assert caught_up == ([], False)
+    assert deleted[1] is True and [row["payload"] for row in deleted[0]] == written[20:23]
+    assert unknown == ([], True)
+    assert statements == 1
+
+
+def test_a_whole_event_spliced_from_its_body_text_is_the_same_bytes() -> None:
+    rng = random.Random(17)
+    bodies: list[dict[str, Any]] = [{}, {"type": "x"}, {"event_id": 1, "a": 'é\n"'}]
+    while len(bodies) < 500:
+        value = _value(rng)
+        if isinstance(value, dict):
+            bodies.append(value)
+    for body in bodies:
+        expected = dumps({"event_id": "evt_1", "type": "agent.session.idle", **body})
+        spliced = journal.whole("evt_1", "agent.session.idle", body, dumps(body))
+        assert spliced == expected == journal.whole("evt_1", "agent.session.idle", body)

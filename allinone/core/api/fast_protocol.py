@@ -9,6 +9,10 @@ request's body (its head, when it came in the same read, counts too: an over-cou
 most one bounded head), then every later read until the head completes. Importing this
 module fails where httptools is not installed; `protocol.http_protocol` then falls back
 to h11.
+
+A response's head is held until its body's first write in the same loop step, so the
+two go out in one write (`_HeadHeld`); a head with no body in that step goes out at the
+step's end.
 """
 
 from __future__ import annotations
@@ -61,6 +65,9 @@ class BoundedHttpToolsProtocol(HeadDeadline, HttpToolsProtocol):
         self._last_head = object()
         self._disarm_header_deadline()
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle.transport is self.transport:  # a new request's
+            cycle.transport = _HeadHeld(self.transport, self.loop)
 
     def on_response_complete(self) -> None:
         # Armed first: a pipelined request started by the call below completes a head
@@ -70,3 +77,37 @@ class BoundedHttpToolsProtocol(HeadDeadline, HttpToolsProtocol):
 
     def _head_mark(self) -> object:
         return self._last_head
+
+
+class _HeadHeld(asyncio.Transport):
+    """One request's view of its connection: its first write (the response's head, or
+    `100 Continue`) is held until its next write in the same loop step, and written
+    with it, or alone when the step ends; order is kept (held bytes always go first)."""
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self._transport = transport
+        self._loop = loop
+        self._first = True
+        self._held: bytes | None = None
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if self._first:
+            self._first = False
+            self._held = bytes(data)
+            self._loop.call_soon(self._release)
+            return
+        held, self._held = self._held, None
+        self._transport.write(data if held is None else held + data)
+
+    def _release(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            self._transport.write(held)
+
+    def close(self) -> None:
+        self._release()
+        self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()

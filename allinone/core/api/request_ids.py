@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from functools import partial
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from allinone.core.ids import RandomHex
 
 HEADER = b"x-request-id"
 
@@ -20,9 +23,11 @@ def new_request_id(token_hex: Callable[[int], str] = secrets.token_hex) -> str:
 
 
 class RequestIds:
-    def __init__(self, app: ASGIApp, make_id: Callable[[], str] = new_request_id) -> None:
+    def __init__(self, app: ASGIApp, make_id: Callable[[], str] | None = None) -> None:
+        """`make_id` makes each request's id; by default from a `RandomHex` (one read of
+        the system's random source per 256 requests, not one per request)."""
         self.app = app
-        self._make_id = make_id
+        self._make_id = make_id or partial(new_request_id, RandomHex())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -6,7 +6,9 @@ after the starting sequence, in order, each as `event: <type>` + one `data:` lin
 event carries random `obfuscation` padding unless the reader turned it off. Once the
 session is deleted, the stream ends after its last journaled event. A reader
 whose next event was pruned from the journal gets one `error` event
-(`stream_interrupted`) and the stream closes.
+(`stream_interrupted`) and the stream closes. Events this process has just committed
+are taken whole from the hub's memory when they follow on without a gap; everything
+else is read from the journal.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from typing import Any
 from allinone.core.hub import Hub
 from allinone.core.ids import Ids
 from allinone.core.recorder import decode_event
-from storage import journal, sessions
-from storage.database import Database, Reader
+from storage import journal
+from storage.database import Database
 
 KEEPALIVE_SECONDS = 15.0
 READ_LIMIT = 256
@@ -34,6 +36,7 @@ PADDING_LENGTHS = (1, 64)
 _ALPHANUMERIC = string.ascii_letters + string.digits
 # Byte value -> an alphanumeric character (62 of them; the first 8 are a little likelier,
 # which matters nothing for padding whose only job is a random length).
+PADDING_RANDOM_BYTES = PADDING_LENGTHS[1] + 1  # one length byte, then the characters
 _TO_ALPHANUMERIC = bytes(ord(_ALPHANUMERIC[value % len(_ALPHANUMERIC)]) for value in range(256))
 
 # Decides, per event, whether the stream ends after it.
@@ -73,18 +76,20 @@ class CreationStop:
         return type_ == "agent.session.idle" and self.turn_ended
 
 
-def padding() -> str:
+def padding(raw: bytes | None = None) -> str:
     """Random alphanumeric padding for an event's `obfuscation` field, of a random
-    length, so an event's size says less about its content. One read of the system's
-    random source per event (not one per character): each byte picks a character."""
-    raw = os.urandom(PADDING_LENGTHS[1] + 1)
+    length, so an event's size says less about its content. Each byte picks a character
+    (no read per character); `raw`, when given, is `PADDING_RANDOM_BYTES` bytes from the
+    system's random source, so a chunk of events reads it once, not once per event."""
+    if raw is None:
+        raw = os.urandom(PADDING_RANDOM_BYTES)
     length = PADDING_LENGTHS[0] + raw[0] % (PADDING_LENGTHS[1] - PADDING_LENGTHS[0] + 1)
     return raw[1 : length + 1].translate(_TO_ALPHANUMERIC).decode("ascii")
 
 
-def _padded(payload: str) -> str:
+def _padded(payload: str, raw: bytes) -> str:
     """`payload` (a journaled event: a JSON object) with an `obfuscation` field."""
-    return f'{payload[:-1]},"obfuscation":"{padding()}"}}'
+    return f'{payload[:-1]},"obfuscation":"{padding(raw)}"}}'
 
 
 async def journal_stream(
@@ -101,25 +106,28 @@ async def journal_stream(
         yield b": connected\n\n"
         seq = after_seq
         while not hub.closing.is_set():
+            from_journal, wake.journal = wake.journal, False
             wake.clear()
-            rows, deleted = await db.read_now(
-                partial(_next_events, session_id=session_id, seq=seq, recent=hub.recent)
-            )
+            rows, deleted = ([] if from_journal else _remembered(hub, session_id, seq)), False
+            if not rows:
+                rows, deleted = await db.read_now(
+                    partial(
+                        journal.follow,
+                        session_id=session_id,
+                        seq=seq,
+                        limit=READ_LIMIT,
+                        recent=hub.recent,
+                    )
+                )
             if rows and rows[0]["seq"] != seq + 1:
                 yield _interrupted(ids, session_id)
                 return
             # The events of one read go out as one chunk: one send, not one per event.
-            chunk: list[str] = []
-            for row in rows:
-                seq = row["seq"]
-                payload: str = row["payload"]
-                sent = _padded(payload) if obfuscation else payload
-                chunk.append(f"event: {row['type']}\ndata: {sent}\n\n")
-                if stop is not never and stop(row["type"], decode_event(payload)):
-                    yield "".join(chunk).encode()
-                    return
+            chunk, seq, stopped = _chunk(rows, seq, stop, obfuscation)
             if chunk:
-                yield "".join(chunk).encode()
+                yield chunk
+            if stopped:
+                return
             if len(rows) == READ_LIMIT:
                 continue  # more may be stored already
             if deleted:
@@ -136,13 +144,33 @@ async def journal_stream(
         hub.unsubscribe(session_id, wake)
 
 
-async def _next_events(
-    r: Reader, session_id: str, seq: int, recent: journal.Recent
-) -> tuple[list[dict[str, Any]], bool]:
-    """In one read: the events after `seq`, and whether the session is deleted (as of
-    the same snapshot, so no event journaled before its deletion is missed)."""
-    rows = await journal.after(r, session_id, seq, READ_LIMIT, recent)
-    return rows, await sessions.is_deleted(r, session_id)
+def _remembered(hub: Hub, session_id: str, seq: int) -> list[dict[str, Any]]:
+    """The events after `seq` this process committed and still remembers, when they
+    reach the latest it committed (with no gap); otherwise none, and the caller reads
+    the journal."""
+    rows = hub.recent.following(session_id, seq, READ_LIMIT)
+    if rows and len(rows) < READ_LIMIT and rows[-1]["seq"] < hub.latest(session_id):
+        return []
+    return rows
+
+
+def _chunk(
+    rows: list[dict[str, Any]], seq: int, stop: StopRule, obfuscation: bool
+) -> tuple[bytes, int, bool]:
+    """The SSE text of `rows` up to the one the stop rule ends the stream after: (its
+    bytes, the last sequence in it, whether the stream ends). The padding of the whole
+    chunk is read from the system's random source at once."""
+    lines: list[str] = []
+    size = PADDING_RANDOM_BYTES
+    random = os.urandom(size * len(rows)) if obfuscation and rows else b""
+    for index, row in enumerate(rows):
+        seq = row["seq"]
+        payload: str = row["payload"]
+        sent = _padded(payload, random[index * size : (index + 1) * size]) if random else payload
+        lines.append(f"event: {row['type']}\ndata: {sent}\n\n")
+        if stop is not never and stop(row["type"], decode_event(payload)):
+            return "".join(lines).encode(), seq, True
+    return "".join(lines).encode(), seq, False
 
 
 def _interrupted(ids: Ids, session_id: str) -> bytes:

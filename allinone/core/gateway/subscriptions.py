@@ -59,6 +59,11 @@ class _Subscription:
         with contextlib.suppress(asyncio.QueueFull):
             self._queue.put_nowait(None)
 
+    def ready(self) -> bool:
+        """Whether `next()` returns at once (an item is buffered, or the subscription is
+        closed), so a reader may call it without racing it against anything else."""
+        return self.closed or not self._queue.empty()
+
     async def next(self, timeout: float | None = None) -> Any:
         """Return the next item, or None once closed (check `error`)."""
         if self.closed and self._queue.empty():

@@ -259,7 +259,12 @@ class Observation:
 
     async def _next(self, cancel: asyncio.Event | None, timeout: float) -> Frame | _Woken | None:
         """The next frame, None when observation ended, or `_WOKEN` when a cancellation
-        was requested, the receipt arrived or `timeout` passed first."""
+        was requested, the receipt arrived or `timeout` passed first. A frame already
+        buffered is returned at once, without a task per waiter (what `_until_done`
+        checks before calling this covers a cancellation, pause or receipt)."""
+        if self._sub.ready():
+            buffered: Frame | None = await self._sub.next()
+            return buffered
         next_frame = asyncio.create_task(self._sub.next())
         waiters: set[asyncio.Future[Any]] = {next_frame}
         cancel_wait = asyncio.create_task(cancel.wait()) if cancel is not None else None

@@ -175,13 +175,11 @@ class Orchestrator:
             self._wake.clear()
 
     async def _schedule(self) -> None:
-        queued = await self._db.read_now(_runnable)
-        for turn in queued:
+        skip = frozenset(self._inflight)
+        candidates = await self._db.read_now(partial(_candidates, skip=skip))
+        for turn, session, held in candidates:
             if turn["id"] in self._inflight or self._stopping or self.draining:
                 continue
-            session, held = await self._db.read_now(
-                partial(_session_and_hold, session_id=turn["session_id"])
-            )
             if session is None or held:
                 continue  # a kill switch holds it queued until it is cleared
             needs = required_capabilities(session)
@@ -253,13 +251,28 @@ class Orchestrator:
         self._wake.set()
 
 
-async def _runnable(r: Reader) -> list[dict[str, Any]]:
-    """In one read: turns suspended for a re-claim, then queued turns."""
-    return await checkpoints.resumable(r) + await turns.queued(r)
+_Candidate = tuple[dict[str, Any], dict[str, Any] | None, bool]
+
+
+async def _candidates(r: Reader, skip: frozenset[str]) -> list[_Candidate]:
+    """In one read: turns suspended for a re-claim, then queued turns, except those in
+    `skip` (already running here), each with its session and whether a kill switch in
+    force holds it."""
+    runnable = await checkpoints.resumable(r) + await turns.queued(r)
+    held: dict[str, tuple[dict[str, Any] | None, bool]] = {}
+    found: list[_Candidate] = []
+    for turn in runnable:
+        if turn["id"] in skip:
+            continue
+        session_id = turn["session_id"]
+        if session_id not in held:
+            held[session_id] = await _session_and_hold(r, session_id)
+        found.append((turn, *held[session_id]))
+    return found
 
 
 async def _session_and_hold(r: Reader, session_id: str) -> tuple[dict[str, Any] | None, bool]:
-    """In one read: the session, and whether a kill switch in force holds its turns."""
+    """The session, and whether a kill switch in force holds its turns."""
     session = await sessions.get_any(r, session_id)
     if session is None:
         return None, False
