@@ -179,8 +179,11 @@ async def append_compact(
     kind = family(body)
     base_seq, depth, encoded = -kind, 1, dumps(deltas.diff(TEMPLATES[kind], body))
     smaller: list[tuple[int, str, _Base]] = []
+    sizes: dict[str, int] = {}
     for base in bases.candidates(session_id, type_):
         if 0 < seq - base.seq <= BASE_WINDOW and base.depth < MAX_DEPTH:
+            if _floor(body, base.body, sizes) >= len(encoded):
+                continue  # its patch cannot be the smaller: not worked out
             candidate = dumps(deltas.diff(base.body, body))
             if len(candidate) < len(encoded):
                 smaller.append((len(candidate), candidate, base))
@@ -201,6 +204,19 @@ async def append_compact(
     copy: dict[str, Any] = loads(text)
     bases.remember(session_id, type_, _Base(seq, event_id, depth, copy))
     return copy, whole(event_id, type_, copy, text)
+
+
+def _floor(body: dict[str, Any], base: dict[str, Any], sizes: dict[str, int]) -> int:
+    """A length the patch from `base` to `body` is longer than: each of `body`'s keys
+    that `base` lacks is in it whole (`[value]`). `sizes` keeps each value's JSON length
+    for the other bases of the same event."""
+    floor = 0
+    for key in body.keys() - base.keys():
+        size = sizes.get(key)
+        if size is None:
+            size = sizes[key] = len(dumps(body[key]))
+        floor += size
+    return floor
 
 
 async def _insert_on_base(tx: Tx, values: tuple[Any, ...], base: _Base) -> bool:
