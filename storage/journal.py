@@ -47,6 +47,8 @@ CACHED_SESSIONS = 1024
 RECENT_EVENTS = 2048
 # Rows name their session by its `journal_key` (migration 24), found from its id.
 _KEY = "(SELECT journal_key FROM sessions WHERE id = ?)"
+# The key under which a job keeps each session's `journal_key` (`Tx.memo`).
+_KEYS = "journal_key"
 
 
 @dataclass(frozen=True)
@@ -222,11 +224,12 @@ def _floor(body: dict[str, Any], base: dict[str, Any], sizes: dict[str, int]) ->
 async def _insert_on_base(tx: Tx, values: tuple[Any, ...], base: _Base) -> bool:
     """Insert the row `values` only if `base` is still the stored row it was (same
     sequence and event id); return whether it was inserted."""
+    session_key = await _session_key(tx, values[0])
     inserted = await tx.execute(
         "INSERT INTO session_events (session_key, seq, event_id, type, base_seq, payload)"
-        f" SELECT {_KEY}, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM"
-        f" session_events WHERE session_key = {_KEY} AND seq = ? AND event_id = ?)",
-        (*values, values[0], base.seq, _stored_event_id(tx, base.event_id)),
+        " SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM"
+        " session_events WHERE session_key = ? AND seq = ? AND event_id = ?)",
+        (session_key, *values[1:], session_key, base.seq, _stored_event_id(tx, base.event_id)),
     )
     return inserted == 1
 
@@ -243,9 +246,28 @@ def _stored_event_id(tx: Tx, event_id: str) -> str | bytes:
 async def _insert(tx: Tx, values: tuple[Any, ...]) -> None:
     await tx.execute(
         "INSERT INTO session_events (session_key, seq, event_id, type, base_seq, payload)"
-        f" VALUES ({_KEY}, ?, ?, ?, ?, ?)",
-        values,
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (await _session_key(tx, values[0]), *values[1:]),
     )
+
+
+def note_session_key(tx: Tx, session_id: str, key: int) -> None:
+    """Tell the job's later appends the session's `journal_key`, read by one of its own
+    statements (a session's key never changes while its row exists)."""
+    tx.memo[(_KEYS, session_id)] = key
+
+
+async def _session_key(tx: Tx, session_id: str) -> int | None:
+    """The session's `journal_key` (None when there is no such session, which the
+    insert then refuses): read once per job."""
+    key: int | None = tx.memo.get((_KEYS, session_id))
+    if key is None:
+        row = await tx.fetchone("SELECT journal_key FROM sessions WHERE id = ?", (session_id,))
+        if row is None or row["journal_key"] is None:
+            return None
+        key = int(row["journal_key"])
+        note_session_key(tx, session_id, key)
+    return key
 
 
 async def after(
