@@ -54,7 +54,8 @@ _KEYS = "journal_key"
 @dataclass(frozen=True)
 class _Base:
     seq: int
-    event_id: str
+    # The event's id as its column holds it (`event_id_value`).
+    stored_id: str | bytes
     depth: int
     body: dict[str, Any]
 
@@ -76,10 +77,11 @@ class Bases:
         found = {b.seq: b for b in (known.get(k) for k in (type_, *FAMILIES)) if b is not None}
         return [found[seq] for seq in sorted(found, reverse=True)]
 
-    def remember(self, session_id: str, type_: str, base: _Base) -> None:
+    def remember(self, session_id: str, type_: str, kind: int, base: _Base) -> None:
+        """Keep `base`, an event of type `type_` and family `kind`."""
         known = self._by_session.setdefault(session_id, {})
         self._by_session.move_to_end(session_id)
-        for key in (type_, family(base.body)):
+        for key in (type_, kind):
             current = known.get(key)
             if current is None or current.seq <= base.seq:
                 known[key] = base
@@ -204,7 +206,7 @@ async def append_compact(
     # the caller may go on changing its dictionaries.
     text = dumps(body)
     copy: dict[str, Any] = loads(text)
-    bases.remember(session_id, type_, _Base(seq, event_id, depth, copy))
+    bases.remember(session_id, type_, kind, _Base(seq, stored[0], depth, copy))
     return copy, whole(event_id, type_, copy, text)
 
 
@@ -229,15 +231,14 @@ async def _insert_on_base(tx: Tx, values: tuple[Any, ...], base: _Base) -> bool:
         "INSERT INTO session_events (session_key, seq, event_id, type, base_seq, payload)"
         " SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM"
         " session_events WHERE session_key = ? AND seq = ? AND event_id = ?)",
-        (session_key, *values[1:], session_key, base.seq, _stored_event_id(tx, base.event_id)),
+        (session_key, *values[1:], session_key, base.seq, _stored_event_id(tx, base.stored_id)),
     )
     return inserted == 1
 
 
-def _stored_event_id(tx: Tx, event_id: str) -> str | bytes:
-    """An event id as its column holds it, for comparing: its bytes on SQLite, bytea's
-    hex text on PostgreSQL (where the column is text)."""
-    value = event_id_value(event_id)
+def _stored_event_id(tx: Tx, value: str | bytes) -> str | bytes:
+    """An event id's stored value (`event_id_value`) as the column compares: its bytes
+    on SQLite, bytea's hex text on PostgreSQL (where the column is text)."""
     if isinstance(value, bytes) and tx.backend == "postgresql":
         return "\\x" + value.hex()
     return value
