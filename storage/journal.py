@@ -74,7 +74,11 @@ class Bases:
         known = self._by_session.get(session_id)
         if known is None:
             return []
-        found = {b.seq: b for b in (known.get(k) for k in (type_, *FAMILIES)) if b is not None}
+        found: dict[int, _Base] = {}
+        for key in (type_, *FAMILIES):
+            base = known.get(key)
+            if base is not None:
+                found[base.seq] = base
         return [found[seq] for seq in sorted(found, reverse=True)]
 
     def remember(self, session_id: str, type_: str, kind: int, base: _Base) -> None:
