@@ -19,6 +19,8 @@ from typing import Any
 import msgspec
 
 UNCHANGED: dict[str, Any] = {}
+# Marks a key the base does not have (a value no JSON document holds).
+_ABSENT = object()
 _encode = msgspec.json.Encoder().encode
 
 
@@ -38,7 +40,7 @@ def same(a: Any, b: Any) -> bool:
 
 def diff(base: Any, new: Any) -> Any:
     """The patch that turns `base` into `new` (`{}` when they are the same)."""
-    if isinstance(base, dict) and isinstance(new, dict):
+    if type(base) is dict and type(new) is dict:
         if same(base, new):
             return UNCHANGED  # an unchanged subtree is not walked key by key
         return _diff_object(base, new)
@@ -48,12 +50,23 @@ def diff(base: Any, new: Any) -> Any:
 def _diff_object(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     changes: dict[str, Any] = {}
     for key, value in new.items():
-        if key not in base:
-            changes[key] = [value]
+        old = base.get(key, _ABSENT)
+        if old is value:
             continue
-        child = diff(base[key], value)
-        if child != UNCHANGED:
-            changes[key] = child
+        kind = type(value)
+        if kind is not type(old):  # an added key too: nothing is of the sentinel's type
+            changes[key] = [value]
+        elif kind is dict:
+            # `diff` for two objects, inline: this loop runs once per key of every event.
+            if not (old == value and _encode(old) == _encode(value)):
+                child = _diff_object(old, value)
+                if child:
+                    changes[key] = child
+        elif kind is list:
+            if not (old == value and _encode(old) == _encode(value)):
+                changes[key] = [value]
+        elif old != value:  # scalars of one type: `same` is `==`
+            changes[key] = [value]
     patch: dict[str, Any] = {}
     if changes:
         patch["c"] = changes

@@ -47,12 +47,15 @@ CACHED_SESSIONS = 1024
 RECENT_EVENTS = 2048
 # Rows name their session by its `journal_key` (migration 24), found from its id.
 _KEY = "(SELECT journal_key FROM sessions WHERE id = ?)"
+# The key under which a job keeps each session's `journal_key` (`Tx.memo`).
+_KEYS = "journal_key"
 
 
 @dataclass(frozen=True)
 class _Base:
     seq: int
-    event_id: str
+    # The event's id as its column holds it (`event_id_value`).
+    stored_id: str | bytes
     depth: int
     body: dict[str, Any]
 
@@ -71,13 +74,18 @@ class Bases:
         known = self._by_session.get(session_id)
         if known is None:
             return []
-        found = {b.seq: b for b in (known.get(k) for k in (type_, *FAMILIES)) if b is not None}
+        found: dict[int, _Base] = {}
+        for key in (type_, *FAMILIES):
+            base = known.get(key)
+            if base is not None:
+                found[base.seq] = base
         return [found[seq] for seq in sorted(found, reverse=True)]
 
-    def remember(self, session_id: str, type_: str, base: _Base) -> None:
+    def remember(self, session_id: str, type_: str, kind: int, base: _Base) -> None:
+        """Keep `base`, an event of type `type_` and family `kind`."""
         known = self._by_session.setdefault(session_id, {})
         self._by_session.move_to_end(session_id)
-        for key in (type_, family(base.body)):
+        for key in (type_, kind):
             current = known.get(key)
             if current is None or current.seq <= base.seq:
                 known[key] = base
@@ -179,8 +187,11 @@ async def append_compact(
     kind = family(body)
     base_seq, depth, encoded = -kind, 1, dumps(deltas.diff(TEMPLATES[kind], body))
     smaller: list[tuple[int, str, _Base]] = []
+    sizes: dict[str, int] = {}
     for base in bases.candidates(session_id, type_):
         if 0 < seq - base.seq <= BASE_WINDOW and base.depth < MAX_DEPTH:
+            if _floor(body, base.body, sizes) >= len(encoded):
+                continue  # its patch cannot be the smaller: not worked out
             candidate = dumps(deltas.diff(base.body, body))
             if len(candidate) < len(encoded):
                 smaller.append((len(candidate), candidate, base))
@@ -199,26 +210,39 @@ async def append_compact(
     # the caller may go on changing its dictionaries.
     text = dumps(body)
     copy: dict[str, Any] = loads(text)
-    bases.remember(session_id, type_, _Base(seq, event_id, depth, copy))
+    bases.remember(session_id, type_, kind, _Base(seq, stored[0], depth, copy))
     return copy, whole(event_id, type_, copy, text)
+
+
+def _floor(body: dict[str, Any], base: dict[str, Any], sizes: dict[str, int]) -> int:
+    """A length the patch from `base` to `body` is longer than: each of `body`'s keys
+    that `base` lacks is in it whole (`[value]`). `sizes` keeps each value's JSON length
+    for the other bases of the same event."""
+    floor = 0
+    for key in body.keys() - base.keys():
+        size = sizes.get(key)
+        if size is None:
+            size = sizes[key] = len(dumps(body[key]))
+        floor += size
+    return floor
 
 
 async def _insert_on_base(tx: Tx, values: tuple[Any, ...], base: _Base) -> bool:
     """Insert the row `values` only if `base` is still the stored row it was (same
     sequence and event id); return whether it was inserted."""
+    session_key = await _session_key(tx, values[0])
     inserted = await tx.execute(
         "INSERT INTO session_events (session_key, seq, event_id, type, base_seq, payload)"
-        f" SELECT {_KEY}, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM"
-        f" session_events WHERE session_key = {_KEY} AND seq = ? AND event_id = ?)",
-        (*values, values[0], base.seq, _stored_event_id(tx, base.event_id)),
+        " SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM"
+        " session_events WHERE session_key = ? AND seq = ? AND event_id = ?)",
+        (session_key, *values[1:], session_key, base.seq, _stored_event_id(tx, base.stored_id)),
     )
     return inserted == 1
 
 
-def _stored_event_id(tx: Tx, event_id: str) -> str | bytes:
-    """An event id as its column holds it, for comparing: its bytes on SQLite, bytea's
-    hex text on PostgreSQL (where the column is text)."""
-    value = event_id_value(event_id)
+def _stored_event_id(tx: Tx, value: str | bytes) -> str | bytes:
+    """An event id's stored value (`event_id_value`) as the column compares: its bytes
+    on SQLite, bytea's hex text on PostgreSQL (where the column is text)."""
     if isinstance(value, bytes) and tx.backend == "postgresql":
         return "\\x" + value.hex()
     return value
@@ -227,9 +251,28 @@ def _stored_event_id(tx: Tx, event_id: str) -> str | bytes:
 async def _insert(tx: Tx, values: tuple[Any, ...]) -> None:
     await tx.execute(
         "INSERT INTO session_events (session_key, seq, event_id, type, base_seq, payload)"
-        f" VALUES ({_KEY}, ?, ?, ?, ?, ?)",
-        values,
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (await _session_key(tx, values[0]), *values[1:]),
     )
+
+
+def note_session_key(tx: Tx, session_id: str, key: int) -> None:
+    """Tell the job's later appends the session's `journal_key`, read by one of its own
+    statements (a session's key never changes while its row exists)."""
+    tx.memo[(_KEYS, session_id)] = key
+
+
+async def _session_key(tx: Tx, session_id: str) -> int | None:
+    """The session's `journal_key` (None when there is no such session, which the
+    insert then refuses): read once per job."""
+    key: int | None = tx.memo.get((_KEYS, session_id))
+    if key is None:
+        row = await tx.fetchone("SELECT journal_key FROM sessions WHERE id = ?", (session_id,))
+        if row is None or row["journal_key"] is None:
+            return None
+        key = int(row["journal_key"])
+        note_session_key(tx, session_id, key)
+    return key
 
 
 async def after(

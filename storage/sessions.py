@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from storage import journal
 from storage.database import Tx
 from storage.rows import Queryable, dumps, record
 
@@ -92,10 +93,14 @@ async def next_event_seq(tx: Tx, session_id: str) -> int:
     """Take the session's next journal sequence (one statement)."""
     # fetchall steps the statement to its end, so nothing is left open in the transaction.
     rows = await tx.fetchall(
-        "UPDATE sessions SET event_seq = event_seq + 1 WHERE id = ? RETURNING event_seq",
+        "UPDATE sessions SET event_seq = event_seq + 1 WHERE id = ?"
+        " RETURNING event_seq, journal_key",
         (session_id,),
     )
     assert rows
+    # The job's appends then name the session by its key instead of looking it up.
+    if rows[0]["journal_key"] is not None:
+        journal.note_session_key(tx, session_id, int(rows[0]["journal_key"]))
     return int(rows[0]["event_seq"])
 
 

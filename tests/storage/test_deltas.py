@@ -20,6 +20,9 @@ from storage.rows import dumps
         ({"x": {"p": 1, "q": 2}}, {"x": {"q": 2, "p": 1}}),
         ([{"p": 0}], [{"p": False}]),
         ({"x": None}, {"x": {}}),
+        ({"x": {"n": 1}}, {"x": {"n": 1.0}}),
+        ({"x": 0, "y": "s"}, {"x": False, "y": "s"}),
+        ({"x": 1}, {"x": 1, "y": None}),
     ],
 )
 def test_values_python_calls_equal_are_not_the_same_json(a: Any, b: Any) -> None:
