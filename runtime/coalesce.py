@@ -40,7 +40,8 @@ class Coalesced(asyncio.Transport):
         if not data:
             return
         transport = self._transport
-        if transport.is_closing():
+        if transport.is_closing():  # closed under this view: as the transport would
+            self.flush()
             transport.write(data)
             return
         size = len(data)
