@@ -31,6 +31,7 @@ class Coalesced(asyncio.Transport):
         self._loop = loop
         self._held: list[bytes] = []
         self._held_size = 0
+        self._high = transport.get_write_buffer_limits()[1]  # kept by set_write_buffer_limits
 
     @property
     def wrapped(self) -> asyncio.Transport:
@@ -45,7 +46,7 @@ class Coalesced(asyncio.Transport):
             transport.write(data)
             return
         size = len(data)
-        if self._held_size + size + transport.get_write_buffer_size() > self._high():
+        if self._held_size + size + transport.get_write_buffer_size() > self._high:
             self._held.append(bytes(data))
             self.flush()
             return
@@ -67,9 +68,6 @@ class Coalesced(asyncio.Transport):
         self._held_size = 0
         self._transport.write(held[0] if len(held) == 1 else b"".join(held))
 
-    def _high(self) -> int:
-        return self._transport.get_write_buffer_limits()[1]
-
     def get_write_buffer_size(self) -> int:
         return self._transport.get_write_buffer_size() + self._held_size
 
@@ -78,6 +76,7 @@ class Coalesced(asyncio.Transport):
 
     def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
         self._transport.set_write_buffer_limits(high, low)
+        self._high = self._transport.get_write_buffer_limits()[1]
 
     def can_write_eof(self) -> bool:
         return self._transport.can_write_eof()
