@@ -1,7 +1,7 @@
-"""The server's WebSocket protocol against a real uvicorn server and a websockets client
-on a loopback socket: the frames an endpoint sends in one loop step are held until the
-step ends (counted in the write buffer, nothing yet on the socket), then arrive in
-order; a close sent after them writes them first."""
+"""The server's WebSocket protocol writing through `Coalesced`, against a real uvicorn
+server and a websockets client on a loopback socket: the frames an endpoint sends in one
+loop step are held until the step ends (counted in the write buffer, nothing yet on the
+socket), then arrive in order; a close sent after them writes them first."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ from contextlib import asynccontextmanager
 import uvicorn
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosedOK
 
 from allinone.app import _Server
 from allinone.core.api.app import build_app
-from allinone.core.api.ws_protocol import CoalescedWebSocketProtocol
+from allinone.core.api.ws_protocol import websocket_protocol
 from allinone.startup import bind
 from runtime.coalesce import Coalesced
 
@@ -42,7 +43,7 @@ async def serving() -> AsyncIterator[int]:
         (protocol,) = (
             p
             for p in servers[0].server_state.connections
-            if isinstance(p, CoalescedWebSocketProtocol)
+            if isinstance(p, WebSocketsSansIOProtocol)
         )
         transport = protocol.transport
         assert isinstance(transport, Coalesced)
@@ -53,7 +54,7 @@ async def serving() -> AsyncIterator[int]:
 
     sock = bind("127.0.0.1", 0)
     app = build_app([WebSocketRoute("/ws", endpoint)], body_idle_seconds=WAIT)
-    config = uvicorn.Config(app, log_config=None, lifespan="off", ws=CoalescedWebSocketProtocol)
+    config = uvicorn.Config(app, log_config=None, lifespan="off", ws=websocket_protocol(Coalesced))
     servers.append(_Server(config))
     task = asyncio.create_task(servers[0].serve(sockets=[sock]))
     await asyncio.wait_for(servers[0].listening.wait(), WAIT)
