@@ -20,7 +20,6 @@ import uvicorn
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
-from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from allinone import __version__, clustering, doctor
 from allinone.config import Config, local_base_url
@@ -52,6 +51,7 @@ from allinone.core.api.subagents import SubagentsApi
 from allinone.core.api.templates import TemplatesApi
 from allinone.core.api.traces import TracesApi
 from allinone.core.api.vaults import VaultsApi
+from allinone.core.api.ws_protocol import websocket_protocol
 from allinone.core.archive import Archive
 from allinone.core.automations import Automations
 from allinone.core.cluster.membership import Membership
@@ -109,6 +109,7 @@ from allinone.startup import (
     when_ready,
 )
 from runtime import log_context as runtime_log_context
+from runtime.coalesce import Coalesced
 from runtime.confinement import Confinement, Sandbox, probe
 from runtime.daemon import Daemon
 from runtime.harness.builtin.adapter import BuiltinHarness
@@ -464,7 +465,7 @@ def _server_config(app: ASGIApp, log_level: str) -> uvicorn.Config:
         lifespan="off",
         http=http_protocol(),
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,
-        ws=WebSocketsSansIOProtocol,
+        ws=websocket_protocol(Coalesced),  # one socket write per loop step
         ws_max_size=limits.MAX_FRAME_BYTES,
         ws_ping_interval=None,
         timeout_graceful_shutdown=2,

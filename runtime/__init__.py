@@ -14,6 +14,8 @@ What lives here, by layer (a module imports from its own layer or those above, n
                     workspace reads, writes, exports and initialization
     dispatcher.py   one handler per Core -> Runtime message type; the one place
                     replies are sent
+    coalesce.py     a transport view writing one loop step's frames in one socket
+                    write (the composition root gives it to Core's WebSocket protocol too)
     transport.py, daemon.py
                     the WebSocket: bootstrap, reconnect, heartbeats and the receive loop
 

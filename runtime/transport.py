@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, WebSocketException
 
+from runtime.coalesce import Coalesced
 from runtime.errors import RuntimeFault
 from runtime.proto import limits
 from runtime.proto.version import VERSION
@@ -130,10 +131,11 @@ async def bootstrap(core_url: str, credential: str, device_id: str) -> Bootstrap
 async def open_socket(
     ws_url: str, credential: str, device_id: str, version: str = VERSION
 ) -> ClientConnection:
-    """Connect with the credential in the Authorization header, never in the URL."""
+    """Connect with the credential in the Authorization header, never in the URL; the
+    frames written in one loop step then go out in one socket write (`Coalesced`)."""
     url = f"{ws_url}?{urlencode({'device_id': device_id, 'version': version})}"
     try:
-        return await connect(
+        socket = await connect(
             url,
             additional_headers={"Authorization": f"Bearer {credential}"},
             max_size=limits.MAX_FRAME_BYTES,
@@ -148,3 +150,5 @@ async def open_socket(
         raise TransientError(f"connection refused with HTTP {status}") from exc
     except (OSError, TimeoutError, WebSocketException) as exc:
         raise TransientError(f"connection failed: {type(exc).__name__}") from exc
+    socket.transport = Coalesced(socket.transport, asyncio.get_running_loop())
+    return socket

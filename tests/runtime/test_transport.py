@@ -9,6 +9,7 @@ import random
 
 import pytest
 
+from runtime.coalesce import Coalesced
 from runtime.daemon import Daemon
 from runtime.harness.registry import HarnessRegistry
 from runtime.harness.scripted import ScriptedHarness
@@ -71,6 +72,7 @@ def test_bootstrap_and_upgrade_refusals_are_classified() -> None:
                 await open_socket(core.ws_url, "wrong", DEVICE)
             assert refused.value.status == 401
             socket = await open_socket(core.ws_url, CREDENTIAL, DEVICE)
+            assert isinstance(socket.transport, Coalesced)  # one write per loop step
             await socket.close()
             assert core.all_violations() == [  # exactly the refusals provoked above
                 "bootstrap without the Bearer credential",
