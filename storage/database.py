@@ -31,10 +31,6 @@ Contract:
   (non-probe) write commits, and
   `write_durably(job)` retries a write through such a fault until the store takes
   writes again.
-- On SQLite the writer never folds the write-ahead log back into the database file
-  inside a commit (its automatic checkpoint is off): every `CHECKPOINT_COMMITS`
-  commits, a PASSIVE checkpoint runs on a connection and thread of its own, beside the
-  writer, so no acknowledged write waits for one. `close()` waits for it.
 - Several processes writing one PostgreSQL database can meet in a deadlock (or a
   serialization failure) between two batches: the server then aborts one batch's
   transaction. That batch is run again whole, in a fresh transaction (every job's
@@ -70,9 +66,6 @@ MAX_BATCH = 64
 # serialization failure) against another process's transaction.
 BATCH_ATTEMPTS = 5
 RETRY_MAX_SECONDS = 5.0
-# Commits between two checkpoints of SQLite's write-ahead log (about SQLite's own
-# 1000-page automatic checkpoint at a one-line turn's 10-20 pages a commit).
-CHECKPOINT_COMMITS = 64
 
 
 class Driver(Protocol):
@@ -295,12 +288,6 @@ class Database:
         self.commits = 0
         self.failure: StorageUnavailable | None = None
         self._recovered = asyncio.Event()
-        # SQLite only: the connection that checkpoints the write-ahead log, the commits
-        # since its last checkpoint, and the checkpoint under way.
-        self._checkpointer: _Connection | None = None
-        self._uncheckpointed = 0
-        self._checkpointing: asyncio.Task[None] | None = None
-        self.checkpoints = 0
 
     @property
     def backend(self) -> str:
@@ -329,18 +316,13 @@ class Database:
                 await _Connection.open(connect, f"storage-reader-{n}") for n in range(readers)
             ]
             inline = _Connection(connect(), None)
-            checkpointer = await _Connection.open(connect, "storage-checkpointer")
-            # Checkpoints run beside the writer (see `_checkpoint_soon`), never in a commit.
-            await writer.run(writer.driver.run, "PRAGMA wal_autocheckpoint=0")
         except sqlite3.Error as exc:
             raise StorageUnavailable(f"cannot open database {path}: {exc}") from exc
         except OSError as exc:
             raise StorageUnavailable(
                 f"database {path} is not writable ({exc.strerror})", "read_only"
             ) from exc
-        db = cls(path, writer, reader_conns, version, inline=inline)
-        db._checkpointer = checkpointer
-        return db._start()
+        return cls(path, writer, reader_conns, version, inline=inline)._start()
 
     @classmethod
     async def _open_postgres(cls, url: str, readers: int) -> Database:
@@ -382,36 +364,9 @@ class Database:
 
     async def checkpoint(self) -> None:
         """Fold SQLite's write-ahead log back into the database file where no reader
-        holds it (PASSIVE), on the checkpointing connection's thread: the writer goes on
-        committing meanwhile. The PostgreSQL server checkpoints on its own."""
-        conn = self._checkpointer
-        if conn is None or self._closed:
-            return
-        self._uncheckpointed = 0
-        try:
-            await conn.run(conn.driver.run, "PRAGMA wal_checkpoint(PASSIVE)")
-        except conn.driver.errors as exc:
-            raise conn.driver.translate(exc, "checkpoint failed") from exc
-        self.checkpoints += 1
-
-    def _checkpoint_soon(self) -> None:
-        """After a commit: start a checkpoint beside the writer once `CHECKPOINT_COMMITS`
-        commits went by since the last one (unless one is under way)."""
-        self._uncheckpointed += 1
-        if self._checkpointer is None or self._uncheckpointed < CHECKPOINT_COMMITS:
-            return
-        if self._checkpointing is not None and not self._checkpointing.done():
-            return
-        self._checkpointing = asyncio.create_task(
-            self._background_checkpoint(), name="storage-checkpoint"
-        )
-
-    async def _background_checkpoint(self) -> None:
-        try:
-            await self.checkpoint()
-        except StorageError as exc:
-            # The log is folded back at a later checkpoint; nothing acknowledged is lost.
-            log.warning("checkpoint of the write-ahead log failed: %s", exc)
+        holds it (PASSIVE); the PostgreSQL server checkpoints on its own."""
+        if self.path is not None:
+            await self.read(lambda r: r.fetchone("PRAGMA wal_checkpoint(PASSIVE)"))
 
     def counters(self) -> dict[str, int]:
         """What this database did since it opened: group commits, write and read jobs, and
@@ -501,12 +456,8 @@ class Database:
                 if not self._task.cancelled():
                     self._task.result()  # what the writer ended with, if it failed
         finally:
-            if self._checkpointing is not None:
-                await asyncio.wait({self._checkpointing})  # it logs its own failure
             for conn in (self._writer, *self._readers):
                 await conn.close()
-            if self._checkpointer is not None:
-                await self._checkpointer.close()
             if self._inline is not None:
                 await self._inline.close()
 
@@ -526,7 +477,6 @@ class Database:
         try:
             fault = await self._writer.run(self._run_batch, batch)
             self.commits += 1
-            self._checkpoint_soon()
         except driver.errors as exc:
             error = driver.translate(exc, "commit failed")
             fault = next(

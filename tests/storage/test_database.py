@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-from functools import partial
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from storage import (
     turn_rows,
     turns,
 )
-from storage.database import CHECKPOINT_COMMITS, Tx
+from storage.database import Tx
 from tests.storage.conftest import Target, raw
 
 
@@ -265,33 +264,3 @@ def test_read_now_runs_on_the_loop_thread_and_sees_committed_writes(tmp_path: Pa
     assert thread == threading.current_thread().name  # no hand-off to a reader thread
     assert after["read_jobs"] == before["read_jobs"] + 1
     assert after["read_hops"] == before["read_hops"]
-
-
-def test_the_writer_never_checkpoints_and_a_checkpoint_runs_beside_it(tmp_path: Path) -> None:
-    """SQLite only: the writer's automatic checkpoint is off (no commit folds the log back
-    into the file), and every `CHECKPOINT_COMMITS` commits one checkpoint runs on its own
-    connection; `close()` waits for it."""
-
-    async def main() -> tuple[int, int, int, int]:
-        db = await Database.open(tmp_path / "c.db", synchronous="OFF")
-
-        async def autocheckpoint(tx: Tx) -> int:
-            row = await tx.fetchone("PRAGMA wal_autocheckpoint")
-            assert row is not None
-            return int(row[0])
-
-        async def job(tx: Tx, n: int) -> None:
-            await tx.execute("INSERT INTO meta (key, value) VALUES (?, 'v')", (f"c{n}",))
-
-        pages = await db.write(autocheckpoint)  # the first commit
-        for n in range(CHECKPOINT_COMMITS - 2):
-            await db.write(partial(job, n=n))
-        before = db.checkpoints
-        await db.write(partial(job, n=-1))  # the commit that reaches `CHECKPOINT_COMMITS`
-        await db.close()
-        return pages, before, db.checkpoints, db.commits
-
-    pages, before, after, commits = run(main())
-    assert pages == 0
-    assert commits == CHECKPOINT_COMMITS
-    assert (before, after) == (0, 1)
