@@ -29,12 +29,6 @@ def _name(segment: str) -> str:
     return segment[1:-1].split(":")[0]
 
 
-def reserved_literals(path: str, others: Iterable[str]) -> dict[str, frozenset[str]]:
-    """For each parameter of `path`, the literal segments other paths have at its place
-    after the same leading segments."""
-    return _reserved(_shape(path), [_shape(other) for other in others])
-
-
 _Shape = tuple[list[str], list[bool]]
 
 
@@ -42,21 +36,6 @@ def _shape(path: str) -> _Shape:
     """A path's segments, and for each whether it is a parameter."""
     segments = _segments(path)
     return segments, [_is_param(segment) for segment in segments]
-
-
-def _reserved(mine: _Shape, others: Iterable[_Shape]) -> dict[str, frozenset[str]]:
-    segments, params = mine
-    found: dict[str, set[str]] = {}
-    for theirs, their_params in others:
-        for index, segment in enumerate(segments):
-            if index >= len(theirs):
-                break
-            if params[index] and not their_params[index]:
-                found.setdefault(_name(segment), set()).add(theirs[index])
-            # The next place counts only while the segments so far are the same.
-            if segment != theirs[index] and not (params[index] and their_params[index]):
-                break
-    return {name: frozenset(words) for name, words in found.items()}
 
 
 class LiteralFirst(Route):
@@ -94,8 +73,8 @@ def _written(shape: _Shape) -> tuple[str, ...]:
 def _literals_after(shapes: Iterable[_Shape]) -> dict[tuple[str, ...], set[str]]:
     """For every leading run of written segments, the literal segments some path has
     right after it. A parameter at index i of a path is reserved exactly the literals
-    after its first i written segments: what `_reserved` finds by comparing the path with
-    every other one, in one pass over the paths."""
+    after its first i written segments: what comparing the path with every other one
+    finds, in one pass over the paths."""
     found: dict[tuple[str, ...], set[str]] = {}
     for shape in shapes:
         written = _written(shape)
