@@ -118,7 +118,9 @@ def test_the_validator_rejects_wrong_shapes(surface: Surface) -> None:
     assert isinstance(OpenApi(check.spec).operation("GET", "/v1/agents/automations")[0], str)
 
 
-def test_every_kind_of_response_has_a_request_id(surface: Surface) -> None:
+def test_every_kind_of_response_has_a_request_id_and_the_hosted_headers(
+    surface: Surface,
+) -> None:
     _, key = surface.project()
     base = surface.server.base_url
     auth = {"Authorization": f"Bearer {key}", "OpenAI-Beta": "agents=v1"}
@@ -139,6 +141,8 @@ def test_every_kind_of_response_has_a_request_id(surface: Surface) -> None:
         assert got == status, (method, path)
         request_id = response_headers.get("x-request-id", "")
         assert REQUEST_ID.match(request_id), (method, path, request_id)
+        assert response_headers.get("openai-version") == "2020-10-01", (method, path)
+        assert response_headers.get("x-content-type-options") == "nosniff", (method, path)
         seen.add(request_id)
     assert len(seen) == 10
 

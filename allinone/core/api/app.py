@@ -26,6 +26,7 @@ from allinone.core.api.errors import (
     method_not_allowed,
     unknown_route,
 )
+from allinone.core.api.heads import HeadLimit
 from allinone.core.api.request_ids import RequestIds
 from allinone.core.api.routing import literal_first
 from allinone.core.errors import Refused
@@ -50,12 +51,13 @@ def build_app(
 ) -> ASGIApp:
     """The app: `routes` (in any order: a literal segment wins over a parameter, see
     `routing`) plus `GET /openapi.json` describing them, wrapped so every HTTP
-    response, errors included, carries an `X-Request-Id`, and a request body that stalls
-    for `body_idle_seconds`, or is not complete within `body_total_seconds`, is refused
-    (408). With `keys`, every route is authenticated under its path's policy
-    (`auth.POLICIES`) before its handler runs. `pages` (the console's static files) need
-    no key and are not part of the API: they are served as they are, outside the
-    authentication policies and `/openapi.json`."""
+    response, errors included, carries an `X-Request-Id`, a complete request head
+    larger than the connection protocols allow is refused (431, `heads`), and a request
+    body that stalls for `body_idle_seconds`, or is not complete within
+    `body_total_seconds`, is refused (408). With `keys`, every route is authenticated
+    under its path's policy (`auth.POLICIES`) before its handler runs. `pages` (the
+    console's static files) need no key and are not part of the API: they are served as
+    they are, outside the authentication policies and `/openapi.json`."""
     routes = literal_first(routes)
     if keys is not None:
         guard(routes, keys)
@@ -79,4 +81,4 @@ def build_app(
             Exception: handle_unexpected,
         },
     )
-    return RequestIds(BodyDeadline(app, body_idle_seconds, body_total_seconds))
+    return RequestIds(HeadLimit(BodyDeadline(app, body_idle_seconds, body_total_seconds)))

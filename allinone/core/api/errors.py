@@ -102,6 +102,15 @@ def too_large(limit: int, headers: dict[str, str]) -> ApiError:
     )
 
 
+def head_too_large(limit: int) -> ApiError:
+    return ApiError(
+        431,
+        f"The request's head (its line and headers) is too large (at most {limit} bytes).",
+        code="request_header_fields_too_large",
+        headers={"connection": "close"},
+    )
+
+
 def body_timeout(headers: dict[str, str]) -> ApiError:
     return ApiError(
         408, "The request body was not received in time.", code="request_timeout", headers=headers

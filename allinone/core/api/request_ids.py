@@ -1,6 +1,9 @@
-"""A pure ASGI middleware that gives every HTTP response an `X-Request-Id: req_<32 hex>`.
+"""A pure ASGI middleware that gives every HTTP response an `X-Request-Id: req_<32 hex>`,
+with the headers the hosted API sends on each response: `OpenAI-Version` (the API
+version its shapes follow) and `X-Content-Type-Options: nosniff` (a browser never
+guesses a type other than the one declared, for the console's pages too).
 
-It only adds a header to `http.response.start`, so streaming responses (SSE) pass
+It only adds headers to `http.response.start`, so streaming responses (SSE) pass
 through untouched (Starlette's BaseHTTPMiddleware would buffer them). A caller's own
 `X-Request-Id` is not echoed. WebSocket and lifespan scopes are passed through.
 """
@@ -16,6 +19,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from allinone.core.ids import RandomHex
 
 HEADER = b"x-request-id"
+FIXED = ((b"openai-version", b"2020-10-01"), (b"x-content-type-options", b"nosniff"))
+_ADDED = frozenset({HEADER, *(name for name, _ in FIXED)})
 
 
 def new_request_id(token_hex: Callable[[int], str] = secrets.token_hex) -> str:
@@ -40,9 +45,10 @@ class RequestIds:
                 headers = [
                     (name, value)
                     for name, value in message.get("headers", [])
-                    if name.lower() != HEADER
+                    if name.lower() not in _ADDED
                 ]
                 headers.append((HEADER, request_id))
+                headers.extend(FIXED)
                 message = {**message, "headers": headers}
             await send(message)
 

@@ -205,6 +205,40 @@ def test_a_request_head_past_its_size_limit_is_refused_and_closed(protocol: Prot
     asyncio.run(main())
 
 
+def test_a_whole_head_past_its_size_limit_in_one_read_is_refused_431_and_closed(
+    protocol: Protocol,
+) -> None:
+    async def main() -> None:
+        async with serving(protocol) as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            head = b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+            # Just past the limit, counted as sent: the request line and every header.
+            padding = MAX_HEADER_BYTES - len(head) - len(b"X-Padding: \r\n\r\n") + 1
+            writer.write(head + b"X-Padding: " + b"a" * padding + b"\r\n\r\nok")
+            await writer.drain()
+            status, _, body = (await read_all(reader)).partition(b"\r\n\r\n")
+            assert status.startswith(b"HTTP/1.1 431")
+            assert json.loads(body)["error"]["code"] == "request_header_fields_too_large"
+            writer.close()
+
+    asyncio.run(main())
+
+
+def test_a_whole_head_at_its_size_limit_is_served(protocol: Protocol) -> None:
+    async def main() -> None:
+        async with serving(protocol) as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            head = b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+            padding = MAX_HEADER_BYTES - len(head) - len(b"X-Padding: \r\n\r\n")
+            writer.write(head + b"X-Padding: " + b"a" * padding + b"\r\n\r\nok")
+            await writer.drain()
+            answer = await asyncio.wait_for(reader.readuntil(b"ok"), WAIT)
+            assert answer.startswith(b"HTTP/1.1 200")
+            writer.close()
+
+    asyncio.run(main())
+
+
 def test_a_head_trickling_past_its_size_limit_is_refused(protocol: Protocol) -> None:
     async def main() -> None:
         async with serving(patient(protocol)) as port:
