@@ -143,6 +143,8 @@ def test_every_kind_of_response_has_a_request_id_and_the_hosted_headers(
         assert REQUEST_ID.match(request_id), (method, path, request_id)
         assert response_headers.get("openai-version") == "2020-10-01", (method, path)
         assert response_headers.get("x-content-type-options") == "nosniff", (method, path)
+        assert int(response_headers["openai-processing-ms"]) >= 0, (method, path)
+        assert response_headers.get("cache-control") == "no-store", (method, path)
         seen.add(request_id)
     assert len(seen) == 10
 
