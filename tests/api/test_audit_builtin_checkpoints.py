@@ -3,8 +3,8 @@ function result (seed 003): a pause asked while its turn waits applies there at 
 survives kill -9 as paused, takes the result sent meanwhile, and a resume on a new
 Executor continues with the whole conversation (the session's earlier turns from Core's
 items, the turn's own tool call and result from its checkpoint) without calling any
-tool again; a turn in `requires_action` survives kill -9 and completes when its result
-arrives afterwards."""
+tool again; a turn in `requires_action` (a function result, or a command's approval)
+survives kill -9 and completes when its answer arrives afterwards."""
 
 from __future__ import annotations
 
@@ -181,5 +181,68 @@ def test_a_builtin_turn_in_requires_action_survives_kill_9(
                 "function_call_output",
                 "message",
             ]
+    finally:
+        restarted.stop()
+
+
+def approval_requested(client: OpenAI, session_id: str, text: str) -> Any:
+    """Send `text` and follow the stream until the turn asks for an approval."""
+    with client.beta.agents.sessions.events.stream(session_id) as live:
+        client.beta.agents.sessions.events.create(session_id, events=[message(text)])  # type: ignore[list-item]
+        for event in live:
+            if event.type == "agent.session.requires_action":
+                return event.session.required_actions[0]  # type: ignore[attr-defined]
+    raise AssertionError("the stream ended before the turn asked for an approval")
+
+
+def test_a_builtin_turn_awaiting_a_command_approval_survives_kill_9(
+    tmp_path: Path, model: ModelServer
+) -> None:
+    """The wait for a command's approval is a checkpoint: after kill -9 the session still
+    asks for the same approval, and approving it runs the command once and completes
+    the turn without calling the model again for the call."""
+    data, workspace = tmp_path / "data", tmp_path / "ws"
+    workspace.mkdir()
+    server = start_server(data)
+    model.queue(Reply.say("Ready."))
+    environment = {"type": "self_hosted", "workspace_directory": str(workspace)}
+    try:
+        with client_of(server) as client:
+            session_id, _ = create(client, model, "hello", environment=environment)
+            model.queue(Reply.call("run_command", {"command": "echo made >> made.txt"}))
+            action = approval_requested(client, session_id, "make a file")
+            assert action.type == "mcp_approval_request"
+            before = run_state(client, session_id)
+            assert before["checkpoint"]["boundary"] == "awaiting_approval"
+            assert len(model.requests) == 2
+    finally:
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait(timeout=10)
+
+    restarted = start_server(data, port=server.port)
+    model.queue(Reply.say("Done."))
+    try:
+        with client_of(restarted) as client:
+            session = client.beta.agents.sessions.retrieve(session_id)
+            assert session.status == "requires_action"
+            assert session.required_actions[0].request_id == action.request_id  # type: ignore[union-attr,index]
+            client.beta.agents.sessions.events.create(
+                session_id,
+                events=[
+                    {
+                        "type": "agent.session.input.mcp_approval_request_result",
+                        "request_id": action.request_id,
+                        "response": {"type": "mcp_tool_call", "decision": "approve"},
+                    }  # type: ignore[list-item]
+                ],
+            )
+            wait_idle(client, session_id)
+            after = run_state(client, session_id)
+            assert after["status"] == "completed"
+            assert after["worker_epoch"] > before["worker_epoch"]
+            assert (workspace / "made.txt").read_text() == "made\n"  # run once
+            assert len(model.requests) == 3
+            last = said(model.requests[2].body)
+            assert last.count("echo made >> made.txt") == 1 and "exit code 0" in last
     finally:
         restarted.stop()

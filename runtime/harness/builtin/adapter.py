@@ -11,8 +11,10 @@ from the committed history Core sends with the start, so it declares
 The API key lives only inside that client; it is never logged.
 `agent_options.harness_config.tool_policy.run_command` (`ask`, the default, `allow` or
 `deny`) decides whether workspace commands ask for permission. A turn checkpoints before
-each model call (`between_model_calls`, cursor.py) and declares `resume`: a paused,
-drained or crashed turn continues there on a new Run without repeating any tool call.
+each model call (`between_model_calls`, cursor.py), while it waits for a function's
+result (`awaiting_function_result`) or a command's approval (`awaiting_approval`), and
+declares `resume`: a paused, drained or crashed turn continues there on a new Run
+without repeating any tool call.
 """
 
 from __future__ import annotations

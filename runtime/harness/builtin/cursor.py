@@ -1,4 +1,4 @@
-"""The resume cursor of a builtin turn's `between_model_calls` checkpoint.
+"""The resume cursor of a builtin turn's checkpoints.
 
 A builtin turn checkpoints before each model call: every tool result of the turn so far
 is in its conversation and nothing is in flight, so a new Run can call the model again
@@ -10,9 +10,12 @@ usage counted so far (None once it became unknown) and the run manifest.
 
 A turn also checkpoints while it waits for the result of a client-executed function
 (`awaiting_function_result`): the cursor then names the call it waits for (`waiting`,
-the wire call id). The turn's tool calls whose results are not among its entries are,
-in order, the one waited for and those that never started; a new Run waits for the
-first one's result and runs the others.
+the wire call id); and while a workspace command waits for its approval
+(`awaiting_approval`): the cursor then names the permission request (`permission`; the
+command has not started). The turn's tool calls whose results are not among its entries
+are, in order, the one waited for and those that never started; a new Run waits for the
+first one's result (or decision, then runs the command when approved) and runs the
+others.
 
 The cursor is opaque to Core and bounded by `limits.MAX_RESUME_CURSOR_BYTES`; a turn
 whose state would not fit declares no checkpoint there (a crash then fails it, and a
@@ -51,11 +54,12 @@ class TurnState:
     usage: Usage | None
     manifest: dict[str, Any]
     waiting: str | None = None  # the wire call id of the function result waited for
+    permission: str | None = None  # the permission request whose decision is waited for
 
 
 def encode(state: TurnState) -> str | None:
     """The cursor for `state`, or None when it would exceed the wire's bound."""
-    body = {
+    body: dict[str, Any] = {
         "v": VERSION,
         "base": state.base,
         "entries": [_entry(entry) for entry in state.entries],
@@ -64,6 +68,8 @@ def encode(state: TurnState) -> str | None:
         "manifest": state.manifest,
         "waiting": state.waiting,
     }
+    if state.permission is not None:
+        body["permission"] = state.permission
     text = json.dumps(body, separators=(",", ":"))
     return text if len(text.encode()) <= limits.MAX_RESUME_CURSOR_BYTES else None
 
@@ -82,6 +88,7 @@ def decode(cursor: str) -> TurnState:
             usage=None if usage is None else Usage(*(int(n) for n in usage)),
             manifest=dict(body["manifest"]),
             waiting=None if body.get("waiting") is None else str(body["waiting"]),
+            permission=None if body.get("permission") is None else str(body["permission"]),
         )
     except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
         raise CursorInvalid("the checkpoint is not a builtin turn's cursor") from exc

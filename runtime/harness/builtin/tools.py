@@ -28,7 +28,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from runtime.harness.base import FunctionOutcome, RunContext
+from runtime.harness.base import FunctionOutcome, NativeFailure, RunContext
 from runtime.harness.builtin.delegation import NAME as DELEGATE
 from runtime.harness.builtin.delegation import SPEC as DELEGATE_SPEC
 from runtime.harness.builtin.delegation import Delegation
@@ -86,10 +86,12 @@ class Toolbox:
         request: ToolRequest,
         context: RunContext,
         waiting: Callable[[str], str] | None = None,
+        asking: Callable[[str], str] | None = None,
     ) -> str:
         """Run one tool call and return the text the model sees as its result. While
         a function's result is awaited, the wait is a checkpoint with the cursor
-        `waiting(call_id)` gives (none when it gives "")."""
+        `waiting(call_id)` gives, and while a workspace command's approval is awaited,
+        with the cursor `asking(request_id)` gives (none when they give "")."""
         try:
             arguments = json.loads(request.arguments or "{}")
         except json.JSONDecodeError:
@@ -109,7 +111,7 @@ class Toolbox:
             )
             return function_output(outcome)
         if self._workspace is not None and request.name in self._workspace_names:
-            return await self._workspace.run(request.name, arguments, context)
+            return await self._workspace.run(request.name, arguments, context, asking)
         if self._delegation is not None and request.name == DELEGATE:
             return await self._delegation.run(arguments, request.call_id, context)
         if self._mcp is not None and request.name in self._mcp.tools:
@@ -120,6 +122,16 @@ class Toolbox:
                 )
             return await self._mcp_call(request.name, arguments, context)
         return f"error: there is no tool named {request.name[:64]!r}"
+
+    async def resume_command(
+        self, request: ToolRequest, request_id: str, context: RunContext
+    ) -> str:
+        """The result of a workspace command whose approval (`request_id`) a checkpoint
+        waited for: the decision, then the command when approved."""
+        if self._workspace is None or request.name not in self._workspace_names:
+            raise NativeFailure("the checkpoint waits for an approval this turn cannot ask")
+        arguments = json.loads(request.arguments or "{}")
+        return await self._workspace.resume_command(arguments, request_id, context)
 
     def _disabled_result(self, name: str) -> str | None:
         version = self._disabled.get(name)

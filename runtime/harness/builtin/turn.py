@@ -7,7 +7,8 @@
         one streaming model call               (frames emitted as events arrive)
         tool calls?  run each, add results, go again
                                                (a client-executed function's wait is an
-                                               `awaiting_function_result` checkpoint)
+                                               `awaiting_function_result` checkpoint, a
+                                               command's approval `awaiting_approval`)
         steered input arrived?  go again
         otherwise the turn is done
 
@@ -92,12 +93,12 @@ class BuiltinTurn:
     async def play(self, messages: MessageInput, resume: str = "") -> None:
         """Play the turn from its input, or from the checkpoint `resume` names (the
         input is then already in the restored conversation)."""
-        waiting = self._restore(resume) if resume else None
-        if not resume:
+        restored = self._restore(resume) if resume else None
+        if restored is None:
             self._conversation.add_input(messages)
         try:
-            if resume:
-                await self._finish_tools(waiting)
+            if restored is not None:
+                await self._finish_tools(restored)
             while True:
                 self._take_steered()
                 if self.rounds >= MAX_ROUNDS:
@@ -119,21 +120,30 @@ class BuiltinTurn:
     async def _run_tools(self, requests: list[ToolRequest]) -> None:
         """Run the model's tool calls in order, each result added as it comes."""
         for request in requests:
-            output = await self._toolbox.run(request, self._context, self._waiting_cursor)
+            output = await self._toolbox.run(
+                request, self._context, self._waiting_cursor, self._asking_cursor
+            )
             self._conversation.add(ToolResult(request.call_id, output))
 
-    async def _finish_tools(self, waiting: str | None) -> None:
-        """After a restore: the result of the call the turn waited for, then the tool
-        calls that never started."""
+    async def _finish_tools(self, restored: cursor.TurnState) -> None:
+        """After a restore: the result of the call the turn waited for (a function's
+        result, or a command's approval and then the command), then the tool calls that
+        never started."""
         answered = {e.call_id for e in self._turn_entries() if isinstance(e, ToolResult)}
         pending = [
             ToolRequest(e.call_id, e.name, e.arguments)
             for e in self._turn_entries()
             if isinstance(e, ToolCall) and e.call_id not in answered
         ]
-        if waiting is not None and pending:
-            outcome = await self._context.wait_function(waiting)
+        if restored.waiting is not None and pending:
+            outcome = await self._context.wait_function(restored.waiting)
             self._conversation.add(ToolResult(pending[0].call_id, function_output(outcome)))
+            pending = pending[1:]
+        elif restored.permission is not None and pending:
+            output = await self._toolbox.resume_command(
+                pending[0], restored.permission, self._context
+            )
+            self._conversation.add(ToolResult(pending[0].call_id, output))
             pending = pending[1:]
         await self._run_tools(pending)
 
@@ -145,7 +155,12 @@ class BuiltinTurn:
         turn's state does not fit one)."""
         return cursor.encode(self._state(waiting=call_id)) or ""
 
-    def _state(self, waiting: str | None = None) -> cursor.TurnState:
+    def _asking_cursor(self, request_id: str) -> str:
+        """The cursor of the checkpoint while a command's approval (`request_id`) is
+        awaited ("" when the turn's state does not fit one)."""
+        return cursor.encode(self._state(permission=request_id)) or ""
+
+    def _state(self, waiting: str | None = None, permission: str | None = None) -> cursor.TurnState:
         return cursor.TurnState(
             self._base,
             self._turn_entries(),
@@ -153,13 +168,14 @@ class BuiltinTurn:
             self._usage,
             self.manifest,
             waiting,
+            permission,
         )
 
-    def _restore(self, resume: str) -> str | None:
-        """Put the turn back where its checkpoint was taken; the call whose result it
-        waits for, if any. The entries before the turn are the Executor's memory
-        (rebuilt from Core's history when the Executor is new); the turn's own come
-        from the cursor."""
+    def _restore(self, resume: str) -> cursor.TurnState:
+        """Put the turn back where its checkpoint was taken; returns the checkpoint's
+        state (what it waits for, if anything). The entries before the turn are the
+        Executor's memory (rebuilt from Core's history when the Executor is new); the
+        turn's own come from the cursor."""
         state = cursor.decode(resume)  # CursorInvalid (a NativeFailure) fails the Run
         entries = self._conversation.entries
         if self._context.history is None:
@@ -169,7 +185,7 @@ class BuiltinTurn:
         self.rounds = state.rounds
         self._usage = state.usage
         self.manifest = {**self.manifest, **state.manifest}
-        return state.waiting
+        return state
 
     async def _checkpoint(self) -> None:
         """Declare the safe point before a model call (see cursor.py)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,9 +98,17 @@ class WorkspaceTools:
         self._policy = command_policy if command_policy in POLICIES else "ask"
         self._commands = CommandRunner(root, sandbox, command_environment)
 
-    async def run(self, name: str, arguments: dict[str, Any], context: RunContext) -> str:
+    async def run(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        context: RunContext,
+        asking: Callable[[str], str] | None = None,
+    ) -> str:
+        """Run one workspace tool. While a command waits for its approval, the wait is a
+        checkpoint with the cursor `asking(request_id)` gives (none when it gives "")."""
         if name == "run_command":
-            return await self._command(str(arguments.get("command") or ""), context)
+            return await self._command(str(arguments.get("command") or ""), context, asking)
         call_id = f"ws_{secrets.token_hex(8)}"
         kind = {"read_file": "file_read", "write_file": "file_write"}.get(name, "directory_list")
         path = relative(arguments.get("path"))
@@ -140,7 +149,9 @@ class WorkspaceTools:
             lines.append("[truncated]")
         return "\n".join(lines) or "(empty)"
 
-    async def _command(self, command: str, context: RunContext) -> str:
+    async def _command(
+        self, command: str, context: RunContext, asking: Callable[[str], str] | None
+    ) -> str:
         if not command.strip():
             return "error: run_command needs a command"
         if self._policy == "deny":
@@ -148,11 +159,26 @@ class WorkspaceTools:
         if self._policy == "ask":
             request_id = f"perm_{secrets.token_hex(8)}"
             approved = await context.request_permission(
-                request_id, "shell", command[:200], f"Run in {self._binding.root}"
+                request_id,
+                "shell",
+                command[:200],
+                f"Run in {self._binding.root}",
+                checkpoint=asking(request_id) if asking is not None else "",
             )
             if not approved:
-                # A denial by a safety overlay carries its structured result.
-                return context.denial(request_id) or "The user denied running this command."
+                return _denied(context, request_id)
+        return await self._execute(command, context)
+
+    async def resume_command(
+        self, arguments: dict[str, Any], request_id: str, context: RunContext
+    ) -> str:
+        """Continue a command whose approval a checkpoint waited for (on a new Run):
+        wait for the decision on `request_id`, then run it when approved."""
+        if not await context.wait_permission(request_id):
+            return _denied(context, request_id)
+        return await self._execute(str(arguments.get("command") or ""), context)
+
+    async def _execute(self, command: str, context: RunContext) -> str:
         call_id = f"cmd_{secrets.token_hex(8)}"
         cwd = str(self._binding.root)
         before = wire.ToolObservation(
@@ -200,3 +226,8 @@ class WorkspaceTools:
                 observation=observation,
             ),
         )
+
+
+def _denied(context: RunContext, request_id: str) -> str:
+    # A denial by a safety overlay carries its structured result.
+    return context.denial(request_id) or "The user denied running this command."

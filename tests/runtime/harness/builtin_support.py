@@ -98,6 +98,7 @@ class Recording:
     resume_cursor: str = ""  # a checkpoint's cursor to continue from
     checkpoints: list[tuple[str, str]] = field(default_factory=list)  # (boundary, cursor)
     results: dict[str, tuple[bool, str]] = field(default_factory=dict)  # for wait_function
+    waited: list[str] = field(default_factory=list)  # permission requests `wait_permission` saw
 
     async def emit(self, type_: str, payload: msgspec.Struct) -> None:
         self.frames.append((type_, payload))
@@ -121,9 +122,15 @@ class Recording:
         return FunctionOutcome(success, [InputText(text=output)])
 
     async def request_permission(
-        self, request_id: str, tool: str, title: str, detail: str = ""
+        self, request_id: str, tool: str, title: str, detail: str = "", checkpoint: str = ""
     ) -> bool:
         self.permissions.append((tool, title))
+        if checkpoint:
+            self.checkpoints.append(("awaiting_approval", checkpoint))
+        return self.approve
+
+    async def wait_permission(self, request_id: str) -> bool:
+        self.waited.append(request_id)
         return self.approve
 
     async def ask_choice(self, ask_id: str, questions: list[ChoiceQuestion]) -> ChoiceOutcome:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -46,6 +47,17 @@ def test_a_cursor_carries_the_turn_back(usage: Usage | None) -> None:
     text = cursor.encode(original)
     assert text is not None
     assert cursor.decode(text) == original
+
+
+@pytest.mark.parametrize(("waiting", "permission"), [("call_9", None), (None, "perm_1")])
+def test_a_cursor_carries_what_the_turn_waits_for(
+    waiting: str | None, permission: str | None
+) -> None:
+    original = replace(state(), waiting=waiting, permission=permission)
+    text = cursor.encode(original)
+    assert text is not None
+    assert cursor.decode(text) == original
+    assert ("permission" in json.loads(text)) is (permission is not None)
 
 
 def test_a_state_past_the_bound_gives_no_cursor() -> None:

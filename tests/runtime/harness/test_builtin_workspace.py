@@ -4,12 +4,14 @@ for permission unless the tool policy allows them, every use is observed."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from runtime.confinement import NONE, Confinement, Sandbox
+from runtime.harness.builtin import cursor
 from tests.runtime.harness.builtin_support import Recording, configuration, executor, text
 from tests.support.model_server import ModelServer, Reply
 
@@ -92,6 +94,40 @@ def test_an_approved_command_runs_and_is_observed(model: ModelServer, tmp_path: 
     assert before.observation.kind == after.observation.kind == "command_execution"
     assert (after.observation.exit_code, after.observation.output) == (0, "ran\n")
     assert results(model)[-1] == "exit code 0\nran\n"
+
+
+@pytest.mark.parametrize("approve", [True, False])
+def test_a_command_awaiting_approval_is_a_checkpoint_a_new_run_continues_from(
+    model: ModelServer, tmp_path: Path, approve: bool
+) -> None:
+    """The wait for a command's approval is an `awaiting_approval` checkpoint naming the
+    request. A new Executor resumed from it asks nothing again and calls the model no
+    sooner than the decision: it waits for the decision on the same request, runs the
+    command once when approved (not at all when denied), and tells the model."""
+    model.queue(Reply.call("run_command", {"command": "echo hi >> f.txt"}), Reply.say("ok"))
+    first = play(configuration(model.base_url), Recording(workspace=tmp_path, approve=False))
+    assert [boundary for boundary, _ in first.checkpoints] == [
+        "between_model_calls",
+        "awaiting_approval",
+        "between_model_calls",
+    ]
+    waits = cursor.decode(first.checkpoints[1][1])
+    assert waits.permission is not None and waits.waiting is None
+    model.queue(Reply.say("done"))
+    resumed = Recording(workspace=tmp_path, approve=approve, resume_cursor=first.checkpoints[1][1])
+    play(configuration(model.base_url), resumed)
+    assert resumed.permissions == [] and resumed.waited == [waits.permission]
+    assert len(model.requests) == 3
+    if approve:
+        assert (tmp_path / "f.txt").read_text() == "hi\n"  # once
+        assert [f.observation.exit_code for f in resumed.of("tool_call")] == [None, 0]
+        assert results(model)[-1] == "exit code 0\n"
+    else:
+        assert not (tmp_path / "f.txt").exists()
+        assert results(model)[-1] == "The user denied running this command."
+    sent = json.dumps(model.requests[2].body["messages"])
+    assert sent.count("echo hi >> f.txt") == 1  # the call once, from the checkpoint
+    assert resumed.of("output_message")[-1].text == "done"
 
 
 def test_a_denied_command_does_not_run(model: ModelServer, tmp_path: Path) -> None:
