@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,8 @@ RECENT_EVENTS = 2048
 _KEY = "(SELECT journal_key FROM sessions WHERE id = ?)"
 # The key under which a job keeps each session's `journal_key` (`Tx.memo`).
 _KEYS = "journal_key"
+# A committed event as `Recent.put_many` takes it: (seq, event_id, payload, body, type).
+Committed = tuple[int, str, str, dict[str, Any], str | None]
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,16 @@ class Recent:
         with self._lock:
             self._events[(session_id, seq)] = _Remembered(event_id, payload, body, type_)
             self._events.move_to_end((session_id, seq))
+            while len(self._events) > self._limit:
+                self._events.popitem(last=False)
+
+    def put_many(self, session_id: str, events: Iterable[Committed]) -> None:
+        """`put` each of `events`, (seq, event_id, payload, body, type), in order, under
+        one hold of the lock."""
+        with self._lock:
+            for seq, event_id, payload, body, type_ in events:
+                self._events[(session_id, seq)] = _Remembered(event_id, payload, body, type_)
+                self._events.move_to_end((session_id, seq))
             while len(self._events) > self._limit:
                 self._events.popitem(last=False)
 

@@ -154,6 +154,8 @@ async def _environment_failure(q: Queryable, row: dict[str, Any]) -> str | None:
 
 # The key under which a job keeps the journal sequence its events reached (`Tx.memo`).
 _SEQ = "journal_seq"
+# The key under which a job keeps the events it appended to a session (`Tx.memo`).
+_COMMITTED = "journal_committed"
 
 
 class Recorder:
@@ -169,13 +171,24 @@ class Recorder:
         event_id = self._ids.new("evt")
         event = (event_id, type_, body)
         body, payload = await journal.append_compact(tx, self._bases, session_id, seq, event)
-
-        def committed() -> None:
-            self._hub.recent.put(session_id, seq, event_id, payload, body, type_)
-            self._hub.committed(session_id, seq)
-
-        tx.after_commit(committed)
+        self._committed(tx, session_id).append((seq, event_id, payload, body, type_))
         return event_id
+
+    def _committed(self, tx: Tx, session_id: str) -> list[journal.Committed]:
+        """The events this job appends to the session, in order. Once the job commits,
+        one after-commit callback remembers them all in `recent` and then wakes the
+        session's readers once (with the last sequence), not once per event: callbacks
+        run together on the event loop, so no reader can tell the difference."""
+        key = (_COMMITTED, session_id)
+        events: list[journal.Committed] | None = tx.memo.get(key)
+        if events is None:
+            events = tx.memo[key] = []
+            tx.after_commit(partial(self._announce, session_id, events))
+        return events
+
+    def _announce(self, session_id: str, events: list[journal.Committed]) -> None:
+        self._hub.recent.put_many(session_id, events)
+        self._hub.committed(session_id, events[-1][0])
 
     async def _next_seq(self, tx: Tx, session_id: str) -> int:
         """The session's next journal sequence. The job's first event takes it from the
