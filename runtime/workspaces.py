@@ -20,7 +20,6 @@ import io
 import logging
 import os
 import stat
-import tarfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -325,6 +324,8 @@ def _staged(path: Path, data: bytes) -> Path:
 def export_outputs(binding: Binding) -> bytes:
     """A tar archive of the regular files under `outputs/`: symlinks (files or
     directories) and other kinds are skipped, never followed."""
+    import tarfile  # here, not at start: only a turn that exports outputs writes a tar
+
     buffer = io.BytesIO()
     outputs = binding.root / OUTPUTS
     with tarfile.open(fileobj=buffer, mode="w") as archive:

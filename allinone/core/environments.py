@@ -16,7 +16,6 @@ import binascii
 import hashlib
 import io
 import logging
-import tarfile
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
@@ -677,6 +676,8 @@ class Environments:
             connection, session["harness"], wire_uuid(session_id), environment
         ) as handle:
             archive = await self._client.export_outputs(connection, handle, environment)
+        import tarfile  # here, not at start: only a turn that captures artifacts reads a tar
+
         with tarfile.open(fileobj=io.BytesIO(archive), mode="r") as tar:
             members = [(m, tar.extractfile(m)) for m in tar.getmembers() if m.isreg()]
             entries = [(m.name, handle.read()) for m, handle in members if handle is not None]

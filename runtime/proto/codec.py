@@ -131,9 +131,17 @@ class Frame(NamedTuple):
 
 _envelope_decoder = msgspec.json.Decoder(Envelope)
 _encoder = msgspec.json.Encoder()
-_payload_decoders: dict[type[msgspec.Struct], msgspec.json.Decoder[Any]] = {
-    cls: msgspec.json.Decoder(cls) for cls in (*CORE_TO_RUNTIME.values(), *RUNTIME_TO_CORE.values())
-}
+# Each payload type's decoder is built when a frame of that type first arrives: building
+# all of them compiles every payload Struct's type information at import, which a start
+# (that decodes a handful of types before it is ready) pays for without using.
+_payload_decoders: dict[type[msgspec.Struct], msgspec.json.Decoder[Any]] = {}
+
+
+def _payload_decoder(cls: type[msgspec.Struct]) -> msgspec.json.Decoder[Any]:
+    decoder = _payload_decoders.get(cls)
+    if decoder is None:
+        decoder = _payload_decoders[cls] = msgspec.json.Decoder(cls)
+    return decoder
 
 
 _AT = re.compile(r" - at `(\$[^`]*)`$")
@@ -167,7 +175,7 @@ def _decode(data: bytes | str, table: dict[str, type[msgspec.Struct]]) -> Frame:
     if len(body) > PAYLOAD_LIMITS.get(envelope.type, MAX_FRAME_BYTES):
         raise DecodeError(DecodeErrorCode.PAYLOAD_TOO_LARGE, "payload exceeds its type's limit")
     try:
-        payload = _payload_decoders[cls].decode(body)
+        payload = _payload_decoder(cls).decode(body)
     except msgspec.DecodeError as exc:
         code = (
             DecodeErrorCode.INVALID_CAPABILITIES

@@ -152,7 +152,8 @@ def test_the_ready_signal_reports_a_server_that_exited_before_it_was_ready(
 def test_serve_imports_neither_other_commands_nor_unused_parsers() -> None:
     """`corebox serve` (its command line, then the server's code) imports neither the
     other commands' modules, nor h11 (the httptools protocol runs), nor tomllib (no
-    configuration file to read here)."""
+    configuration file to read here), nor tarfile (only a turn that captures or exports
+    artifacts reads or writes a tar)."""
     code = (
         "import contextlib, io, sys\n"
         "from allinone import cli\n"
@@ -176,4 +177,4 @@ def test_serve_imports_neither_other_commands_nor_unused_parsers() -> None:
     loaded = set(done.stdout.split())
     assert {"allinone.app", "allinone.cli", "uvicorn"} <= loaded  # it sees what it looks for
     others = {"allinone.admin", "allinone.data_commands", "allinone.receiver.commands"}
-    assert not (others | {"h11", "tomllib"}) & loaded
+    assert not (others | {"h11", "tomllib", "tarfile"}) & loaded

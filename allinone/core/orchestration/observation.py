@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -320,6 +319,8 @@ class Observation:
         environments = self._parts.environments
         if environments is None:
             return True
+        import tarfile  # here, not at start: the capture reads a tar; its error is caught below
+
         try:
             await environments.capture(
                 self._run.session_id,
