@@ -43,16 +43,6 @@ async def get(q: Queryable, project_id: str, session_id: str) -> dict[str, Any] 
     return record(row, JSON_COLUMNS)
 
 
-async def agent_of(q: Queryable, project_id: str, session_id: str) -> tuple[str | None] | None:
-    """`(agent_id,)` of a live session of the project (its agent id may be None), or None
-    when there is no such session: `get` without reading the whole row."""
-    row = await q.fetchone(
-        "SELECT agent_id FROM sessions WHERE project_id = ? AND id = ? AND deleted_at IS NULL",
-        (project_id, session_id),
-    )
-    return None if row is None else (row["agent_id"],)
-
-
 async def get_any(q: Queryable, session_id: str) -> dict[str, Any] | None:
     """Load a session without a project scope (Core-internal use only), with the seed
     of its environment's workspace (`environment_seed_wire_id`, `..._snapshot`) and

@@ -28,7 +28,7 @@ from allinone.core.ids import Ids
 from allinone.core.recorder import session_view
 from allinone.core.sessions.admission import Admission
 from allinone.core.shapes.models import InputEvents, SessionCreate, SessionUpdate
-from storage import items, journal, sessions, turn_documents, turns
+from storage import items, sessions, turn_documents, turns
 from storage.database import Database
 from storage.rows import record
 
@@ -126,7 +126,9 @@ class SessionsApi:
         project = project_of(request)
         row = await self._session(project, request.path_params["session_id"])
         padded = _flag(request, "include_obfuscation", default=True)
-        start = await self._db.read_now(lambda r: journal.latest_seq(r, row["id"]))
+        # The stream starts after the session's latest event as the row just read has it
+        # (`event_seq`, what `journal.latest_seq` reads): no second read.
+        start = int(row["event_seq"])
         stream = journal_stream(self._db, self._hub, self._ids, row["id"], start, never, padded)
         return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
 

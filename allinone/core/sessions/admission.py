@@ -5,14 +5,12 @@ only after the commit (`on_work`, `on_cancel`, `on_input`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import partial
 from typing import Any
 
 from msgspec import UNSET
 
 from allinone.core import overlays
 from allinone.core.environments import Environments
-from allinone.core.errors import Conflict
 from allinone.core.ids import Clock, Ids
 from allinone.core.model_providers import ModelProviders
 from allinone.core.recorder import Recorder
@@ -24,13 +22,11 @@ from allinone.core.sessions.idempotency import digest
 from allinone.core.sessions.inputs import Inputs
 from allinone.core.sessions.writer import Writer
 from allinone.core.shapes.models import (
-    CancelInputEvent,
     InputEvent,
     SessionCreate,
     SessionUpdate,
 )
-from storage import sessions
-from storage.database import Database, Reader, Tx
+from storage.database import Database, Tx
 
 
 class Admission:
@@ -105,11 +101,8 @@ class Admission:
         idempotency_key: str | None,
     ) -> None:
         """Admit an ordered batch of 0-64 inputs atomically; replay-safe by key. While a
-        kill switch covers the session, only cancellations are admitted."""
-        if any(not isinstance(event, CancelInputEvent) for event in events):
-            refusal = await self._db.read_now(partial(_session_refusal, project_id, session_id))
-            if refusal is not None:
-                raise refusal
+        kill switch covers the session, only cancellations are admitted (`Inputs.admit`
+        checks it in the admission's transaction)."""
         batch = InputBatch(session_id, idempotency_key, digest(events))
 
         async def job(tx: Tx) -> bool:
@@ -136,12 +129,3 @@ class Admission:
     async def delete_session(self, session: dict[str, Any]) -> None:
         """Delete only a durably idle or failed session with nothing pending."""
         await self._changes.delete(session)
-
-
-async def _session_refusal(project_id: str, session_id: str, r: Reader) -> Conflict | None:
-    """In one read: the kill switch's refusal of input to the session, or None (also for
-    a session that does not exist, which admission itself answers)."""
-    agent = await sessions.agent_of(r, project_id, session_id)
-    if agent is None:
-        return None
-    return await overlays.input_refusal(r, project_id, agent[0])

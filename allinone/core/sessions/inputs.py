@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from allinone.core import overlays
 from allinone.core.archive import refuse_archived
 from allinone.core.control.suspended import cancel_suspended, is_suspended
 from allinone.core.errors import Conflict, InvalidRequest, NotFound, TurnConflict
@@ -70,6 +71,12 @@ class Inputs:
         session = await sessions.get(tx, project_id, batch.session_id)
         if session is None:
             raise NotFound()
+        if any(not isinstance(event, CancelInputEvent) for event in events):
+            # While a kill switch covers the session only cancellations are admitted:
+            # checked in this transaction, on the session row it already read.
+            refusal = await overlays.input_refusal(tx, project_id, session["agent_id"])
+            if refusal is not None:
+                raise refusal
         refuse_archived("session", session)
         earlier = (
             None
