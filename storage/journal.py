@@ -120,11 +120,7 @@ class Recent:
     ) -> None:
         """Remember a committed event: its whole JSON and its body (never changed later),
         and its type when known (which `following` needs)."""
-        with self._lock:
-            self._events[(session_id, seq)] = _Remembered(event_id, payload, body, type_)
-            self._events.move_to_end((session_id, seq))
-            while len(self._events) > self._limit:
-                self._events.popitem(last=False)
+        self.put_many(session_id, ((seq, event_id, payload, body, type_),))
 
     def put_many(self, session_id: str, events: Iterable[Committed]) -> None:
         """`put` each of `events`, (seq, event_id, payload, body, type), in order, under
