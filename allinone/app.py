@@ -100,6 +100,7 @@ from allinone.lifecycle import Lifecycle
 from allinone.redaction import Redactor
 from allinone.startup import (
     DATABASE_FILE,
+    DatabaseLock,
     StartupError,
     Warmup,
     bind,
@@ -123,7 +124,7 @@ from runtime.proto.capabilities import SupportedAgentKind
 from runtime.snapshots import Snapshots
 from runtime.transport import PermanentError
 from runtime.workspaces import Workspaces
-from storage import tenancy
+from storage import tenancy, urls
 from storage.blobs import BlobStore
 from storage.database import Database
 from storage.errors import StorageError
@@ -585,15 +586,21 @@ class App:
                     loop.remove_signal_handler(sig)
 
     async def _open(self, life: Lifecycle) -> Opened:
-        """Bind, open the database and read or create the data directory's keys."""
+        """Lock an SQLite database for this process, bind, open the database and read or
+        create the data directory's keys."""
         config = self.config
         if self._warmup is not None:
             await asyncio.to_thread(self._warmup.wait)
         prepare_data_dir(config.data_dir)
+        target = config.database_url or config.data_dir / DATABASE_FILE
+        if not urls.is_url(target):
+            lock = self._warmup.take_lock(Path(target)) if self._warmup else None
+            lock = lock or DatabaseLock.acquire(Path(target))
+            life.on_stop_sync("database lock", lock.release)
         sock = bind(config.host, config.port)
         life.on_stop_sync("listening socket", sock.close)
         try:
-            db = await Database.open(config.database_url or config.data_dir / DATABASE_FILE)
+            db = await Database.open(target)
         except StorageError as exc:
             raise StartupError(str(exc)) from exc
         life.on_stop("database", db.close)

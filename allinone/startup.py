@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import fcntl
 import logging
+import os
 import socket
 import threading
 from collections.abc import Awaitable, Callable
@@ -38,16 +40,59 @@ class StartupError(Exception):
     """Start-up cannot continue; the message is the one line the user sees."""
 
 
+class DatabaseLock:
+    """The one serving process of an SQLite database: an exclusive lock (flock) on the
+    file beside it named `<database>.lock`, which holds the server's process id. A second
+    `corebox serve` on the same database stops at start-up instead of recovering (and so
+    failing) the running turns of the first. The kernel releases the lock when its
+    process ends, kill -9 included; child processes do not inherit it. PostgreSQL
+    databases take no such lock: several Core processes share one by design."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    @classmethod
+    def acquire(cls, database: Path) -> DatabaseLock:
+        """Hold the lock of `database`, or raise `StartupError` naming who holds it."""
+        path = database.with_name(database.name + ".lock")
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise StartupError(f"cannot lock the database {database} ({exc.strerror})") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = os.read(fd, 32).decode("ascii", "replace").strip()
+            os.close(fd)
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise StartupError(f"cannot lock the database {database} ({exc.strerror})") from exc
+            raise StartupError(
+                f"the database {database} is served by another corebox (process "
+                f"{holder or 'unknown'}); stop it first, or give this one another --data-dir"
+            ) from exc
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        return cls(fd)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor releases the lock
+            self._fd = None
+
+
 class Warmup:
-    """Creates the data directory and creates or migrates its SQLite database (not a
-    PostgreSQL one) on a thread started by the constructor. It only saves time: `App`
-    repeats both steps after `wait()` (finding nothing left to do) and reports their
-    failures there, so a failure here is only logged at debug level."""
+    """Creates the data directory, takes its SQLite database's `DatabaseLock` and creates
+    or migrates the database (not a PostgreSQL one) on a thread started by the
+    constructor. It only saves time: `App` takes the lock it holds (`take_lock`) and
+    repeats the other steps after `wait()` (finding nothing left to do) and reports their
+    failures there, so a failure here is only logged at debug level; a database another
+    process serves is not migrated."""
 
     def __init__(self, config: Config) -> None:
-        database = None if config.database_url else config.data_dir / DATABASE_FILE
+        self.database = None if config.database_url else config.data_dir / DATABASE_FILE
+        self._lock: DatabaseLock | None = None
         self._thread = threading.Thread(
-            target=_warm_up, args=(config.data_dir, database), name="startup-warmup", daemon=True
+            target=self._warm_up, args=(config.data_dir,), name="startup-warmup", daemon=True
         )
         self._thread.start()
 
@@ -55,14 +100,22 @@ class Warmup:
         """Block until the thread is done (at once when it already is)."""
         self._thread.join()
 
+    def take_lock(self, database: Path) -> DatabaseLock | None:
+        """After `wait()`: the lock the thread took on `database`, now the caller's."""
+        lock, self._lock = self._lock, None
+        if lock is not None and database != self.database:
+            lock.release()
+            return None
+        return lock
 
-def _warm_up(data_dir: Path, database: Path | None) -> None:
-    try:
-        prepare_data_dir(data_dir)
-        if database is not None:
-            migrate(database)
-    except Exception as exc:  # reported when App repeats the step
-        log.debug("start-up warm-up stopped: %s", type(exc).__name__)
+    def _warm_up(self, data_dir: Path) -> None:
+        try:
+            prepare_data_dir(data_dir)
+            if self.database is not None:
+                self._lock = DatabaseLock.acquire(self.database)
+                migrate(self.database)
+        except Exception as exc:  # reported when App repeats the step
+            log.debug("start-up warm-up stopped: %s", type(exc).__name__)
 
 
 async def together(*steps: Awaitable[Any]) -> list[Any]:

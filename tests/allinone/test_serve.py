@@ -11,6 +11,7 @@ import stat
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,30 @@ def test_busy_port_exits_with_one_clear_line(tmp_path: Path) -> None:
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
     assert str(port) in lines[0] and "in use" in lines[0]
+
+
+@sqlite_only("several Core processes share a PostgreSQL database by design")
+def test_a_second_server_on_the_same_database_exits_with_one_clear_line(
+    tmp_path: Path,
+) -> None:
+    """One process serves an SQLite database: a second `serve` on the same data directory
+    stops before it touches the database (it would recover, so fail, the first one's
+    running turns); once the first is gone, even by kill -9, the next one starts."""
+    data_dir = tmp_path / "data"
+    first = start_server(data_dir)
+    try:
+        done = _serve(["--port", str(free_port()), "--data-dir", str(data_dir)])
+        assert done.returncode != 0
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1, done.stderr
+        assert str(data_dir / "corebox.db") in lines[0] and "another corebox" in lines[0]
+        assert f"process {first.process.pid}" in lines[0]
+        with urllib.request.urlopen(f"{first.base_url}/readyz", timeout=10) as ready:
+            assert ready.status == 200
+    finally:
+        first.process.send_signal(signal.SIGKILL)
+        first.process.wait(timeout=10)
+    start_server(data_dir).stop()
 
 
 def test_unwritable_data_dir_exits_with_one_clear_line(tmp_path: Path) -> None:
