@@ -107,6 +107,19 @@ def decode_inline(data: Any, param: str) -> bytes:
     return raw
 
 
+def _regular_files(archive: bytes) -> list[tuple[str, bytes]]:
+    """(name, content) of the regular files in a tar archive of outputs/; an archive
+    that cannot be read is `WorkspaceUnavailable("outputs_unreadable")`."""
+    import tarfile  # here, not at start: only a turn that captures artifacts reads a tar
+
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r") as tar:
+            members = [(m, tar.extractfile(m)) for m in tar.getmembers() if m.isreg()]
+            return [(m.name, handle.read()) for m, handle in members if handle is not None]
+    except tarfile.TarError as exc:
+        raise WorkspaceUnavailable("outputs_unreadable") from exc
+
+
 class Environments:
     def __init__(
         self,
@@ -676,11 +689,7 @@ class Environments:
             connection, session["harness"], wire_uuid(session_id), environment
         ) as handle:
             archive = await self._client.export_outputs(connection, handle, environment)
-        import tarfile  # here, not at start: only a turn that captures artifacts reads a tar
-
-        with tarfile.open(fileobj=io.BytesIO(archive), mode="r") as tar:
-            members = [(m, tar.extractfile(m)) for m in tar.getmembers() if m.isreg()]
-            entries = [(m.name, handle.read()) for m, handle in members if handle is not None]
+        entries = _regular_files(archive)
         captured = 0
         for name, content in entries:
             artifact = {

@@ -319,8 +319,6 @@ class Observation:
         environments = self._parts.environments
         if environments is None:
             return True
-        import tarfile  # here, not at start: the capture reads a tar; its error is caught below
-
         try:
             await environments.capture(
                 self._run.session_id,
@@ -331,7 +329,7 @@ class Observation:
         except Fenced:
             log.warning("turn %s was fenced during artifact capture", self._run.turn_id)
             return False
-        except (WorkspaceUnavailable, OSError, tarfile.TarError) as exc:
+        except (WorkspaceUnavailable, OSError) as exc:
             log.warning("turn %s: artifact capture failed: %s", self._run.turn_id, exc)
             return False
         return True
