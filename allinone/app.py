@@ -594,7 +594,7 @@ class App:
         prepare_data_dir(config.data_dir)
         target = config.database_url or config.data_dir / DATABASE_FILE
         if not urls.is_url(target):
-            lock = self._warmup.take_lock(Path(target)) if self._warmup else None
+            lock = self._warmup.take_lock() if self._warmup else None
             lock = lock or DatabaseLock.acquire(Path(target))
             life.on_stop_sync("database lock", lock.release)
         sock = bind(config.host, config.port)

@@ -62,9 +62,10 @@ class DatabaseLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
-            holder = os.read(fd, 32).decode("ascii", "replace").strip()
+            held = exc.errno in (errno.EAGAIN, errno.EACCES)
+            holder = os.read(fd, 32).decode("ascii", "replace").strip() if held else ""
             os.close(fd)
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+            if not held:
                 raise StartupError(f"cannot lock the database {database} ({exc.strerror})") from exc
             raise StartupError(
                 f"the database {database} is served by another corebox (process "
@@ -89,7 +90,7 @@ class Warmup:
     process serves is not migrated."""
 
     def __init__(self, config: Config) -> None:
-        self.database = None if config.database_url else config.data_dir / DATABASE_FILE
+        self._database = None if config.database_url else config.data_dir / DATABASE_FILE
         self._lock: DatabaseLock | None = None
         self._thread = threading.Thread(
             target=self._warm_up, args=(config.data_dir,), name="startup-warmup", daemon=True
@@ -100,20 +101,18 @@ class Warmup:
         """Block until the thread is done (at once when it already is)."""
         self._thread.join()
 
-    def take_lock(self, database: Path) -> DatabaseLock | None:
-        """After `wait()`: the lock the thread took on `database`, now the caller's."""
+    def take_lock(self) -> DatabaseLock | None:
+        """After `wait()`: the lock the thread took on the data directory's database
+        (none for a database named by the configuration), now the caller's."""
         lock, self._lock = self._lock, None
-        if lock is not None and database != self.database:
-            lock.release()
-            return None
         return lock
 
     def _warm_up(self, data_dir: Path) -> None:
         try:
             prepare_data_dir(data_dir)
-            if self.database is not None:
-                self._lock = DatabaseLock.acquire(self.database)
-                migrate(self.database)
+            if self._database is not None:
+                self._lock = DatabaseLock.acquire(self._database)
+                migrate(self._database)
         except Exception as exc:  # reported when App repeats the step
             log.debug("start-up warm-up stopped: %s", type(exc).__name__)
 
