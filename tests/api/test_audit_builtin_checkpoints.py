@@ -34,16 +34,21 @@ def model() -> Iterator[ModelServer]:
         yield server
 
 
-def requires_action(client: OpenAI, session_id: str, text: str) -> tuple[str, str]:
-    """Send `text` and follow the stream until the turn asks for a function result:
-    (turn_id, call_id)."""
+def first_required_action(client: OpenAI, session_id: str, text: str) -> Any:
+    """Send `text` and follow the stream until the turn asks for something (a function
+    result, an approval): the first required action."""
     with client.beta.agents.sessions.events.stream(session_id) as live:
         client.beta.agents.sessions.events.create(session_id, events=[message(text)])  # type: ignore[list-item]
         for event in live:
             if event.type == "agent.session.requires_action":
-                action = event.session.required_actions[0]  # type: ignore[attr-defined]
-                return action.turn_id, action.call_id
-    raise AssertionError("the stream ended before the turn asked for a result")
+                return event.session.required_actions[0]  # type: ignore[attr-defined]
+    raise AssertionError("the stream ended before the turn asked for anything")
+
+
+def requires_action(client: OpenAI, session_id: str, text: str) -> tuple[str, str]:
+    """Send `text` until the turn asks for a function result: (turn_id, call_id)."""
+    action = first_required_action(client, session_id, text)
+    return action.turn_id, action.call_id
 
 
 def tool_result(client: OpenAI, session_id: str, turn_id: str, call_id: str) -> None:
@@ -185,16 +190,6 @@ def test_a_builtin_turn_in_requires_action_survives_kill_9(
         restarted.stop()
 
 
-def approval_requested(client: OpenAI, session_id: str, text: str) -> Any:
-    """Send `text` and follow the stream until the turn asks for an approval."""
-    with client.beta.agents.sessions.events.stream(session_id) as live:
-        client.beta.agents.sessions.events.create(session_id, events=[message(text)])  # type: ignore[list-item]
-        for event in live:
-            if event.type == "agent.session.requires_action":
-                return event.session.required_actions[0]  # type: ignore[attr-defined]
-    raise AssertionError("the stream ended before the turn asked for an approval")
-
-
 def test_a_builtin_turn_awaiting_a_command_approval_survives_kill_9(
     tmp_path: Path, model: ModelServer
 ) -> None:
@@ -210,7 +205,7 @@ def test_a_builtin_turn_awaiting_a_command_approval_survives_kill_9(
         with client_of(server) as client:
             session_id, _ = create(client, model, "hello", environment=environment)
             model.queue(Reply.call("run_command", {"command": "echo made >> made.txt"}))
-            action = approval_requested(client, session_id, "make a file")
+            action = first_required_action(client, session_id, "make a file")
             assert action.type == "mcp_approval_request"
             before = run_state(client, session_id)
             assert before["checkpoint"]["boundary"] == "awaiting_approval"
