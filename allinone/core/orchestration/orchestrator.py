@@ -32,7 +32,7 @@ from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Projector
 from allinone.core.orchestration.recovery import Recovery
 from allinone.core.orchestration.timers import PRODUCTION, Timers
-from allinone.core.orchestration.turn import TurnExecution
+from allinone.core.orchestration.turn import SafePoint, TurnExecution, safe_point
 from allinone.core.tasks import cancel_and_wait
 from storage import checkpoints, cluster, sessions, turns
 from storage import environments as env_rows
@@ -177,10 +177,10 @@ class Orchestrator:
     async def _schedule(self) -> None:
         skip = frozenset(self._inflight)
         candidates = await self._db.read_now(partial(_candidates, skip=skip))
-        for turn, session, held in candidates:
+        for turn, session, checks in candidates:
             if turn["id"] in self._inflight or self._stopping or self.draining:
                 continue
-            if session is None or held:
+            if session is None or checks is None:
                 continue  # a kill switch holds it queued until it is cleared
             needs = required_capabilities(session)
             if turn["status"] != "queued":
@@ -193,7 +193,7 @@ class Orchestrator:
                 continue
             if not await self._reserve(turn):
                 continue  # another Core process is preparing it
-            execution = TurnExecution(self._parts, turn, session, connection)
+            execution = TurnExecution(self._parts, turn, session, connection, checks)
             run = self._run(turn["id"], execution)
             task = asyncio.create_task(run, name=f"turn-{turn['id']}")
             self._executions[turn["id"]] = execution
@@ -251,30 +251,35 @@ class Orchestrator:
         self._wake.set()
 
 
-_Candidate = tuple[dict[str, Any], dict[str, Any] | None, bool]
+_Candidate = tuple[dict[str, Any], dict[str, Any] | None, SafePoint | None]
 
 
 async def _candidates(r: Reader, skip: frozenset[str]) -> list[_Candidate]:
     """In one read: turns suspended for a re-claim, then queued turns, except those in
-    `skip` (already running here), each with its session and whether a kill switch in
-    force holds it."""
+    `skip` (already running here), each with its session and the checks of its safe
+    point (None while a kill switch in force holds it)."""
     runnable = await checkpoints.resumable(r) + await turns.queued(r)
-    held: dict[str, tuple[dict[str, Any] | None, bool]] = {}
+    held: dict[str, tuple[dict[str, Any] | None, SafePoint | None]] = {}
     found: list[_Candidate] = []
     for turn in runnable:
         if turn["id"] in skip:
             continue
         session_id = turn["session_id"]
         if session_id not in held:
-            held[session_id] = await _session_and_hold(r, session_id)
+            held[session_id] = await _session_and_checks(r, session_id)
         found.append((turn, *held[session_id]))
     return found
 
 
-async def _session_and_hold(r: Reader, session_id: str) -> tuple[dict[str, Any] | None, bool]:
-    """The session, and whether a kill switch in force holds its turns."""
+async def _session_and_checks(
+    r: Reader, session_id: str
+) -> tuple[dict[str, Any] | None, SafePoint | None]:
+    """The session, and its safe point's checks unless a kill switch in force holds
+    its turns (then None)."""
     session = await sessions.get_any(r, session_id)
     if session is None:
-        return None, False
+        return None, None
     active = await overlay_rows.active(r, session["project_id"], session["agent_id"])
-    return session, overlays.kill_switch(active) is not None
+    if overlays.kill_switch(active) is not None:
+        return session, None
+    return session, await safe_point(r, session, active)

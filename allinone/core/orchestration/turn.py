@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -49,7 +50,6 @@ from allinone.core.states import TurnStatus
 from runtime.proto.errors import PreparationErrorCode
 from runtime.proto.inputs import Message
 from storage import checkpoints, commands, execution_settings, interactions, leases, tenancy, turns
-from storage import overlays as overlay_rows
 from storage.database import Reader, Tx
 
 log = logging.getLogger(__name__)
@@ -66,8 +66,10 @@ class TurnExecution:
         turn: dict[str, Any],
         session: dict[str, Any],
         connection: Connection,
+        checks: SafePoint,
     ) -> None:
         self._parts = parts
+        self._checks = checks
         self._turn_id: str = turn["id"]
         self._session = session
         self._connection = connection
@@ -195,11 +197,10 @@ class TurnExecution:
         overlays in force (egress); False when the turn was failed instead. Tools the
         overlays disable are noted for the preparation."""
         session = self._session
-        budget, self._budget_left, active = await self._parts.db.read_now(
-            partial(_safe_point, session=session)
-        )
-        if budget is not None:
-            await self._fail_queued(budgets.BUDGET_CODE, budget)
+        checks = self._checks
+        self._budget_left, active = checks.left, checks.overlays
+        if checks.refusal is not None:
+            await self._fail_queued(budgets.BUDGET_CODE, checks.refusal)
             return False
         provider = execution_settings.settings_of(session).get("model_provider") or {}
         refusal = overlays.egress_refusal(active, session, provider.get("base_url"))
@@ -399,12 +400,19 @@ class TurnExecution:
         await self._parts.outcomes.fail_running(run.turn_id, run, code, message)
 
 
-async def _safe_point(
-    r: Reader, session: dict[str, Any]
-) -> tuple[str | None, int | None, list[dict[str, Any]]]:
-    """In one read: why the session's budget refuses the turn (or None), the tokens it
-    has left (None: unlimited), and the overlays in force for it."""
+@dataclass(frozen=True, slots=True)
+class SafePoint:
+    """The checks at the safe point before a claim, read with the turn: why the
+    session's budget refuses it (or None), the tokens it has left (None: unlimited),
+    and the overlays in force for it."""
+
+    refusal: str | None
+    left: int | None
+    overlays: list[dict[str, Any]]
+
+
+async def safe_point(r: Reader, session: dict[str, Any], active: list[dict[str, Any]]) -> SafePoint:
+    """The safe point's checks for `session`, given the overlays in force for it."""
     refusal = await budgets.refusal(r, session)
     left = None if refusal is not None else await budgets.remaining(r, session)
-    active = await overlay_rows.active(r, session["project_id"], session["agent_id"])
-    return refusal, left, active
+    return SafePoint(refusal, left, active)
