@@ -49,23 +49,17 @@ def spent(price: dict[str, Any] | None, input_tokens: int, output_tokens: int, t
     return math.floor(cost / 1_000_000)
 
 
-async def refusal(q: Queryable, session: dict[str, Any]) -> str | None:
-    """Why the session's next turn may not start, or None while its budget allows it."""
+async def standing(q: Queryable, session: dict[str, Any]) -> tuple[str | None, int | None]:
+    """Why the session's next turn may not start (None while its budget allows it),
+    and the budget it has left then (None: unlimited, or refused): one read of what
+    it consumed."""
     limit = limit_of(session)
     if limit is None:
-        return None
+        return None, None
     used = await consumed(q, session)
     if used < limit:
-        return None
-    return f"The session's spend_control limit ({limit}) is used up ({used} consumed)."
-
-
-async def remaining(q: Queryable, session: dict[str, Any]) -> int | None:
-    """Tokens left before the limit (None: unlimited)."""
-    limit = limit_of(session)
-    if limit is None:
-        return None
-    return limit - await consumed(q, session)
+        return None, limit - used
+    return f"The session's spend_control limit ({limit}) is used up ({used} consumed).", None
 
 
 async def spend_view(q: Queryable, session: dict[str, Any]) -> dict[str, Any] | None:

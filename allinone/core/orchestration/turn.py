@@ -81,8 +81,6 @@ class TurnExecution:
         self.claimed = False
         self._context: context.TurnContext | None = None
         self._disabled: dict[str, int] = {}
-        self._overlays: list[dict[str, Any]] = []
-        self._budget_left: int | None = None
         # A turn suspended at a checkpoint is re-claimed and continues from its cursor.
         self._resuming = turn.get("phase") == RESUMING and turn["status"] != TurnStatus.QUEUED
         self._cursor = ""
@@ -123,7 +121,7 @@ class TurnExecution:
         log.debug("turn %s claimed", self._turn_id)
         self.claimed = True
         run = RunProjection(self._session["id"], self._turn_id, claim)
-        run.budget_left = self._budget_left
+        run.budget_left = self._checks.left
         run.price = budgets.price_of(self._session)
         run_sub = self._connection.subscribe_run(self._turn_id)
         try:
@@ -198,17 +196,16 @@ class TurnExecution:
         overlays disable are noted for the preparation."""
         session = self._session
         checks = self._checks
-        self._budget_left, active = checks.left, checks.overlays
         if checks.refusal is not None:
             await self._fail_queued(budgets.BUDGET_CODE, checks.refusal)
             return False
+        active = checks.overlays
         provider = execution_settings.settings_of(session).get("model_provider") or {}
         refusal = overlays.egress_refusal(active, session, provider.get("base_url"))
         if refusal is not None:
             await self._fail_queued(overlays.EGRESS_CODE, refusal)
             return False
         self._disabled = overlays.disabled_tools(active)
-        self._overlays = active
         return True
 
     async def _environment_ready(self) -> bool:
@@ -248,7 +245,7 @@ class TurnExecution:
         except ResolutionFailed as exc:
             await self._fail_queued("execution_unavailable", str(exc))
             return None
-        offline = any(o["kind"] == "egress" for o in self._overlays)
+        offline = any(o["kind"] == "egress" for o in self._checks.overlays)
         config = with_overlays(
             configuration(self._session, self._connection, resolved), self._disabled, offline
         )
@@ -304,7 +301,7 @@ class TurnExecution:
                 "core_process_id": self._parts.process_id,
                 "reserved_until": None,
                 # Encoded once, where it is stored (`storage.turn_rows`).
-                "manifest": manifest.claimed(self._session, config_digest, self._overlays),
+                "manifest": manifest.claimed(self._session, config_digest, self._checks.overlays),
             },
         )
         if not moved:
@@ -413,6 +410,5 @@ class SafePoint:
 
 async def safe_point(r: Reader, session: dict[str, Any], active: list[dict[str, Any]]) -> SafePoint:
     """The safe point's checks for `session`, given the overlays in force for it."""
-    refusal = await budgets.refusal(r, session)
-    left = None if refusal is not None else await budgets.remaining(r, session)
+    refusal, left = await budgets.standing(r, session)
     return SafePoint(refusal, left, active)
