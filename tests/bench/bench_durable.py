@@ -277,8 +277,8 @@ def get_latency(port: int, path: str, repeats: int = 50) -> float:
     return bench.percentile(samples, 0.5)
 
 
-def _runs(values: list[float]) -> str:
-    return ", ".join(f"{value:,.0f}" for value in values)
+def _runs(values: list[float], spec: str = ",.0f") -> str:
+    return ", ".join(format(value, spec) for value in values)
 
 
 def main() -> int:
@@ -306,7 +306,7 @@ def main() -> int:
         )
         print(
             f"  ratio, median of {DURABLE_ROUNDS} rounds: {statistics.median(ratios):.2f} "
-            f"(rounds: {', '.join(f'{ratio:.2f}' for ratio in ratios)})"
+            f"(rounds: {_runs(ratios, '.2f')})"
         )
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
