@@ -1,15 +1,14 @@
 """A function tool answered by the client through the SDK's tool_handlers.
 
-COREBOX_API_KEY=<key> python examples/function_tools.py
+.venv/bin/python examples/function_tools.py
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
-from openai import OpenAI
+import connection
 
 WEATHER = {
     "type": "function",
@@ -29,13 +28,9 @@ def get_weather(arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
-    key = os.environ.get("COREBOX_API_KEY")
-    if not key:
-        print("set COREBOX_API_KEY to the key corebox printed at first start", file=sys.stderr)
+    client = connection.client()
+    if client is None:
         return 2
-    client = OpenAI(
-        base_url=os.environ.get("COREBOX_BASE_URL", "http://127.0.0.1:8800/v1"), api_key=key
-    )
     agent = client.beta.agents.create(model="scripted", name="weather", tools=[WEATHER])  # type: ignore[list-item]
     created = list(
         client.beta.agents.sessions.create(

@@ -1,24 +1,20 @@
 """Run one turn against a local corebox with the official SDK.
 
-make run                                   # in one terminal (prints the API key once)
-COREBOX_API_KEY=<key> python examples/quickstart.py
+make run        # in one terminal; the examples find its key (see connection.py)
+.venv/bin/python examples/quickstart.py
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
-from openai import OpenAI
+import connection
 
 
 def main() -> int:
-    base_url = os.environ.get("COREBOX_BASE_URL", "http://127.0.0.1:8800/v1")
-    key = os.environ.get("COREBOX_API_KEY")
-    if not key:
-        print("set COREBOX_API_KEY to the key corebox printed at first start", file=sys.stderr)
+    client = connection.client()
+    if client is None:
         return 2
-    client = OpenAI(base_url=base_url, api_key=key)
     stream = client.beta.agents.sessions.create(
         agent={"model": "scripted"},
         environment={"type": "none"},

@@ -1,16 +1,15 @@
 """Upload a skill, give it to a managed workspace, and delegate to a subagent, with the
 official SDK against a local corebox (the scripted harness: no model needed).
 
-make run                                   # in one terminal (prints the API key once)
-COREBOX_API_KEY=<key> python examples/skills_and_subagents.py
+make run        # in one terminal; the examples find its key (see connection.py)
+.venv/bin/python examples/skills_and_subagents.py
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
-from openai import OpenAI
+import connection
 
 MANIFEST = b"""---
 name: greeting
@@ -21,12 +20,9 @@ Say hello, then the visitor's name.
 
 
 def main() -> int:
-    base_url = os.environ.get("COREBOX_BASE_URL", "http://127.0.0.1:8800/v1")
-    key = os.environ.get("COREBOX_API_KEY")
-    if not key:
-        print("set COREBOX_API_KEY to the key corebox printed at first start", file=sys.stderr)
+    client = connection.client()
+    if client is None:
         return 2
-    client = OpenAI(base_url=base_url, api_key=key)
     skill = client.skills.create(files=[("greeting/SKILL.md", MANIFEST, "text/markdown")])
     print(f"skill {skill.name} version {skill.default_version}")
     try:

@@ -1,6 +1,9 @@
 """A session that works in a directory of yours and leaves an artifact.
 
-COREBOX_API_KEY=<key> python examples/workspace_artifacts.py /path/to/an/empty/dir
+.venv/bin/python examples/workspace_artifacts.py ~/corebox-demo
+
+The directory (made if missing) must lie under a workspace root: by default your home
+directory (`--workspace-root DIR` on `corebox serve` adds others).
 """
 
 from __future__ import annotations
@@ -8,18 +11,18 @@ from __future__ import annotations
 import os
 import sys
 
-from openai import OpenAI
+import connection
 
 
 def main() -> int:
-    key = os.environ.get("COREBOX_API_KEY")
-    if not key or len(sys.argv) != 2:
-        print("usage: COREBOX_API_KEY=<key> workspace_artifacts.py DIRECTORY", file=sys.stderr)
+    if len(sys.argv) != 2:
+        print("usage: workspace_artifacts.py DIRECTORY", file=sys.stderr)
         return 2
     directory = os.path.abspath(sys.argv[1])
-    client = OpenAI(
-        base_url=os.environ.get("COREBOX_BASE_URL", "http://127.0.0.1:8800/v1"), api_key=key
-    )
+    os.makedirs(directory, exist_ok=True)
+    client = connection.client()
+    if client is None:
+        return 2
     events = list(
         client.beta.agents.sessions.create(
             agent={"model": "scripted"},
@@ -29,6 +32,10 @@ def main() -> int:
         )
     )
     session_id = events[0].session.id  # type: ignore[attr-defined]
+    for event in events:
+        if event.type == "agent.session.turn.failed":
+            print(f"the turn failed: {event.turn.error.message}", file=sys.stderr)  # type: ignore[union-attr]
+            return 1
     for artifact in client.beta.agents.sessions.artifacts.list(session_id):
         body = client.beta.agents.sessions.artifacts.content(artifact.id, session_id=session_id)
         print(f"{artifact.path} ({artifact.size_bytes} bytes): {body.read().decode()}")

@@ -14,18 +14,30 @@ from tests.conftest import API_KEY, ROOT, Server
 EXAMPLES = ROOT / "examples"
 
 
+# The variables the examples read a key or an address from (`examples/connection.py`).
+CONNECTION = ("COREBOX_API_KEY", "COREBOX_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL")
+
+
 def run_example(server: Server, name: str, *args: str) -> str:
-    env = {**os.environ, "COREBOX_API_KEY": API_KEY, "COREBOX_BASE_URL": f"{server.base_url}/v1"}
-    done = subprocess.run(
+    env = {"COREBOX_API_KEY": API_KEY, "COREBOX_BASE_URL": f"{server.base_url}/v1"}
+    done = start(name, args, env)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def start(
+    name: str, args: tuple[str, ...], env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """Run an example with `env` as its only connection variables."""
+    inherited = {key: value for key, value in os.environ.items() if key not in CONNECTION}
+    return subprocess.run(
         [sys.executable, str(EXAMPLES / name), *args],
-        env=env,
+        env={**inherited, **env},
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 @pytest.mark.parametrize(
@@ -49,3 +61,33 @@ def test_workspace_example_reads_back_its_artifact(server: Server, tmp_path: Pat
     output = run_example(server, "workspace_artifacts.py", str(tmp_path))
     assert output == "/workspace/outputs/report.txt (20 bytes): All systems nominal.\n"
     assert (tmp_path / "outputs" / "report.txt").read_text() == "All systems nominal."
+
+
+def test_examples_use_the_variables_the_banner_exports(server: Server, tmp_path: Path) -> None:
+    # The banner's `next` line: `export OPENAI_BASE_URL=... OPENAI_API_KEY=...`.
+    env = {
+        "OPENAI_BASE_URL": f"{server.base_url}/v1",
+        "OPENAI_API_KEY": API_KEY,
+        "XDG_DATA_HOME": str(tmp_path),  # no saved key file to fall back on
+    }
+    done = start("quickstart.py", (), env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello from corebox!\nand again\n"
+
+
+def test_examples_find_the_key_the_first_start_saved(server: Server, tmp_path: Path) -> None:
+    (tmp_path / "corebox").mkdir()
+    (tmp_path / "corebox" / "default-project.key").write_text(API_KEY + "\n")
+    env = {"COREBOX_BASE_URL": f"{server.base_url}/v1", "XDG_DATA_HOME": str(tmp_path)}
+    done = start("quickstart.py", (), env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello from corebox!\nand again\n"
+
+
+@pytest.mark.parametrize("name", ["quickstart.py", "function_tools.py", "skills_and_subagents.py"])
+def test_an_example_without_a_key_says_how_to_give_one(name: str, tmp_path: Path) -> None:
+    done = start(name, (), {"XDG_DATA_HOME": str(tmp_path)})
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "OPENAI_BASE_URL" in done.stderr and "COREBOX_API_KEY" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,43 @@
+"""How the examples reach a local corebox, in this order:
+
+1. `COREBOX_API_KEY` (and `COREBOX_BASE_URL`, default `http://127.0.0.1:8800/v1`);
+2. `OPENAI_BASE_URL` and `OPENAI_API_KEY`, which the banner's `next` line exports and the
+   SDK reads by itself;
+3. the default project's key file that the first `make run` saved
+   (`$XDG_DATA_HOME/corebox/default-project.key`, else under `~/.local/share`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from openai import OpenAI
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8800/v1"
+HOW = (
+    "no corebox key found: run the banner's `export OPENAI_BASE_URL=... OPENAI_API_KEY=...`"
+    " line, or set COREBOX_API_KEY to the key corebox printed at first start"
+)
+
+
+def client() -> OpenAI | None:
+    """A client for corebox, or None (and how to give a key, on stderr) when there is no key."""
+    base_url = os.environ.get("COREBOX_BASE_URL", DEFAULT_BASE_URL)
+    key = os.environ.get("COREBOX_API_KEY")
+    if key:
+        return OpenAI(base_url=base_url, api_key=key)
+    if os.environ.get("OPENAI_BASE_URL") and os.environ.get("OPENAI_API_KEY"):
+        return OpenAI()
+    saved = _default_data_dir() / "default-project.key"
+    if saved.is_file():
+        return OpenAI(base_url=base_url, api_key=saved.read_text().strip())
+    print(HOW, file=sys.stderr)
+    return None
+
+
+def _default_data_dir() -> Path:
+    """Where `corebox serve` keeps its state when not told otherwise."""
+    xdg = os.environ.get("XDG_DATA_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "corebox"
