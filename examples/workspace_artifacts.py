@@ -18,11 +18,11 @@ def main() -> int:
     if len(sys.argv) != 2:
         print("usage: workspace_artifacts.py DIRECTORY", file=sys.stderr)
         return 2
-    directory = os.path.abspath(sys.argv[1])
-    os.makedirs(directory, exist_ok=True)
     client = connection.client()
     if client is None:
         return 2
+    directory = os.path.abspath(sys.argv[1])
+    os.makedirs(directory, exist_ok=True)
     events = list(
         client.beta.agents.sessions.create(
             agent={"model": "scripted"},

@@ -91,3 +91,11 @@ def test_an_example_without_a_key_says_how_to_give_one(name: str, tmp_path: Path
     assert done.stdout == ""
     assert "OPENAI_BASE_URL" in done.stderr and "COREBOX_API_KEY" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_workspace_example_without_a_key_leaves_no_directory(tmp_path: Path) -> None:
+    directory = tmp_path / "demo"
+    done = start("workspace_artifacts.py", (str(directory),), {"XDG_DATA_HOME": str(tmp_path)})
+    assert done.returncode == 2
+    assert "COREBOX_API_KEY" in done.stderr
+    assert not directory.exists()
