@@ -43,6 +43,7 @@ from allinone.core.gateway.workspace import (
     WorkspaceUnavailable,
     wire_uuid,
 )
+from allinone.core.gateway.workspace_rules import BindRefused
 from allinone.core.host_grants import HostGrants
 from allinone.core.hosted_support import check_supported
 from allinone.core.ids import Clock, Ids
@@ -349,16 +350,24 @@ class Environments:
                     secrets.get("setup_commands") or [],
                     partial(self._record_setup, environment_id),
                 )
+        except BindRefused as exc:
+            # Nothing reached the workspace. A self-hosted directory is the caller's to
+            # make usable, so its environment waits for the next turn instead of failing.
+            if environment["type"] == "self_hosted":
+                await self._set_initialization(environment_id, "pending", "pending")
+            else:
+                await self._fail_initialization(environment_id, exc.code)
+            raise
         except WorkspaceUnavailable as exc:
-            await self._set_initialization(
-                environment_id, "failed", "failed", f"initialization failed: {exc.code}"
-            )
+            await self._fail_initialization(environment_id, exc.code)
             raise
         except SendFailed as exc:
-            await self._set_initialization(
-                environment_id, "failed", "failed", f"initialization failed: {exc}"
-            )
+            await self._fail_initialization(environment_id, str(exc))
             raise WorkspaceUnavailable(str(exc)) from exc
+        await self._initialized(environment_id, secrets)
+
+    async def _initialized(self, environment_id: str, secrets: dict[str, Any]) -> None:
+        """Record a completed initialization and drop the bodies it wrote."""
         await self._record_setup(environment_id, SetupProgress(DONE))
         await self._set_initialization(environment_id, "complete", "ready")
 
@@ -432,6 +441,11 @@ class Environments:
         for session_id, turn_id in await env_rows.waiting_sessions(tx, environment_id):
             body = {"session_id": session_id, "turn_id": turn_id, **event[1]}
             await self._recorder.emit(tx, session_id, event[0], body)
+
+    async def _fail_initialization(self, environment_id: str, code: str) -> None:
+        await self._set_initialization(
+            environment_id, "failed", "failed", f"initialization failed: {code}"
+        )
 
     async def _set_initialization(
         self, environment_id: str, initialization: str, status: str, failure: str | None = None

@@ -179,3 +179,42 @@ def test_a_failing_setup_fails_the_environment_and_its_session_promptly(client: 
     assert environment.status == "failed"
     turn = client.beta.agents.sessions.turns.list(session.id).data[0]
     assert turn.x_corebox["error_code"] == "sandbox_error"  # type: ignore[attr-defined]
+
+
+def test_a_missing_self_hosted_directory_fails_the_turn_by_name_until_it_exists(
+    client: OpenAI, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "not-yet"
+    session_id, events = run_turn(
+        client,
+        environment={"type": "self_hosted", "workspace_directory": str(workspace)},
+        input="/write a.txt one\n/say written",
+    )
+    assert events[-2].type == "agent.session.turn.failed", [e.type for e in events]
+    failed = client.beta.agents.sessions.turns.list(session_id).data[0]
+    assert failed.error is not None and failed.error.code == "sandbox_error"
+    assert str(workspace) in failed.error.message and "existing directory" in failed.error.message
+    assert not workspace.exists()
+    environment_id = client.beta.agents.sessions.retrieve(session_id).environment.id
+    assert client.beta.agents.environments.retrieve(environment_id).status != "failed"
+    # Nothing ran, so nothing is spoiled: once the directory exists new input works.
+    workspace.mkdir()
+    with client.beta.agents.sessions.events.stream(session_id) as live:
+        client.beta.agents.sessions.events.create(
+            session_id,
+            events=[
+                {
+                    "type": "agent.session.input.message",
+                    "input": [
+                        {
+                            "role": "user",
+                            "content": [{"type": "input_text", "text": "/write a.txt two"}],
+                        }
+                    ],
+                }
+            ],
+        )
+        ends = ("agent.session.turn.completed", "agent.session.turn.failed")
+        ended = next(event.type for event in live if event.type in ends)
+    assert ended == "agent.session.turn.completed"
+    assert (workspace / "a.txt").read_text() == "two"

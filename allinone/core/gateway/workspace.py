@@ -38,6 +38,7 @@ from allinone.core.gateway.setup_progress import (
 )
 from allinone.core.gateway.workspace_rules import (
     WORKSPACE_CAPABILITIES,
+    BindRefused,
     WorkspaceUnavailable,
     initialization_steps,
     read_only_configuration,
@@ -89,7 +90,7 @@ class WorkspaceClient:
                 connection, session_id, config, OPERATION_TIMEOUT_SECONDS
             )
         except PreparationRefused as exc:
-            raise WorkspaceUnavailable(exc.code or "preparation_failed") from exc
+            raise BindRefused(exc.code or "preparation_failed") from exc
         except PreparationUnconfirmed as exc:
             if exc.closed:
                 raise WorkspaceUnavailable("closed") from exc

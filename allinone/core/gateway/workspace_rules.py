@@ -33,6 +33,11 @@ class WorkspaceUnavailable(CoreError):
         self.unknown = unknown
 
 
+class BindRefused(WorkspaceUnavailable):
+    """The Runtime refused to bind the environment (`code`): nothing was sent to it, so
+    nothing happened and a later attempt may bind it."""
+
+
 def wire_uuid(identifier: str) -> str:
     """The canonical UUID a Core identifier travels as where the protocol needs one."""
     return str(uuid.uuid5(_NAMESPACE, identifier))

@@ -31,6 +31,7 @@ from allinone.core.gateway.preparations import (
 from allinone.core.gateway.subscriptions import RunSubscription
 from allinone.core.gateway.suspension import suspend_id
 from allinone.core.gateway.workspace import WorkspaceUnavailable, wire_uuid
+from allinone.core.gateway.workspace_rules import BindRefused
 from allinone.core.log_context import turn_fields
 from allinone.core.orchestration import context, manifest
 from allinone.core.orchestration.collaborators import Collaborators
@@ -231,9 +232,7 @@ class TurnExecution:
         try:
             await environments.ensure_initialized(environment_id, self._connection)
         except WorkspaceUnavailable as exc:
-            await self._fail_queued(
-                "sandbox_error", f"The environment could not be initialized ({exc.code})."
-            )
+            await self._fail_queued("sandbox_error", initialization_failure(exc, directory))
             return False
         return True
 
@@ -412,3 +411,14 @@ async def safe_point(r: Reader, session: dict[str, Any], active: list[dict[str, 
     """The safe point's checks for `session`, given the overlays in force for it."""
     refusal, left = await budgets.standing(r, session)
     return SafePoint(refusal, left, active)
+
+
+def initialization_failure(exc: WorkspaceUnavailable, directory: str | None) -> str:
+    """What a turn that could not initialize its environment says: a refused self-hosted
+    directory by name (nothing ran, so new input tries again), else the code."""
+    if isinstance(exc, BindRefused) and directory:
+        return (
+            f"The Runtime cannot use workspace_directory {directory} ({exc.code}): it must be"
+            " an existing directory the Runtime serves. Nothing ran; new input tries again."
+        )
+    return f"The environment could not be initialized ({exc.code})."
