@@ -13,6 +13,7 @@ from openai import OpenAI
 from tests.api.support import Surface, http, surface
 from tests.conftest import API_KEY
 from tests.support.model_server import MODEL, ModelServer, Reply
+from tests.support.sdk import send_and_settle
 
 __all__ = ["surface"]
 
@@ -68,24 +69,6 @@ def run_turn(client: OpenAI, **create: Any) -> Any:
     turn = client.beta.agents.sessions.turns.list(session_id, limit=1).data[0]
     assert turn.status == "completed", turn
     return client.beta.agents.sessions.retrieve(session_id), turn
-
-
-def send_and_settle(client: OpenAI, session_id: str, text: str) -> None:
-    """Send one message and follow the session's events until it is idle again."""
-    with client.beta.agents.sessions.events.stream(session_id) as live:
-        client.beta.agents.sessions.events.create(
-            session_id,
-            events=[
-                {
-                    "type": "agent.session.input.message",
-                    "input": [{"role": "user", "content": [{"type": "input_text", "text": text}]}],
-                }
-            ],
-        )
-        for event in live:
-            if event.type == "agent.session.idle":
-                return
-    raise AssertionError("the stream ended before the session was idle")
 
 
 def system_prompt(model: ModelServer) -> str:

@@ -7,29 +7,11 @@ fails."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from openai import OpenAI
 
 from tests.conftest import API_KEY, start_server
-
-
-def settle(client: OpenAI, session_id: str, text: str) -> Any:
-    """Send a message, follow events until the session is idle, return the turn."""
-    with client.beta.agents.sessions.events.stream(session_id) as live:
-        client.beta.agents.sessions.events.create(
-            session_id,
-            events=[
-                {
-                    "type": "agent.session.input.message",
-                    "input": [{"role": "user", "content": [{"type": "input_text", "text": text}]}],
-                }
-            ],
-        )
-        for event in live:
-            if event.type == "agent.session.idle":
-                break
-    return client.beta.agents.sessions.turns.list(session_id, limit=1).data[0]
+from tests.support.sdk import send_and_settle
 
 
 def test_spend_control_is_kept_reported_and_enforced(client: OpenAI) -> None:
@@ -52,14 +34,14 @@ def test_spend_control_is_kept_reported_and_enforced(client: OpenAI) -> None:
     assert retrieved.spend_control is not None
     assert (retrieved.spend_control.limit, retrieved.spend_control.consumed) == (50, 70)
 
-    second = settle(client, session.id, "again")
+    second = send_and_settle(client, session.id, "again")
     assert second.status == "failed"
     assert second.error is not None and second.error.code == "session_budget_exceeded"
     assert "50" in second.error.message
 
     # Raising the limit lets the session run again.
     client.beta.agents.sessions.update(session.id, spend_control={"limit": 1000})
-    assert settle(client, session.id, "more").status == "completed"
+    assert send_and_settle(client, session.id, "more").status == "completed"
     # Removing it makes the session unlimited again (the object is omitted).
     cleared = client.beta.agents.sessions.update(session.id, spend_control=None)
     assert cleared.spend_control is None
@@ -130,6 +112,6 @@ def test_under_the_owners_price_table_the_budget_is_in_cents(tmp_path: Path) -> 
             session_id = events[0].session.id
             spend = sdk.beta.agents.sessions.retrieve(session_id).spend_control
             assert spend is not None and (spend.limit, spend.consumed) == (10, 10)
-            assert settle(sdk, session_id, "again").error.code == "session_budget_exceeded"
+            assert send_and_settle(sdk, session_id, "again").error.code == "session_budget_exceeded"
     finally:
         running.stop()

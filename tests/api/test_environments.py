@@ -12,6 +12,7 @@ import pytest
 from openai import OpenAI
 
 from tests.support import databases
+from tests.support.sdk import send_and_settle
 
 
 def run_turn(client: OpenAI, **kwargs: Any) -> tuple[str, list[Any]]:
@@ -199,22 +200,5 @@ def test_a_missing_self_hosted_directory_fails_the_turn_by_name_until_it_exists(
     assert client.beta.agents.environments.retrieve(environment_id).status != "failed"
     # Nothing ran, so nothing is spoiled: once the directory exists new input works.
     workspace.mkdir()
-    with client.beta.agents.sessions.events.stream(session_id) as live:
-        client.beta.agents.sessions.events.create(
-            session_id,
-            events=[
-                {
-                    "type": "agent.session.input.message",
-                    "input": [
-                        {
-                            "role": "user",
-                            "content": [{"type": "input_text", "text": "/write a.txt two"}],
-                        }
-                    ],
-                }
-            ],
-        )
-        ends = ("agent.session.turn.completed", "agent.session.turn.failed")
-        ended = next(event.type for event in live if event.type in ends)
-    assert ended == "agent.session.turn.completed"
+    assert send_and_settle(client, session_id, "/write a.txt two").status == "completed"
     assert (workspace / "a.txt").read_text() == "two"

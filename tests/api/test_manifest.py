@@ -13,6 +13,7 @@ from openai import OpenAI
 
 from tests.support.mcp_server import TOKEN, McpTestServer
 from tests.support.model_server import MODEL, ModelServer, Reply
+from tests.support.sdk import send_and_settle
 
 WEATHER = {
     "type": "function",
@@ -31,23 +32,6 @@ def model() -> Iterator[ModelServer]:
 def digest(value: Any) -> str:
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-
-
-def settle(client: OpenAI, session_id: str, text: str) -> Any:
-    with client.beta.agents.sessions.events.stream(session_id) as live:
-        client.beta.agents.sessions.events.create(
-            session_id,
-            events=[
-                {
-                    "type": "agent.session.input.message",
-                    "input": [{"role": "user", "content": [{"type": "input_text", "text": text}]}],
-                }
-            ],
-        )
-        for event in live:
-            if event.type == "agent.session.idle":
-                break
-    return client.beta.agents.sessions.turns.list(session_id, limit=1).data[0]
 
 
 def test_the_manifest_matches_what_the_model_received(client: OpenAI, model: ModelServer) -> None:
@@ -77,14 +61,14 @@ def test_the_manifest_matches_what_the_model_received(client: OpenAI, model: Mod
 
     # The same tools again: same catalog version. Changed tools: the next version.
     model.queue(Reply.say("Again."))
-    again = settle(client, session_id, "again").x_corebox["manifest"]
+    again = send_and_settle(client, session_id, "again").x_corebox["manifest"]
     assert again["tool_catalog_version"] == 1
     client.beta.agents.sessions.update(
         session_id,
         agent={"tools": [WEATHER, {**WEATHER, "name": "get_time"}]},  # type: ignore[list-item]
     )
     model.queue(Reply.say("More."))
-    changed = settle(client, session_id, "more").x_corebox["manifest"]
+    changed = send_and_settle(client, session_id, "more").x_corebox["manifest"]
     assert changed["tool_catalog_version"] == 2
     assert changed["tools_digest"] == digest(model.requests[-1].body["tools"])
 
@@ -135,7 +119,7 @@ def test_a_server_that_dropped_out_answers_unavailable(client: OpenAI, model: Mo
     offered = [t["function"]["name"] for t in model.requests[-1].body["tools"]]
     assert "calc__add" in offered
     model.queue(Reply.call("calc__add", {"a": 1, "b": 2}), Reply.say("It is down."))
-    second = settle(client, session_id, "1 + 2?")
+    second = send_and_settle(client, session_id, "1 + 2?")
     assert second.status == "completed"
     told = model.requests[-1].body["messages"][-1]
     assert told["role"] == "tool"
