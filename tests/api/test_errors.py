@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from typing import Any
 
 import openai
 import pytest
@@ -81,6 +82,33 @@ def test_invalid_fields_name_the_parameter(server: Server) -> None:
     assert body["error"]["param"] == "model"  # type: ignore[index]
     status, body = raw(server, "POST", "/v1/agents", b'{"model": "m", "colour": "red"}', AUTH)
     assert status == 400
+
+
+def test_a_refused_value_is_answered_with_the_values_accepted_there(
+    server: Server, client: OpenAI
+) -> None:
+    session_id = _session(client)
+    before = client.beta.agents.sessions.turns.list(session_id).data
+    wrong: Any = [{"type": "user.message", "content": "hi"}]
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.beta.agents.sessions.events.create(session_id, events=wrong)
+    assert caught.value.param == "events[0].type"
+    assert "'user.message'" in caught.value.message
+    for accepted in ("message", "cancel", "tool_result", "mcp_approval_request_result"):
+        assert f"'agent.session.input.{accepted}'" in caught.value.message
+    assert client.beta.agents.sessions.turns.list(session_id).data == before
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment={"type": "docker"},  # type: ignore[typeddict-item]
+            input="x",
+        )
+    assert caught.value.param == "environment.type"
+    assert "'none', 'openai_hosted', 'self_hosted'" in caught.value.message
+    # A field that is not a closed set of values keeps msgspec's own message.
+    status, body = raw(server, "POST", "/v1/agents", b'{"model": 5}', AUTH)
+    assert status == 400
+    assert body["error"]["message"] == "Invalid request: Expected `str`, got `int`."  # type: ignore[index]
 
 
 def test_unknown_session_is_404(client: OpenAI) -> None:

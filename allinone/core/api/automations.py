@@ -113,7 +113,7 @@ class AutomationsApi:
         try:
             body: shapes.AutomationCreate = msgspec.convert(raw, shapes.AutomationCreate)
         except msgspec.ValidationError as exc:
-            raise from_validation(exc) from exc
+            raise from_validation(exc, shapes.AutomationCreate) from exc
         now = self._clock.now()
         row: dict[str, Any] = {"type": "periodic"}
         if isinstance(body, shapes.PeriodicAutomationCreate):

@@ -51,7 +51,7 @@ def decode_json(body: bytes, type_: type[T]) -> T:
     try:
         return msgspec.convert(value, type_)
     except msgspec.ValidationError as exc:
-        raise from_validation(exc) from exc
+        raise from_validation(exc, type_) from exc
 
 
 class _RepeatedKey(Exception):

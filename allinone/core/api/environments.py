@@ -159,7 +159,7 @@ class EnvironmentsApi:
         try:
             body: FileIdFileParam | InlineFileParam = msgspec.convert(raw, EnvironmentFileCreate)
         except msgspec.ValidationError as exc:
-            raise from_validation(exc) from exc
+            raise from_validation(exc, EnvironmentFileCreate) from exc
         path = check_path(body.path, "path")
         file_id = None
         if isinstance(body, InlineFileParam):

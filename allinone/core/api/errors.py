@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import Any
 
 import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from allinone.core.api.expected import accepted, listed
 from allinone.core.errors import InvalidRequest, NotFound, Refused
 from storage.errors import StorageUnavailable
 
@@ -137,11 +139,15 @@ def http_error(status: int, detail: str) -> ApiError:
 # "- at `$.a.b`", or "- at `key` in `$.a.b`" for a bad key of a mapping.
 _MISSING = re.compile(r"^Object missing required field `([^`]+)`$")
 _UNKNOWN = re.compile(r"^Object contains unknown field `([^`]{1,64})`$")
+_REFUSED = re.compile(r"^Invalid (?:enum )?value ")
 _PATH = re.compile(r" - at (?:`key` in )?`\$\.?([^`]*)`$")
 
 
-def from_validation(exc: msgspec.ValidationError | msgspec.DecodeError) -> ApiError:
-    """Translate a msgspec error into a 400 naming the offending parameter."""
+def from_validation(
+    exc: msgspec.ValidationError | msgspec.DecodeError, type_: Any = None
+) -> ApiError:
+    """Translate a msgspec error into a 400 naming the offending parameter and, when
+    `type_` (what the body was decoded as) allows only a few values there, those."""
     text = str(exc)
     match = _PATH.search(text)
     param = None
@@ -153,6 +159,10 @@ def from_validation(exc: msgspec.ValidationError | msgspec.DecodeError) -> ApiEr
         param = f"{param}.{named.group(1)}" if param else named.group(1)
     if isinstance(exc, msgspec.DecodeError) and not isinstance(exc, msgspec.ValidationError):
         return not_json()
+    if _REFUSED.match(text) and type_ is not None and param is not None:
+        values = accepted(type_, param)
+        if values:
+            text = f"{text}; {param} must be {listed(values)}"
     return ApiError(400, f"Invalid request: {text}.", param=param)
 
 

@@ -1,0 +1,82 @@
+"""`accepted`: the closed set of values a field of a request body's type accepts."""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated, Any, Literal
+
+import msgspec
+import pytest
+
+from allinone.core.api.errors import from_validation
+from allinone.core.api.expected import accepted, listed
+
+
+class Colour(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Say(msgspec.Struct, tag_field="type", tag="say"):
+    text: str
+    tone: Literal["calm", "loud"] = "calm"
+
+
+class Wait(msgspec.Struct, tag_field="type", tag="wait"):
+    seconds: Annotated[int, msgspec.Meta(ge=0)]
+    unit: Annotated[Literal["s", "ms"], msgspec.Meta(description="the unit")] | None = None
+
+
+class Body(msgspec.Struct):
+    steps: list[Say | Wait]
+    colour: Colour = Colour.RED
+    labels: dict[str, Literal["on", "off"]] = {}
+    order: Literal["asc", "desc"] = msgspec.field(default="asc", name="sort_order")
+
+
+@pytest.mark.parametrize(
+    ("param", "values"),
+    [
+        ("steps[0].type", ["say", "wait"]),
+        ("steps[3].tone", ["calm", "loud"]),
+        ("steps[0].unit", ["ms", "s", None]),
+        ("colour", ["red", "blue"]),
+        ("labels.anything", ["off", "on"]),
+        ("sort_order", ["asc", "desc"]),
+    ],
+)
+def test_the_values_a_closed_field_accepts(param: str, values: list[Any]) -> None:
+    assert accepted(Body, param) == values
+
+
+@pytest.mark.parametrize(
+    "param", ["steps", "steps[0]", "steps[0].text", "steps[0].seconds", "order", "missing", ""]
+)
+def test_an_open_or_unknown_field_has_no_list(param: str) -> None:
+    assert accepted(Body, param) is None
+
+
+def test_the_refusal_names_the_accepted_values() -> None:
+    def refusal(body: dict[str, Any]) -> str:
+        with pytest.raises(msgspec.ValidationError) as caught:
+            msgspec.convert(body, Body)
+        return from_validation(caught.value, Body).message
+
+    assert refusal({"steps": [{"type": "jump"}]}) == (
+        "Invalid request: Invalid value 'jump'; steps[0].type must be one of 'say', 'wait'."
+    )
+    assert refusal({"steps": [{"type": "say", "text": "x", "tone": "shrill"}]}) == (
+        "Invalid request: Invalid enum value 'shrill'; steps[0].tone must be one of 'calm', 'loud'."
+    )
+    assert refusal({"steps": [{"type": "wait", "seconds": -1}]}) == (
+        "Invalid request: Expected `int` >= 0."
+    )
+    with pytest.raises(msgspec.ValidationError) as caught:
+        msgspec.convert({"steps": [{"type": "jump"}]}, Body)
+    assert from_validation(caught.value).message == "Invalid request: Invalid value 'jump'."
+
+
+def test_listing() -> None:
+    assert listed(["user"]) == "'user'"
+    assert listed(["a", None, 2]) == "one of 'a', null, 2"
+    assert listed(list("abcd"), limit=2) == "one of 'a', 'b', ..."
