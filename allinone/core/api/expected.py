@@ -10,6 +10,7 @@ when a request is refused.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -26,10 +27,17 @@ def accepted(type_: Any, param: str) -> list[Any] | None:
     the path leads to no such set). A union's members come in order; msgspec keeps a
     `Literal`'s values sorted."""
     try:
-        found = _walk([inspect.type_info(type_)], param)
+        found = _walk([_described(type_)], param)
     except (TypeError, ValueError):  # a type msgspec cannot describe
         return None
     return found or None
+
+
+@functools.lru_cache(maxsize=64)
+def _described(type_: Any) -> inspect.Type:
+    """`type_` as `msgspec.inspect` describes it, made once per type: describing a large
+    body's type takes milliseconds, and a refused request must stay cheap."""
+    return inspect.type_info(type_)
 
 
 def _walk(types: list[inspect.Type], param: str) -> list[Any]:

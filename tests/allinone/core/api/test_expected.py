@@ -80,3 +80,21 @@ def test_listing() -> None:
     assert listed(["user"]) == "'user'"
     assert listed(["a", None, 2]) == "one of 'a', null, 2"
     assert listed(list("abcd"), limit=2) == "one of 'a', 'b', ..."
+
+
+def test_a_type_is_described_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Describing a large body's type takes milliseconds; a refused request reuses it."""
+    described: list[Any] = []
+    real = msgspec.inspect.type_info
+
+    def counted(type_: Any) -> Any:
+        described.append(type_)
+        return real(type_)
+
+    class Fresh(msgspec.Struct):
+        mode: Literal["a", "b"]
+
+    monkeypatch.setattr(msgspec.inspect, "type_info", counted)
+    assert accepted(Fresh, "mode") == ["a", "b"]
+    assert accepted(Fresh, "mode") == ["a", "b"]
+    assert described == [Fresh]
