@@ -14,7 +14,6 @@ import logging
 from typing import Any
 from zoneinfo import ZoneInfoNotFoundError
 
-import msgspec
 from msgspec import UNSET
 from starlette.requests import Request
 from starlette.responses import Response
@@ -30,7 +29,8 @@ from allinone.core.api.common import (
     list_params,
     read_page,
 )
-from allinone.core.api.errors import from_validation, invalid, not_found
+from allinone.core.api.decoding import convert
+from allinone.core.api.errors import invalid, not_found
 from allinone.core.api.listing import page, single
 from allinone.core.automations import Automations, cron_trigger
 from allinone.core.errors import Conflict
@@ -110,10 +110,7 @@ class AutomationsApi:
     async def create(self, request: Request) -> Response:
         project = project_of(request)
         raw = await decode_body(request, dict, MAX_SESSION_BODY_BYTES)
-        try:
-            body: shapes.AutomationCreate = msgspec.convert(raw, shapes.AutomationCreate)
-        except msgspec.ValidationError as exc:
-            raise from_validation(exc, shapes.AutomationCreate) from exc
+        body: shapes.AutomationCreate = convert(raw, shapes.AutomationCreate)
         now = self._clock.now()
         row: dict[str, Any] = {"type": "periodic"}
         if isinstance(body, shapes.PeriodicAutomationCreate):

@@ -1,7 +1,8 @@
 """The edge decode step: request bytes in, a typed and bounded structure out.
 
 `decode_json(body, type_)` is the only way a JSON request body becomes a value a handler
-may act on. It refuses, with a 400 in the API's error format and before any handler
+may act on (a handler whose body is a union decodes a `dict`, then `convert`s it, the
+same last step). It refuses, with a 400 in the API's error format and before any handler
 code runs:
 
 - bytes that are not JSON or not UTF-8 (`invalid_json`);
@@ -48,6 +49,14 @@ def decode_json(body: bytes, type_: type[T]) -> T:
         raise invalid("The request body must be a JSON object.")
     check_bounds(value)
     check_unique_keys(body)
+    decoded: T = convert(value, type_)
+    return decoded
+
+
+def convert(value: Any, type_: Any) -> Any:
+    """`value` (a JSON object `decode_json` read and checked) as `type_`, which may be a
+    union a `type[T]` cannot name; or a 400 naming the parameter and, when it takes only
+    a few values, those."""
     try:
         return msgspec.convert(value, type_)
     except msgspec.ValidationError as exc:

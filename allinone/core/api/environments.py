@@ -23,7 +23,8 @@ from allinone.core.api.common import (
     list_limit,
     list_params,
 )
-from allinone.core.api.errors import from_validation, invalid, not_found
+from allinone.core.api.decoding import convert
+from allinone.core.api.errors import invalid, not_found
 from allinone.core.api.listing import single
 from allinone.core.environments import (
     WORKSPACE,
@@ -156,10 +157,7 @@ class EnvironmentsApi:
         environment_id = request.path_params["environment_id"]
         await self._environment(project, environment_id)
         raw = await decode_body(request, dict, 8 * 1024 * 1024)
-        try:
-            body: FileIdFileParam | InlineFileParam = msgspec.convert(raw, EnvironmentFileCreate)
-        except msgspec.ValidationError as exc:
-            raise from_validation(exc, EnvironmentFileCreate) from exc
+        body: FileIdFileParam | InlineFileParam = convert(raw, EnvironmentFileCreate)
         path = check_path(body.path, "path")
         file_id = None
         if isinstance(body, InlineFileParam):
