@@ -111,6 +111,33 @@ def test_a_refused_value_is_answered_with_the_values_accepted_there(
     assert body["error"]["message"] == "Invalid request: Expected `str`, got `int`."  # type: ignore[index]
 
 
+def test_an_unknown_field_is_answered_with_the_known_field_it_misspells(
+    server: Server, client: OpenAI
+) -> None:
+    before = client.beta.agents.list().data
+    body = b'{"model": "scripted", "instruction": "Be brief."}'
+    status, reply = raw(server, "POST", "/v1/agents", body, AUTH)
+    assert status == 400
+    assert reply["error"] == {
+        "message": "Invalid request: Object contains unknown field `instruction`;"
+        " did you mean `instructions`?",
+        "type": "invalid_request_error",
+        "param": "instruction",
+        "code": None,
+    }
+    body = b'{"agent": {"model": "scripted", "reasoning": {"efort": "low"}}, "input": "x"}'
+    status, reply = raw(server, "POST", "/v1/agents/sessions", body, AUTH)
+    assert status == 400
+    assert reply["error"]["param"] == "agent.reasoning.efort"  # type: ignore[index]
+    assert reply["error"]["message"].endswith("did you mean `effort`?")  # type: ignore[index]
+    # A name near no known field keeps msgspec's own message.
+    status, reply = raw(server, "POST", "/v1/agents", b'{"model": "scripted", "zzz": 1}', AUTH)
+    assert status == 400
+    message = "Invalid request: Object contains unknown field `zzz`."
+    assert reply["error"]["message"] == message  # type: ignore[index]
+    assert client.beta.agents.list().data == before
+
+
 def test_unknown_session_is_404(client: OpenAI) -> None:
     with pytest.raises(openai.NotFoundError) as caught:
         client.beta.agents.sessions.retrieve("sess_missing")

@@ -21,7 +21,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from allinone.core.api.expected import accepted, listed
+from allinone.core.api.expected import accepted, listed, nearest_field
 from allinone.core.errors import InvalidRequest, NotFound, Refused
 from storage.errors import StorageUnavailable
 
@@ -146,24 +146,31 @@ _PATH = re.compile(r" - at (?:`key` in )?`\$\.?([^`]*)`$")
 def from_validation(
     exc: msgspec.ValidationError | msgspec.DecodeError, type_: Any = None
 ) -> ApiError:
-    """Translate a msgspec error into a 400 naming the offending parameter and, when
-    `type_` (what the body was decoded as) allows only a few values there, those."""
+    """Translate a msgspec error into a 400 naming the offending parameter. Knowing
+    `type_` (what the body was decoded as), it adds the values accepted there when they
+    are a few, or the known field an unknown one is a misspelling of."""
     text = str(exc)
     match = _PATH.search(text)
     param = None
     if match:
         param = match.group(1) or None  # a JSON path such as `tools[0].type`
         text = text[: match.start()]
-    named = _MISSING.match(text) or _UNKNOWN.match(text)
-    if named:  # the param is the missing or unknown field, not the object around it
-        param = f"{param}.{named.group(1)}" if param else named.group(1)
     if isinstance(exc, msgspec.DecodeError) and not isinstance(exc, msgspec.ValidationError):
         return not_json()
-    if _REFUSED.match(text) and type_ is not None and param is not None:
+    unknown = _UNKNOWN.match(text)
+    if unknown and type_ is not None:
+        near = nearest_field(type_, param or "", unknown.group(1))
+        if near:
+            text = f"{text}; did you mean `{near}`?"
+    named = _MISSING.match(text) or unknown
+    if named:  # the param is the missing or unknown field, not the object around it
+        param = f"{param}.{named.group(1)}" if param else named.group(1)
+    elif _REFUSED.match(text) and type_ is not None and param is not None:
         values = accepted(type_, param)
         if values:
             text = f"{text}; {param} must be {listed(values)}"
-    return ApiError(400, f"Invalid request: {text}.", param=param)
+    ending = "" if text.endswith("?") else "."
+    return ApiError(400, f"Invalid request: {text}{ending}", param=param)
 
 
 def error_response(error: ApiError) -> Response:

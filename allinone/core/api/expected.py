@@ -1,15 +1,21 @@
-"""The values a request body's field accepts, for an error that refuses another one.
+"""What a request body's type accepts, for an error that refuses something else.
 
-msgspec names the refused value and where it is (`Invalid value 'x' - at
-`$.events[0].type``) but not what would have been accepted. `accepted(type_, param)`
-walks `type_`'s structure along `param` (a JSON path such as `events[0].type`) and
-returns the values allowed there when they are a closed set: a `Literal`'s values, an
-enum's, or, for the tag field of a tagged union, every member's tag. Pure; it runs only
-when a request is refused.
+msgspec names the refused value or field and where it is (`Invalid value 'x' - at
+`$.events[0].type``) but not what would have been accepted. Both functions walk the
+type's structure along a JSON path such as `events[0].type`:
+
+- `accepted(type_, param)` returns the values allowed there when they are a closed set:
+  a `Literal`'s values, an enum's, or, for the tag field of a tagged union, every
+  member's tag;
+- `nearest_field(type_, at, name)` returns the known field of the object at `at` whose
+  name is nearest to the unknown `name`, when one is near enough to be a misspelling.
+
+Pure; they run only when a request is refused.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 from typing import Any
@@ -20,6 +26,10 @@ from msgspec import inspect
 # `events[0].type` -> "events", 0, "type".
 _STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 _ITEMS = (inspect.ListType, inspect.SetType, inspect.FrozenSetType, inspect.VarTupleType)
+# How alike (difflib's ratio, at its own default) a known field's name must be to be
+# offered for an unknown one: `instruction` -> `instructions` (0.96), `modle` -> `model`
+# (0.8) and `meta` -> `metadata` (0.67) are offered; `name` -> `type` (0.25) is not.
+_NEAR = 0.6
 
 
 def accepted(type_: Any, param: str) -> list[Any] | None:
@@ -27,10 +37,25 @@ def accepted(type_: Any, param: str) -> list[Any] | None:
     the path leads to no such set). A union's members come in order; msgspec keeps a
     `Literal`'s values sorted."""
     try:
-        found = _walk([_described(type_)], param)
+        types, tags = _follow([_described(type_)], param)
     except (TypeError, ValueError):  # a type msgspec cannot describe
         return None
-    return found or None
+    return tags or _values(_members(types)) or None
+
+
+def nearest_field(type_: Any, at: str, name: str) -> str | None:
+    """The field of the object at `at` (a JSON path, "" for the body itself) in a body
+    decoded as `type_` whose name is nearest to the unknown `name`, or None when no known
+    name is near. Where a tagged union's members meet, every member's fields count."""
+    try:
+        types, _ = _follow([_described(type_)], at)
+    except (TypeError, ValueError):  # a type msgspec cannot describe
+        return None
+    known = {field.encode_name for t in _members(types) for field in _fields(t)}
+    if name in known:  # another member's field: no spelling of it is nearer
+        return None
+    near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=_NEAR)
+    return near[0] if near else None
 
 
 @functools.lru_cache(maxsize=64)
@@ -40,7 +65,9 @@ def _described(type_: Any) -> inspect.Type:
     return inspect.type_info(type_)
 
 
-def _walk(types: list[inspect.Type], param: str) -> list[Any]:
+def _follow(types: list[inspect.Type], param: str) -> tuple[list[inspect.Type], list[Any]]:
+    """The types found at `param` and, when its last step is a tagged union's tag
+    field, the union's tags."""
     tags: list[Any] = []
     for match in _STEP.finditer(param):
         name, _ = match.groups()
@@ -51,7 +78,7 @@ def _walk(types: list[inspect.Type], param: str) -> list[Any]:
         tags = [t.tag for t in here if isinstance(t, inspect.StructType) and t.tag_field == name]
         types = [field.type for t in here for field in _fields(t) if field.encode_name == name]
         types += [t.value_type for t in here if isinstance(t, inspect.DictType)]
-    return tags or _values(_members(types))
+    return types, tags
 
 
 def _members(types: list[inspect.Type]) -> list[inspect.Type]:

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from allinone.core.api.errors import from_validation
-from allinone.core.api.expected import accepted, listed
+from allinone.core.api.expected import accepted, listed, nearest_field
 
 
 class Colour(enum.Enum):
@@ -74,6 +74,55 @@ def test_the_refusal_names_the_accepted_values() -> None:
     with pytest.raises(msgspec.ValidationError) as caught:
         msgspec.convert({"steps": [{"type": "jump"}]}, Body)
     assert from_validation(caught.value).message == "Invalid request: Invalid value 'jump'."
+
+
+@pytest.mark.parametrize(
+    ("at", "name", "near"),
+    [
+        ("", "step", "steps"),
+        ("", "colur", "colour"),
+        ("", "sort_ordr", "sort_order"),  # the name on the wire, not the attribute's
+        ("", "order", "sort_order"),
+        ("steps[0]", "txt", "text"),  # the members of a tagged union
+        ("steps[2]", "second", "seconds"),
+        ("", "x", None),
+        ("", "tone", None),  # a field of a nested object, not of this one
+        ("steps[0]", "seconds", None),  # another member's own field
+        ("labels", "on", None),  # a mapping has no fixed fields
+        ("missing", "colur", None),
+    ],
+)
+def test_the_known_field_nearest_an_unknown_one(at: str, name: str, near: str | None) -> None:
+    assert nearest_field(Body, at, name) == near
+
+
+class Note(msgspec.Struct, forbid_unknown_fields=True):
+    text: str
+
+
+class Notes(msgspec.Struct, forbid_unknown_fields=True):
+    notes: list[Note]
+
+
+def test_the_refusal_of_an_unknown_field_offers_the_nearest_known_one() -> None:
+    def refusal(body: dict[str, Any]) -> tuple[str, str | None]:
+        with pytest.raises(msgspec.ValidationError) as caught:
+            msgspec.convert(body, Notes)
+        error = from_validation(caught.value, Notes)
+        return error.message, error.param
+
+    assert refusal({"notes": [{"text": "hi", "txt": "hi"}]}) == (
+        "Invalid request: Object contains unknown field `txt`; did you mean `text`?",
+        "notes[0].txt",
+    )
+    assert refusal({"note": []}) == (
+        "Invalid request: Object contains unknown field `note`; did you mean `notes`?",
+        "note",
+    )
+    assert refusal({"notes": [], "colour": "red"}) == (
+        "Invalid request: Object contains unknown field `colour`.",
+        "colour",
+    )
 
 
 def test_listing() -> None:
