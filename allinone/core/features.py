@@ -80,8 +80,8 @@ def check(harness: str, protocol: str, wanted: list[tuple[str, str]]) -> list[di
     params = dict(wanted)
     for feature in matrix.refused(row, names):
         raise InvalidRequest(
-            f"The {harness} harness does not support {matrix.FEATURES[feature]} "
-            f"({feature}): {row[feature].note}.",
+            f"The {harness} harness cannot provide {feature}, needed because "
+            f"{matrix.FEATURES[feature]}: {row[feature].note}.",
             params[feature],
             code=UNSUPPORTED,
         )

@@ -199,6 +199,39 @@ def test_an_http_mcp_tool_is_refused_for_scripted(client: OpenAI) -> None:
             input="hi",
         )
     assert caught.value.code == "unsupported_or_invalid_configuration"
+    assert caught.value.param == "agent.tools[0].transport"
+    assert isinstance(caught.value.body, dict)
+    assert caught.value.body["message"] == (
+        "The scripted harness cannot provide mcp_http_tools, needed because the agent"
+        " declares an MCP server over HTTP: the scripted harness calls no MCP servers."
+    )
+
+
+def test_web_search_is_kept_on_the_agent_and_refused_where_a_session_needs_it(
+    client: OpenAI,
+) -> None:
+    agent = client.beta.agents.create(model="scripted", tools=[{"type": "web_search"}])
+    assert [tool.type for tool in agent.tools or []] == ["web_search"]
+    before = client.beta.agents.sessions.list().data
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.beta.agents.sessions.create(
+            agent_id=agent.id, environment={"type": "none"}, input="hi"
+        )
+    assert caught.value.code == "unsupported_or_invalid_configuration"
+    assert caught.value.param == "agent.tools[0]"
+    assert isinstance(caught.value.body, dict)
+    assert caught.value.body["message"] == (
+        "The scripted harness cannot provide web_search, needed because the agent"
+        " declares web_search: no harness has a web search tool."
+    )
+    assert client.beta.agents.sessions.list().data == before
+    # Turned off, the tool needs nothing: the session is admitted.
+    session = client.beta.agents.sessions.create(
+        agent={"model": "scripted", "tools": [{"type": "web_search", "mode": "disabled"}]},
+        environment={"type": "none"},
+        input="hi",
+    )
+    assert session.id.startswith("sess_")
 
 
 def test_lossy_conversions_are_flagged_on_the_session(client: OpenAI) -> None:
