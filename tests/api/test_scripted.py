@@ -51,6 +51,13 @@ def replies(client: OpenAI, session_id: str) -> list[tuple[str | None, str]]:
     ]
 
 
+def refusal(caught: pytest.ExceptionInfo[openai.BadRequestError]) -> tuple[Any, Any, str]:
+    """A refused request's `code`, `param` and message, as the server wrote them."""
+    error = caught.value.body
+    assert isinstance(error, dict)
+    return error["code"], error["param"], error["message"]
+
+
 def test_plain_text_is_replied_verbatim_in_deltas_of_at_most_16_characters(
     client: OpenAI,
 ) -> None:
@@ -178,11 +185,13 @@ def test_structured_output_is_refused_at_admission(surface: Surface) -> None:
             environment={"type": "none"},
             input="hi",
         )
-    error = caught.value.body
-    assert isinstance(error, dict)
-    assert error["code"] == "unsupported_or_invalid_configuration"
-    assert error["param"] == "agent.text.format"
-    assert "structured" in error["message"]
+    assert refusal(caught) == (
+        "unsupported_or_invalid_configuration",
+        "agent.text.format",
+        "The scripted harness cannot provide structured_output, needed because"
+        " text.format is json_schema: the scripted harness writes what it is told,"
+        " never to a schema.",
+    )
     assert client.beta.agents.sessions.list().data == []
 
 
@@ -198,12 +207,11 @@ def test_an_http_mcp_tool_is_refused_for_scripted(client: OpenAI) -> None:
             environment={"type": "none"},
             input="hi",
         )
-    assert caught.value.code == "unsupported_or_invalid_configuration"
-    assert caught.value.param == "agent.tools[0].transport"
-    assert isinstance(caught.value.body, dict)
-    assert caught.value.body["message"] == (
+    assert refusal(caught) == (
+        "unsupported_or_invalid_configuration",
+        "agent.tools[0].transport",
         "The scripted harness cannot provide mcp_http_tools, needed because the agent"
-        " declares an MCP server over HTTP: the scripted harness calls no MCP servers."
+        " declares an MCP server over HTTP: the scripted harness calls no MCP servers.",
     )
 
 
@@ -217,12 +225,11 @@ def test_web_search_is_kept_on_the_agent_and_refused_where_a_session_needs_it(
         client.beta.agents.sessions.create(
             agent_id=agent.id, environment={"type": "none"}, input="hi"
         )
-    assert caught.value.code == "unsupported_or_invalid_configuration"
-    assert caught.value.param == "agent.tools[0]"
-    assert isinstance(caught.value.body, dict)
-    assert caught.value.body["message"] == (
+    assert refusal(caught) == (
+        "unsupported_or_invalid_configuration",
+        "agent.tools[0]",
         "The scripted harness cannot provide web_search, needed because the agent"
-        " declares web_search: no harness has a web search tool."
+        " declares web_search: no harness has a web search tool.",
     )
     assert client.beta.agents.sessions.list().data == before
     # Turned off, the tool needs nothing: the session is admitted.
