@@ -38,12 +38,12 @@ from allinone.core.gateway.registry import Registry
 from allinone.core.gateway.setup_progress import DONE, FAILED, SetupProgress
 from allinone.core.gateway.workspace import (
     WORKSPACE_CAPABILITIES,
+    BindRefused,
     InstalledSkill,
     WorkspaceClient,
     WorkspaceUnavailable,
     wire_uuid,
 )
-from allinone.core.gateway.workspace_rules import BindRefused
 from allinone.core.host_grants import HostGrants
 from allinone.core.hosted_support import check_supported
 from allinone.core.ids import Clock, Ids

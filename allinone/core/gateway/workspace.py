@@ -369,6 +369,7 @@ __all__ = [
     "SETUP_TIMEOUT_SECONDS",
     "TRANSFER_TIMEOUT_SECONDS",
     "WORKSPACE_CAPABILITIES",
+    "BindRefused",
     "InstalledSkill",
     "WorkspaceClient",
     "WorkspaceUnavailable",

@@ -30,8 +30,7 @@ from allinone.core.gateway.preparations import (
 )
 from allinone.core.gateway.subscriptions import RunSubscription
 from allinone.core.gateway.suspension import suspend_id
-from allinone.core.gateway.workspace import WorkspaceUnavailable, wire_uuid
-from allinone.core.gateway.workspace_rules import BindRefused
+from allinone.core.gateway.workspace import BindRefused, WorkspaceUnavailable, wire_uuid
 from allinone.core.log_context import turn_fields
 from allinone.core.orchestration import context, manifest
 from allinone.core.orchestration.collaborators import Collaborators
