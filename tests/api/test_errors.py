@@ -138,6 +138,25 @@ def test_an_unknown_field_is_answered_with_the_known_field_it_misspells(
     assert client.beta.agents.list().data == before
 
 
+def test_a_saved_agent_named_inside_agent_is_pointed_to_agent_id(client: OpenAI) -> None:
+    saved = client.beta.agents.create(model="scripted")
+    sessions = client.beta.agents.sessions.list().data
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.beta.agents.sessions.create(
+            agent={"id": saved.id},  # type: ignore[typeddict-unknown-key]
+            environment={"type": "none"},
+            input="x",
+        )
+    assert caught.value.param == "agent.id"
+    assert caught.value.body == {
+        "message": "Invalid request: Object contains unknown field `id`; did you mean `agent_id`?",
+        "type": "invalid_request_error",
+        "param": "agent.id",
+        "code": None,
+    }
+    assert client.beta.agents.sessions.list().data == sessions
+
+
 def test_unknown_session_is_404(client: OpenAI) -> None:
     with pytest.raises(openai.NotFoundError) as caught:
         client.beta.agents.sessions.retrieve("sess_missing")

@@ -8,7 +8,8 @@ type's structure along a JSON path such as `events[0].type`:
   a `Literal`'s values, an enum's, or, for the tag field of a tagged union, every
   member's tag;
 - `nearest_field(type_, at, name)` returns the known field of the object at `at` whose
-  name is nearest to the unknown `name`, when one is near enough to be a misspelling.
+  name is nearest to the unknown `name`, when one is near enough to be a misspelling, or
+  the field one level up that flattens the two names (`agent.id` for `agent_id`).
 
 Pure; they run only when a request is refused.
 """
@@ -25,6 +26,7 @@ from msgspec import inspect
 
 # `events[0].type` -> "events", 0, "type".
 _STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+_NAME = re.compile(r"[^.\[\]]+")
 _ITEMS = (inspect.ListType, inspect.SetType, inspect.FrozenSetType, inspect.VarTupleType)
 # How alike (difflib's ratio, at its own default) a known field's name must be to be
 # offered for an unknown one: `instruction` -> `instructions` (0.96), `modle` -> `model`
@@ -46,16 +48,30 @@ def accepted(type_: Any, param: str) -> list[Any] | None:
 def nearest_field(type_: Any, at: str, name: str) -> str | None:
     """The field of the object at `at` (a JSON path, "" for the body itself) in a body
     decoded as `type_` whose name is nearest to the unknown `name`, or None when no known
-    name is near. Where a tagged union's members meet, every member's fields count."""
+    name is near. Where a tagged union's members meet, every member's fields count.
+
+    When none is near and the object at `at` is the field `p` of an object that also has
+    a field `p_name`, that field's path is returned: `{"agent": {"id": ...}}` is a guess
+    at `agent_id`, the way a body refers to a saved object beside defining one inline."""
     try:
-        types, _ = _follow([_described(type_)], at)
+        known = _known(at, type_)
     except (TypeError, ValueError):  # a type msgspec cannot describe
         return None
-    known = {field.encode_name for t in _members(types) for field in _fields(t)}
     if name in known:  # another member's field: no spelling of it is nearer
         return None
     near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=_NEAR)
-    return near[0] if near else None
+    if near:
+        return near[0]
+    parent, _, last = at.rpartition(".")
+    if not _NAME.fullmatch(last) or f"{last}_{name}" not in _known(parent, type_):
+        return None
+    return f"{parent}.{last}_{name}" if parent else f"{last}_{name}"
+
+
+def _known(at: str, type_: Any) -> set[str]:
+    """The names of the fields the object at `at` may have."""
+    types, _ = _follow([_described(type_)], at)
+    return {field.encode_name for t in _members(types) for field in _fields(t)}
 
 
 @functools.lru_cache(maxsize=64)

@@ -96,6 +96,38 @@ def test_the_known_field_nearest_an_unknown_one(at: str, name: str, near: str | 
     assert nearest_field(Body, at, name) == near
 
 
+class Saved(msgspec.Struct):
+    say: Say | None = None
+    say_id: str | None = None
+    steps: list[Say | Wait] = []
+    wait: Wait | None = None
+
+
+@pytest.mark.parametrize(
+    ("at", "name", "near"),
+    [
+        ("say", "id", "say_id"),  # the field one level up that flattens the two names
+        ("", "id", None),  # the body itself has no level up
+        ("steps[0]", "id", None),  # an array's item is no field `p` to flatten
+        ("wait", "id", None),  # no `wait_id` beside `wait`
+        ("say", "txt", "text"),  # a misspelling of a field here comes first
+    ],
+)
+def test_a_field_one_level_up_answers_an_unknown_field_that_flattens_into_it(
+    at: str, name: str, near: str | None
+) -> None:
+    assert nearest_field(Saved, at, name) == near
+
+
+class Inner(msgspec.Struct):
+    saved: Saved
+
+
+def test_the_field_one_level_up_is_named_by_its_whole_path() -> None:
+    assert nearest_field(Inner, "saved.say", "id") == "saved.say_id"
+    assert nearest_field(list[Saved], "[1].say", "id") == "[1].say_id"
+
+
 class Note(msgspec.Struct, forbid_unknown_fields=True):
     text: str
 
