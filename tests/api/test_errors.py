@@ -157,6 +157,23 @@ def test_a_saved_agent_named_inside_agent_is_pointed_to_agent_id(client: OpenAI)
     assert client.beta.agents.sessions.list().data == sessions
 
 
+def test_a_field_put_inside_agent_is_placed_one_level_up(client: OpenAI) -> None:
+    sessions = client.beta.agents.sessions.list().data
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted", "input": "Hello"},  # type: ignore[typeddict-unknown-key]
+            environment={"type": "none"},
+        )
+    assert caught.value.body == {
+        "message": "Invalid request: Object contains unknown field `input`;"
+        " `input` belongs one level up, beside `agent`.",
+        "type": "invalid_request_error",
+        "param": "agent.input",
+        "code": None,
+    }
+    assert client.beta.agents.sessions.list().data == sessions
+
+
 def test_unknown_session_is_404(client: OpenAI) -> None:
     with pytest.raises(openai.NotFoundError) as caught:
         client.beta.agents.sessions.retrieve("sess_missing")

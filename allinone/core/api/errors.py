@@ -21,7 +21,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from allinone.core.api.expected import accepted, listed, nearest_field
+from allinone.core.api.expected import accepted, listed, misplaced_field, nearest_field
 from allinone.core.errors import InvalidRequest, NotFound, Refused
 from storage.errors import StorageUnavailable
 
@@ -148,7 +148,7 @@ def from_validation(
 ) -> ApiError:
     """Translate a msgspec error into a 400 naming the offending parameter. Knowing
     `type_` (what the body was decoded as), it adds the values accepted there when they
-    are a few, or the known field an unknown one is a misspelling of."""
+    are a few, or what an unknown field stands for (`_field_hint`)."""
     text = str(exc)
     match = _PATH.search(text)
     param = None
@@ -159,9 +159,7 @@ def from_validation(
         return not_json()
     unknown = _UNKNOWN.match(text)
     if unknown and type_ is not None:
-        near = nearest_field(type_, param or "", unknown.group(1))
-        if near:
-            text = f"{text}; did you mean `{near}`?"
+        text += _field_hint(type_, param or "", unknown.group(1))
     named = _MISSING.match(text) or unknown
     if named:  # the param is the missing or unknown field, not the object around it
         param = f"{param}.{named.group(1)}" if param else named.group(1)
@@ -171,6 +169,17 @@ def from_validation(
             text = f"{text}; {param} must be {listed(values)}"
     ending = "" if text.endswith("?") else "."
     return ApiError(400, f"Invalid request: {text}{ending}", param=param)
+
+
+def _field_hint(type_: Any, at: str, name: str) -> str:
+    """What to add to the refusal of the unknown field `name` of the object at `at`: the
+    level it belongs to when it is a field one level up, else the known field it is a
+    guess at, else nothing."""
+    beside = misplaced_field(type_, at, name)
+    if beside:
+        return f"; `{name}` belongs one level up, beside `{beside}`"
+    near = nearest_field(type_, at, name)
+    return f"; did you mean `{near}`?" if near else ""
 
 
 def error_response(error: ApiError) -> Response:

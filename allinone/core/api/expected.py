@@ -9,7 +9,9 @@ type's structure along a JSON path such as `events[0].type`:
   member's tag;
 - `nearest_field(type_, at, name)` returns the known field of the object at `at` whose
   name is nearest to the unknown `name`, when one is near enough to be a misspelling, or
-  the field one level up that flattens the two names (`agent.id` for `agent_id`).
+  the field one level up that flattens the two names (`agent.id` for `agent_id`);
+- `misplaced_field(type_, at, name)` returns the field beside which `name` belongs when
+  it is a field one level up and not here (`agent.input` belongs beside `agent`).
 
 Pure; they run only when a request is refused.
 """
@@ -62,10 +64,30 @@ def nearest_field(type_: Any, at: str, name: str) -> str | None:
     near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=_NEAR)
     if near:
         return near[0]
-    parent, _, last = at.rpartition(".")
-    if not _NAME.fullmatch(last) or f"{last}_{name}" not in _known(parent, type_):
+    up = _up(at)
+    if up is None or f"{up[1]}_{name}" not in _known(up[0], type_):
         return None
-    return f"{parent}.{last}_{name}" if parent else f"{last}_{name}"
+    return f"{up[0]}.{up[1]}_{name}" if up[0] else f"{up[1]}_{name}"
+
+
+def misplaced_field(type_: Any, at: str, name: str) -> str | None:
+    """The field `p` beside which the unknown `name` belongs: when the object at `at` is
+    the field `p` of an object that has a field `name`, and the object at `at` has none.
+    `{"agent": {"input": ...}}` is `input` put one level too deep."""
+    up = _up(at)
+    try:
+        if up is None or name in _known(at, type_) or name not in _known(up[0], type_):
+            return None
+    except (TypeError, ValueError):  # a type msgspec cannot describe
+        return None
+    return up[1]
+
+
+def _up(at: str) -> tuple[str, str] | None:
+    """`at` as the path of the object it is a field of, and that field's name; None
+    for the body itself or an array's item, which is no object's field."""
+    parent, _, last = at.rpartition(".")
+    return (parent, last) if _NAME.fullmatch(last) else None
 
 
 def _known(at: str, type_: Any) -> set[str]:

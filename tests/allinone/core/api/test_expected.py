@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from allinone.core.api.errors import from_validation
-from allinone.core.api.expected import accepted, listed, nearest_field
+from allinone.core.api.expected import accepted, listed, misplaced_field, nearest_field
 
 
 class Colour(enum.Enum):
@@ -128,12 +128,30 @@ def test_the_field_one_level_up_is_named_by_its_whole_path() -> None:
     assert nearest_field(list[Saved], "[1].say", "id") == "[1].say_id"
 
 
+@pytest.mark.parametrize(
+    ("at", "name", "beside"),
+    [
+        ("say", "steps", "say"),  # a field of the object around `say`, not of `say`
+        ("wait", "say_id", "wait"),
+        ("say", "text", None),  # a field here: not misplaced
+        ("say", "colour", None),  # a field of no level
+        ("", "steps", None),  # the body itself has no level up
+        ("steps[0]", "wait", None),  # an array's item is no object's field
+    ],
+)
+def test_a_field_put_one_level_too_deep_is_placed_beside_its_parent(
+    at: str, name: str, beside: str | None
+) -> None:
+    assert misplaced_field(Saved, at, name) == beside
+
+
 class Note(msgspec.Struct, forbid_unknown_fields=True):
     text: str
 
 
 class Notes(msgspec.Struct, forbid_unknown_fields=True):
     notes: list[Note]
+    first: Note | None = None
 
 
 def test_the_refusal_of_an_unknown_field_offers_the_nearest_known_one() -> None:
@@ -150,6 +168,11 @@ def test_the_refusal_of_an_unknown_field_offers_the_nearest_known_one() -> None:
     assert refusal({"note": []}) == (
         "Invalid request: Object contains unknown field `note`; did you mean `notes`?",
         "note",
+    )
+    assert refusal({"notes": [], "first": {"text": "hi", "notes": []}}) == (
+        "Invalid request: Object contains unknown field `notes`;"
+        " `notes` belongs one level up, beside `first`.",
+        "first.notes",
     )
     assert refusal({"notes": [], "colour": "red"}) == (
         "Invalid request: Object contains unknown field `colour`.",
