@@ -28,7 +28,6 @@ from msgspec import inspect
 
 # `events[0].type` -> "events", 0, "type".
 _STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
-_NAME = re.compile(r"[^.\[\]]+")
 _ITEMS = (inspect.ListType, inspect.SetType, inspect.FrozenSetType, inspect.VarTupleType)
 # How alike (difflib's ratio, at its own default) a known field's name must be to be
 # offered for an unknown one: `instruction` -> `instructions` (0.96), `modle` -> `model`
@@ -55,10 +54,7 @@ def nearest_field(type_: Any, at: str, name: str) -> str | None:
     When none is near and the object at `at` is the field `p` of an object that also has
     a field `p_name`, that field's path is returned: `{"agent": {"id": ...}}` is a guess
     at `agent_id`, the way a body refers to a saved object beside defining one inline."""
-    try:
-        known = _known(at, type_)
-    except (TypeError, ValueError):  # a type msgspec cannot describe
-        return None
+    known = _known(at, type_)
     if name in known:  # another member's field: no spelling of it is nearer
         return None
     near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=_NEAR)
@@ -75,10 +71,7 @@ def misplaced_field(type_: Any, at: str, name: str) -> str | None:
     the field `p` of an object that has a field `name`, and the object at `at` has none.
     `{"agent": {"input": ...}}` is `input` put one level too deep."""
     up = _up(at)
-    try:
-        if up is None or name in _known(at, type_) or name not in _known(up[0], type_):
-            return None
-    except (TypeError, ValueError):  # a type msgspec cannot describe
+    if up is None or name in _known(at, type_) or name not in _known(up[0], type_):
         return None
     return up[1]
 
@@ -87,12 +80,17 @@ def _up(at: str) -> tuple[str, str] | None:
     """`at` as the path of the object it is a field of, and that field's name; None
     for the body itself or an array's item, which is no object's field."""
     parent, _, last = at.rpartition(".")
-    return (parent, last) if _NAME.fullmatch(last) else None
+    step = _STEP.fullmatch(last)
+    return (parent, last) if step and step.group(1) else None
 
 
 def _known(at: str, type_: Any) -> set[str]:
-    """The names of the fields the object at `at` may have."""
-    types, _ = _follow([_described(type_)], at)
+    """The names of the fields the object at `at` may have (none when msgspec cannot
+    describe `type_`)."""
+    try:
+        types, _ = _follow([_described(type_)], at)
+    except (TypeError, ValueError):
+        return set()
     return {field.encode_name for t in _members(types) for field in _fields(t)}
 
 
