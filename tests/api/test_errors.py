@@ -94,7 +94,14 @@ def test_a_refused_value_is_answered_with_the_values_accepted_there(
         client.beta.agents.sessions.events.create(session_id, events=wrong)
     assert caught.value.param == "events[0].type"
     assert "'user.message'" in caught.value.message
-    for accepted in ("message", "cancel", "tool_result", "mcp_approval_request_result"):
+    accepted_types = (
+        "message",
+        "cancel",
+        "tool_result",
+        "mcp_approval_request_result",
+        "computer_use_approval_request_result",
+    )
+    for accepted in accepted_types:
         assert f"'agent.session.input.{accepted}'" in caught.value.message
     assert client.beta.agents.sessions.turns.list(session_id).data == before
     with pytest.raises(openai.BadRequestError) as caught:
@@ -172,6 +179,123 @@ def test_a_field_put_inside_agent_is_placed_one_level_up(client: OpenAI) -> None
         "code": None,
     }
     assert client.beta.agents.sessions.list().data == sessions
+
+
+_COMPUTER_USE = "agent.session.input.computer_use_approval_request_result"
+
+
+def _said(refusal: openai.APIStatusError) -> str:
+    """The error's own message, without the SDK's "Error code: 400 - " before it."""
+    return str(refusal.body["message"])  # type: ignore[index]
+
+
+def test_a_computer_use_answer_is_read_whole_and_refused_as_no_such_request_is_pending(
+    client: OpenAI,
+) -> None:
+    # No harness here drives a browser, so nothing ever asks for a sign-in or an origin:
+    # each of the SDK's three answers is understood, then refused by the request it names.
+    session_id = _session(client)
+    before = client.beta.agents.sessions.items.list(session_id).data
+    secret = "hunter2-do-not-echo"
+    answers: list[dict[str, Any]] = [
+        {
+            "type": "browser_authentication",
+            "action": "submit",
+            "fields": [{"field_id": "password", "value": secret}],
+            "selected_option": None,
+        },
+        {"type": "browser_authentication", "action": "cancel"},
+        {"type": "browser_origin_access", "decision": "approve"},
+    ]
+    hello = {
+        "type": "agent.session.input.message",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+    }
+    for response in answers:
+        event = {"type": _COMPUTER_USE, "request_id": "cuar_1", "response": response}
+        with pytest.raises(openai.BadRequestError) as caught:
+            client.beta.agents.sessions.events.create(session_id, events=[hello, event])  # type: ignore[list-item]
+        assert _said(caught.value) == "Unknown pending request: cuar_1"
+        assert caught.value.param == "events[1].request_id"
+        assert secret not in str(caught.value.body)
+    seven = [{"field_id": f"f{n}", "value": "v"} for n in range(7)]
+    huge = [{"field_id": "password", "value": "x" * (121 * 1024)}]
+    twice = [{"field_id": "password", "value": secret}] * 2
+    sign_in = {"type": "browser_authentication", "action": "submit"}
+    malformed: list[tuple[dict[str, Any], str]] = [
+        ({**sign_in, "action": "cancel", "fields": []}, "A cancelled sign-in carries no"),
+        (sign_in, "A submitted sign-in needs `fields`"),
+        ({**sign_in, "fields": seven}, "length <= 6"),
+        ({**sign_in, "fields": huge}, "must fit in 120 KiB of JSON"),
+        ({**sign_in, "fields": twice}, "Each field is submitted at most once"),
+        # Read as this event's response alone: each value once, none of another event's.
+        (
+            {"type": "browser_origin_access", "decision": "maybe"},
+            "decision must be one of 'approve', 'cancel', 'deny'.",
+        ),
+        ({"type": "browser_origin_access", "action": "submit"}, "unknown field `action`"),
+        (
+            {"type": "browser_window"},
+            "type must be one of 'browser_authentication', 'browser_origin_access'.",
+        ),
+    ]
+    for response, said in malformed:
+        event = {"type": _COMPUTER_USE, "request_id": "cuar_1", "response": response}
+        with pytest.raises(openai.BadRequestError) as caught:
+            client.beta.agents.sessions.events.create(session_id, events=[event])  # type: ignore[list-item]
+        assert said in _said(caught.value), _said(caught.value)
+        assert str(caught.value.param).startswith("events[0].response"), caught.value.param
+        assert secret not in str(caught.value.body)
+    # An MCP answer's response is read as an MCP answer's, not as a computer-use one's.
+    event = {
+        "type": "agent.session.input.mcp_approval_request_result",
+        "request_id": "mcpr_1",
+        "response": {"type": "browser_origin_access", "decision": "approve"},
+    }
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.beta.agents.sessions.events.create(session_id, events=[event])  # type: ignore[list-item]
+    assert _said(caught.value) == (
+        "Invalid request: Invalid enum value 'browser_origin_access';"
+        " events[0].response.type must be 'mcp_tool_call'."
+    )
+    assert client.beta.agents.sessions.items.list(session_id).data == before
+    assert client.beta.agents.sessions.retrieve(session_id).status == "idle"
+
+
+def test_an_answer_to_nothing_pending_names_the_field_that_names_it(client: OpenAI) -> None:
+    session_id = _session(client)
+    turn_id = client.beta.agents.sessions.turns.list(session_id).data[0].id
+    unknown: list[tuple[dict[str, Any], str, str]] = [
+        (
+            {
+                "type": "agent.session.input.tool_result",
+                "turn_id": turn_id,
+                "call_id": "call_nope",
+                "success": True,
+                "output": "x",
+            },
+            "Unknown pending tool call: call_nope",
+            "events[0].call_id",
+        ),
+        (
+            {
+                "type": "agent.session.input.mcp_approval_request_result",
+                "request_id": "mcpr_nope",
+                "response": {"type": "mcp_tool_call", "decision": "approve"},
+            },
+            "Unknown pending request: mcpr_nope",
+            "events[0].request_id",
+        ),
+        (
+            {"type": "x_corebox.input.user_choice", "ask_id": "ask_nope", "cancelled": True},
+            "Unknown pending request: ask_nope",
+            "events[0].ask_id",
+        ),
+    ]
+    for event, message, param in unknown:
+        with pytest.raises(openai.BadRequestError) as caught:
+            client.beta.agents.sessions.events.create(session_id, events=[event])  # type: ignore[list-item]
+        assert (_said(caught.value), caught.value.param) == (message, param)
 
 
 def test_unknown_session_is_404(client: OpenAI) -> None:

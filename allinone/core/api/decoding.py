@@ -60,7 +60,7 @@ def convert(value: Any, type_: Any) -> Any:
     try:
         return msgspec.convert(value, type_)
     except msgspec.ValidationError as exc:
-        raise from_validation(exc, type_) from exc
+        raise from_validation(exc, type_, value) from exc
 
 
 class _RepeatedKey(Exception):

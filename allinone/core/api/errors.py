@@ -144,11 +144,12 @@ _PATH = re.compile(r" - at (?:`key` in )?`\$\.?([^`]*)`$")
 
 
 def from_validation(
-    exc: msgspec.ValidationError | msgspec.DecodeError, type_: Any = None
+    exc: msgspec.ValidationError | msgspec.DecodeError, type_: Any = None, body: Any = None
 ) -> ApiError:
     """Translate a msgspec error into a 400 naming the offending parameter. Knowing
     `type_` (what the body was decoded as), it adds the values accepted there when they
-    are a few, or what an unknown field stands for (`_field_hint`)."""
+    are a few, or what an unknown field stands for (`_field_hint`); knowing `body` (the
+    refused JSON), it reads a tagged union as the member the body names."""
     text = str(exc)
     match = _PATH.search(text)
     param = None
@@ -159,26 +160,26 @@ def from_validation(
         return not_json()
     unknown = _UNKNOWN.match(text)
     if unknown and type_ is not None:
-        text += _field_hint(type_, param or "", unknown.group(1))
+        text += _field_hint(type_, param or "", unknown.group(1), body)
     named = _MISSING.match(text) or unknown
     if named:  # the param is the missing or unknown field, not the object around it
         param = f"{param}.{named.group(1)}" if param else named.group(1)
     elif _REFUSED.match(text) and type_ is not None and param is not None:
-        values = accepted(type_, param)
+        values = accepted(type_, param, body)
         if values:
             text = f"{text}; {param} must be {listed(values)}"
     ending = "" if text.endswith("?") else "."
     return ApiError(400, f"Invalid request: {text}{ending}", param=param)
 
 
-def _field_hint(type_: Any, at: str, name: str) -> str:
+def _field_hint(type_: Any, at: str, name: str, body: Any) -> str:
     """What to add to the refusal of the unknown field `name` of the object at `at`: the
     level it belongs to when it is a field one level up, else the known field it is a
     guess at, else nothing."""
-    beside = misplaced_field(type_, at, name)
+    beside = misplaced_field(type_, at, name, body)
     if beside:
         return f"; `{name}` belongs one level up, beside `{beside}`"
-    near = nearest_field(type_, at, name)
+    near = nearest_field(type_, at, name, body)
     return f"; did you mean `{near}`?" if near else ""
 
 

@@ -25,3 +25,7 @@ class Slot:
 
     batch: InputBatch
     position: int
+
+    def param(self, field: str) -> str:
+        """The request parameter naming `field` of this input (`events[2].call_id`)."""
+        return f"events[{self.position}].{field}"

@@ -21,6 +21,7 @@ from allinone.core.sessions.idempotency import check_batch_replay
 from allinone.core.sessions.writer import Writer
 from allinone.core.shapes.models import (
     CancelInputEvent,
+    ComputerUseApprovalResultInputEvent,
     InputEvent,
     InputMessageParam,
     McpApprovalResultInputEvent,
@@ -96,7 +97,7 @@ class Inputs:
         active = await turns.active(tx, slot.batch.session_id)
         match event:
             case MessageInputEvent():
-                messages = messages_of(event.input, f"events[{slot.position}].input")
+                messages = messages_of(event.input, slot.param("input"))
                 await self._message(tx, session, slot, active, messages)
             case CancelInputEvent():
                 await self._cancel(tx, slot, active)
@@ -104,14 +105,21 @@ class Inputs:
                 await self._tool_result(tx, slot, event)
             case McpApprovalResultInputEvent():
                 decision = {"decision": event.response.decision}
-                await self._answer(tx, slot, event.request_id, "permission", decision)
+                await self._answer(tx, slot, "request_id", event.request_id, "permission", decision)
+            case ComputerUseApprovalResultInputEvent():
+                # No harness here drives a browser, so no such request is ever pending:
+                # a well-formed answer is refused as one to an unknown request.
+                response = msgspec.to_builtins(event.response)
+                await self._answer(
+                    tx, slot, "request_id", event.request_id, "computer_use", response
+                )
             case _:
                 answers = [
                     {"question_id": a.question_id, "answers": list(a.answers)}
                     for a in event.question_answers
                 ]
                 response = {"question_answers": answers, "cancelled": event.cancelled}
-                await self._answer(tx, slot, event.ask_id, "choice", response)
+                await self._answer(tx, slot, "ask_id", event.ask_id, "choice", response)
 
     async def _message(
         self,
@@ -179,11 +187,13 @@ class Inputs:
         if call is None:
             raise InvalidRequest(
                 f"Unknown pending tool call: {event.call_id}",
-                "events",
+                slot.param("call_id"),
                 code="invalid_request_error",
             )
         if call["turn_id"] != event.turn_id:
-            raise InvalidRequest("The tool call belongs to a different Turn.", "events")
+            raise InvalidRequest(
+                "The tool call belongs to a different Turn.", slot.param("turn_id")
+            )
         result = {
             "success": event.success,
             "output": msgspec.to_builtins(event.output),
@@ -206,28 +216,36 @@ class Inputs:
         slot.batch.steered.append(call["turn_id"])
 
     async def _answer(
-        self, tx: Tx, slot: Slot, interaction_id: str, kind: str, response: dict[str, Any]
+        self,
+        tx: Tx,
+        slot: Slot,
+        field: str,
+        interaction_id: str,
+        kind: str,
+        response: dict[str, Any],
     ) -> None:
+        """Answer the pending request `interaction_id` (named by the event's `field`) of
+        kind `kind` with `response`."""
         session_id = slot.batch.session_id
         row = await interaction_rows.interaction(tx, session_id, interaction_id)
         if row is None or row["kind"] != kind:
-            raise InvalidRequest(f"Unknown pending request: {interaction_id}", "events")
+            raise InvalidRequest(f"Unknown pending request: {interaction_id}", slot.param(field))
         if row["response"] is not None:
             raise Conflict(f"The request {interaction_id} already has an answer.")
         if row["state"] != "pending":
             raise TurnConflict("The request is no longer pending.")
         if kind == "choice":
-            _check_choice(row, response)
+            _check_choice(row, response, slot.param("question_answers"))
         await interaction_rows.answer_interaction(tx, session_id, interaction_id, response)
         payload = {"id": interaction_id, **response}
         await self._writer.record(tx, slot, row["turn_id"], kind, payload, "admitted")
         slot.batch.steered.append(row["turn_id"])
 
 
-def _check_choice(row: dict[str, Any], response: dict[str, Any]) -> None:
+def _check_choice(row: dict[str, Any], response: dict[str, Any], param: str) -> None:
     issued = {q["id"] for q in row["request"].get("questions", [])}
     ids = [a["question_id"] for a in response["question_answers"]]
     if len(set(ids)) != len(ids) or not set(ids) <= issued:
-        raise InvalidRequest("Answers must name issued questions, each at most once.", "events")
+        raise InvalidRequest("Answers must name issued questions, each at most once.", param)
     if response["cancelled"] and ids:
-        raise InvalidRequest("A cancelled choice carries no answers.", "events")
+        raise InvalidRequest("A cancelled choice carries no answers.", param)

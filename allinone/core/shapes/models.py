@@ -19,6 +19,8 @@ NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Model = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 
 _STRICT: dict[str, Any] = {"forbid_unknown_fields": True}
+# The most a submitted sign-in's values and chosen option may take as JSON.
+_SIGN_IN_BYTES = 120 * 1024
 
 
 class InputTextParam(msgspec.Struct, tag="input_text", tag_field="type", **_STRICT):
@@ -219,6 +221,50 @@ class McpApprovalResultInputEvent(
     response: McpApprovalResponse
 
 
+class BrowserFieldParam(msgspec.Struct, **_STRICT):
+    field_id: NonEmpty
+    value: str
+
+
+class BrowserAuthenticationResponse(
+    msgspec.Struct, tag="browser_authentication", tag_field="type", **_STRICT
+):
+    """A sign-in form's answer: its values (`submit`) or a refusal to sign in (`cancel`)."""
+
+    action: Literal["submit", "cancel"]
+    fields: Annotated[list[BrowserFieldParam], msgspec.Meta(max_length=6)] | UnsetType = UNSET
+    selected_option: str | UnsetType | None = UNSET
+
+    def __post_init__(self) -> None:
+        if self.action == "cancel":
+            if self.fields is not UNSET or self.selected_option is not UNSET:
+                raise ValueError("A cancelled sign-in carries no `fields` or `selected_option`")
+            return
+        if self.fields is UNSET:
+            raise ValueError("A submitted sign-in needs `fields`")
+        values = {field.field_id: field.value for field in self.fields}
+        if len(values) != len(self.fields):
+            raise ValueError("Each field is submitted at most once")
+        if len(msgspec.json.encode([values, self.selected_option or None])) > _SIGN_IN_BYTES:
+            raise ValueError("The submitted fields and option must fit in 120 KiB of JSON")
+
+
+class BrowserOriginAccessResponse(
+    msgspec.Struct, tag="browser_origin_access", tag_field="type", **_STRICT
+):
+    decision: Literal["approve", "deny", "cancel"]
+
+
+class ComputerUseApprovalResultInputEvent(
+    msgspec.Struct,
+    tag="agent.session.input.computer_use_approval_request_result",
+    tag_field="type",
+    **_STRICT,
+):
+    request_id: NonEmpty
+    response: BrowserAuthenticationResponse | BrowserOriginAccessResponse
+
+
 class QuestionAnswerParam(msgspec.Struct, **_STRICT):
     question_id: NonEmpty
     answers: list[str]
@@ -239,6 +285,7 @@ InputEvent = (
     | CancelInputEvent
     | ToolResultInputEvent
     | McpApprovalResultInputEvent
+    | ComputerUseApprovalResultInputEvent
     | UserChoiceInputEvent
 )
 

@@ -76,6 +76,42 @@ def test_the_refusal_names_the_accepted_values() -> None:
     assert from_validation(caught.value).message == "Invalid request: Invalid value 'jump'."
 
 
+class Ask(msgspec.Struct, tag_field="type", tag="ask"):
+    reply: Literal["yes", "no"]
+
+
+class Pick(msgspec.Struct, tag_field="type", tag="pick"):
+    reply: Literal["no", "red", "blue"]
+    colour: str = ""
+
+
+class Answers(msgspec.Struct):
+    steps: list[Ask | Pick]
+
+
+def test_the_body_narrows_a_tagged_union_to_the_member_it_names() -> None:
+    picked = {"steps": [{"type": "ask", "reply": "yes"}, {"type": "pick", "reply": "green"}]}
+    assert accepted(Answers, "steps[1].reply", picked) == ["blue", "no", "red"]
+    assert accepted(Answers, "steps[0].reply", picked) == ["no", "yes"]
+    # Without a body, or where it names no member, every member counts, each value once.
+    assert accepted(Answers, "steps[1].reply") == ["no", "yes", "blue", "red"]
+    unnamed = {"steps": [{"type": "jump"}]}
+    assert accepted(Answers, "steps[0].reply", unnamed) == ["no", "yes", "blue", "red"]
+    assert accepted(Answers, "steps[5].reply", picked) == ["no", "yes", "blue", "red"]
+    assert accepted(Answers, "steps[0].type", unnamed) == ["ask", "pick"]
+    with pytest.raises(msgspec.ValidationError) as caught:
+        msgspec.convert(picked, Answers)
+    assert from_validation(caught.value, Answers, picked).message == (
+        "Invalid request: Invalid enum value 'green'; steps[1].reply must be one of"
+        " 'blue', 'no', 'red'."
+    )
+    # An unknown field is matched against the named member's fields alone.
+    asked = {"steps": [{"type": "ask", "colur": "red"}]}
+    assert nearest_field(Answers, "steps[0]", "colur", asked) is None
+    assert nearest_field(Answers, "steps[0]", "colur", {"steps": [{"type": "pick"}]}) == "colour"
+    assert nearest_field(Answers, "steps[0]", "colur") == "colour"
+
+
 @pytest.mark.parametrize(
     ("at", "name", "near"),
     [
