@@ -52,7 +52,8 @@ def accepted(type_: Any, param: str, body: Any = None) -> list[Any] | None:
 def nearest_field(type_: Any, at: str, name: str, body: Any = None) -> str | None:
     """The field of the object at `at` (a JSON path, "" for the body itself) in a body
     decoded as `type_` whose name is nearest to the unknown `name`, or None when no known
-    name is near. Where a tagged union's members meet, every member's fields count.
+    name is near. Where a tagged union's members meet, the fields of the member the body
+    names count, or every member's when it names none.
 
     When none is near and the object at `at` is the field `p` of an object that also has
     a field `p_name`, that field's path is returned: `{"agent": {"id": ...}}` is a guess

@@ -245,7 +245,8 @@ class BrowserAuthenticationResponse(
         values = {field.field_id: field.value for field in self.fields}
         if len(values) != len(self.fields):
             raise ValueError("Each field is submitted at most once")
-        if len(msgspec.json.encode([values, self.selected_option or None])) > _SIGN_IN_BYTES:
+        option = None if self.selected_option is UNSET else self.selected_option
+        if len(msgspec.json.encode([values, option])) > _SIGN_IN_BYTES:
             raise ValueError("The submitted fields and option must fit in 120 KiB of JSON")
 
 
