@@ -5,9 +5,10 @@ and its `/core/v1` API with the Core key from `<data-dir>/secrets/core.key`.
     corebox status --url http://127.0.0.1:8800 --json
 
 Shows whether it is ready, its uptime, the connected Runtimes and what they run, the
-active and queued turns, the storage size, the projects, the set-up checks and the
-safety overlays in force (when the server reports them). Exit code 0 when the server is
-ready, 1 when it answers but is not, 2 when it cannot be reached.
+active and queued turns and how many of them are paused, the storage size, the projects,
+the set-up checks and the safety overlays in force (when the server reports them). Exit
+code 0 when the server is ready, 1 when it answers but is not, 2 when it cannot be
+reached.
 """
 
 from __future__ import annotations
@@ -77,10 +78,7 @@ def render(url: str, ready: dict[str, Any], projects: int) -> list[str]:
     lines.append(f"  uptime      {_duration(config.get('uptime_seconds'))}")
     lines.append(f"  data        {config.get('data_dir', '?')}")
     lines.append(f"  runtimes    {_runtimes(checks.get('runtime', {}))}")
-    turns = checks.get("turns", {})
-    lines.append(
-        f"  turns       {turns.get('active', '?')} active, {turns.get('queued', '?')} queued"
-    )
+    lines.append(f"  turns       {_turns(checks.get('turns', {}))}")
     lines.append(
         f"  storage     {_size(storage.get('bytes'))}, schema {storage.get('schema_version', '?')}"
         f", {storage.get('latency_ms', '?')} ms" + ("" if storage.get("ok") else ", FAILING")
@@ -103,6 +101,14 @@ def _runtimes(runtime: dict[str, Any]) -> str:
         return "none connected: start `corebox daemon` or serve with a local Runtime"
     shown = [f"{r['device_id']} ({', '.join(r['agent_kinds']) or 'undeclared'})" for r in connected]
     return f"{len(connected)} connected: " + "; ".join(shown)
+
+
+def _turns(turns: dict[str, Any]) -> str:
+    shown = f"{turns.get('active', '?')} active, {turns.get('queued', '?')} queued"
+    paused = turns.get("paused")
+    if not paused:
+        return shown
+    return f"{shown}, {paused} of them paused (`corebox sessions resume <session>`)"
 
 
 def _setup(setup: dict[str, Any] | None) -> str:

@@ -100,12 +100,21 @@ async def running(q: Queryable) -> list[dict[str, Any]]:
 
 async def counts(q: Queryable) -> dict[str, int]:
     """How many turns wait for a Runtime (`queued`) and how many one is running or
-    holding for a client (`active`: in progress or waiting); read from partial indexes."""
+    holding for a client (`active`: in progress or waiting), read from partial indexes;
+    and how many of those two wait for a resume (`paused`, counted in both)."""
     queued = await q.fetchone("SELECT count(*) FROM turns WHERE status = 'queued'")
     active = await q.fetchone(
         "SELECT count(*) FROM turns WHERE status IN ('in_progress', 'waiting')"
     )
-    return {"queued": int(queued[0]) if queued else 0, "active": int(active[0]) if active else 0}
+    paused = await q.fetchone(
+        "SELECT count(*) FROM turns"
+        " WHERE status IN ('queued', 'in_progress', 'waiting') AND phase = 'paused'"
+    )
+    return {
+        "queued": int(queued[0]) if queued else 0,
+        "active": int(active[0]) if active else 0,
+        "paused": int(paused[0]) if paused else 0,
+    }
 
 
 async def transition(

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ROOT, Server, free_port
+from tests.api.test_run_control import command, sdk, settled, start
+from tests.conftest import ROOT, Server, free_port, start_server
 
 
 def _status(*args: str) -> subprocess.CompletedProcess[str]:
@@ -52,3 +53,28 @@ def test_status_without_a_server_says_so(server: Server, tmp_path: Path) -> None
     done = _status("--data-dir", str(server.data_dir), "--url", dead)
     assert done.returncode == 2
     assert f"cannot reach corebox at {dead}" in done.stderr
+
+
+def test_status_says_how_many_turns_wait_for_a_resume(tmp_path: Path) -> None:
+    server = start_server(tmp_path / "data")
+    where = ("--data-dir", str(server.data_dir), "--url", server.base_url)
+    try:
+        with sdk(server) as client:
+            session_id = start(client, "/say a\n/hang")
+            before = json.loads(_status(*where, "--json").stdout)["readyz"]["checks"]["turns"]
+            assert (before["active"], before["paused"]) == (1, 0)
+            paused = command(server, session_id, "pause")
+            assert settled(server, paused.json()["id"])["status"] == "applied"
+            done = _status(*where)
+            shown = {line.split()[0]: line for line in done.stdout.splitlines()[1:]}
+            assert shown["turns"].split(None, 1)[1] == (
+                "1 active, 0 queued, 1 of them paused (`corebox sessions resume <session>`)"
+            )
+            after = json.loads(_status(*where, "--json").stdout)["readyz"]["checks"]["turns"]
+            assert (after["active"], after["queued"], after["paused"]) == (1, 0, 1)
+            resumed = command(server, session_id, "resume")
+            assert settled(server, resumed.json()["id"])["status"] == "applied"
+            again = json.loads(_status(*where, "--json").stdout)["readyz"]["checks"]["turns"]
+            assert again["paused"] == 0
+    finally:
+        server.stop()
