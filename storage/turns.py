@@ -101,7 +101,8 @@ async def running(q: Queryable) -> list[dict[str, Any]]:
 async def counts(q: Queryable) -> dict[str, int]:
     """How many turns wait for a Runtime (`queued`) and how many one is running or
     holding for a client (`active`: in progress or waiting), read from partial indexes;
-    and how many of those two wait for a resume (`paused`, counted in both)."""
+    and how many of them wait for a resume (`paused`, each also counted in `queued` or
+    `active` by its status)."""
     queued = await q.fetchone("SELECT count(*) FROM turns WHERE status = 'queued'")
     active = await q.fetchone(
         "SELECT count(*) FROM turns WHERE status IN ('in_progress', 'waiting')"
