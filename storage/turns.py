@@ -100,22 +100,17 @@ async def running(q: Queryable) -> list[dict[str, Any]]:
 
 async def counts(q: Queryable) -> dict[str, int]:
     """How many turns wait for a Runtime (`queued`) and how many one is running or
-    holding for a client (`active`: in progress or waiting), read from partial indexes;
-    and how many of them wait for a resume (`paused`, each also counted in `queued` or
-    `active` by its status)."""
-    queued = await q.fetchone("SELECT count(*) FROM turns WHERE status = 'queued'")
-    active = await q.fetchone(
-        "SELECT count(*) FROM turns WHERE status IN ('in_progress', 'waiting')"
+    holding for a client (`active`: in progress or waiting); and how many of them wait
+    for a resume (`paused`, each also counted in `queued` or `active` by its status).
+    One pass over the live turns' partial index (`turns_queue`)."""
+    row = await q.fetchone(
+        "SELECT count(CASE WHEN status = 'queued' THEN 1 END),"
+        " count(CASE WHEN status != 'queued' THEN 1 END),"
+        " count(CASE WHEN phase = 'paused' THEN 1 END)"
+        " FROM turns WHERE status IN ('queued', 'in_progress', 'waiting')"
     )
-    paused = await q.fetchone(
-        "SELECT count(*) FROM turns"
-        " WHERE status IN ('queued', 'in_progress', 'waiting') AND phase = 'paused'"
-    )
-    return {
-        "queued": int(queued[0]) if queued else 0,
-        "active": int(active[0]) if active else 0,
-        "paused": int(paused[0]) if paused else 0,
-    }
+    queued, active, paused = (int(n) for n in row) if row else (0, 0, 0)
+    return {"queued": queued, "active": active, "paused": paused}
 
 
 async def transition(
