@@ -20,7 +20,9 @@ from openai import OpenAI
 from allinone.core.gateway.workspace_rules import wire_uuid
 from allinone.datadir.collection import WORKSPACES_DIR
 from tests.api.support import core_key, http
-from tests.conftest import API_KEY, ROOT, Server
+from tests.api.test_run_control import command
+from tests.api.test_run_control import settled as settled_command
+from tests.conftest import API_KEY, ROOT, Server, start_server
 from tests.support.chromium import Page, chromium, install
 from tests.support.wheels import HOLD, hosted
 
@@ -326,6 +328,75 @@ def test_clicking_cancel_cancels_the_running_turn(page: Page, client: OpenAI) ->
         event = settled(live)
     assert event.type == "agent.session.turn.cancelled"
     page.wait_for("!document.querySelector('[data-control=cancel]')")
+
+
+def check_shown(name: str, text: str) -> str:
+    """A JS test: the overview's readiness row `name` reads exactly `text`."""
+    return (
+        "[...document.querySelectorAll('.check')].some(c =>"
+        f" c.querySelector('.check-name').textContent === {json.dumps(name)} &&"
+        f" c.querySelector('.check-detail').textContent === {json.dumps(text)})"
+    )
+
+
+def test_the_overview_counts_the_turns_in_hand_and_those_paused(
+    page: Page, client: OpenAI, server: Server
+) -> None:
+    owner = {"Authorization": f"Bearer {core_key(server.data_dir)}"}
+
+    def in_hand() -> dict[str, int]:
+        status, ready, _ = http(server.base_url, "GET", "/readyz", headers=owner)
+        assert status == 200, ready
+        figures: dict[str, int] = ready["checks"]["turns"]
+        return figures
+
+    session_id = idle_session(client)
+    with client.beta.agents.sessions.events.stream(session_id) as live:
+        send(client, session_id, "/say Waiting for you\n/hang")
+        next(e for e in live if e.type == "agent.session.turn.item.done")
+    try:
+        sign_in(page, core_key(server.data_dir))
+        page.evaluate("location.hash = '#/overview'")
+        now = in_hand()
+        assert now["active"] >= 1 and now["paused"] == 0
+        page.wait_for(check_shown("turns", f"{now['active']} active · {now['queued']} queued"))
+        paused = command(server, session_id, "pause")
+        assert settled_command(server, paused.json()["id"])["status"] == "applied"
+        now = in_hand()
+        assert now["paused"] == 1
+        shown = f"{now['active']} active · {now['queued']} queued · 1 of them paused"
+        page.wait_for(check_shown("turns", shown))  # the page refreshes on its own
+        shoot(page, "overview-paused")
+        resumed = command(server, session_id, "resume")
+        assert settled_command(server, resumed.json()["id"])["status"] == "applied"
+        now = in_hand()
+        page.wait_for(check_shown("turns", f"{now['active']} active · {now['queued']} queued"))
+    finally:
+        cancelled = command(server, session_id, "cancel")
+        assert settled_command(server, cancelled.json()["id"])["status"] == "applied"
+
+
+def test_draining_from_the_overview_shows_on_its_readiness_row(
+    browser: Page, tmp_path: Path
+) -> None:
+    own = start_server(tmp_path / "data")  # a drained server claims nothing until restarted
+    browser.requests.clear()  # the shared server's page checked its own on teardown
+    try:
+        browser.navigate(own.base_url + "/")
+        sign_in(browser, core_key(own.data_dir))
+        browser.evaluate("location.hash = '#/overview'")
+        browser.wait_for(check_shown("drain", "ok") + " && " + check_shown("overlays", "none"))
+        browser.click(".page-actions .button.danger")
+        browser.wait_for(check_shown("drain", "draining"))
+        notice = "document.querySelector('.check-grid ~ .notice.error').textContent"
+        assert browser.evaluate(notice) == "Not ready: drain"
+        status, ready, _ = http(own.base_url, "GET", "/readyz")
+        assert status == 503 and ready["status"] == "draining"
+        shoot(browser, "overview-draining")
+        assert_contained(browser, own, [API_KEY, core_key(own.data_dir)])
+    finally:
+        browser.requests.clear()
+        own.stop()
 
 
 def test_the_menu_opens_and_navigates_at_phone_width(page: Page) -> None:

@@ -12,14 +12,27 @@ function checks(ready) {
     h("div.check-grid", {}, entries.map(([name, check]) => h("div.check", { dataset: { ok: String(Boolean(check.ok)) } },
       h("span.check-dot"), h("span.check-name", {}, name),
       h("span.check-detail", {}, detail(name, check))))),
-    ready.missing && ready.missing.length ? h("p.notice.error", {}, `Missing: ${ready.missing.join(", ")}`) : null);
+    ready.missing && ready.missing.length ? h("p.notice.error", {}, `Not ready: ${ready.missing.join(", ")}`) : null);
 }
 
 function detail(name, check) {
   if (name === "storage") return check.latency_ms !== undefined ? `schema ${check.schema_version} · ${check.latency_ms} ms` : "";
   if (name === "runtime") return check.connected_count !== undefined ? `${check.connected_count} connected` : "";
   if (name === "confinement") return check.kind || "";
+  if (name === "turns" && check.error) return `unknown (${check.error})`;
+  if (name === "turns" && check.active !== undefined) return turns(check);
+  if (name === "drain") return check.ok ? "ok" : "draining";
+  if (name === "overlays" && Array.isArray(check.active)) {
+    return check.active.length ? `${check.active.length} active` : "none";
+  }
   return check.ok ? "ok" : "failing";
+}
+
+// The work in hand, as `corebox status` reads it: a paused turn is also counted as active
+// or queued, by its status.
+function turns(check) {
+  const shown = `${check.active} active · ${check.queued} queued`;
+  return check.paused ? `${shown} · ${check.paused} of them paused` : shown;
 }
 
 function runtimes(ready) {
