@@ -376,7 +376,7 @@ def test_the_overview_counts_the_turns_in_hand_and_those_paused(
         assert settled_command(server, cancelled.json()["id"])["status"] == "applied"
 
 
-def test_draining_from_the_overview_shows_on_its_readiness_row(
+def test_draining_from_the_overview_asks_first_and_shows_on_its_readiness_row(
     browser: Page, tmp_path: Path
 ) -> None:
     own = start_server(tmp_path / "data")  # a drained server claims nothing until restarted
@@ -386,7 +386,15 @@ def test_draining_from_the_overview_shows_on_its_readiness_row(
         sign_in(browser, core_key(own.data_dir))
         browser.evaluate("location.hash = '#/overview'")
         browser.wait_for(check_shown("drain", "ok") + " && " + check_shown("overlays", "none"))
-        browser.click(".page-actions .button.danger")
+        browser.click("[data-drain=ask]")  # asks first: a drain lasts until a restart
+        browser.wait_for("!document.querySelector('[data-drain=confirm]').hidden")
+        browser.click("[data-drain=keep]")
+        browser.wait_for("!document.querySelector('[data-drain=ask]').hidden")
+        assert http(own.base_url, "GET", "/readyz")[0] == 200  # nothing was drained
+        browser.click("[data-drain=ask]")
+        browser.wait_for("!document.querySelector('[data-drain=confirm]').hidden")
+        shoot(browser, "overview-drain-asks")
+        browser.click("[data-drain=confirm]")
         browser.wait_for(check_shown("drain", "draining"))
         notice = "document.querySelector('.check-grid ~ .notice.error').textContent"
         assert browser.evaluate(notice) == "Not ready: drain"

@@ -82,23 +82,35 @@ function storage(ready) {
     s.failure ? field("Failure", s.failure) : null));
 }
 
+// Draining stops claiming turns until corebox restarts, with no undo, so the button asks
+// once, in place, before it posts.
 async function drainButton(target) {
   if (!signedIn().core || !(await supports("/core/v1/drain"))) return;
   const status = h("span.muted");
-  const button = h("button.button.danger", {
-    type: "button",
-    onclick: async () => {
-      button.disabled = true;
-      try {
-        await post("/core/v1/drain", {}, { "Idempotency-Key": idempotencyKey() });
-        status.textContent = "Draining: no new turn is claimed.";
-      } catch (error) {
-        status.textContent = error.message;
-        button.disabled = false;
-      }
-    },
-  }, "Drain");
-  target.append(button, status);
+  const action = (step, label, onclick, style = "danger") =>
+    h(`button.button.${style}`, { type: "button", dataset: { drain: step }, onclick }, label);
+  const ask = action("ask", "Drain", () => show(true));
+  const keep = action("keep", "Keep serving", () => show(false), "ghost");
+  const confirm = action("confirm", "Drain now", async () => {
+    confirm.disabled = keep.disabled = true;
+    try {
+      await post("/core/v1/drain", {}, { "Idempotency-Key": idempotencyKey() });
+      confirm.hidden = keep.hidden = true;
+      status.textContent = "Draining: no new turn is claimed.";
+    } catch (error) {
+      status.textContent = error.message;
+      confirm.disabled = keep.disabled = false;
+    }
+  });
+  const show = (asking) => {
+    ask.hidden = asking;
+    confirm.hidden = keep.hidden = !asking;
+    status.textContent = asking
+      ? "No new turn is claimed until corebox restarts; running turns pause at a checkpoint."
+      : "";
+  };
+  show(false);
+  target.append(ask, confirm, keep, status);
 }
 
 export function render(main) {
