@@ -20,7 +20,7 @@ from openai import OpenAI
 from allinone.core.gateway.workspace_rules import wire_uuid
 from allinone.datadir.collection import WORKSPACES_DIR
 from tests.api.support import core_key, http
-from tests.api.test_run_control import command
+from tests.api.test_run_control import command, start
 from tests.api.test_run_control import settled as settled_command
 from tests.conftest import API_KEY, ROOT, Server, start_server
 from tests.support.chromium import Page, chromium, install
@@ -350,10 +350,7 @@ def test_the_overview_counts_the_turns_in_hand_and_those_paused(
         figures: dict[str, int] = ready["checks"]["turns"]
         return figures
 
-    session_id = idle_session(client)
-    with client.beta.agents.sessions.events.stream(session_id) as live:
-        send(client, session_id, "/say Waiting for you\n/hang")
-        next(e for e in live if e.type == "agent.session.turn.item.done")
+    session_id = start(client, "/say Waiting for you\n/hang")
     try:
         sign_in(page, core_key(server.data_dir))
         page.evaluate("location.hash = '#/overview'")
