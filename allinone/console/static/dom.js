@@ -112,6 +112,37 @@ export function failure(error) {
   return h("p.notice.error", { role: "alert" }, error && error.message ? error.message : String(error));
 }
 
+// An action with no undo asks once, in place, before it runs. `name` keys the buttons'
+// data attribute (data-<name>=ask|confirm|keep); `question` says what the action does;
+// `run` does it and returns what the status line then says. A failure is shown and the
+// question stays, to try again or keep.
+export function askFirst(name, { label, confirm, keep, question, run, small = false }) {
+  const status = h("span.muted.ask-status");
+  const size = small ? ".small" : "";
+  const button = (step, text, onclick, style = "danger") =>
+    h(`button.button.${style}${size}`, { type: "button", dataset: { [name]: step }, onclick }, text);
+  const ask = button("ask", label, () => show(true), small ? "ghost" : "danger");
+  const no = button("keep", keep, () => show(false), "ghost");
+  const yes = button("confirm", confirm, async () => {
+    yes.disabled = no.disabled = true;
+    try {
+      const done = await run();
+      yes.hidden = no.hidden = true;
+      status.textContent = done || "";
+    } catch (error) {
+      status.textContent = error && error.message ? error.message : String(error);
+      yes.disabled = no.disabled = false;
+    }
+  });
+  const show = (asking) => {
+    ask.hidden = asking;
+    yes.hidden = no.hidden = !asking;
+    status.textContent = asking ? question : "";
+  };
+  show(false);
+  return h("span.ask-first", {}, ask, yes, no, status);
+}
+
 export function table(columns, rows, { onRow, label } = {}) {
   const head = h("thead", {}, h("tr", {}, columns.map((c) => h("th", { class: c.class }, c.title))));
   const body = h("tbody", {}, rows.map((row) => {

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 from openai import OpenAI
 
@@ -402,6 +403,46 @@ def test_draining_from_the_overview_asks_first_and_shows_on_its_readiness_row(
     finally:
         browser.requests.clear()
         own.stop()
+
+
+def key_row(name: str) -> str:
+    """A JS expression: the owner page's table row of the key named `name`."""
+    return (
+        "[...document.querySelectorAll('tr')].find(r =>"
+        f" r.querySelector('strong')?.textContent === {json.dumps(name)})"
+    )
+
+
+def test_revoking_a_key_on_the_owner_page_asks_first_and_the_key_stops_working(
+    page: Page, server: Server
+) -> None:
+    owner = {"Authorization": f"Bearer {core_key(server.data_dir)}"}
+    _, projects, _ = http(server.base_url, "GET", "/core/v1/projects", headers=owner)
+    keys = f"/core/v1/projects/{projects['data'][0]['id']}/api_keys"
+    status, made, _ = http(server.base_url, "POST", keys, {"name": "workshop-laptop"}, owner)
+    assert status == 200, made
+    used = OpenAI(base_url=server.base_url + "/v1", api_key=made["key"], max_retries=0)
+    used.beta.agents.list()
+    row = key_row("workshop-laptop")
+    sign_in(page, core_key(server.data_dir))
+    page.evaluate("location.hash = '#/owner'")
+    page.wait_for(f"{row}?.querySelector('[data-revoke=ask]')")
+    page.evaluate(f"{row}.querySelector('[data-revoke=ask]').click()")  # asks first
+    page.wait_for(f"!{row}.querySelector('[data-revoke=confirm]').hidden")
+    question = page.evaluate(f"{row}.querySelector('.ask-status').textContent")
+    assert "workshop-laptop" in question and "cannot be restored" in question
+    page.evaluate(f"{row}.querySelector('[data-revoke=keep]').click()")
+    page.wait_for(f"!{row}.querySelector('[data-revoke=ask]').hidden")
+    used.beta.agents.list()  # kept
+    page.evaluate(f"{row}.querySelector('[data-revoke=ask]').click()")
+    page.wait_for(f"!{row}.querySelector('[data-revoke=confirm]').hidden")
+    shoot(page, "owner-revoke-asks")
+    page.evaluate(f"{row}.querySelector('[data-revoke=confirm]').click()")
+    page.wait_for(f"{row}?.querySelector('.badge[data-status=revoked]')")
+    assert page.evaluate(f"{row}.querySelector('[data-revoke]')") is None
+    with used, pytest.raises(openai.AuthenticationError):
+        used.beta.agents.list()
+    assert_contained(page, server, [made["key"]])
 
 
 def test_the_menu_opens_and_navigates_at_phone_width(page: Page) -> None:

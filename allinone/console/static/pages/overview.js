@@ -2,7 +2,7 @@
 // overlays and storage.
 
 import { get, idempotencyKey, look, post, signedIn, supports } from "../api.js";
-import { badge, card, empty, failure, field, h, pageHead, replace } from "../dom.js";
+import { askFirst, badge, card, empty, failure, field, h, pageHead, replace } from "../dom.js";
 
 const REFRESH_MS = 5000;
 
@@ -82,35 +82,19 @@ function storage(ready) {
     s.failure ? field("Failure", s.failure) : null));
 }
 
-// Draining stops claiming turns until corebox restarts, with no undo, so the button asks
-// once, in place, before it posts.
+// Draining stops claiming turns until corebox restarts, with no undo, so it asks first.
 async function drainButton(target) {
   if (!signedIn().core || !(await supports("/core/v1/drain"))) return;
-  const status = h("span.muted");
-  const action = (step, label, onclick, style = "danger") =>
-    h(`button.button.${style}`, { type: "button", dataset: { drain: step }, onclick }, label);
-  const ask = action("ask", "Drain", () => show(true));
-  const keep = action("keep", "Keep serving", () => show(false), "ghost");
-  const confirm = action("confirm", "Drain now", async () => {
-    confirm.disabled = keep.disabled = true;
-    try {
+  target.append(askFirst("drain", {
+    label: "Drain",
+    confirm: "Drain now",
+    keep: "Keep serving",
+    question: "No new turn is claimed until corebox restarts; running turns pause at a checkpoint.",
+    run: async () => {
       await post("/core/v1/drain", {}, { "Idempotency-Key": idempotencyKey() });
-      confirm.hidden = keep.hidden = true;
-      status.textContent = "Draining: no new turn is claimed.";
-    } catch (error) {
-      status.textContent = error.message;
-      confirm.disabled = keep.disabled = false;
-    }
-  });
-  const show = (asking) => {
-    ask.hidden = asking;
-    confirm.hidden = keep.hidden = !asking;
-    status.textContent = asking
-      ? "No new turn is claimed until corebox restarts; running turns pause at a checkpoint."
-      : "";
-  };
-  show(false);
-  target.append(ask, confirm, keep, status);
+      return "Draining: no new turn is claimed.";
+    },
+  }));
 }
 
 export function render(main) {

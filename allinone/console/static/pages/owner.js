@@ -1,7 +1,23 @@
 // The owner's pages (Core key): projects and their API keys, Runtime devices, overlays.
 
 import { del, get, post, supports } from "../api.js";
-import { badge, card, empty, failure, h, pageHead, replace, short, table, when } from "../dom.js";
+import { askFirst, badge, card, empty, failure, h, pageHead, replace, short, table, when } from "../dom.js";
+
+// A revoked key stops working at once and cannot be restored, so Revoke asks first.
+function revoke(project, key, reload) {
+  return askFirst("revoke", {
+    label: "Revoke",
+    confirm: "Revoke",
+    keep: "Keep",
+    question: `Revoke ${key.name || "this key"}? Clients using it are refused at once; it cannot be restored.`,
+    small: true,
+    run: async () => {
+      await post(`/core/v1/projects/${project.id}/api_keys/${key.id}/revoke`, {});
+      reload();
+      return "Revoked.";
+    },
+  });
+}
 
 function keysOf(project) {
   const box = h("div", {}, h("p.muted", {}, "Loading keys…"));
@@ -11,10 +27,7 @@ function keysOf(project) {
       { title: "Key", render: (k) => h("div.cell-main", {}, h("strong", {}, k.name || "unnamed"), h("code.muted", {}, `${k.prefix || ""}…`)) },
       { title: "Status", render: (k) => badge(k.status) },
       { title: "Created", class: "num", render: (k) => when(k.created_at) },
-      { title: "", class: "num", render: (k) => (k.status === "active" ? h("button.button.ghost.small", {
-        type: "button",
-        onclick: async () => { await post(`/core/v1/projects/${project.id}/api_keys/${k.id}/revoke`, {}); load(); },
-      }, "Revoke") : "") },
+      { title: "", class: "num", render: (k) => (k.status === "active" ? revoke(project, k, load) : "") },
     ], page.data, { label: `Keys of ${project.name}` }) : empty("No keys."));
   }).catch((error) => replace(box, failure(error)));
   const name = h("input.input", { placeholder: "New key name", "aria-label": "New key name" });
