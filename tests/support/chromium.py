@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -97,18 +98,30 @@ class Page:
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def send(self, method: str, timeout: float = 30.0, **params: Any) -> dict[str, Any]:
-        """Send one command and read until its answer, recording events meanwhile."""
+        """Send one command and read until its answer, recording events meanwhile;
+        `timeout` bounds the whole wait."""
         ident = next(self._ids)
         message = {"id": ident, "method": method, "params": params, "sessionId": self.session_id}
         self.socket.send(json.dumps(message))
+        deadline = time.monotonic() + timeout
         while True:
-            reply = json.loads(self.socket.recv(timeout=timeout))
+            reply = self._next(deadline, f"{method} had no answer within {timeout} s")
             if reply.get("id") == ident:
                 if "error" in reply:
                     raise BrowserError(f"{method}: {reply['error']}")
                 result: dict[str, Any] = reply.get("result", {})
                 return result
             self._record(reply)
+
+    def _next(self, deadline: float, late: str) -> dict[str, Any]:
+        """The next message from the browser, or TimeoutError(`late`) at `deadline`."""
+        try:
+            message: dict[str, Any] = json.loads(
+                self.socket.recv(timeout=max(0.0, deadline - time.monotonic()))
+            )
+        except TimeoutError:
+            raise TimeoutError(late) from None
+        return message
 
     def _record(self, event: dict[str, Any]) -> None:
         method, params = event.get("method"), event.get("params", {})
@@ -138,9 +151,11 @@ class Page:
         return self.evaluate(script, timeout=ms / 1000 + 10)
 
     def wait_event(self, method: str, timeout: float = 30.0, **match: Any) -> dict[str, Any]:
-        """Read events until one named `method` whose params hold `match`; its params."""
+        """Read events until one named `method` whose params hold `match`; its params.
+        `timeout` bounds the whole wait, however many other events arrive meanwhile."""
+        deadline = time.monotonic() + timeout
         while True:
-            event = json.loads(self.socket.recv(timeout=timeout))
+            event = self._next(deadline, f"no {method} {match or ''} within {timeout} s")
             self._record(event)
             params: dict[str, Any] = event.get("params", {})
             if event.get("method") == method and all(params.get(k) == v for k, v in match.items()):
