@@ -399,6 +399,13 @@ def test_draining_from_the_overview_asks_first_and_shows_on_its_readiness_row(
         status, ready, _ = http(own.base_url, "GET", "/readyz")
         assert status == 503 and ready["status"] == "draining"
         shoot(browser, "overview-draining")
+        browser.navigate(own.base_url + "/")  # reloaded, it does not offer Drain again
+        sign_in(browser, core_key(own.data_dir))
+        browser.evaluate("location.hash = '#/overview'")
+        browser.wait_for(check_shown("drain", "draining"))
+        browser.wait_for("document.querySelector('[data-drain=draining]')")
+        assert browser.evaluate("document.querySelector('[data-drain=ask]')") is None
+        shoot(browser, "overview-draining-reloaded")
         assert_contained(browser, own, [API_KEY, core_key(own.data_dir)])
     finally:
         browser.requests.clear()

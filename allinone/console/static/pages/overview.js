@@ -82,19 +82,38 @@ function storage(ready) {
     s.failure ? field("Failure", s.failure) : null));
 }
 
-// Draining stops claiming turns until corebox restarts, with no undo, so it asks first.
-async function drainButton(target) {
-  if (!signedIn().core || !(await supports("/core/v1/drain"))) return;
-  target.append(askFirst("drain", {
-    label: "Drain",
-    confirm: "Drain now",
-    keep: "Keep serving",
-    question: "No new turn is claimed until corebox restarts; running turns pause at a checkpoint.",
-    run: async () => {
-      await post("/core/v1/drain", {}, { "Idempotency-Key": idempotencyKey() });
-      return "Draining: no new turn is claimed.";
-    },
-  }));
+// Draining stops claiming turns until corebox restarts, with no undo, so Drain asks
+// first; a server already draining shows that instead of the button. Returns what tells
+// it each fresh readiness.
+function drainAction(target) {
+  let control = null;
+  let draining = null;
+  const show = () => replace(target, draining
+    ? h("span.muted", { dataset: { drain: "draining" } }, "Draining until corebox restarts: no new turn is claimed.")
+    : control);
+  if (signedIn().core) {
+    supports("/core/v1/drain").then((supported) => {
+      if (!supported) return;
+      control = askFirst("drain", {
+        label: "Drain",
+        confirm: "Drain now",
+        keep: "Keep serving",
+        question: "No new turn is claimed until corebox restarts; running turns pause at a checkpoint.",
+        run: async () => {
+          await post("/core/v1/drain", {}, { "Idempotency-Key": idempotencyKey() });
+          return "Draining: no new turn is claimed.";
+        },
+      });
+      show();
+    });
+  }
+  return (ready) => {
+    const now = ready.status === "draining" || (ready.checks && ready.checks.drain && !ready.checks.drain.ok);
+    if (now !== draining) {
+      draining = now;
+      show();
+    }
+  };
 }
 
 export function render(main) {
@@ -103,12 +122,13 @@ export function render(main) {
   const head = pageHead("Overview", "Is corebox ready, and what can its Runtimes do?");
   head.append(actions);
   main.append(head, body);
-  drainButton(actions);
+  const drained = drainAction(actions);
   let timer = null;
   let stopped = false;
   const load = async () => {
     try {
       const ready = await fetchReady();
+      drained(ready);
       const [harnesses, active] = await Promise.all([
         get("/core/v1/harnesses").then((p) => p.data).catch(() => []),
         overlayList(ready),
