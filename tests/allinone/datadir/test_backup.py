@@ -122,7 +122,7 @@ def test_a_backup_under_load_restores_every_acknowledged_input(
             items = copy.beta.agents.sessions.items.list(session_id, limit=100, order="asc")
             texts = {
                 part.text
-                for item in items.data
+                for item in items  # every page
                 if getattr(item, "role", None) == "user"
                 for part in item.content  # type: ignore[union-attr]
             }
