@@ -134,13 +134,15 @@ export function askFirst(name, { label, confirm, keep, question, run, small = fa
       yes.disabled = no.disabled = false;
     }
   });
+  const box = h("span.ask-first", {}, ask, yes, no, status);
   const show = (asking) => {
+    box.classList.toggle("asking", asking);
     ask.hidden = asking;
     yes.hidden = no.hidden = !asking;
     status.textContent = asking ? question : "";
   };
   show(false);
-  return h("span.ask-first", {}, ask, yes, no, status);
+  return box;
 }
 
 export function table(columns, rows, { onRow, label } = {}) {

@@ -428,9 +428,17 @@ def test_revoking_a_key_on_the_owner_page_asks_first_and_the_key_stops_working(
     keys = f"/core/v1/projects/{projects['data'][0]['id']}/api_keys"
     status, made, _ = http(server.base_url, "POST", keys, {"name": "workshop-laptop"}, owner)
     assert status == 200, made
+    assert http(server.base_url, "POST", keys, {"name": "demo-projector"}, owner)[0] == 200
     used = OpenAI(base_url=server.base_url + "/v1", api_key=made["key"], max_retries=0)
     used.beta.agents.list()
     row = key_row("workshop-laptop")
+    wrap = f"{row}.closest('.table-wrap')"
+    sideways = f"{wrap}.scrollWidth - {wrap}.clientWidth"
+
+    def one_line(tr: str) -> bool:  # the question's two buttons side by side
+        tops = [f"{tr}.querySelector('[data-revoke={b}]').offsetTop" for b in ("confirm", "keep")]
+        return bool(page.evaluate(" === ".join(tops)))
+
     sign_in(page, core_key(server.data_dir))
     page.evaluate("location.hash = '#/owner'")
     page.wait_for(f"{row}?.querySelector('[data-revoke=ask]')")
@@ -443,10 +451,20 @@ def test_revoking_a_key_on_the_owner_page_asks_first_and_the_key_stops_working(
     used.beta.agents.list()  # kept
     page.evaluate(f"{row}.querySelector('[data-revoke=ask]').click()")
     page.wait_for(f"!{row}.querySelector('[data-revoke=confirm]').hidden")
+    assert page.evaluate(sideways) <= 0, "the keys' table scrolls sideways while it asks"
+    assert one_line(row)
     shoot(page, "owner-revoke-asks")
     page.evaluate(f"{row}.querySelector('[data-revoke=confirm]').click()")
     page.wait_for(f"{row}?.querySelector('.badge[data-status=revoked]')")
     assert page.evaluate(f"{row}.querySelector('[data-revoke]')") is None
+    assert page.evaluate(sideways) <= 0, "the keys' table scrolls sideways with a revoked key"
+    shoot(page, "owner-revoked")
+    other = key_row("demo-projector")  # asking beside a revoked key fits as well
+    page.evaluate(f"{other}.querySelector('[data-revoke=ask]').click()")
+    page.wait_for(f"!{other}.querySelector('[data-revoke=confirm]').hidden")
+    assert page.evaluate(sideways) <= 0, "the keys' table scrolls sideways while it asks"
+    assert one_line(other)
+    page.evaluate(f"{other}.querySelector('[data-revoke=keep]').click()")
     with used, pytest.raises(openai.AuthenticationError):
         used.beta.agents.list()
     assert_contained(page, server, [made["key"]])
