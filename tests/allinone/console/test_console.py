@@ -424,8 +424,12 @@ def test_revoking_a_key_on_the_owner_page_asks_first_and_the_key_stops_working(
     page: Page, server: Server
 ) -> None:
     owner = {"Authorization": f"Bearer {core_key(server.data_dir)}"}
-    _, projects, _ = http(server.base_url, "GET", "/core/v1/projects", headers=owner)
-    keys = f"/core/v1/projects/{projects['data'][0]['id']}/api_keys"
+    # A project of its own, whatever the shared server's other projects are.
+    status, project, _ = http(
+        server.base_url, "POST", "/core/v1/projects", {"name": "Workshop"}, owner
+    )
+    assert status == 200, project
+    keys = f"/core/v1/projects/{project['id']}/api_keys"
     status, made, _ = http(server.base_url, "POST", keys, {"name": "workshop-laptop"}, owner)
     assert status == 200, made
     assert http(server.base_url, "POST", keys, {"name": "demo-projector"}, owner)[0] == 200
