@@ -117,7 +117,7 @@ export function failure(error) {
 // `run` does it and returns what the status line then says. A failure is shown and the
 // question stays, to try again or keep.
 export function askFirst(name, { label, confirm, keep, question, run, small = false }) {
-  const status = h("span.muted.ask-status");
+  const status = h("span.action-status.ask-status", { role: "status" });
   const size = small ? ".small" : "";
   const button = (step, text, onclick, style = "danger") =>
     h(`button.button.${style}${size}`, { type: "button", dataset: { [name]: step }, onclick }, text);
@@ -131,6 +131,7 @@ export function askFirst(name, { label, confirm, keep, question, run, small = fa
       status.textContent = done || "";
     } catch (error) {
       status.textContent = error && error.message ? error.message : String(error);
+      status.classList.add("error");
       yes.disabled = no.disabled = false;
     }
   });
@@ -140,6 +141,7 @@ export function askFirst(name, { label, confirm, keep, question, run, small = fa
     ask.hidden = asking;
     yes.hidden = no.hidden = !asking;
     status.textContent = asking ? question : "";
+    status.classList.remove("error");
   };
   show(false);
   return box;

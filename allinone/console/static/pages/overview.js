@@ -108,7 +108,8 @@ function drainAction(target) {
     });
   }
   return (ready) => {
-    const now = ready.status === "draining" || (ready.checks && ready.checks.drain && !ready.checks.drain.ok);
+    const check = (ready.checks || {}).drain;  // as the readiness row reads it
+    const now = Boolean(check && !check.ok);
     if (now !== draining) {
       draining = now;
       show();
