@@ -439,36 +439,37 @@ def test_revoking_a_key_on_the_owner_page_asks_first_and_the_key_stops_working(
     wrap = f"{row}.closest('.table-wrap')"
     sideways = f"{wrap}.scrollWidth - {wrap}.clientWidth"
 
-    def one_line(tr: str) -> bool:  # the question's two buttons side by side
-        tops = [f"{tr}.querySelector('[data-revoke={b}]').offsetTop" for b in ("confirm", "keep")]
-        return bool(page.evaluate(" === ".join(tops)))
+    def button(tr: str, step: str) -> str:
+        return f"{tr}.querySelector('[data-revoke={step}]')"
+
+    def ask(tr: str) -> None:  # Revoke, then the question with its two buttons side by side
+        page.evaluate(f"{button(tr, 'ask')}.click()")
+        page.wait_for(f"!{button(tr, 'confirm')}.hidden")
+        assert page.evaluate(
+            f"{button(tr, 'confirm')}.offsetTop === {button(tr, 'keep')}.offsetTop"
+        )
 
     sign_in(page, core_key(server.data_dir))
     page.evaluate("location.hash = '#/owner'")
     page.wait_for(f"{row}?.querySelector('[data-revoke=ask]')")
-    page.evaluate(f"{row}.querySelector('[data-revoke=ask]').click()")  # asks first
-    page.wait_for(f"!{row}.querySelector('[data-revoke=confirm]').hidden")
+    ask(row)  # asks first
     question = page.evaluate(f"{row}.querySelector('.ask-status').textContent")
     assert "workshop-laptop" in question and "cannot be restored" in question
-    page.evaluate(f"{row}.querySelector('[data-revoke=keep]').click()")
-    page.wait_for(f"!{row}.querySelector('[data-revoke=ask]').hidden")
+    page.evaluate(f"{button(row, 'keep')}.click()")
+    page.wait_for(f"!{button(row, 'ask')}.hidden")
     used.beta.agents.list()  # kept
-    page.evaluate(f"{row}.querySelector('[data-revoke=ask]').click()")
-    page.wait_for(f"!{row}.querySelector('[data-revoke=confirm]').hidden")
+    ask(row)
     assert page.evaluate(sideways) <= 0, "the keys' table scrolls sideways while it asks"
-    assert one_line(row)
     shoot(page, "owner-revoke-asks")
-    page.evaluate(f"{row}.querySelector('[data-revoke=confirm]').click()")
+    page.evaluate(f"{button(row, 'confirm')}.click()")
     page.wait_for(f"{row}?.querySelector('.badge[data-status=revoked]')")
     assert page.evaluate(f"{row}.querySelector('[data-revoke]')") is None
     assert page.evaluate(sideways) <= 0, "the keys' table scrolls sideways with a revoked key"
     shoot(page, "owner-revoked")
     other = key_row("demo-projector")  # asking beside a revoked key fits as well
-    page.evaluate(f"{other}.querySelector('[data-revoke=ask]').click()")
-    page.wait_for(f"!{other}.querySelector('[data-revoke=confirm]').hidden")
+    ask(other)
     assert page.evaluate(sideways) <= 0, "the keys' table scrolls sideways while it asks"
-    assert one_line(other)
-    page.evaluate(f"{other}.querySelector('[data-revoke=keep]').click()")
+    page.evaluate(f"{button(other, 'keep')}.click()")
     with used, pytest.raises(openai.AuthenticationError):
         used.beta.agents.list()
     assert_contained(page, server, [made["key"]])
