@@ -5,10 +5,10 @@ and its `/core/v1` API with the Core key from `<data-dir>/secrets/core.key`.
     corebox status --url http://127.0.0.1:8800 --json
 
 Shows whether it is ready, its uptime, the connected Runtimes and what they run, the
-active and queued turns and how many of them are paused, the storage size, the projects,
-the set-up checks and the safety overlays in force (when the server reports them). Exit
-code 0 when the server is ready, 1 when it answers but is not, 2 when it cannot be
-reached.
+active and queued turns and how many of them are paused or suspended at a checkpoint
+(drained, or their Runtime went away), the storage size, the projects, the set-up
+checks and the safety overlays in force (when the server reports them). Exit code 0
+when the server is ready, 1 when it answers but is not, 2 when it cannot be reached.
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ def render(url: str, ready: dict[str, Any], projects: int) -> list[str]:
     lines.append(f"  uptime      {_duration(config.get('uptime_seconds'))}")
     lines.append(f"  data        {config.get('data_dir', '?')}")
     lines.append(f"  runtimes    {_runtimes(checks.get('runtime', {}))}")
-    lines.append(f"  turns       {_turns(checks.get('turns', {}))}")
+    draining = checks.get("drain", {}).get("ok") is False
+    lines.append(f"  turns       {_turns(checks.get('turns', {}), draining)}")
     lines.append(
         f"  storage     {_size(storage.get('bytes'))}, schema {storage.get('schema_version', '?')}"
         f", {storage.get('latency_ms', '?')} ms" + ("" if storage.get("ok") else ", FAILING")
@@ -103,12 +104,14 @@ def _runtimes(runtime: dict[str, Any]) -> str:
     return f"{len(connected)} connected: " + "; ".join(shown)
 
 
-def _turns(turns: dict[str, Any]) -> str:
-    shown = f"{turns.get('active', '?')} active, {turns.get('queued', '?')} queued"
-    paused = turns.get("paused")
-    if not paused:
-        return shown
-    return f"{shown}, {paused} of them paused (`corebox sessions resume <session>`)"
+def _turns(turns: dict[str, Any], draining: bool) -> str:
+    shown = [f"{turns.get('active', '?')} active, {turns.get('queued', '?')} queued"]
+    if paused := turns.get("paused"):
+        shown.append(f"{paused} of them paused (`corebox sessions resume <session>`)")
+    if resuming := turns.get("resuming"):
+        then = "on the next start" if draining else "when a Runtime claims them"
+        shown.append(f"{resuming} of them suspended at a checkpoint, continued {then}")
+    return ", ".join(shown)
 
 
 def _setup(setup: dict[str, Any] | None) -> str:

@@ -100,17 +100,20 @@ async def running(q: Queryable) -> list[dict[str, Any]]:
 
 async def counts(q: Queryable) -> dict[str, int]:
     """How many turns wait for a Runtime (`queued`) and how many one is running or
-    holding for a client (`active`: in progress or waiting); and how many of them wait
-    for a resume (`paused`, each also counted in `queued` or `active` by its status).
-    One pass over the live turns' partial index (`turns_queue`)."""
+    holding for a client (`active`: in progress or waiting); how many of them wait for
+    a resume (`paused`, each also counted in `queued` or `active` by its status); and
+    how many stopped at a checkpoint with no worker, to be continued when a Runtime
+    claims them again (`resuming`: drained, or their Runtime went away; also counted in
+    `active`). One pass over the live turns' partial index (`turns_queue`)."""
     row = await q.fetchone(
         "SELECT count(CASE WHEN status = 'queued' THEN 1 END),"
         " count(CASE WHEN status != 'queued' THEN 1 END),"
-        " count(CASE WHEN phase = 'paused' THEN 1 END)"
+        " count(CASE WHEN phase = 'paused' THEN 1 END),"
+        " count(CASE WHEN phase = 'resuming' THEN 1 END)"
         " FROM turns WHERE status IN ('queued', 'in_progress', 'waiting')"
     )
-    queued, active, paused = (int(n) for n in row) if row else (0, 0, 0)
-    return {"queued": queued, "active": active, "paused": paused}
+    queued, active, paused, resuming = (int(n) for n in row) if row else (0, 0, 0, 0)
+    return {"queued": queued, "active": active, "paused": paused, "resuming": resuming}
 
 
 async def transition(

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.api.test_run_control import command, sdk, settled, start
+from tests.api.support import core_key, until
+from tests.api.test_run_control import call, command, run_state, sdk, settled, start
 from tests.conftest import ROOT, Server, free_port, start_server
 
 
@@ -76,5 +77,31 @@ def test_status_says_how_many_turns_wait_for_a_resume(tmp_path: Path) -> None:
             assert settled(server, resumed.json()["id"])["status"] == "applied"
             again = json.loads(_status(*where, "--json").stdout)["readyz"]["checks"]["turns"]
             assert again["paused"] == 0
+    finally:
+        server.stop()
+
+
+def test_status_says_how_many_turns_a_drain_suspended_at_a_checkpoint(tmp_path: Path) -> None:
+    server = start_server(tmp_path / "data")
+    where = ("--data-dir", str(server.data_dir), "--url", server.base_url)
+    try:
+        with sdk(server) as client:
+            session_id = start(client, "/say a\n/hang")
+            drained = call(server, "POST", "/core/v1/drain", {}, bearer=core_key(server.data_dir))
+            assert drained.status_code == 202, drained.body
+            until(lambda: run_state(client, session_id)["phase"] == "resuming", 60)
+            done = _status(*where)
+            assert done.returncode == 1, done.stdout + done.stderr  # draining: not ready
+            shown = {line.split()[0]: line for line in done.stdout.splitlines()[1:]}
+            assert shown["turns"].split(None, 1)[1] == (
+                "1 active, 0 queued, 1 of them suspended at a checkpoint, continued on the next"
+                " start"
+            )
+            counted = json.loads(_status(*where, "--json").stdout)["readyz"]["checks"]["turns"]
+            assert counted == {"ok": True, "active": 1, "queued": 0, "paused": 0, "resuming": 1}
+            paused = command(server, session_id, "pause")
+            assert settled(server, paused.json()["id"])["status"] == "applied"
+            again = json.loads(_status(*where, "--json").stdout)["readyz"]["checks"]["turns"]
+            assert again == {"ok": True, "active": 1, "queued": 0, "paused": 1, "resuming": 0}
     finally:
         server.stop()

@@ -9,7 +9,8 @@ port, configuration or device identity. A project's API key adds the version and
 evidence that is about the service rather than the owner's machine (storage latency and
 schema version, how many Runtimes are connected and which agent kinds they offer). The
 Core key sees all of it, with the uptime (under `config`), how many turns are active
-and queued and how many of those are paused (`turns`), and the `setup` check: the data
+and queued and how many of those are paused or suspended at a checkpoint to be continued
+by a new claim (`turns`: `paused`, `resuming`), and the `setup` check: the data
 directory, secrets, workspace roots and clock checks of `corebox doctor`, each with its
 fix. Storage is reported failing from the moment any write fails for lack of disk or a
 read-only file until a write other than this probe commits again (an API write, a

@@ -21,7 +21,7 @@ from openai import OpenAI
 from allinone.core.gateway.workspace_rules import wire_uuid
 from allinone.datadir.collection import WORKSPACES_DIR
 from tests.api.support import core_key, http
-from tests.api.test_run_control import command, start
+from tests.api.test_run_control import command, sdk, start
 from tests.api.test_run_control import settled as settled_command
 from tests.conftest import API_KEY, ROOT, Server, start_server
 from tests.support.chromium import Page, chromium, install
@@ -379,7 +379,10 @@ def test_draining_from_the_overview_asks_first_and_shows_on_its_readiness_row(
 ) -> None:
     own = start_server(tmp_path / "data")  # a drained server claims nothing until restarted
     browser.requests.clear()  # the shared server's page checked its own on teardown
+    suspended = "1 active · 0 queued · 1 of them suspended at a checkpoint"
     try:
+        with sdk(own) as own_client:
+            start(own_client, "/say Waiting for you\n/hang")  # a drain suspends it
         browser.navigate(own.base_url + "/")
         sign_in(browser, core_key(own.data_dir))
         browser.evaluate("location.hash = '#/overview'")
@@ -398,12 +401,14 @@ def test_draining_from_the_overview_asks_first_and_shows_on_its_readiness_row(
         assert browser.evaluate(notice) == "Not ready: drain"
         status, ready, _ = http(own.base_url, "GET", "/readyz")
         assert status == 503 and ready["status"] == "draining"
+        browser.wait_for(check_shown("turns", suspended))  # the page refreshes on its own
         shoot(browser, "overview-draining")
         browser.navigate(own.base_url + "/")  # reloaded, it does not offer Drain again
         sign_in(browser, core_key(own.data_dir))
         browser.evaluate("location.hash = '#/overview'")
         browser.wait_for(check_shown("drain", "draining"))
         browser.wait_for("document.querySelector('[data-drain=draining]')")
+        browser.wait_for(check_shown("turns", suspended))
         assert browser.evaluate("document.querySelector('[data-drain=ask]')") is None
         shoot(browser, "overview-draining-reloaded")
         assert_contained(browser, own, [API_KEY, core_key(own.data_dir)])

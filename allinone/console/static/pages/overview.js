@@ -29,10 +29,13 @@ function detail(name, check) {
 }
 
 // The work in hand, as `corebox status` reads it: a paused turn is also counted as active
-// or queued, by its status.
+// or queued, by its status; a suspended one (stopped at a checkpoint, to be claimed
+// again) as active.
 function turns(check) {
-  const shown = `${check.active} active · ${check.queued} queued`;
-  return check.paused ? `${shown} · ${check.paused} of them paused` : shown;
+  const shown = [`${check.active} active`, `${check.queued} queued`];
+  if (check.paused) shown.push(`${check.paused} of them paused`);
+  if (check.resuming) shown.push(`${check.resuming} of them suspended at a checkpoint`);
+  return shown.join(" · ");
 }
 
 function runtimes(ready) {
