@@ -480,6 +480,71 @@ def test_revoking_a_key_on_the_owner_page_asks_first_and_the_key_stops_working(
     assert_contained(page, server, [made["key"]])
 
 
+def test_an_overlay_added_on_the_owner_page_shows_its_value_and_asks_before_it_is_removed(
+    page: Page, server: Server
+) -> None:
+    owner = {"Authorization": f"Bearer {core_key(server.data_dir)}"}
+    status, project, _ = http(
+        server.base_url, "POST", "/core/v1/projects", {"name": "Overlays"}, owner
+    )
+    assert status == 200, project
+
+    def active() -> list[dict[str, Any]]:
+        status, listed, _ = http(server.base_url, "GET", "/core/v1/overlays", headers=owner)
+        assert status == 200, listed
+        found: list[dict[str, Any]] = listed["data"]
+        return [o for o in found if o["project_id"] == project["id"]]
+
+    row = (
+        "[...document.querySelectorAll('table[aria-label=Overlays] tbody tr')].find(r =>"
+        f" r.querySelector('code[title={project['id']}]'))"
+    )
+
+    def button(step: str) -> str:
+        return f"{row}.querySelector('[data-remove={step}]')"
+
+    sign_in(page, core_key(server.data_dir))
+    page.evaluate("location.hash = '#/owner'")
+    page.wait_for("document.querySelector('select[aria-label=Kind]')")
+    page.evaluate("document.querySelector('select[aria-label=Kind]').value = 'tool_disabled'")
+    page.type_into("input[aria-label=Project]", project["id"])
+    page.type_into("input[aria-label=Value]", "run_command")
+    page.type_into("input[aria-label=Reason]", "workshop: no shell")
+    page.click("form[aria-label='Add an overlay'] button[type=submit]")
+    page.wait_for(f"{row}?.querySelector('[data-remove=ask]')")
+    form = "document.querySelector('form[aria-label=\\'Add an overlay\\']')"
+    assert page.evaluate(f"{form}.querySelector('[aria-label=Reason]').value") == ""  # added
+    [added] = active()
+    assert (added["kind"], added["value"], added["reason"]) == (
+        "tool_disabled",
+        "run_command",
+        "workshop: no shell",
+    )
+    kind = page.evaluate(f"{row}.querySelector('td').textContent")
+    assert "tool disabled" in kind.replace("_", " ") and "run_command" in kind
+    page.evaluate(f"{button('ask')}.click()")  # asks first
+    page.wait_for(f"!{button('confirm')}.hidden")
+    question = page.evaluate(f"{row}.querySelector('.ask-status').textContent")
+    assert question == "Remove the block on run_command? It stops applying at once."
+    page.evaluate(f"{button('keep')}.click()")
+    page.wait_for(f"!{button('ask')}.hidden")
+    assert [o["id"] for o in active()] == [added["id"]]  # kept
+    page.evaluate(f"{button('ask')}.click()")
+    page.wait_for(f"!{button('confirm')}.hidden")
+    assert page.evaluate(f"{button('confirm')}.offsetTop === {button('keep')}.offsetTop")
+    wrap = f"{row}.closest('.table-wrap')"
+    assert page.evaluate(f"{wrap}.scrollWidth - {wrap}.clientWidth") <= 0, "it scrolls sideways"
+    shoot(page, "owner-overlay-remove-asks")
+    page.evaluate(f"{button('confirm')}.click()")
+    page.wait_for(f"!{row}")
+    assert active() == []
+    status, every, _ = http(server.base_url, "GET", "/core/v1/overlays?all=1", headers=owner)
+    assert status == 200, every
+    [cleared] = [o for o in every["data"] if o["id"] == added["id"]]  # kept, marked cleared
+    assert cleared["cleared_at"] is not None
+    assert_contained(page, server, [])
+
+
 def test_the_menu_opens_and_navigates_at_phone_width(page: Page) -> None:
     sign_in(page, API_KEY)
     page.resize(*PHONE, mobile=True)

@@ -19,6 +19,29 @@ function revoke(project, key, reload) {
   });
 }
 
+function lifted(overlay) {
+  if (overlay.kind === "tool_disabled") return `the block on ${overlay.value}`;
+  if (overlay.kind === "kill_switch") return `this kill switch (${overlay.value})`;
+  return `this ${overlay.kind.replace(/_/g, " ")} limit (${overlay.value})`;
+}
+
+// Removing an overlay lifts it at once (a kill switch's held turns are claimed, a disabled
+// tool can be called again), so Remove asks first; the record is kept, marked cleared.
+function removeOverlay(overlay, reload) {
+  return askFirst("remove", {
+    label: "Remove",
+    confirm: "Remove",
+    keep: "Keep",
+    question: `Remove ${lifted(overlay)}? It stops applying at once.`,
+    small: true,
+    run: async () => {
+      await del(`/core/v1/overlays/${overlay.id}`);
+      reload();
+      return "Removed.";
+    },
+  });
+}
+
 function keysOf(project) {
   const box = h("div", {}, h("p.muted", {}, "Loading keys…"));
   const issued = h("div");
@@ -81,6 +104,7 @@ function overlayForm(reload) {
   const reason = h("input.input", { placeholder: "reason", "aria-label": "Reason", required: true });
   const status = h("span.action-status");
   return h("form.inline-form.wrap", {
+    "aria-label": "Add an overlay",
     onsubmit: async (event) => {
       event.preventDefault();
       let parsed = value.value;
@@ -90,6 +114,7 @@ function overlayForm(reload) {
           kind: kind.value, project_id: project.value, agent_id: agent.value || null, value: parsed, reason: reason.value,
         });
         status.textContent = "";
+        event.target.reset();
         reload();
       } catch (error) {
         status.textContent = error.message;
@@ -106,10 +131,10 @@ function overlays() {
     const load = () => get("/core/v1/overlays").then((page) => {
       const data = Array.isArray(page) ? page : page.data || [];
       replace(list, data.length ? table([
-        { title: "Kind", render: (o) => badge(o.kind) },
-        { title: "Scope", render: (o) => h("code", {}, o.agent_id || o.project_id) },
+        { title: "Kind", render: (o) => h("div.cell-main", {}, badge(o.kind), h("code", {}, String(o.value))) },
+        { title: "Scope", render: (o) => h("code", { title: o.agent_id || o.project_id }, short(o.agent_id || o.project_id)) },
         { title: "Reason", render: (o) => o.reason || "" },
-        { title: "", class: "num", render: (o) => h("button.button.ghost.small", { type: "button", onclick: async () => { await del(`/core/v1/overlays/${o.id}`); load(); } }, "Remove") },
+        { title: "", class: "num", render: (o) => removeOverlay(o, load) },
       ], data, { label: "Overlays" }) : empty("No overlay is active."));
     }).catch((error) => replace(list, failure(error)));
     replace(box, card("Overlays", list, overlayForm(load)));
