@@ -6,7 +6,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+from openai import OpenAI
 
 from tests.api.support import core_key, until
 from tests.api.test_run_control import call, command, run_state, sdk, settled, start
@@ -56,52 +61,59 @@ def test_status_without_a_server_says_so(server: Server, tmp_path: Path) -> None
     assert f"cannot reach corebox at {dead}" in done.stderr
 
 
-def test_status_says_how_many_turns_wait_for_a_resume(tmp_path: Path) -> None:
+@contextmanager
+def _hanging_turn(tmp_path: Path) -> Iterator[tuple[Server, OpenAI, str, tuple[str, ...]]]:
+    """A server of the test's own with one running turn that waits; its session, and the
+    arguments that point `corebox status` at it."""
     server = start_server(tmp_path / "data")
     where = ("--data-dir", str(server.data_dir), "--url", server.base_url)
     try:
         with sdk(server) as client:
-            session_id = start(client, "/say a\n/hang")
-            before = json.loads(_status(*where, "--json").stdout)["readyz"]["checks"]["turns"]
-            assert (before["active"], before["paused"]) == (1, 0)
-            paused = command(server, session_id, "pause")
-            assert settled(server, paused.json()["id"])["status"] == "applied"
-            done = _status(*where)
-            shown = {line.split()[0]: line for line in done.stdout.splitlines()[1:]}
-            assert shown["turns"].split(None, 1)[1] == (
-                "1 active, 0 queued, 1 of them paused (`corebox sessions resume <session>`)"
-            )
-            after = json.loads(_status(*where, "--json").stdout)["readyz"]["checks"]["turns"]
-            assert (after["active"], after["queued"], after["paused"]) == (1, 0, 1)
-            resumed = command(server, session_id, "resume")
-            assert settled(server, resumed.json()["id"])["status"] == "applied"
-            again = json.loads(_status(*where, "--json").stdout)["readyz"]["checks"]["turns"]
-            assert again["paused"] == 0
+            yield server, client, start(client, "/say a\n/hang"), where
     finally:
         server.stop()
+
+
+def _turns_line(where: tuple[str, ...]) -> tuple[int, str]:
+    done = _status(*where)
+    shown = {line.split()[0]: line for line in done.stdout.splitlines()[1:]}
+    return done.returncode, shown["turns"].split(None, 1)[1]
+
+
+def _counted(where: tuple[str, ...]) -> dict[str, Any]:
+    counted: dict[str, Any] = json.loads(_status(*where, "--json").stdout)["readyz"]["checks"]
+    return counted["turns"]
+
+
+def test_status_says_how_many_turns_wait_for_a_resume(tmp_path: Path) -> None:
+    with _hanging_turn(tmp_path) as (server, _, session_id, where):
+        before = _counted(where)
+        assert (before["active"], before["paused"]) == (1, 0)
+        paused = command(server, session_id, "pause")
+        assert settled(server, paused.json()["id"])["status"] == "applied"
+        assert _turns_line(where) == (
+            0,
+            "1 active, 0 queued, 1 of them paused (`corebox sessions resume <session>`)",
+        )
+        after = _counted(where)
+        assert (after["active"], after["queued"], after["paused"]) == (1, 0, 1)
+        resumed = command(server, session_id, "resume")
+        assert settled(server, resumed.json()["id"])["status"] == "applied"
+        assert _counted(where)["paused"] == 0
 
 
 def test_status_says_how_many_turns_a_drain_suspended_at_a_checkpoint(tmp_path: Path) -> None:
-    server = start_server(tmp_path / "data")
-    where = ("--data-dir", str(server.data_dir), "--url", server.base_url)
-    try:
-        with sdk(server) as client:
-            session_id = start(client, "/say a\n/hang")
-            drained = call(server, "POST", "/core/v1/drain", {}, bearer=core_key(server.data_dir))
-            assert drained.status_code == 202, drained.body
-            until(lambda: run_state(client, session_id)["phase"] == "resuming", 60)
-            done = _status(*where)
-            assert done.returncode == 1, done.stdout + done.stderr  # draining: not ready
-            shown = {line.split()[0]: line for line in done.stdout.splitlines()[1:]}
-            assert shown["turns"].split(None, 1)[1] == (
-                "1 active, 0 queued, 1 of them suspended at a checkpoint, continued on the next"
-                " start"
-            )
-            counted = json.loads(_status(*where, "--json").stdout)["readyz"]["checks"]["turns"]
-            assert counted == {"ok": True, "active": 1, "queued": 0, "paused": 0, "resuming": 1}
-            paused = command(server, session_id, "pause")
-            assert settled(server, paused.json()["id"])["status"] == "applied"
-            again = json.loads(_status(*where, "--json").stdout)["readyz"]["checks"]["turns"]
-            assert again == {"ok": True, "active": 1, "queued": 0, "paused": 1, "resuming": 0}
-    finally:
-        server.stop()
+    with _hanging_turn(tmp_path) as (server, client, session_id, where):
+        drained = call(server, "POST", "/core/v1/drain", {}, bearer=core_key(server.data_dir))
+        assert drained.status_code == 202, drained.body
+        until(lambda: run_state(client, session_id)["phase"] == "resuming", 60)
+        assert _turns_line(where) == (  # exit code 1: draining, not ready
+            1,
+            "1 active, 0 queued, 1 of them suspended at a checkpoint, continued on the next start",
+        )
+        counted = _counted(where)
+        assert counted == {"ok": True, "active": 1, "queued": 0, "paused": 0, "resuming": 1}
+        paused = command(server, session_id, "pause")
+        assert settled(server, paused.json()["id"])["status"] == "applied"
+        again = _counted(where)
+        assert again == {"ok": True, "active": 1, "queued": 0, "paused": 1, "resuming": 0}

@@ -425,15 +425,19 @@ def key_row(name: str) -> str:
     )
 
 
+def own_project(server: Server, name: str) -> tuple[dict[str, str], dict[str, Any]]:
+    """The Core key's headers, and a project of the test's own, whatever the shared
+    server's other projects are."""
+    owner = {"Authorization": f"Bearer {core_key(server.data_dir)}"}
+    status, project, _ = http(server.base_url, "POST", "/core/v1/projects", {"name": name}, owner)
+    assert status == 200, project
+    return owner, project
+
+
 def test_revoking_a_key_on_the_owner_page_asks_first_and_the_key_stops_working(
     page: Page, server: Server
 ) -> None:
-    owner = {"Authorization": f"Bearer {core_key(server.data_dir)}"}
-    # A project of its own, whatever the shared server's other projects are.
-    status, project, _ = http(
-        server.base_url, "POST", "/core/v1/projects", {"name": "Workshop"}, owner
-    )
-    assert status == 200, project
+    owner, project = own_project(server, "Workshop")
     keys = f"/core/v1/projects/{project['id']}/api_keys"
     status, made, _ = http(server.base_url, "POST", keys, {"name": "workshop-laptop"}, owner)
     assert status == 200, made
@@ -483,11 +487,7 @@ def test_revoking_a_key_on_the_owner_page_asks_first_and_the_key_stops_working(
 def test_an_overlay_added_on_the_owner_page_shows_its_value_and_asks_before_it_is_removed(
     page: Page, server: Server
 ) -> None:
-    owner = {"Authorization": f"Bearer {core_key(server.data_dir)}"}
-    status, project, _ = http(
-        server.base_url, "POST", "/core/v1/projects", {"name": "Overlays"}, owner
-    )
-    assert status == 200, project
+    owner, project = own_project(server, "Overlays")
 
     def active() -> list[dict[str, Any]]:
         status, listed, _ = http(server.base_url, "GET", "/core/v1/overlays", headers=owner)
