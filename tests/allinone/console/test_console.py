@@ -525,7 +525,7 @@ def test_an_overlay_added_on_the_owner_page_shows_its_value_and_asks_before_it_i
     page.evaluate(f"{button('ask')}.click()")  # asks first
     page.wait_for(f"!{button('confirm')}.hidden")
     question = page.evaluate(f"{row}.querySelector('.ask-status').textContent")
-    assert question == "Remove the block on run_command? It stops applying at once."
+    assert question == "Remove the block on run_command? Turns that start from now on may call it."
     page.evaluate(f"{button('keep')}.click()")
     page.wait_for(f"!{button('ask')}.hidden")
     assert [o["id"] for o in active()] == [added["id"]]  # kept

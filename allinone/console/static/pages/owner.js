@@ -19,20 +19,28 @@ function revoke(project, key, reload) {
   });
 }
 
+// What removing an overlay changes, as the server applies each kind: a kill switch is
+// read at every safe point (turns it paused stay paused); a disabled tool and an egress
+// limit are pinned when a turn starts.
 function lifted(overlay) {
-  if (overlay.kind === "tool_disabled") return `the block on ${overlay.value}`;
-  if (overlay.kind === "kill_switch") return `this kill switch (${overlay.value})`;
-  return `this ${overlay.kind.replace(/_/g, " ")} limit (${overlay.value})`;
+  const { kind, value } = overlay;
+  if (kind === "kill_switch") {
+    const paused = value === "pause" ? "; turns it paused stay paused until resumed" : "";
+    return `Remove this kill switch (${value})? New input is accepted and queued turns run again${paused}.`;
+  }
+  if (kind === "tool_disabled") return `Remove the block on ${value}? Turns that start from now on may call it.`;
+  if (kind === "egress") return `Remove this egress limit (${value})? Turns that start from now on may connect beyond this machine.`;
+  return `Remove this ${kind.replace(/_/g, " ")} overlay?`;
 }
 
-// Removing an overlay lifts it at once (a kill switch's held turns are claimed, a disabled
-// tool can be called again), so Remove asks first; the record is kept, marked cleared.
+// Removing an overlay lifts a safety control, so Remove asks first; the record is kept,
+// marked cleared.
 function removeOverlay(overlay, reload) {
   return askFirst("remove", {
     label: "Remove",
     confirm: "Remove",
     keep: "Keep",
-    question: `Remove ${lifted(overlay)}? It stops applying at once.`,
+    question: lifted(overlay),
     small: true,
     run: async () => {
       await del(`/core/v1/overlays/${overlay.id}`);
