@@ -6,9 +6,10 @@ and its `/core/v1` API with the Core key from `<data-dir>/secrets/core.key`.
 
 Shows whether it is ready, its uptime, the connected Runtimes and what they run, the
 active and queued turns and how many of them are paused or suspended at a checkpoint
-(drained, or their Runtime went away), the storage size, the projects, the set-up
-checks and the safety overlays in force (when the server reports them). Exit code 0
-when the server is ready, 1 when it answers but is not, 2 when it cannot be reached.
+until a Runtime claims them again (after a drain, a lost Runtime or a resume), the
+storage size, the projects, the set-up checks and the safety overlays in force (when
+the server reports them). Exit code 0 when the server is ready, 1 when it answers but
+is not, 2 when it cannot be reached.
 """
 
 from __future__ import annotations

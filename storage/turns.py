@@ -103,8 +103,8 @@ async def counts(q: Queryable) -> dict[str, int]:
     holding for a client (`active`: in progress or waiting); how many of them wait for
     a resume (`paused`, each also counted in `queued` or `active` by its status); and
     how many stopped at a checkpoint with no worker, to be continued when a Runtime
-    claims them again (`resuming`: drained, or their Runtime went away; also counted in
-    `active`). One pass over the live turns' partial index (`turns_queue`)."""
+    claims them again (`resuming`: after a drain, a lost Runtime or a resume; also
+    counted in `active`). One pass over the live turns' partial index (`turns_queue`)."""
     row = await q.fetchone(
         "SELECT count(CASE WHEN status = 'queued' THEN 1 END),"
         " count(CASE WHEN status != 'queued' THEN 1 END),"
