@@ -186,7 +186,7 @@ async def when_ready(parts: Parts, announce: Callable[[], None]) -> None:
     of the connected Runtimes (what readiness waits for after start-up)."""
     while True:
         changed = parts.registry.changed
-        ready, _ = await parts.health.evidence()
+        ready, _ = await parts.health.evidence(owner=False)
         if ready:
             announce()
             return

@@ -135,8 +135,10 @@ class Health:
         failure = self._db.failure
         return {} if failure is None else {"failure": failure.reason}
 
-    async def evidence(self) -> tuple[bool, dict[str, Any]]:
-        """Every check with its full evidence (the Core key's view)."""
+    async def evidence(self, owner: bool = True) -> tuple[bool, dict[str, Any]]:
+        """Every check with its full evidence (the Core key's view). Without `owner`, the
+        turns in hand and the active overlays are not read: only the Core key sees them,
+        and neither check ever fails, so readiness is the same."""
         checks: dict[str, Any] = {"storage": await self._storage()}
         checks["scheduler"] = {"ok": self._scheduler_running()}
         runtimes = [c.describe() for c in self._registry if not c.closed.is_set()]
@@ -149,13 +151,15 @@ class Health:
         }
         uptime = round(time.monotonic() - self._started_at)
         checks["config"] = {"ok": True, "uptime_seconds": uptime, **self._config}
-        checks["turns"] = await self._turns()
+        checks["turns"] = await self._turns() if owner else {"ok": True}
         # How commands run in workspaces are confined (`none` is a state, not a failure).
         checks["confinement"] = {"ok": True, **self._confinement}
         # Draining (seed 003): no new turn is claimed; running turns pause at a safe point.
         checks["drain"] = {"ok": not self._draining(), "draining": self._draining()}
         # Active safety overlays (a state, not a failure; shown to the Core key only).
-        checks["overlays"] = {"ok": True, "active": await self._overlays()}
+        checks["overlays"] = (
+            {"ok": True, "active": await self._overlays()} if owner else {"ok": True}
+        )
         if self._setup is not None:
             ok, found = self._setup()
             checks["setup"] = {"ok": ok, "checks": found}
@@ -171,7 +175,7 @@ class Health:
 
     async def readyz(self, request: Request) -> Response:
         access = await self.access(request)
-        ready, checks = await self.evidence()
+        ready, checks = await self.evidence(owner=access is Access.OWNER)
         missing = [name for name, check in checks.items() if not check["ok"]]
         status = "ready" if ready else "draining" if self._draining() else "not_ready"
         body: dict[str, Any] = {"status": status}
