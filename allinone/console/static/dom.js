@@ -108,8 +108,13 @@ export function empty(text) {
   return h("p.empty", {}, text);
 }
 
+// What an error says: the API's message, else the thrown value as text.
+function said(error) {
+  return error && error.message ? error.message : String(error);
+}
+
 export function failure(error) {
-  return h("p.notice.error", { role: "alert" }, error && error.message ? error.message : String(error));
+  return h("p.notice.error", { role: "alert" }, said(error));
 }
 
 // An action with no undo asks once, in place, before it runs. `name` keys the buttons'
@@ -130,7 +135,7 @@ export function askFirst(name, { label, confirm, keep, question, run, small = fa
       yes.hidden = no.hidden = true;
       status.textContent = done || "";
     } catch (error) {
-      status.textContent = error && error.message ? error.message : String(error);
+      status.textContent = said(error);
       status.classList.add("error");
       yes.disabled = no.disabled = false;
     }

@@ -3,20 +3,24 @@
 import { del, get, post, supports } from "../api.js";
 import { askFirst, badge, card, empty, failure, h, pageHead, replace, short, table, when } from "../dom.js";
 
-// A revoked key stops working at once and cannot be restored, so Revoke asks first.
-function revoke(project, key, reload) {
-  return askFirst("revoke", {
-    label: "Revoke",
-    confirm: "Revoke",
-    keep: "Keep",
-    question: `Revoke ${key.name || "this key"}? Clients using it are refused at once; it cannot be restored.`,
-    small: true,
+// A table row's action that asks first (`label` on both its buttons), then sends
+// `request`, reloads the table and says `done`.
+function askInRow(name, label, question, request, reload, done) {
+  return askFirst(name, {
+    label, confirm: label, keep: "Keep", question, small: true,
     run: async () => {
-      await post(`/core/v1/projects/${project.id}/api_keys/${key.id}/revoke`, {});
+      await request();
       reload();
-      return "Revoked.";
+      return done;
     },
   });
+}
+
+// A revoked key stops working at once and cannot be restored, so Revoke asks first.
+function revoke(project, key, reload) {
+  const question = `Revoke ${key.name || "this key"}? Clients using it are refused at once; it cannot be restored.`;
+  const request = () => post(`/core/v1/projects/${project.id}/api_keys/${key.id}/revoke`, {});
+  return askInRow("revoke", "Revoke", question, request, reload, "Revoked.");
 }
 
 // What removing an overlay changes, as the server applies each kind: a kill switch is
@@ -36,18 +40,8 @@ function lifted(overlay) {
 // Removing an overlay lifts a safety control, so Remove asks first; the record is kept,
 // marked cleared.
 function removeOverlay(overlay, reload) {
-  return askFirst("remove", {
-    label: "Remove",
-    confirm: "Remove",
-    keep: "Keep",
-    question: lifted(overlay),
-    small: true,
-    run: async () => {
-      await del(`/core/v1/overlays/${overlay.id}`);
-      reload();
-      return "Removed.";
-    },
-  });
+  const request = () => del(`/core/v1/overlays/${overlay.id}`);
+  return askInRow("remove", "Remove", lifted(overlay), request, reload, "Removed.");
 }
 
 function keysOf(project) {
