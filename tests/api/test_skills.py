@@ -62,6 +62,13 @@ def test_a_skill_is_created_versioned_read_and_deleted(client: OpenAI) -> None:
     versions = client.skills.versions.list(skill.id, order="asc")
     assert [v.version for v in versions.data] == ["1", "2"]
     assert client.skills.versions.retrieve("2", skill_id=skill.id).id == second.id
+    # A version is written in ASCII digits; other digits, or too many, name no version.
+    for missing in ("\u00b2", "9" * 4400, "0"):
+        with pytest.raises(openai.NotFoundError):
+            client.skills.versions.retrieve(missing, skill_id=skill.id)
+    with pytest.raises(openai.BadRequestError) as bad:
+        client.skills.update(skill.id, default_version="\u0662")
+    assert bad.value.body["param"] == "default_version"  # type: ignore[index]
 
     moved = client.skills.update(skill.id, default_version="2")
     assert moved.default_version == "2"

@@ -36,9 +36,10 @@ class RollbackBody(msgspec.Struct, forbid_unknown_fields=True):
 
 
 def _number(raw: str, param: str) -> int:
-    """A version number, from `3` or from a version's id (`agent_...@3`)."""
-    text = raw.rsplit("@", 1)[-1]
-    if not text.isdigit() or int(text) < 1:
+    """A version number, from `3` or from a version's id (`agent_...@3`): ASCII digits,
+    at least 1 and within the signed 64 bits the versions are stored in."""
+    text = raw.rsplit("@", 1)[-1].lstrip("0")
+    if not (text.isascii() and text.isdigit()) or len(text) > 19 or int(text) >= 2**63:
         raise invalid(f"{param} must be a version number.", param)
     return int(text)
 

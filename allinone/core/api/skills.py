@@ -77,7 +77,7 @@ class SkillsApi:
         skill_id = request.path_params["skill_id"]
         await self._catalog.skill(project, skill_id)
         body = await decode_body(request, shapes.SkillUpdate)
-        if not body.default_version.isdigit():
+        if not (body.default_version.isascii() and body.default_version.isdigit()):
             raise invalid("default_version must be a version number.", "default_version")
         number = version_number(body.default_version, "default_version")
         row = await self._catalog.set_default(project, skill_id, number)

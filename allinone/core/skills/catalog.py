@@ -50,8 +50,8 @@ class Installed:
 
 def version_number(raw: str | int | None, param: str = "version") -> int:
     """A version as the API names it ("1", 1, or "latest" is not accepted here)."""
-    text = str(raw) if raw is not None else ""
-    if not text.isdigit() or not 1 <= int(text) <= 2**31:
+    text = str(raw).lstrip("0") if raw is not None else ""
+    if not (text.isascii() and text.isdigit()) or len(text) > 10 or int(text) > 2**31:
         raise NotFound(param=param)
     return int(text)
 
