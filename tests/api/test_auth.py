@@ -41,6 +41,10 @@ def test_routing_answers_before_authentication(server: Server) -> None:
     assert status == 404 and body["error"]["code"] == "unsupported_operation"
     status, body, headers = http(server.base_url, "PUT", "/v1/agents")
     assert status == 405 and "allow" in headers
+    # `Allow` names every method the path answers, whichever routes serve them.
+    for path in ("/core/v1/overlays", "/x/v1/sessions/sess_x/commands", "/core/v1/devices"):
+        status, body, headers = http(server.base_url, "PUT", path)
+        assert (status, headers["allow"]) == (405, "GET, HEAD, POST"), (path, body)
 
 
 def test_each_policy_refuses_and_admits_as_declared(server: Server) -> None:

@@ -9,7 +9,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp
 
 from allinone.core.api.auth import Keys, guard
@@ -38,8 +38,23 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 404:
         return error_response(unknown_route(request.method, request.url.path))
     if exc.status_code == 405:
-        return error_response(method_not_allowed(request.method, dict(exc.headers or {})))
+        headers = {**(exc.headers or {}), "Allow": _allowed(request)}
+        return error_response(method_not_allowed(request.method, headers))
     return error_response(http_error(exc.status_code, str(exc.detail)))
+
+
+def _allowed(request: Request) -> str:
+    """Every method the request's path answers. A path's methods may be spread over
+    several routes (`GET` listing, `POST` creating), and the router's own 405 names only
+    the first route it matched."""
+    methods = {
+        method
+        for route in request.app.router.routes
+        if isinstance(route, Route) and route.methods
+        if route.matches(request.scope)[0] is Match.PARTIAL
+        for method in route.methods
+    }
+    return ", ".join(sorted(methods))
 
 
 def build_app(
