@@ -126,6 +126,16 @@ def test_a_pause_kill_switch_pauses_running_turns_by_a_pause_command(surface: Su
     assert turn.x_corebox["phase"] == "paused"  # type: ignore[attr-defined]
     status, _ = surface.core("DELETE", f"/core/v1/overlays/{kill['id']}")
     assert status == 200
+    # Lifting the switch accepts new input again; the turn it paused stays paused until
+    # someone resumes or cancels it, and a cancel ends it.
+    turn = client.beta.agents.sessions.turns.list(session.id, limit=1).data[0]
+    assert turn.x_corebox["phase"] == "paused"  # type: ignore[attr-defined]
+    cancel = client.post(
+        f"{root}/x/v1/sessions/{session.id}/commands", body={"action": "cancel"}, cast_to=object
+    )
+    assert cancel["status"] == "applied"  # type: ignore[index]
+    turn = client.beta.agents.sessions.turns.list(session.id, limit=1).data[0]
+    assert turn.status == "cancelled"
 
 
 def test_a_disabled_tool_answers_tool_disabled_with_the_overlay_version(
@@ -182,6 +192,9 @@ def test_bad_overlays_are_refused(surface: Surface) -> None:
         ({"kind": "meteor", "value": "x"}, "kind"),
         ({"kind": "egress", "value": "open"}, "value"),
         ({"kind": "kill_switch", "value": "pause", "reason": ""}, "reason"),
+        ({"kind": "kill_switch", "value": "pause", "reason": " "}, "reason"),
+        ({"kind": "kill_switch", "value": None}, "value"),
+        ({"kind": "tool_disabled", "value": "x" * 65}, "value"),
     ]:
         status, error = surface.core(
             "POST", "/core/v1/overlays", {"project_id": project_id, "reason": "r", **body}
@@ -189,6 +202,8 @@ def test_bad_overlays_are_refused(surface: Surface) -> None:
         assert (status, error["error"]["param"]) == (400, param)
     status, _ = surface.core("DELETE", "/core/v1/overlays/ovl_nothing")
     assert status == 404
+    status, error = surface.core("GET", "/core/v1/overlays?all=yes")
+    assert (status, error["error"]["param"]) == (400, "all")
 
 
 def test_disabling_run_command_mid_turn_answers_the_next_call(

@@ -67,6 +67,7 @@ def document(routes: list[BaseRoute]) -> dict[str, Any]:
     refs, components = msgspec.json.schema_components(types, ref_template=REF)
     by_type = dict(zip(types, refs, strict=True))
     components.update(schemas.COMPONENTS)
+    components.update(schemas.CONTROL)
     paths: dict[str, dict[str, Any]] = {}
     for method, path in served:
         op = known.get((method, path)) or Operation(
@@ -118,8 +119,14 @@ def _schema(value: Any, by_type: dict[Any, Any]) -> dict[str, Any]:
 
 
 def _operation(op: Operation, by_type: dict[Any, Any]) -> dict[str, Any]:
+    paths = op.extra.get("path", {})
     parameters: list[dict[str, Any]] = [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "schema": paths.get(name) or {"type": "string"},
+        }
         for name in _PARAM.findall(op.path)
     ]
     for name in op.query:
@@ -142,7 +149,7 @@ def _operation(op: Operation, by_type: dict[Any, Any]) -> dict[str, Any]:
         "summary": op.summary,
         "parameters": parameters,
         "responses": {
-            str(op.status): _success(op, by_type),
+            **{str(status): _success(op, by_type) for status in (op.status, *op.also)},
             "default": {
                 "description": "An error",
                 "content": {"application/json": {"schema": {"$ref": REF.format(name="Error")}}},

@@ -12,8 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from allinone.core.api import project_models as projects
+from allinone.core.api.agent_versions import PromoteBody, RollbackBody
+from allinone.core.api.commands import CommandBody
+from allinone.core.api.devices import Device, IssuedDevice
 from allinone.core.api.environments import EnvironmentCreate, EnvironmentFileCreate
 from allinone.core.api.forks import ForkBody, Rewind, RewindBody
+from allinone.core.api.overlays import OverlayBody
 from allinone.core.api.subagents import Subagent
 from allinone.core.api.traces import SessionTrace
 from allinone.core.shapes import agent_resources as agents
@@ -39,14 +43,20 @@ CREDENTIAL = VAULT + "/credentials/{credential_id}"
 PROJECT = "/core/v1/projects/{project_id}"
 SKILL = "/v1/skills/{skill_id}"
 SKILL_VERSION = SKILL + "/versions/{version}"
+AGENT_X = "/x/v1/agents/{agent_id}"
+DEVICE = "/core/v1/devices/{device_id}"
+# An agent version's number, or its id (`agent_...@3`).
+VERSION_NUMBER = {"type": "string", "pattern": "^([^@]*@)?0*[1-9][0-9]{0,18}$"}
 
 
 @dataclass(frozen=True)
 class Operation:
     """One route. `response` is a msgspec type, the name of a hand-written schema, or
     None (no JSON body); `page` wraps it in the list envelope; `body` is the msgspec type
-    of the JSON request body; `extra["query"]` overrides the schema of a query parameter
-    for this route alone."""
+    of the JSON request body; `status` is the success code and `also` any other one that
+    answers the same shape (an idempotent replay's 200); `extra["query"]` overrides the
+    schema of a query parameter for this route alone, `extra["path"]` that of a path
+    parameter."""
 
     method: str
     path: str
@@ -56,13 +66,14 @@ class Operation:
     body: Any = None
     query: tuple[str, ...] = ()
     status: int = 200
+    also: tuple[int, ...] = ()
     content_type: str = "application/json"
     auth: str = "project"
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 Op = Operation
-OPERATIONS: tuple[Operation, ...] = (
+_ROUTES: tuple[Operation, ...] = (
     Op("POST", "/v1/agents", "Create an agent", agents.Agent, body=AgentCreate),
     Op("GET", "/v1/agents", "List agents", agents.Agent, page=True, query=CURSOR),
     Op("GET", "/v1/agents/{agent_id}", "Retrieve an agent", agents.Agent),
@@ -441,3 +452,107 @@ OPERATIONS: tuple[Operation, ...] = (
         body=RewindBody,
     ),
 )
+
+# Run control, versions and deployments, safety overlays, devices and drain: routes whose
+# answers are not the default 200 or whose shapes the document states by name.
+_CONTROL: tuple[Operation, ...] = (
+    Op(
+        "POST",
+        "/x/v1/sessions/{session_id}/commands",
+        "Ask to pause, resume or cancel a session's turn (200 on an idempotent replay)",
+        "Command",
+        body=CommandBody,
+        status=202,
+        also=(200,),
+    ),
+    Op(
+        "GET",
+        "/x/v1/sessions/{session_id}/commands",
+        "List a session's commands, oldest first",
+        "Command",
+        page=True,
+        query=("after", "limit"),
+    ),
+    Op("GET", "/x/v1/commands/{command_id}", "Retrieve a command", "Command"),
+    Op(
+        "GET",
+        AGENT_X + "/versions",
+        "List an agent's versions",
+        "AgentVersion",
+        page=True,
+        query=CURSOR,
+        extra={"query": {"after": VERSION_NUMBER}},
+    ),
+    Op(
+        "GET",
+        AGENT_X + "/versions/{number}",
+        "Retrieve an agent version",
+        "AgentVersion",
+        extra={"path": {"number": VERSION_NUMBER}},
+    ),
+    Op("GET", AGENT_X + "/deployments", "List an agent's deployments", "Deployment", page=True),
+    Op(
+        "GET",
+        AGENT_X + "/audit",
+        "List an agent's version writes and pointer moves, newest first",
+        "AgentAudit",
+        page=True,
+        query=("limit",),
+    ),
+    Op(
+        "POST",
+        AGENT_X + "/deployments/{name}/promote",
+        "Point a deployment at a version",
+        "Deployment",
+        body=PromoteBody,
+    ),
+    Op(
+        "POST",
+        AGENT_X + "/deployments/{name}/rollback",
+        "Point a deployment back at an earlier version",
+        "Deployment",
+        body=RollbackBody,
+    ),
+    Op(
+        "GET",
+        "/core/v1/overlays",
+        "List the active safety overlays (all=true: every one ever set)",
+        "Overlay",
+        page=True,
+        query=("all",),
+        auth="core",
+        extra={"query": {"all": {"type": "boolean"}}},
+    ),
+    Op(
+        "POST",
+        "/core/v1/overlays",
+        "Set a safety overlay",
+        "Overlay",
+        body=OverlayBody,
+        auth="core",
+    ),
+    Op(
+        "DELETE", "/core/v1/overlays/{overlay_id}", "Clear a safety overlay", "Overlay", auth="core"
+    ),
+    Op("POST", "/core/v1/devices", "Register a device", IssuedDevice, status=201, auth="core"),
+    Op("GET", "/core/v1/devices", "List devices", Device, page=True, query=CURSOR, auth="core"),
+    Op("GET", DEVICE, "Retrieve a device", Device, auth="core"),
+    Op("DELETE", DEVICE, "Revoke a device", Device, auth="core"),
+    Op(
+        "POST",
+        DEVICE + "/shutdown",
+        "Ask a device's Runtime to stop",
+        Device,
+        status=202,
+        auth="core",
+    ),
+    Op(
+        "POST",
+        "/core/v1/drain",
+        "Drain: finish or checkpoint work, claim no more",
+        "Drain",
+        status=202,
+        auth="core",
+    ),
+)
+OPERATIONS: tuple[Operation, ...] = _ROUTES + _CONTROL

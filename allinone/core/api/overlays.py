@@ -4,7 +4,7 @@ set, newest first); each change is audited with the acting key and its reason.""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal, cast
 
 import msgspec
 from starlette.requests import Request
@@ -13,17 +13,34 @@ from starlette.routing import Route
 
 from allinone.core.api.actors import actor_of
 from allinone.core.api.common import decode_body, json
-from allinone.core.overlays import Overlays
+from allinone.core.api.errors import invalid
+from allinone.core.overlays import MAX_REASON, Overlays
 from allinone.core.render import page
 from storage.database import Database
 
+_FLAGS = {"true": True, "1": True, "false": False, "0": False}
 
-class OverlayBody(msgspec.Struct, forbid_unknown_fields=True):
-    kind: str
+
+class _Overlay(msgspec.Struct, forbid_unknown_fields=True, tag_field="kind", kw_only=True):
     project_id: str
-    value: Any
-    reason: str
+    reason: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_REASON)]
     agent_id: str | None = None
+
+
+class KillSwitchBody(_Overlay, tag="kill_switch"):
+    value: Literal["pause", "cancel"]
+
+
+class ToolDisabledBody(_Overlay, tag="tool_disabled"):
+    value: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+
+
+class EgressBody(_Overlay, tag="egress"):
+    value: Literal["loopback_only"]
+
+
+# What setting an overlay takes: its `kind` says which `value`s it accepts.
+OverlayBody = KillSwitchBody | ToolDisabledBody | EgressBody
 
 
 class OverlaysApi:
@@ -39,13 +56,19 @@ class OverlaysApi:
         ]
 
     async def list_overlays(self, request: Request) -> Response:
-        every = request.query_params.get("all") in ("1", "true")
+        raw = request.query_params.get("all", "false")
+        if raw not in _FLAGS:
+            raise invalid("all must be true or false.", "all")
+        every = _FLAGS[raw]
         return json(page(await self._overlays.listing(every), False))
 
     async def set_overlay(self, request: Request) -> Response:
-        body = await decode_body(request, OverlayBody)
+        # A tagged union of Structs: msgspec decodes it; the annotation names the result.
+        body: KillSwitchBody | ToolDisabledBody | EgressBody = await decode_body(
+            request, cast(Any, OverlayBody)
+        )
         overlay = await self._overlays.set(
-            body.kind,
+            str(body.__struct_config__.tag),
             body.project_id,
             body.agent_id,
             body.value,

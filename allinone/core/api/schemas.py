@@ -1,6 +1,6 @@
 """Hand-written JSON Schemas (OpenAPI 3.1 components) for responses that are built as
 dicts rather than msgspec Structs: sessions, turns, items, events, environments, files,
-artifacts, and the error envelope.
+artifacts, the error envelope, and the run-control and safety resources (`CONTROL`).
 
 They state what the official SDK reads (reference sections 5 and 6) and stay open to
 extra properties, so they describe the responses without constraining fields the SDK
@@ -166,6 +166,84 @@ COMPONENTS: dict[str, Schema] = {
     ),
     "SessionArtifactDeleted": _object(
         {"id": STRING, "object": {"enum": ["agent.session.artifact.deleted"]}, "deleted": BOOLEAN}
+    ),
+}
+
+
+# The run-control and safety resources under `/x/v1` and `/core/v1` (seed 003).
+CONTROL: dict[str, Schema] = {
+    "Command": _object(
+        {
+            "id": STRING,
+            "object": {"enum": ["x_corebox.command"]},
+            "action": {"enum": ["pause", "resume", "cancel"]},
+            "session_id": STRING,
+            "turn_id": _nullable(STRING),
+            "status": {"enum": ["accepted", "applied", "rejected", "expired"]},
+            "reason": _nullable(STRING),
+            "expected_state_version": _nullable(INTEGER),
+            "actor": STRING,
+            "created_at": INTEGER,
+            "updated_at": INTEGER,
+        }
+    ),
+    "Overlay": _object(
+        {
+            "id": STRING,
+            "object": {"enum": ["x_corebox.overlay"]},
+            "version": INTEGER,
+            "kind": {"enum": ["kill_switch", "tool_disabled", "egress"]},
+            "project_id": STRING,
+            "agent_id": _nullable(STRING),
+            "value": STRING,
+            "reason": STRING,
+            "actor": STRING,
+            "created_at": INTEGER,
+            "cleared_at": _nullable(INTEGER),
+            "cleared_by": _nullable(STRING),
+        }
+    ),
+    "AgentVersion": _object(
+        {
+            "id": STRING,
+            "object": {"enum": ["x_corebox.agent_version"]},
+            "agent_id": STRING,
+            "version": INTEGER,
+            "config_digest": STRING,
+            "created_at": INTEGER,
+            "actor": _nullable(STRING),
+            "name": _nullable(STRING),
+            "agent": OBJECT,
+        }
+    ),
+    "Deployment": _object(
+        {
+            "object": {"enum": ["x_corebox.deployment"]},
+            "name": STRING,
+            "version": INTEGER,
+            "pointer_version": INTEGER,
+            "updated_at": INTEGER,
+        }
+    ),
+    "AgentAudit": _object(
+        {
+            "id": STRING,
+            "object": {"enum": ["x_corebox.agent_audit"]},
+            "action": {"enum": ["create", "update", "promote", "rollback"]},
+            "deployment": _nullable(STRING),
+            "from_version": _nullable(INTEGER),
+            "to_version": INTEGER,
+            "pointer_version": _nullable(INTEGER),
+            "actor": _nullable(STRING),
+            "created_at": INTEGER,
+        }
+    ),
+    "Drain": _object(
+        {
+            "object": {"enum": ["x_corebox.drain"]},
+            "status": {"enum": ["draining"]},
+            "budget_seconds": {"type": "number"},
+        }
     ),
 }
 
