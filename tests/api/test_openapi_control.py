@@ -4,6 +4,7 @@ matches the schema the document names for it, request bodies included."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,14 @@ def test_versions_and_deployments_answer_as_documented(surface: Surface) -> None
     ):
         status, error = call("GET", f"{base}/{bad}")
         assert (status, error["error"]["param"]) == (400, param), error
+    # The document's pattern for a version number agrees with what the server takes.
+    _, operation = surface.openapi.operation("GET", f"{base}/versions/1")
+    (number,) = [p["schema"] for p in operation["parameters"] if p["name"] == "number"]
+    for text, taken in (("2", True), ("002", True), (f"{agent.id}@1", True), ("0", False)):
+        assert (re.fullmatch(number["pattern"], text) is not None) is taken, text
+        assert (call("GET", f"{base}/versions/{text}")[0] == 200) is taken, text
+    for text in ("\u00b2", "9" * 30, "1.0", f"{agent.id}@"):
+        assert re.fullmatch(number["pattern"], text) is None, text
     status, moved = call("POST", f"{base}/deployments/production/promote", {"version": 2})
     assert (status, moved["version"]) == (200, 2)
     status, back = call("POST", f"{base}/deployments/production/rollback", {"version": 1})

@@ -46,7 +46,7 @@ SKILL_VERSION = SKILL + "/versions/{version}"
 AGENT_X = "/x/v1/agents/{agent_id}"
 DEVICE = "/core/v1/devices/{device_id}"
 # An agent version's number, or its id (`agent_...@3`).
-VERSION_NUMBER = {"type": "string", "pattern": "^([^@]*@)?0*[1-9][0-9]{0,18}$"}
+VERSION_NUMBER = {"type": "string", "pattern": "^(.*@)?0*[1-9][0-9]{0,18}$"}
 
 
 @dataclass(frozen=True)
