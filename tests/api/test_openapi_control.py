@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.api.support import OpenApi, Surface, core_key, http, surface
+from tests.api.test_run_control import start
 from tests.conftest import start_server
 
 __all__ = ["surface"]
@@ -49,20 +50,7 @@ class Documented:
 def test_commands_answer_as_documented(surface: Surface) -> None:
     _, key = surface.project()
     call = Documented(surface, key)
-    client = surface.client(key)
-    live = client.beta.agents.sessions.create(
-        agent={"model": "scripted"},
-        environment={"type": "none"},
-        input="/say a\n/hang",
-        stream=True,
-    )
-    session_id = ""
-    for event in live:
-        if event.type == "agent.session.created":
-            session_id = event.session.id
-        if event.type == "agent.session.turn.item.done":
-            break
-    live.close()
+    session_id = start(surface.client(key), "/say a\n/hang")
     commands = f"/x/v1/sessions/{session_id}/commands"
     status, pause = call("POST", commands, {"action": "pause"}, **{"Idempotency-Key": "p1"})
     assert status == 202 and pause["action"] == "pause", pause
