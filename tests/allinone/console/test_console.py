@@ -506,13 +506,24 @@ def test_an_overlay_added_on_the_owner_page_shows_its_value_and_asks_before_it_i
     sign_in(page, core_key(server.data_dir))
     page.evaluate("location.hash = '#/owner'")
     page.wait_for("document.querySelector('select[aria-label=Kind]')")
-    page.evaluate("document.querySelector('select[aria-label=Kind]').value = 'tool_disabled'")
+    form = "document.querySelector('form[aria-label=\\'Add an overlay\\']')"
     page.type_into("input[aria-label=Project]", project["id"])
-    page.type_into("input[aria-label=Value]", "run_command")
     page.type_into("input[aria-label=Reason]", "workshop: no shell")
+    assert page.evaluate(f"{form}.checkValidity()") is False  # no value: not sent at all
+    # A value the kind does not take (the first kind is the kill switch) is refused beside
+    # the form, saying which values it takes, and adds nothing.
+    page.type_into("input[aria-label=Value]", "explode")
+    page.click("form[aria-label='Add an overlay'] button[type=submit]")
+    page.wait_for(f"{form}.querySelector('.action-status').textContent")
+    refused = page.evaluate(f"{form}.querySelector('.action-status').textContent")
+    assert "'cancel', 'pause'" in refused, refused
+    assert active() == []
+    page.evaluate("document.querySelector('select[aria-label=Kind]').value = 'tool_disabled'")
+    page.evaluate("document.querySelector('input[aria-label=Value]').value = ''")
+    page.type_into("input[aria-label=Value]", " run_command")  # sent trimmed
     page.click("form[aria-label='Add an overlay'] button[type=submit]")
     page.wait_for(f"{row}?.querySelector('[data-remove=ask]')")
-    form = "document.querySelector('form[aria-label=\\'Add an overlay\\']')"
+    assert page.evaluate(f"{form}.querySelector('.action-status').textContent") == ""
     assert page.evaluate(f"{form}.querySelector('[aria-label=Reason]').value") == ""  # added
     [added] = active()
     assert (added["kind"], added["value"], added["reason"]) == (

@@ -102,18 +102,16 @@ function overlayForm(reload) {
     ["kill_switch", "tool_disabled", "egress"].map((k) => h("option", { value: k }, k.replace(/_/g, " "))));
   const project = h("input.input", { placeholder: "proj_…", "aria-label": "Project", required: true });
   const agent = h("input.input", { placeholder: "agent_… (optional)", "aria-label": "Agent" });
-  const value = h("input.input", { placeholder: "value (JSON or text)", "aria-label": "Value" });
+  const value = h("input.input", { placeholder: "value", "aria-label": "Value", required: true });
   const reason = h("input.input", { placeholder: "reason", "aria-label": "Reason", required: true });
   const status = h("span.action-status");
   return h("form.inline-form.wrap", {
     "aria-label": "Add an overlay",
     onsubmit: async (event) => {
       event.preventDefault();
-      let parsed = value.value;
-      try { parsed = value.value ? JSON.parse(value.value) : true; } catch { /* plain text */ }
       try {
         await post("/core/v1/overlays", {
-          kind: kind.value, project_id: project.value, agent_id: agent.value || null, value: parsed, reason: reason.value,
+          kind: kind.value, project_id: project.value, agent_id: agent.value || null, value: value.value.trim(), reason: reason.value,
         });
         status.textContent = "";
         event.target.reset();
