@@ -91,6 +91,19 @@ def list_params(request: Request, default: int = 20, maximum: int = MAX_LIST_LIM
     return ListParams(after=after, limit=limit, order=order)
 
 
+_FLAGS = {"true": True, "false": False, "1": True, "0": False}
+
+
+def query_flag(request: Request, name: str, *, default: bool) -> bool:
+    """A boolean query parameter: `true` or `false` (`1` and `0` too); absent, `default`."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    if raw not in _FLAGS:
+        raise invalid(f"{name} must be true or false.", name)
+    return _FLAGS[raw]
+
+
 async def keyset_page(
     db: Database,
     params: ListParams,

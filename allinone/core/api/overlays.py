@@ -12,13 +12,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core.api.actors import actor_of
-from allinone.core.api.common import decode_body, json
-from allinone.core.api.errors import invalid
+from allinone.core.api.common import decode_body, json, query_flag
 from allinone.core.overlays import MAX_REASON, Overlays
 from allinone.core.render import page
 from storage.database import Database
-
-_FLAGS = {"true": True, "1": True, "false": False, "0": False}
 
 
 class _Overlay(msgspec.Struct, forbid_unknown_fields=True, tag_field="kind", kw_only=True):
@@ -56,10 +53,7 @@ class OverlaysApi:
         ]
 
     async def list_overlays(self, request: Request) -> Response:
-        raw = request.query_params.get("all", "false")
-        if raw not in _FLAGS:
-            raise invalid("all must be true or false.", "all")
-        every = _FLAGS[raw]
+        every = query_flag(request, "all", default=False)
         return json(page(await self._overlays.listing(every), False))
 
     async def set_overlay(self, request: Request) -> Response:

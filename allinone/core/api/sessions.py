@@ -20,8 +20,9 @@ from allinone.core.api.common import (
     json,
     keyset_page,
     list_params,
+    query_flag,
 )
-from allinone.core.api.errors import invalid, not_found
+from allinone.core.api.errors import not_found
 from allinone.core.api.streams import SSE_HEADERS, CreationStop, journal_stream, never
 from allinone.core.hub import Hub
 from allinone.core.ids import Ids
@@ -125,7 +126,7 @@ class SessionsApi:
     async def stream_events(self, request: Request) -> Response:
         project = project_of(request)
         row = await self._session(project, request.path_params["session_id"])
-        padded = _flag(request, "include_obfuscation", default=True)
+        padded = query_flag(request, "include_obfuscation", default=True)
         # The stream starts after the session's latest event as the row just read has it
         # (`event_seq`, what `journal.latest_seq` reads): no second read.
         start = int(row["event_seq"])
@@ -201,13 +202,3 @@ class SessionsApi:
 
 async def _single(chunk: bytes):  # type: ignore[no-untyped-def]
     yield chunk
-
-
-def _flag(request: Request, name: str, *, default: bool) -> bool:
-    """A boolean query parameter: `true` or `false`."""
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    if raw not in ("true", "false"):
-        raise invalid(f"{name} must be true or false.", name)
-    return raw == "true"
