@@ -26,7 +26,7 @@ import ipaddress
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from allinone.core.errors import Conflict, InvalidRequest, NotFound
@@ -38,9 +38,14 @@ from storage.rows import Queryable
 
 log = logging.getLogger(__name__)
 
-KINDS = ("kill_switch", "tool_disabled", "egress")
-KILL_ACTIONS = ("pause", "cancel")
-EGRESS_POLICIES = ("loopback_only",)
+# The kinds and the values each takes; the API's request body is typed by the same names.
+Kind = Literal["kill_switch", "tool_disabled", "egress"]
+KillAction = Literal["pause", "cancel"]
+EgressPolicy = Literal["loopback_only"]
+KINDS: tuple[str, ...] = get_args(Kind)
+KILL_ACTIONS: tuple[str, ...] = get_args(KillAction)
+EGRESS_POLICIES: tuple[str, ...] = get_args(EgressPolicy)
+MAX_TOOL_NAME = 64
 KILL_CODE = "kill_switch_active"
 EGRESS_CODE = "egress_refused"
 MAX_REASON = 500
@@ -55,7 +60,7 @@ def check_value(kind: str, value: Any) -> Any:
         return value
     if kind == "egress" and value in EGRESS_POLICIES:
         return value
-    if kind == "tool_disabled" and isinstance(value, str) and 0 < len(value) <= 64:
+    if kind == "tool_disabled" and isinstance(value, str) and 0 < len(value) <= MAX_TOOL_NAME:
         return value
     expected = {
         "kill_switch": "pause or cancel",

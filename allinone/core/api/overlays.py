@@ -4,7 +4,7 @@ set, newest first); each change is audited with the acting key and its reason.""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, cast
 
 import msgspec
 from starlette.requests import Request
@@ -13,7 +13,13 @@ from starlette.routing import Route
 
 from allinone.core.api.actors import actor_of
 from allinone.core.api.common import decode_body, json, query_flag
-from allinone.core.overlays import MAX_REASON, Overlays
+from allinone.core.overlays import (
+    MAX_REASON,
+    MAX_TOOL_NAME,
+    EgressPolicy,
+    KillAction,
+    Overlays,
+)
 from allinone.core.render import page
 from storage.database import Database
 
@@ -25,15 +31,15 @@ class _Overlay(msgspec.Struct, forbid_unknown_fields=True, tag_field="kind", kw_
 
 
 class KillSwitchBody(_Overlay, tag="kill_switch"):
-    value: Literal["pause", "cancel"]
+    value: KillAction
 
 
 class ToolDisabledBody(_Overlay, tag="tool_disabled"):
-    value: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    value: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TOOL_NAME)]
 
 
 class EgressBody(_Overlay, tag="egress"):
-    value: Literal["loopback_only"]
+    value: EgressPolicy
 
 
 # What setting an overlay takes: its `kind` says which `value`s it accepts.

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from allinone.core import overlays
+
 Schema = dict[str, Any]
 
 
@@ -192,7 +194,7 @@ CONTROL: dict[str, Schema] = {
             "id": STRING,
             "object": {"enum": ["x_corebox.overlay"]},
             "version": INTEGER,
-            "kind": {"enum": ["kill_switch", "tool_disabled", "egress"]},
+            "kind": {"enum": list(overlays.KINDS)},
             "project_id": STRING,
             "agent_id": _nullable(STRING),
             "value": STRING,
