@@ -328,6 +328,18 @@ UPLOADS = {
     ),
     "filename too long": _multipart((b"purpose", b"user_data", None), (b"file", b"x", b"a" * 300)),
     "not multipart": b"garbage",
+    "expiry of 5,000 digits": _multipart(
+        (b"purpose", b"user_data", None),
+        (b"expires_after[anchor]", b"created_at", None),
+        (b"expires_after[seconds]", b"9" * 5000, None),
+        (b"file", b"x", b"a"),
+    ),
+    "expiry in other digits": _multipart(
+        (b"purpose", b"user_data", None),
+        (b"expires_after[anchor]", b"created_at", None),
+        (b"expires_after[seconds]", "\u0663\u0666\u0660\u0660".encode(), None),
+        (b"file", b"x", b"a"),
+    ),
 }
 
 

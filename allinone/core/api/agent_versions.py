@@ -18,6 +18,7 @@ from allinone.core.api.actors import actor_of
 from allinone.core.api.auth import project_of
 from allinone.core.api.common import decode_body, json, list_params
 from allinone.core.api.errors import invalid
+from allinone.core.numbers import whole_number
 from allinone.core.render import page
 from storage.database import Database
 
@@ -36,12 +37,12 @@ class RollbackBody(msgspec.Struct, forbid_unknown_fields=True):
 
 
 def _number(raw: str, param: str) -> int:
-    """A version number, from `3` or from a version's id (`agent_...@3`): ASCII digits,
-    at least 1 and within the signed 64 bits the versions are stored in."""
-    text = raw.rsplit("@", 1)[-1].lstrip("0")
-    if not (text.isascii() and text.isdigit()) or len(text) > 19 or int(text) >= 2**63:
+    """A version number, from `3` or from a version's id (`agent_...@3`), within the
+    signed 64 bits the versions are stored in."""
+    number = whole_number(raw.rsplit("@", 1)[-1], 1, 2**63 - 1)
+    if number is None:
         raise invalid(f"{param} must be a version number.", param)
-    return int(text)
+    return number
 
 
 class AgentVersionsApi:

@@ -27,6 +27,7 @@ from allinone.core.api.decoding import upload_filename
 from allinone.core.api.errors import invalid, not_found
 from allinone.core.file_bodies import FileBodies
 from allinone.core.ids import Clock, Ids
+from allinone.core.numbers import whole_number
 from allinone.core.render import page
 from storage import files as file_rows
 from storage.database import Database
@@ -203,13 +204,13 @@ def _expires_after(anchor: object, seconds: object) -> int | None:
     if anchor != "created_at":
         raise invalid("expires_after.anchor must be created_at.", "expires_after.anchor")
     low, high = EXPIRY_SECONDS
-    text = seconds if isinstance(seconds, str) else ""
-    if not (text.isascii() and text.isdigit() and low <= int(text) <= high):
+    number = whole_number(seconds if isinstance(seconds, str) else "", low, high)
+    if number is None:
         raise invalid(
             f"expires_after.seconds must be an integer from {low} to {high}.",
             "expires_after.seconds",
         )
-    return int(text)
+    return number
 
 
 def _measure(source: BinaryIO) -> tuple[int, str]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from allinone.core.errors import InvalidRequest, NotFound
 from allinone.core.ids import Clock, Ids
+from allinone.core.numbers import whole_number
 from allinone.core.skills import bodies
 from allinone.core.skills.bundles import MAX_UPLOAD_BYTES, Bundle, normalise
 from storage import skills as rows
@@ -50,10 +51,10 @@ class Installed:
 
 def version_number(raw: str | int | None, param: str = "version") -> int:
     """A version as the API names it ("1", 1, or "latest" is not accepted here)."""
-    text = str(raw).lstrip("0") if raw is not None else ""
-    if not (text.isascii() and text.isdigit()) or len(text) > 10 or int(text) > 2**31:
+    number = whole_number("" if raw is None else str(raw), 1, 2**31)
+    if number is None:
         raise NotFound(param=param)
-    return int(text)
+    return number
 
 
 class Catalog:
