@@ -128,7 +128,8 @@ def _overlays(overlays: dict[str, Any] | None) -> str:
     if overlays is None:
         return "not reported by this server"
     active = overlays.get("active", [])
-    return ", ".join(str(o) for o in active) if active else "none"
+    shown = [f"{o['kind']}={o['value']} on {o['agent_id'] or o['project_id']}" for o in active]
+    return ", ".join(shown) if shown else "none"
 
 
 def _duration(seconds: Any) -> str:

@@ -117,3 +117,21 @@ def test_status_says_how_many_turns_a_drain_suspended_at_a_checkpoint(tmp_path: 
         assert settled(server, paused.json()["id"])["status"] == "applied"
         again = _counted(where)
         assert again == {"ok": True, "active": 1, "queued": 0, "paused": 1, "resuming": 0}
+
+
+def test_status_names_each_active_overlay_by_kind_value_and_scope(tmp_path: Path) -> None:
+    server = start_server(tmp_path / "data")
+    try:
+        where = ("--data-dir", str(server.data_dir), "--url", server.base_url)
+        owner = core_key(server.data_dir)
+        projects = call(server, "GET", "/core/v1/projects", bearer=owner).body["data"]
+        project_id = projects[0]["id"]
+        for kind, value in (("egress", "loopback_only"), ("tool_disabled", "run_command")):
+            body = {"kind": kind, "value": value, "project_id": project_id, "reason": "demo"}
+            assert call(server, "POST", "/core/v1/overlays", body, bearer=owner).status_code == 200
+        shown = {line.split()[0]: line for line in _status(*where).stdout.splitlines()[1:]}
+        assert shown["overlays"].split(None, 1)[1] == (
+            f"egress=loopback_only on {project_id}, tool_disabled=run_command on {project_id}"
+        )
+    finally:
+        server.stop()
