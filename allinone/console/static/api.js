@@ -7,8 +7,12 @@ const listeners = new Set();
 export class ApiError extends Error {
   constructor(status, body) {
     const error = (body && body.error) || {};
-    super(error.message || `HTTP ${status}`);
+    const message = error.message || `HTTP ${status}`;
+    // The field a refusal is about, when its message does not already name it.
+    const field = error.param && !message.includes(error.param) ? ` Field: ${error.param}.` : "";
+    super(message + field);
     this.status = status;
+    this.param = error.param || null;
     this.code = error.code || null;
     this.type = error.type || null;
   }

@@ -425,6 +425,14 @@ def key_row(name: str) -> str:
     )
 
 
+def pick_kind(page: Page, kind: str) -> None:
+    """Choose `kind` in the owner page's overlay form, as a person's choice does."""
+    page.evaluate(
+        f"(s => {{ s.value = {json.dumps(kind)}; s.dispatchEvent(new Event('change')); }})"
+        "(document.querySelector('select[aria-label=Kind]'))"
+    )
+
+
 def own_project(server: Server, name: str) -> tuple[dict[str, str], dict[str, Any]]:
     """The Core key's headers, and a project of the test's own, whatever the shared
     server's other projects are."""
@@ -507,24 +515,37 @@ def test_an_overlay_added_on_the_owner_page_shows_its_value_and_asks_before_it_i
     page.evaluate("location.hash = '#/owner'")
     page.wait_for("document.querySelector('select[aria-label=Kind]')")
     form = "document.querySelector('form[aria-label=\\'Add an overlay\\']')"
+    # A kind whose values are fixed offers exactly those the server's request body takes,
+    # as its document states them (the document sorts them); a tool's name is typed.
+    status, spec, _ = http(server.base_url, "GET", "/openapi.json")
+    assert status == 200
+    schemas = spec["components"]["schemas"]
+    offered = "[...document.querySelectorAll('select[aria-label=Value] option')].map(o => o.value)"
+    for kind, body in (("kill_switch", "KillSwitchBody"), ("egress", "EgressBody")):
+        pick_kind(page, kind)
+        expected = schemas[body]["properties"]["value"]["enum"]
+        assert sorted(page.evaluate(offered)) == sorted(expected), kind
+    pick_kind(page, "tool_disabled")
+    assert page.evaluate("document.querySelector('input[aria-label=Value]') !== null")
     page.type_into("input[aria-label=Project]", project["id"])
     page.type_into("input[aria-label=Reason]", "workshop: no shell")
     assert page.evaluate(f"{form}.checkValidity()") is False  # no value: not sent at all
-    # A value the kind does not take (the first kind is the kill switch) is refused beside
-    # the form, saying which values it takes, and adds nothing.
-    page.type_into("input[aria-label=Value]", "explode")
+    # A blank tool name (sent trimmed, so empty) is refused beside the form and adds nothing.
+    page.type_into("input[aria-label=Value]", "   ")
     page.click("form[aria-label='Add an overlay'] button[type=submit]")
     page.wait_for(f"{form}.querySelector('.action-status').textContent")
     refused = page.evaluate(f"{form}.querySelector('.action-status').textContent")
-    assert "'cancel', 'pause'" in refused, refused
+    assert refused == "Invalid request: Expected `str` of length >= 1. Field: value.", refused
     assert active() == []
-    page.evaluate("document.querySelector('select[aria-label=Kind]').value = 'tool_disabled'")
     page.evaluate("document.querySelector('input[aria-label=Value]').value = ''")
     page.type_into("input[aria-label=Value]", " run_command")  # sent trimmed
     page.click("form[aria-label='Add an overlay'] button[type=submit]")
     page.wait_for(f"{row}?.querySelector('[data-remove=ask]')")
     assert page.evaluate(f"{form}.querySelector('.action-status').textContent") == ""
     assert page.evaluate(f"{form}.querySelector('[aria-label=Reason]').value") == ""  # added
+    # The reset form is back on its first kind, and offers that kind's values again.
+    assert page.evaluate("document.querySelector('select[aria-label=Kind]').value") == "kill_switch"
+    assert page.evaluate(offered) == ["pause", "cancel"]  # the gentler first
     [added] = active()
     assert (added["kind"], added["value"], added["reason"]) == (
         "tool_disabled",

@@ -97,12 +97,33 @@ function devices() {
   return box;
 }
 
+// The values each kind of overlay takes, as the server's request body states them (a
+// console test holds these to `/openapi.json`), with what each does; a tool's name is
+// typed instead.
+const OVERLAY_VALUES = {
+  kill_switch: [["pause", "pause: refuse input, pause turns"], ["cancel", "cancel: refuse input, cancel turns"]],
+  egress: [["loopback_only", "loopback only: nothing beyond this machine"]],
+};
+
+// The Value field for `kind`: a choice of the values it takes, or a tool's name.
+function overlayValue(kind) {
+  const choices = OVERLAY_VALUES[kind];
+  if (!choices) return h("input.input", { placeholder: "tool name or MCP server_label", "aria-label": "Value", required: true });
+  return h("select.input", { "aria-label": "Value" }, choices.map(([value, label]) => h("option", { value }, label)));
+}
+
 function overlayForm(reload) {
   const kind = h("select.input", { "aria-label": "Kind" },
     ["kill_switch", "tool_disabled", "egress"].map((k) => h("option", { value: k }, k.replace(/_/g, " "))));
   const project = h("input.input", { placeholder: "proj_…", "aria-label": "Project", required: true });
   const agent = h("input.input", { placeholder: "agent_… (optional)", "aria-label": "Agent" });
-  const value = h("input.input", { placeholder: "value", "aria-label": "Value", required: true });
+  let value = overlayValue(kind.value);
+  const showValue = () => {
+    const field = overlayValue(kind.value);
+    value.replaceWith(field);
+    value = field;
+  };
+  kind.addEventListener("change", showValue);
   const reason = h("input.input", { placeholder: "reason", "aria-label": "Reason", required: true });
   const status = h("span.action-status");
   return h("form.inline-form.wrap", {
@@ -115,6 +136,7 @@ function overlayForm(reload) {
         });
         status.textContent = "";
         event.target.reset();
+        showValue();
         reload();
       } catch (error) {
         status.textContent = error.message;
