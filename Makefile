@@ -57,13 +57,14 @@ system-deps:
 # pass runs the API files that exercise the most storage (a real `corebox serve` on a
 # fresh PostgreSQL database each): running the whole API suite twice would not fit CI's
 # time; `COREBOX_TEST_BACKEND=postgresql pytest tests/api` runs all of it (and passes).
-# The last line's files are cheap ones (about 25 s together on a busy machine).
+# The last line's files are cheap ones (about 30 s together on a busy machine); `corebox
+# status` is among them because a server on PostgreSQL names its Runtime per host.
 PG_API_TESTS := tests/api/test_sessions.py tests/api/test_turns.py \
 	tests/api/test_run_control.py tests/api/test_recovery.py tests/api/test_reclaim.py \
 	tests/api/test_event_streams.py tests/api/test_files.py tests/api/test_automations.py \
 	tests/api/test_drain.py tests/api/test_forks.py tests/api/test_vaults.py \
 	tests/api/test_agents.py tests/api/test_auth.py tests/api/test_conformance.py \
-	tests/api/test_tool_catalog.py tests/api/test_audit_controls.py
+	tests/api/test_tool_catalog.py tests/api/test_audit_controls.py tests/allinone/test_status.py
 
 # The wire protocol's contract suites run once, under coverage, as part of this target
 # (check-runtime-contract below, with the coverage runner), not a second time after it.

@@ -39,7 +39,11 @@ def test_status_shows_one_screen_about_a_running_server(server: Server) -> None:
     assert len(lines) <= 24
     shown = {line.split()[0]: line for line in lines[1:]}
     assert {"uptime", "runtimes", "turns", "storage", "overlays"} <= set(shown)
-    assert "1 connected: local-runtime (builtin, scripted)" in shown["runtimes"]
+    # The in-process Runtime, under the device id it has on this server's database.
+    devices = call(server, "GET", "/core/v1/devices", bearer=core_key(server.data_dir))
+    [device] = [d["id"] for d in devices.body["data"] if d["connected"]]
+    assert device.startswith("local-runtime"), device
+    assert f"1 connected: {device} (builtin, scripted)" in shown["runtimes"]
     assert " active, " in shown["turns"] and shown["turns"].endswith(" queued")
     assert "schema" in shown["storage"]
 
