@@ -114,6 +114,12 @@ def test_limit_out_of_range_is_a_400_on_every_list_route(surface: Surface) -> No
         project,
     )
     assert status == 200, session
+    status, role, _ = http(base, "POST", "/core/v1/comms/roles", {"name": "limits"}, project)
+    assert status == 200, role
+    path = f"/core/v1/comms/roles/{role['id']}/instances"
+    status, instance, _ = http(base, "POST", path, {"name": "limits-1"}, project)
+    assert status == 200, instance
+    runtime = {"Authorization": f"Bearer {instance['token']}", "X-A2A-Protocol": "1.4"}
     listed = 0
     for path, methods in surface.openapi.spec["paths"].items():
         operation = methods.get("get")
@@ -123,6 +129,8 @@ def test_limit_out_of_range_is_a_400_on_every_list_route(surface: Surface) -> No
         if "limit" not in query or "{" in path.replace("{session_id}", ""):
             continue
         headers = owner if path.startswith("/core/") else project
+        if operation["security"] == [{"instanceToken": []}]:
+            headers = runtime  # an instance of the messaging platform (protocol 1.4)
         target = path.replace("{session_id}", session["id"])
         maximum = query["limit"]["maximum"]  # 100, or a route's own documented bound
         for limit in (str(maximum + 1), "0", str(maximum * 10)):

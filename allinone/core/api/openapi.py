@@ -68,6 +68,7 @@ def document(routes: list[BaseRoute]) -> dict[str, Any]:
     by_type = dict(zip(types, refs, strict=True))
     components.update(schemas.COMPONENTS)
     components.update(schemas.CONTROL)
+    components.update(schemas.PLATFORM)
     paths: dict[str, dict[str, Any]] = {}
     for method, path in served:
         op = known.get((method, path)) or Operation(

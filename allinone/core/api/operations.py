@@ -13,6 +13,7 @@ from typing import Any
 
 from allinone.core.api import project_models as projects
 from allinone.core.api.agent_versions import PromoteBody, RollbackBody
+from allinone.core.api.bundles import ExportRequest
 from allinone.core.api.commands import CommandBody
 from allinone.core.api.devices import Device, IssuedDevice
 from allinone.core.api.environments import EnvironmentCreate, EnvironmentFileCreate
@@ -555,4 +556,160 @@ _CONTROL: tuple[Operation, ...] = (
         auth="core",
     ),
 )
-OPERATIONS: tuple[Operation, ...] = _ROUTES + _CONTROL
+ARCHIVED = "/x/v1/{kind}/{resource_id}"
+CONTACT = "/api/v1/contacts/{contact_id}"
+ROLE = "/core/v1/comms/roles/{role_id}"
+INSTANCE_CONTACTS = "/core/v1/comms/instances/{instance_id}/contacts"
+# The server's own routes: health, the archive lifecycle, the cluster, harnesses,
+# bundles, the device bootstrap, and the messaging platform (protocol 1.4, whose
+# answers are described by its own document, not here).
+_PLATFORM: tuple[Operation, ...] = (
+    Op("GET", "/healthz", "Whether the process is alive", "Health", auth="optional"),
+    Op(
+        "GET",
+        "/readyz",
+        "Whether the server is ready, with the evidence for each check (503 when not)",
+        "Readiness",
+        also=(503,),
+        auth="optional",
+    ),
+    *(
+        Op(
+            "POST",
+            ARCHIVED.format(kind=kind, resource_id="{resource_id}") + f"/{change}",
+            f"{change.capitalize()} a {noun}",
+            "Archive",
+        )
+        for kind, noun in (
+            ("sessions", "session"),
+            ("agents", "agent"),
+            ("environments", "environment"),
+        )
+        for change in ("archive", "unarchive")
+    ),
+    Op(
+        "GET",
+        "/core/v1/cluster",
+        "List the Core processes sharing this database",
+        "Cluster",
+        auth="core",
+    ),
+    Op(
+        "GET",
+        "/core/v1/harnesses",
+        "List the harnesses connected Runtimes declare, with their capability matrix",
+        "HarnessList",
+        auth="project_or_core",
+    ),
+    Op(
+        "POST",
+        "/core/v1/export",
+        "Export a project's agents and sessions (or the named ones) as a bundle",
+        "Bundle",
+        body=ExportRequest,
+        auth="core",
+    ),
+    Op(
+        "POST",
+        "/core/v1/import",
+        "Import a bundle into a project (rows already there are left as they are)",
+        "Import",
+        body="Bundle",
+        query=("project_id",),
+        auth="core",
+        extra={"query": {"project_id": {"type": "string", "minLength": 1}}},
+    ),
+    Op(
+        "POST",
+        "/api/v1/agent-daemon/bootstrap",
+        "Exchange a device credential for where its Runtime connects",
+        "Bootstrap",
+        auth="device",
+    ),
+    Op(
+        "GET",
+        "/api/v1/me",
+        "The calling instance and its role, with the primary epoch writes carry",
+        auth="instance",
+    ),
+    Op(
+        "POST",
+        "/api/v1/contacts",
+        "Open a contact with another role (its first message)",
+        auth="instance",
+    ),
+    Op("GET", CONTACT + "/communication", "Read a contact and its messages", auth="instance"),
+    Op("POST", CONTACT + "/reply", "Reply on a contact", auth="instance"),
+    Op(
+        "POST",
+        CONTACT + "/accept",
+        "Accept a contact (its recipient's primary), lifting the reply limit",
+        auth="instance",
+    ),
+    Op("POST", CONTACT + "/close", "Close a contact (either party)", auth="instance"),
+    Op("POST", CONTACT + "/claim", "Claim a contact's task under a lease", auth="instance"),
+    Op(
+        "POST",
+        CONTACT + "/progress",
+        "Report the phase a claimed task has reached",
+        auth="instance",
+    ),
+    Op(
+        "GET",
+        "/api/v1/communication/events",
+        "Read the instance's communication events after a sequence",
+        query=("after", "limit", "stream_id"),
+        auth="instance",
+        extra={"query": {"after": {"type": "integer", "minimum": 0}}},
+    ),
+    Op(
+        "POST",
+        "/api/v1/communication/receipts",
+        "Confirm events as persisted by the receiver",
+        auth="instance",
+    ),
+    Op(
+        "GET",
+        "/api/v1/communication/receiver",
+        "The instance's receiver, as last reported, and whether that is fresh",
+        auth="instance",
+    ),
+    Op(
+        "PUT",
+        "/api/v1/communication/receiver",
+        "Report the instance's own receiver",
+        auth="instance",
+    ),
+    Op("POST", "/core/v1/comms/roles", "Create a messaging role", auth="project"),
+    Op("GET", "/core/v1/comms/roles", "List messaging roles", auth="project"),
+    Op("GET", ROLE, "Retrieve a messaging role", auth="project"),
+    Op("POST", ROLE + "/instances", "Create an instance of a role", auth="project"),
+    Op("GET", ROLE + "/instances", "List a role's instances", auth="project"),
+    Op(
+        "POST",
+        ROLE + "/primary",
+        "Switch the role's primary instance (compare-and-set on its epoch)",
+        auth="project",
+    ),
+    Op(
+        "POST",
+        ROLE + "/rotate-stream",
+        "Start a new event stream for a role (after a restore)",
+        auth="project",
+    ),
+    Op("GET", "/core/v1/comms/contacts", "List the project's contacts", auth="project"),
+    Op(
+        "GET",
+        "/core/v1/comms/contacts/{contact_id}",
+        "Read a contact's conversation",
+        auth="project",
+    ),
+    Op("POST", INSTANCE_CONTACTS, "Open a contact for an instance", auth="project"),
+    Op(
+        "POST",
+        INSTANCE_CONTACTS + "/{contact_id}/close",
+        "Close a contact for an instance",
+        auth="project",
+    ),
+)
+OPERATIONS: tuple[Operation, ...] = _ROUTES + _CONTROL + _PLATFORM

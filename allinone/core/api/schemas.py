@@ -1,6 +1,7 @@
 """Hand-written JSON Schemas (OpenAPI 3.1 components) for responses that are built as
 dicts rather than msgspec Structs: sessions, turns, items, events, environments, files,
-artifacts, the error envelope, and the run-control and safety resources (`CONTROL`).
+artifacts, the error envelope, the run-control and safety resources (`CONTROL`) and the
+server's own resources (`PLATFORM`).
 
 They state what the official SDK reads (reference sections 5 and 6) and stay open to
 extra properties, so they describe the responses without constraining fields the SDK
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from allinone.core import overlays
+from allinone.core import archive, overlays
 
 Schema = dict[str, Any]
 
@@ -245,6 +246,104 @@ CONTROL: dict[str, Schema] = {
             "object": {"enum": ["x_corebox.drain"]},
             "status": {"enum": ["draining"]},
             "budget_seconds": {"type": "number"},
+        }
+    ),
+}
+
+
+# The server's own resources outside the public API: health and readiness, the archive
+# lifecycle, the cluster, the harness matrix, bundles and the device bootstrap.
+_CHECK = {"type": "object", "properties": {"ok": BOOLEAN}, "required": ["ok"]}
+PLATFORM: dict[str, Schema] = {
+    "Health": _object({"status": {"enum": ["alive"]}}, {"version": STRING}),
+    "Readiness": _object(
+        {
+            "status": {"enum": ["ready", "not_ready", "draining"]},
+            "checks": {"type": "object", "additionalProperties": _CHECK},
+            "missing": {"type": "array", "items": STRING},
+        },
+        {"version": STRING},
+    ),
+    "Archive": _object(
+        {
+            "id": STRING,
+            "object": {"enum": ["x_corebox.archive"]},
+            "kind": {"enum": list(archive.KINDS.values())},
+            "archived": BOOLEAN,
+            "archived_at": _nullable(INTEGER),
+        }
+    ),
+    "Cluster": _object(
+        {
+            "object": {"enum": ["x_corebox.cluster"]},
+            "shared": BOOLEAN,
+            "process_id": STRING,
+            "processes": {
+                "type": "array",
+                "items": _object(
+                    {
+                        "id": STRING,
+                        "host": STRING,
+                        "pid": INTEGER,
+                        "started_at": INTEGER,
+                        "heartbeat_at": INTEGER,
+                        "stopped_at": _nullable(INTEGER),
+                        "stop_reason": _nullable(STRING),
+                        "live": BOOLEAN,
+                        "devices": {"type": "array", "items": STRING},
+                    }
+                ),
+            },
+        }
+    ),
+    "HarnessList": _object(
+        {
+            "object": {"enum": ["list"]},
+            "data": {
+                "type": "array",
+                "items": _object(
+                    {
+                        "object": {"enum": ["x_corebox.harness"]},
+                        "kind": STRING,
+                        "available": BOOLEAN,
+                        "devices": {
+                            "type": "array",
+                            "items": _object(
+                                {
+                                    "device_id": STRING,
+                                    "available": BOOLEAN,
+                                    "version": STRING,
+                                    "capabilities": OBJECT,
+                                }
+                            ),
+                        },
+                        "protocols": OBJECT,
+                    }
+                ),
+            },
+            "features": STRING_MAP,
+        }
+    ),
+    "Bundle": {
+        "type": "object",
+        "properties": {"header": _object({"format": {"enum": ["corebox-bundle"]}})},
+        "required": ["header"],
+        "description": "A project's agents, environments, sessions, templates, automations"
+        " and files as one JSON document, as `corebox export` writes it.",
+    },
+    "Import": _object(
+        {
+            "object": {"enum": ["x_corebox.import"]},
+            "project_id": STRING,
+            "added": {"type": "object", "additionalProperties": INTEGER},
+        }
+    ),
+    "Bootstrap": _object(
+        {
+            "device_id": STRING,
+            "ws_url": STRING,
+            "heartbeat_seconds": {"type": "number"},
+            "protocol_version": STRING,
         }
     ),
 }

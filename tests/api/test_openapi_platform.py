@@ -1,0 +1,89 @@
+"""The OpenAPI document states the server's own routes as they answer (health and
+readiness, the archive lifecycle, the cluster, the harness matrix, bundles, the device
+bootstrap), and every route it lists says in words what it does."""
+
+from __future__ import annotations
+
+import re
+
+from tests.api.support import OpenApi, Surface, http, surface
+from tests.api.test_openapi_control import Documented
+from tests.api.test_run_control import start
+from tests.conftest import API_KEY
+
+__all__ = ["surface"]
+
+
+def test_health_and_readiness_answer_as_documented(surface: Surface) -> None:
+    base = surface.server.base_url
+    for key in (None, API_KEY, surface.core_key):
+        headers = {} if key is None else {"Authorization": f"Bearer {key}"}
+        for path in ("/healthz", "/readyz"):
+            status, body, _ = http(base, "GET", path, None, headers)
+            assert status == 200, (path, body)
+            surface.openapi.check_response("GET", path, status, body)
+    _, readyz = surface.openapi.operation("GET", "/readyz")
+    assert "503" in readyz["responses"], "a server that is not ready answers 503, with evidence"
+
+
+def test_archive_and_unarchive_answer_as_documented(surface: Surface) -> None:
+    _, key = surface.project()
+    call = Documented(surface, key)
+    client = surface.client(key)
+    session_id = start(client, "/say archived")
+    agent_id = client.beta.agents.create(model="scripted", instructions="a").id
+    hosted = client.beta.agents.environments.create(environment={"type": "openai_hosted"})
+    environment_id = hosted.id
+    for kind, noun, resource_id in (
+        ("sessions", "session", session_id),
+        ("agents", "agent", agent_id),
+        ("environments", "environment", environment_id),
+    ):
+        status, archived = call("POST", f"/x/v1/{kind}/{resource_id}/archive")
+        assert status == 200 and archived["archived"] is True, archived
+        assert (archived["kind"], archived["id"]) == (noun, resource_id)
+        status, restored = call("POST", f"/x/v1/{kind}/{resource_id}/unarchive")
+        assert (status, restored["archived"], restored["archived_at"]) == (200, False, None)
+
+
+def test_cluster_and_harnesses_answer_as_documented(surface: Surface) -> None:
+    call = Documented(surface, surface.core_key)
+    status, cluster = call("GET", "/core/v1/cluster")
+    assert status == 200 and cluster["process_id"] in [p["id"] for p in cluster["processes"]]
+    status, harnesses = call("GET", "/core/v1/harnesses")
+    assert status == 200 and {"builtin", "scripted"} <= {h["kind"] for h in harnesses["data"]}
+    status, device = call("POST", "/core/v1/devices", {"name": "laptop"}, core=True)
+    assert status == 201, device
+    status, where, _ = http(
+        surface.server.base_url,
+        "POST",
+        "/api/v1/agent-daemon/bootstrap",
+        {"device_id": device["id"]},
+        {"Authorization": f"Bearer {device['credential']}"},
+    )
+    assert status == 200 and where["device_id"] == device["id"], where
+    surface.openapi.check_response("POST", "/api/v1/agent-daemon/bootstrap", status, where)
+
+
+def test_a_bundle_exported_and_imported_answers_as_documented(surface: Surface) -> None:
+    project_id, key = surface.project()
+    start(surface.client(key), "/say carried")
+    call = Documented(surface, surface.core_key)
+    status, bundle = call("POST", "/core/v1/export", {"project_id": project_id})
+    assert status == 200 and len(bundle["sessions"]) == 1, bundle
+    _, operation = surface.openapi.operation("POST", "/core/v1/import")
+    assert [p["name"] for p in operation["parameters"] if p["in"] == "query"] == ["project_id"]
+    status, imported = call("POST", f"/core/v1/import?project_id={project_id}", bundle)
+    assert status == 200 and imported["project_id"] == project_id, imported
+    assert set(imported["added"].values()) == {0}, imported  # all of it was there already
+
+
+def test_every_documented_route_says_what_it_does(surface: Surface) -> None:
+    spec: OpenApi = surface.openapi
+    unnamed = [
+        f"{method.upper()} {path}"
+        for path, operations in spec.spec["paths"].items()
+        for method, operation in operations.items()
+        if re.fullmatch(r"[A-Z]+ /\S*", operation["summary"])
+    ]
+    assert unnamed == [], unnamed
