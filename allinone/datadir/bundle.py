@@ -32,9 +32,9 @@ Import is idempotent: a row whose id exists is left as it is, so importing twice
 nothing. A file keeps its id and its body goes where an upload's would (the blob store
 at or above its threshold, the database below); a body that does not match its file's
 sha256 refuses the whole import. Imported sessions are history that can take new turns
-(their journal starts empty). `versions` and `deployments` are carried per agent for
-builds that keep agent versions; this build exports them empty and ignores them on
-import.
+(their journal starts empty). Each agent carries its immutable `versions` and its
+`deployments` pointers (not who wrote them, nor the audit of pointer moves); an agent
+from a bundle written before agents had versions imports as version 1 behind `latest`.
 """
 
 from __future__ import annotations
