@@ -558,11 +558,39 @@ _CONTROL: tuple[Operation, ...] = (
 )
 ARCHIVED = "/x/v1/{kind}/{resource_id}"
 CONTACT = "/api/v1/contacts/{contact_id}"
-ROLE = "/core/v1/comms/roles/{role_id}"
+ROLES = "/core/v1/comms/roles"
+ROLE = ROLES + "/{role_id}"
+COMMUNICATION = "/api/v1/communication"
 INSTANCE_CONTACTS = "/core/v1/comms/instances/{instance_id}/contacts"
+# The messaging platform (protocol 1.4; its answers are not given schemas here): who
+# calls (an instance with its runtime token, or the owner with a project key), method,
+# path and what the route does.
+_MESSAGING: tuple[tuple[str, str, str, str], ...] = (
+    ("instance", "GET", "/api/v1/me", "The calling instance, its role and primary epoch"),
+    ("instance", "POST", "/api/v1/contacts", "Open a contact with another role"),
+    ("instance", "GET", CONTACT + "/communication", "Read a contact and its messages"),
+    ("instance", "POST", CONTACT + "/reply", "Reply on a contact"),
+    ("instance", "POST", CONTACT + "/accept", "Accept a contact, lifting its reply limit"),
+    ("instance", "POST", CONTACT + "/close", "Close a contact (either party)"),
+    ("instance", "POST", CONTACT + "/claim", "Claim a contact's task under a lease"),
+    ("instance", "POST", CONTACT + "/progress", "Report the phase a claimed task reached"),
+    ("instance", "POST", COMMUNICATION + "/receipts", "Confirm events as persisted"),
+    ("instance", "GET", COMMUNICATION + "/receiver", "The receiver as last reported, if fresh"),
+    ("instance", "PUT", COMMUNICATION + "/receiver", "Report the instance's own receiver"),
+    ("project", "POST", ROLES, "Create a messaging role"),
+    ("project", "GET", ROLES, "List messaging roles"),
+    ("project", "GET", ROLE, "Retrieve a messaging role"),
+    ("project", "POST", ROLE + "/instances", "Create an instance of a role"),
+    ("project", "GET", ROLE + "/instances", "List a role's instances"),
+    ("project", "POST", ROLE + "/primary", "Switch the role's primary (compare-and-set)"),
+    ("project", "POST", ROLE + "/rotate-stream", "Start a role's new event stream"),
+    ("project", "GET", "/core/v1/comms/contacts", "List the project's contacts"),
+    ("project", "GET", "/core/v1/comms/contacts/{contact_id}", "Read a contact's conversation"),
+    ("project", "POST", INSTANCE_CONTACTS, "Open a contact for an instance"),
+    ("project", "POST", INSTANCE_CONTACTS + "/{contact_id}/close", "Close an instance's contact"),
+)
 # The server's own routes: health, the archive lifecycle, the cluster, harnesses,
-# bundles, the device bootstrap, and the messaging platform (protocol 1.4, whose
-# answers are described by its own document, not here).
+# bundles, the device bootstrap, and the messaging platform's.
 _PLATFORM: tuple[Operation, ...] = (
     Op("GET", "/healthz", "Whether the process is alive", "Health", auth="optional"),
     Op(
@@ -626,34 +654,7 @@ _PLATFORM: tuple[Operation, ...] = (
         "Bootstrap",
         auth="device",
     ),
-    Op(
-        "GET",
-        "/api/v1/me",
-        "The calling instance and its role, with the primary epoch writes carry",
-        auth="instance",
-    ),
-    Op(
-        "POST",
-        "/api/v1/contacts",
-        "Open a contact with another role (its first message)",
-        auth="instance",
-    ),
-    Op("GET", CONTACT + "/communication", "Read a contact and its messages", auth="instance"),
-    Op("POST", CONTACT + "/reply", "Reply on a contact", auth="instance"),
-    Op(
-        "POST",
-        CONTACT + "/accept",
-        "Accept a contact (its recipient's primary), lifting the reply limit",
-        auth="instance",
-    ),
-    Op("POST", CONTACT + "/close", "Close a contact (either party)", auth="instance"),
-    Op("POST", CONTACT + "/claim", "Claim a contact's task under a lease", auth="instance"),
-    Op(
-        "POST",
-        CONTACT + "/progress",
-        "Report the phase a claimed task has reached",
-        auth="instance",
-    ),
+    *(Op(method, path, summary, auth=auth) for auth, method, path, summary in _MESSAGING),
     Op(
         "GET",
         "/api/v1/communication/events",
@@ -661,55 +662,6 @@ _PLATFORM: tuple[Operation, ...] = (
         query=("after", "limit", "stream_id"),
         auth="instance",
         extra={"query": {"after": {"type": "integer", "minimum": 0}}},
-    ),
-    Op(
-        "POST",
-        "/api/v1/communication/receipts",
-        "Confirm events as persisted by the receiver",
-        auth="instance",
-    ),
-    Op(
-        "GET",
-        "/api/v1/communication/receiver",
-        "The instance's receiver, as last reported, and whether that is fresh",
-        auth="instance",
-    ),
-    Op(
-        "PUT",
-        "/api/v1/communication/receiver",
-        "Report the instance's own receiver",
-        auth="instance",
-    ),
-    Op("POST", "/core/v1/comms/roles", "Create a messaging role", auth="project"),
-    Op("GET", "/core/v1/comms/roles", "List messaging roles", auth="project"),
-    Op("GET", ROLE, "Retrieve a messaging role", auth="project"),
-    Op("POST", ROLE + "/instances", "Create an instance of a role", auth="project"),
-    Op("GET", ROLE + "/instances", "List a role's instances", auth="project"),
-    Op(
-        "POST",
-        ROLE + "/primary",
-        "Switch the role's primary instance (compare-and-set on its epoch)",
-        auth="project",
-    ),
-    Op(
-        "POST",
-        ROLE + "/rotate-stream",
-        "Start a new event stream for a role (after a restore)",
-        auth="project",
-    ),
-    Op("GET", "/core/v1/comms/contacts", "List the project's contacts", auth="project"),
-    Op(
-        "GET",
-        "/core/v1/comms/contacts/{contact_id}",
-        "Read a contact's conversation",
-        auth="project",
-    ),
-    Op("POST", INSTANCE_CONTACTS, "Open a contact for an instance", auth="project"),
-    Op(
-        "POST",
-        INSTANCE_CONTACTS + "/{contact_id}/close",
-        "Close a contact for an instance",
-        auth="project",
     ),
 )
 OPERATIONS: tuple[Operation, ...] = _ROUTES + _CONTROL + _PLATFORM
