@@ -87,3 +87,5 @@ def test_every_documented_route_says_what_it_does(surface: Surface) -> None:
         if re.fullmatch(r"[A-Z]+ /\S*", operation["summary"])
     ]
     assert unnamed == [], unnamed
+    _, archive = spec.operation("POST", "/x/v1/agents/{resource_id}/archive")
+    assert archive["summary"] == "Archive an agent"

@@ -605,13 +605,13 @@ _PLATFORM: tuple[Operation, ...] = (
         Op(
             "POST",
             ARCHIVED.format(kind=kind, resource_id="{resource_id}") + f"/{change}",
-            f"{change.capitalize()} a {noun}",
+            f"{change.capitalize()} {noun}",
             "Archive",
         )
         for kind, noun in (
-            ("sessions", "session"),
-            ("agents", "agent"),
-            ("environments", "environment"),
+            ("sessions", "a session"),
+            ("agents", "an agent"),
+            ("environments", "an environment"),
         )
         for change in ("archive", "unarchive")
     ),
