@@ -14,11 +14,19 @@ from tests.conftest import API_KEY
 __all__ = ["surface"]
 
 
+def typed(spec: OpenApi, method: str, path: str) -> None:
+    """The route's 200 names the schema of its body (so a response check has one)."""
+    _, operation = spec.operation(method, path)
+    content = operation["responses"]["200"].get("content", {}).get("application/json", {})
+    assert "schema" in content, f"{method} {path} answers 200 with no documented body"
+
+
 def test_health_and_readiness_answer_as_documented(surface: Surface) -> None:
     base = surface.server.base_url
     for key in (None, API_KEY, surface.core_key):
         headers = {} if key is None else {"Authorization": f"Bearer {key}"}
         for path in ("/healthz", "/readyz"):
+            typed(surface.openapi, "GET", path)
             status, body, _ = http(base, "GET", path, None, headers)
             assert status == 200, (path, body)
             surface.openapi.check_response("GET", path, status, body)
@@ -39,6 +47,8 @@ def test_archive_and_unarchive_answer_as_documented(surface: Surface) -> None:
         ("agents", "agent", agent_id),
         ("environments", "environment", environment_id),
     ):
+        for change in ("archive", "unarchive"):
+            typed(surface.openapi, "POST", f"/x/v1/{kind}/{resource_id}/{change}")
         status, archived = call("POST", f"/x/v1/{kind}/{resource_id}/archive")
         assert status == 200 and archived["archived"] is True, archived
         assert (archived["kind"], archived["id"]) == (noun, resource_id)
@@ -48,6 +58,12 @@ def test_archive_and_unarchive_answer_as_documented(surface: Surface) -> None:
 
 def test_cluster_and_harnesses_answer_as_documented(surface: Surface) -> None:
     call = Documented(surface, surface.core_key)
+    for method, path in (
+        ("GET", "/core/v1/cluster"),
+        ("GET", "/core/v1/harnesses"),
+        ("POST", "/api/v1/agent-daemon/bootstrap"),
+    ):
+        typed(surface.openapi, method, path)
     status, cluster = call("GET", "/core/v1/cluster")
     assert status == 200 and cluster["process_id"] in [p["id"] for p in cluster["processes"]]
     status, harnesses = call("GET", "/core/v1/harnesses")
@@ -69,6 +85,8 @@ def test_a_bundle_exported_and_imported_answers_as_documented(surface: Surface) 
     project_id, key = surface.project()
     start(surface.client(key), "/say carried")
     call = Documented(surface, surface.core_key)
+    typed(surface.openapi, "POST", "/core/v1/export")
+    typed(surface.openapi, "POST", "/core/v1/import")
     status, bundle = call("POST", "/core/v1/export", {"project_id": project_id})
     assert status == 200 and len(bundle["sessions"]) == 1, bundle
     _, operation = surface.openapi.operation("POST", "/core/v1/import")
