@@ -29,12 +29,16 @@ naming why, until its target is updated. Version 1 bundles (without templates an
 automations) and version 2 bundles (without files) still import.
 
 Import is idempotent: a row whose id exists is left as it is, so importing twice adds
-nothing. A file keeps its id and its body goes where an upload's would (the blob store
-at or above its threshold, the database below); a body that does not match its file's
-sha256 refuses the whole import. Imported sessions are history that can take new turns
-(their journal starts empty). Each agent carries its immutable `versions` and its
-`deployments` pointers (not who wrote them, nor the audit of pointer moves); an agent
-from a bundle written before agents had versions imports as version 1 behind `latest`.
+nothing; an agent or session that exists is left with everything under it (its versions,
+or its turns and items), and a session's rows are written under that session whatever
+they name. A malformed bundle (a missing field, a value of the wrong type, a row the
+store refuses) imports nothing. A file keeps its id and its body goes where an upload's
+would (the blob store at or above its threshold, the database below); a body that does
+not match its file's sha256 refuses the whole import. Imported sessions are history that
+can take new turns (their journal starts empty). Each agent carries its immutable
+`versions` and its `deployments` pointers (not who wrote them, nor the audit of pointer
+moves); an agent from a bundle written before agents had versions imports as version 1
+behind `latest`.
 """
 
 from __future__ import annotations
@@ -115,6 +119,19 @@ ORDER = {
 
 class BundleError(Exception):
     """An export or import cannot complete; the message is the one line the user sees."""
+
+
+# What writing a malformed bundle's rows raises: a missing field, a value of the wrong
+# type or shape, a row the store refuses (NOT NULL, CHECK). The import is rolled back.
+_MALFORMED = (
+    KeyError,
+    TypeError,
+    AttributeError,
+    ValueError,
+    sqlite3.IntegrityError,
+    sqlite3.InterfaceError,
+    sqlite3.ProgrammingError,
+)
 
 
 def _connect(data_dir: Path) -> sqlite3.Connection:
@@ -320,6 +337,8 @@ def import_bundle(
         header = document["header"]
     except (ValueError, KeyError, TypeError) as exc:
         raise BundleError("not a corebox bundle") from exc
+    if not isinstance(header, dict):
+        raise BundleError("not a corebox bundle")
     if header.get("format") != FORMAT or header.get("version") not in READABLE_VERSIONS:
         raise BundleError("not a corebox bundle this build reads")
     conn = _connect(data_dir)
@@ -329,7 +348,10 @@ def import_bundle(
         if conn.execute("SELECT 1 FROM projects WHERE id = ?", (project_id,)).fetchone() is None:
             raise BundleError(f"no project {project_id}")
         conn.execute("BEGIN IMMEDIATE")
-        _import(conn, blobs, document, project_id, added, on_progress)
+        try:
+            _import(conn, blobs, document, project_id, added, on_progress)
+        except _MALFORMED as exc:
+            raise BundleError(f"the bundle is malformed ({type(exc).__name__}: {exc})") from exc
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
@@ -350,8 +372,10 @@ def _import(
 ) -> None:
     for agent in document.get("agents", []):
         row = {k: v for k, v in agent.items() if k not in ("versions", "deployments")}
-        _insert(conn, "agents", {**row, "project_id": project_id}, added)
-        _import_versions(conn, agent, project_id, added)
+        if _insert(conn, "agents", {**row, "project_id": project_id}, added):
+            _import_versions(conn, agent, project_id, added)
+        else:  # left as it is, with everything under it
+            _none_added(added, ("agent_versions", "agent_deployments"))
     for environment in document.get("environments", []):
         _insert(conn, "environments", {**environment, "project_id": project_id}, added)
     for table in PROJECT_TABLES:
@@ -364,9 +388,12 @@ def _import(
     for index, session in enumerate(sessions):
         on_progress(index, len(sessions))
         row = {k: v for k, v in session.items() if k not in SESSION_CHILDREN}
-        _insert(conn, "sessions", {**row, "project_id": project_id}, added)
+        if not _insert(conn, "sessions", {**row, "project_id": project_id}, added):
+            _none_added(added, SESSION_CHILDREN)  # left as it is, with everything under it
+            continue
         for table in SESSION_CHILDREN:
-            for child in session.get(table, []):
+            for found in session.get(table, []):
+                child = {**found, "session_id": session["id"]}  # under this session only
                 if table == "artifacts":
                     child = _artifact(child, blobs)
                 elif table == "turns":
@@ -444,13 +471,22 @@ def _file(
 
 def _insert(
     conn: sqlite3.Connection, table: str, row: dict[str, Any], added: dict[str, int]
-) -> None:
-    """Insert the columns the table has; a row whose key exists is left alone."""
+) -> bool:
+    """Insert the columns the table has; a row whose key exists is left alone (False).
+    A row the table refuses otherwise (a missing or wrong value) raises."""
     columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
     names = [c for c in columns if c in row]
     marks = ", ".join("?" * len(names))
     cursor = conn.execute(
-        f"INSERT OR IGNORE INTO {table} ({', '.join(names)}) VALUES ({marks})",
+        f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks}) ON CONFLICT DO NOTHING",
         [row[c] for c in names],
     )
-    added[table] = added.get(table, 0) + max(cursor.rowcount, 0)
+    inserted = max(cursor.rowcount, 0)
+    added[table] = added.get(table, 0) + inserted
+    return inserted > 0
+
+
+def _none_added(added: dict[str, int], tables: tuple[str, ...]) -> None:
+    """Count nothing added to `tables` (rows under a row that was left alone)."""
+    for table in tables:
+        added.setdefault(table, 0)

@@ -1,14 +1,17 @@
 """Bundles over HTTP under `/core/v1` (the Core key): an export imported into another
-project adds the rows once, and a project key is refused."""
+project adds the rows once, and a project key is refused; a malformed bundle imports
+nothing, and an import writes only under the rows it adds."""
 
 from __future__ import annotations
 
 import json
 import urllib.request
+from typing import Any
 
 from openai import OpenAI
 
 from tests.api.support import core_key, http
+from tests.api.test_run_control import start
 from tests.conftest import API_KEY, Server
 
 
@@ -50,3 +53,87 @@ def test_export_and_import_over_http(server: Server) -> None:
         {"Authorization": f"Bearer {API_KEY}"},
     )  # fmt: skip
     assert refused in (401, 403)
+
+
+def _project(server: Server, name: str) -> tuple[str, OpenAI]:
+    """A new project and a client with a key of its own."""
+    auth = {"Authorization": f"Bearer {core_key(server.data_dir)}"}
+    status, project, _ = http(server.base_url, "POST", "/core/v1/projects", {"name": name}, auth)
+    assert status == 200, project
+    path = f"/core/v1/projects/{project['id']}/api_keys"
+    status, made, _ = http(server.base_url, "POST", path, {}, auth)
+    assert status == 200, made
+    client = OpenAI(base_url=server.base_url + "/v1", api_key=made["key"], max_retries=0)
+    return project["id"], client
+
+
+def _exported(server: Server, project_id: str) -> dict[str, Any]:
+    auth = {"Authorization": f"Bearer {core_key(server.data_dir)}"}
+    status, bundle, _ = http(
+        server.base_url, "POST", "/core/v1/export", {"project_id": project_id}, auth
+    )
+    assert status == 200, bundle
+    document: dict[str, Any] = bundle
+    return document
+
+
+def test_a_malformed_bundle_is_refused_and_imports_nothing(server: Server) -> None:
+    key = core_key(server.data_dir)
+    auth = {"Authorization": f"Bearer {key}"}
+    target, client = _project(server, "malformed")
+    header = {"format": "corebox-bundle", "version": 3}
+    agent = {"id": "agent_" + "a" * 28, "config": "{}", "updated_at": 1}
+    for body in (
+        {"header": "corebox-bundle"},
+        {"header": header, "agents": 5},
+        {"header": header, "agents": [5]},
+        {"header": header, "agents": [{}]},
+        {"header": header, "agents": [agent]},  # no name, no time: the store refuses it
+        {"header": header, "sessions": [{"id": "sess_" + "b" * 28}]},
+        {"header": header, "environments": [{"id": "env_" + "c" * 28, "config": [1]}]},
+    ):
+        path = f"/core/v1/import?project_id={target}"
+        status, reply, _ = http(server.base_url, "POST", path, body, auth)
+        assert status == 400, (body, reply)
+        assert reply["error"]["type"] == "invalid_request_error", reply
+        assert "bundle" in reply["error"]["message"], reply
+    empty = _exported(server, target)
+    assert (empty["agents"], empty["sessions"], empty["environments"]) == ([], [], [])
+    with client:
+        assert client.beta.agents.list().data == []
+
+
+def test_an_import_writes_only_under_the_rows_it_adds(server: Server) -> None:
+    source, owner = _project(server, "source")
+    session_id = start(owner, "/say kept")
+    before = [t.id for t in owner.beta.agents.sessions.turns.list(session_id).data]
+    [session] = _exported(server, source)["sessions"]
+    extra = {**session["turns"][0], "id": "turn_" + "f" * 28}
+    target, other = _project(server, "target")
+    # The session exists (in another project): it is left as it is, with all under it.
+    session["turns"].append(extra)
+    header = {"format": "corebox-bundle", "version": 3}
+    status, reply = _import(
+        server,
+        core_key(server.data_dir),
+        target,
+        json.dumps({"header": header, "sessions": [session]}).encode(),
+    )
+    assert status == 200 and reply["added"]["sessions"] == 0, reply
+    assert reply["added"]["turns"] == reply["added"]["items"] == 0, reply
+    # A new session's rows are written under it, whatever session they name.
+    new_id = "sess_" + "e" * 28
+    fresh = {**session, "id": new_id, "turns": [{**extra, "session_id": session_id}]}
+    fresh.update(items=[], function_calls=[], interactions=[], artifacts=[])
+    status, reply = _import(
+        server,
+        core_key(server.data_dir),
+        target,
+        json.dumps({"header": header, "sessions": [fresh]}).encode(),
+    )
+    assert status == 200 and (reply["added"]["sessions"], reply["added"]["turns"]) == (1, 1)
+    with owner, other:
+        after = [t.id for t in owner.beta.agents.sessions.turns.list(session_id).data]
+        assert after == before  # nothing was added to the other project's session
+        moved = other.beta.agents.sessions.turns.list(new_id).data
+        assert [t.id for t in moved] == [extra["id"]]
