@@ -8,7 +8,7 @@ from storage.blobs import BlobStore
 from storage.database import Tx
 from storage.rows import Queryable, dumps, record
 
-_JSON = ("config", "secrets", "setup")
+JSON_COLUMNS = ("config", "secrets", "setup")
 
 
 async def insert(tx: Tx, row: dict[str, Any]) -> None:
@@ -36,19 +36,19 @@ async def get(q: Queryable, project_id: str, environment_id: str) -> dict[str, A
     row = await q.fetchone(
         "SELECT * FROM environments WHERE project_id = ? AND id = ?", (project_id, environment_id)
     )
-    return record(row, _JSON)
+    return record(row, JSON_COLUMNS)
 
 
 async def get_any(q: Queryable, environment_id: str) -> dict[str, Any] | None:
     row = await q.fetchone("SELECT * FROM environments WHERE id = ?", (environment_id,))
-    return record(row, _JSON)
+    return record(row, JSON_COLUMNS)
 
 
 async def by_idempotency_key(q: Queryable, project_id: str, key: str) -> dict[str, Any] | None:
     row = await q.fetchone(
         "SELECT * FROM environments WHERE project_id = ? AND idempotency_key = ?", (project_id, key)
     )
-    return record(row, _JSON)
+    return record(row, JSON_COLUMNS)
 
 
 async def set_initialization(

@@ -28,6 +28,10 @@ async def freeze(
     )
 
 
+# The session columns this module keeps as JSON text.
+JSON_COLUMNS = ("execution_settings", "capability_notes")
+
+
 def settings_of(row: dict[str, Any]) -> dict[str, Any]:
     value = row.get("execution_settings")
     return {} if not value else dict(loads(value))

@@ -53,7 +53,15 @@ from typing import Any
 
 from allinone.datadir import Progress, no_progress
 from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE
-from storage import items, turn_documents
+from storage import (
+    automations,
+    environments,
+    execution_settings,
+    items,
+    sessions,
+    templates,
+    turn_documents,
+)
 from storage.blobs import BlobStore
 from storage.journal_dictionary import pack
 from storage.rows import DERIVED
@@ -121,13 +129,38 @@ class BundleError(Exception):
     """An export or import cannot complete; the message is the one line the user sees."""
 
 
+# The bundle's JSON values a column takes, by the column's declared type.
+# (A TEXT column also takes the bytes an item's compacted payload is stored as.)
+_TAKES: dict[str, tuple[type, ...]] = {
+    "INTEGER": (int,),
+    "TEXT": (str, bytes),
+    "REAL": (int, float),
+}
+# The columns that hold a JSON object as text (an array where `_JSON_ARRAYS` says so),
+# per table, as their storage modules read them; and a turn's documents that are JSON
+# (not its configuration digest).
+_JSON_DOCUMENTS = ("manifest", "context")
+_JSON_TEXT: dict[str, tuple[str, ...]] = {
+    "turns": _JSON_DOCUMENTS,
+    "agents": ("config",),
+    "agent_versions": ("config",),
+    "sessions": (*sessions.JSON_COLUMNS, *execution_settings.JSON_COLUMNS),
+    "environments": environments.JSON_COLUMNS,
+    "environment_templates": templates.JSON_COLUMNS,
+    "automations": automations.JSON_COLUMNS,
+}
+_JSON_ARRAYS = {("sessions", "vault_ids"), ("sessions", "capability_notes")}
+
+
 # What writing a malformed bundle's rows raises: a missing field, a value of the wrong
-# type or shape, a row the store refuses (NOT NULL, CHECK). The import is rolled back.
+# type or shape, a number past 64 bits, a row the store refuses (NOT NULL, CHECK). The
+# import is rolled back.
 _MALFORMED = (
     KeyError,
     TypeError,
     AttributeError,
     ValueError,
+    OverflowError,
     sqlite3.IntegrityError,
     sqlite3.InterfaceError,
     sqlite3.ProgrammingError,
@@ -437,7 +470,10 @@ def _turn(conn: sqlite3.Connection, child: dict[str, Any]) -> dict[str, Any]:
     by its counts (a checkpoint's configuration digest is the turn's own, not stored)."""
     row = {k: v for k, v in child.items() if k not in DOCUMENTS and k != "usage"}
     for name, column in DOCUMENTS.items():
-        row[column] = _document_key(conn, child.get(name))
+        body = child.get(name)
+        if name in _JSON_DOCUMENTS:
+            _check_value("turns", name, "TEXT", body)
+        row[column] = _document_key(conn, body)
     return {**row, **usage_columns(child.get("usage"))}
 
 
@@ -474,8 +510,10 @@ def _insert(
 ) -> bool:
     """Insert the columns the table has; a row whose key exists is left alone (False).
     A row the table refuses otherwise (a missing or wrong value) raises."""
-    columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
-    names = [c for c in columns if c in row]
+    declared = {r[1]: str(r[2]).upper() for r in conn.execute(f"PRAGMA table_info({table})")}
+    names = [c for c in declared if c in row]
+    for name in names:
+        _check_value(table, name, declared[name], row[name])
     marks = ", ".join("?" * len(names))
     cursor = conn.execute(
         f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks}) ON CONFLICT DO NOTHING",
@@ -484,6 +522,27 @@ def _insert(
     inserted = max(cursor.rowcount, 0)
     added[table] = added.get(table, 0) + inserted
     return inserted > 0
+
+
+def _check_value(table: str, column: str, declared: str, value: Any) -> None:
+    """Refuse a value its column would store but no reader could read: one of another
+    type than the column's (SQLite keeps it anyway), or text that is not the JSON the
+    column holds."""
+    if value is None:
+        return  # NOT NULL is the store's to check
+    takes = _TAKES.get(declared)
+    if takes is not None and not isinstance(value, takes):
+        held = type(value).__name__
+        raise BundleError(f"the bundle's {table}.{column} holds {held}, not {declared}")
+    if column in _JSON_TEXT.get(table, ()):
+        try:
+            decoded = json.loads(value)
+        except ValueError as exc:
+            raise BundleError(f"the bundle's {table}.{column} is not JSON text") from exc
+        array = (table, column) in _JSON_ARRAYS
+        if not isinstance(decoded, list if array else dict):
+            shape = "array" if array else "object"
+            raise BundleError(f"the bundle's {table}.{column} is not a JSON {shape}")
 
 
 def _none_added(added: dict[str, int], tables: tuple[str, ...]) -> None:

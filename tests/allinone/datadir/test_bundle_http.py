@@ -80,9 +80,22 @@ def _exported(server: Server, project_id: str) -> dict[str, Any]:
 def test_a_malformed_bundle_is_refused_and_imports_nothing(server: Server) -> None:
     key = core_key(server.data_dir)
     auth = {"Authorization": f"Bearer {key}"}
+    source, owner = _project(server, "source of rows")
+    with owner:
+        owner.beta.agents.create(model="scripted", name="carried")
+        start(owner, "/say carried")
+    exported = _exported(server, source)
+    [real_agent], [real_session] = exported["agents"], exported["sessions"]
     target, client = _project(server, "malformed")
     header = {"format": "corebox-bundle", "version": 3}
     agent = {"id": "agent_" + "a" * 28, "config": "{}", "updated_at": 1}
+
+    def agent_with(**changed: Any) -> dict[str, Any]:
+        return {**real_agent, "id": "agent_" + "d" * 28, **changed}
+
+    def session_with(**changed: Any) -> dict[str, Any]:
+        return {**real_session, "id": "sess_" + "d" * 28, **changed}
+
     for body in (
         {"header": "corebox-bundle"},
         {"header": header, "agents": 5},
@@ -91,6 +104,16 @@ def test_a_malformed_bundle_is_refused_and_imports_nothing(server: Server) -> No
         {"header": header, "agents": [agent]},  # no name, no time: the store refuses it
         {"header": header, "sessions": [{"id": "sess_" + "b" * 28}]},
         {"header": header, "environments": [{"id": "env_" + "c" * 28, "config": [1]}]},
+        # Rows the store would keep but no reader could read:
+        {"header": header, "agents": [agent_with(created_at="yesterday")]},
+        {"header": header, "agents": [agent_with(updated_at=2**70)]},
+        {"header": header, "agents": [agent_with(config="not json")]},
+        {"header": header, "agents": [agent_with(config="5")]},
+        {"header": header, "sessions": [session_with(capability_notes="{}")]},
+        {
+            "header": header,
+            "sessions": [session_with(turns=[{**real_session["turns"][0], "manifest": "x"}])],
+        },
     ):
         path = f"/core/v1/import?project_id={target}"
         status, reply, _ = http(server.base_url, "POST", path, body, auth)
@@ -101,6 +124,15 @@ def test_a_malformed_bundle_is_refused_and_imports_nothing(server: Server) -> No
     assert (empty["agents"], empty["sessions"], empty["environments"]) == ([], [], [])
     with client:
         assert client.beta.agents.list().data == []
+        # The same rows unchanged import: each refusal above was for what it changed.
+        body = {"header": header, "agents": [agent_with()], "sessions": [session_with()]}
+        path = f"/core/v1/import?project_id={target}"
+        status, reply, _ = http(server.base_url, "POST", path, body, auth)
+        assert status == 200, reply
+        assert (reply["added"]["agents"], reply["added"]["sessions"]) == (1, 1), reply
+        assert [a.name for a in client.beta.agents.list().data] == ["carried"]
+        session = client.beta.agents.sessions.retrieve("sess_" + "d" * 28)
+        assert session.agent.id == real_session["agent_id"], session
 
 
 def test_an_import_writes_only_under_the_rows_it_adds(server: Server) -> None:
