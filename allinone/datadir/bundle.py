@@ -58,10 +58,10 @@ from storage import (
     environments,
     execution_settings,
     items,
-    sessions,
     templates,
     turn_documents,
 )
+from storage import sessions as session_rows
 from storage.blobs import BlobStore
 from storage.journal_dictionary import pack
 from storage.rows import DERIVED
@@ -144,7 +144,7 @@ _JSON_TEXT: dict[str, tuple[str, ...]] = {
     "turns": _JSON_DOCUMENTS,
     "agents": ("config",),
     "agent_versions": ("config",),
-    "sessions": (*sessions.JSON_COLUMNS, *execution_settings.JSON_COLUMNS),
+    "sessions": (*session_rows.JSON_COLUMNS, *execution_settings.JSON_COLUMNS),
     "environments": environments.JSON_COLUMNS,
     "environment_templates": templates.JSON_COLUMNS,
     "automations": automations.JSON_COLUMNS,
@@ -431,7 +431,8 @@ def _import(
                     child = _artifact(child, blobs)
                 elif table == "turns":
                     child = _turn(conn, child)
-                elif table == "items":
+                elif table == "items":  # checked as JSON before it is compacted
+                    _check_json("items", "payload", child["payload"])
                     child = {**child, "payload": pack(child["payload"])}
                 _insert(conn, table, child, added)
     on_progress(len(sessions), len(sessions))
@@ -535,14 +536,20 @@ def _check_value(table: str, column: str, declared: str, value: Any) -> None:
         held = type(value).__name__
         raise BundleError(f"the bundle's {table}.{column} holds {held}, not {declared}")
     if column in _JSON_TEXT.get(table, ()):
-        try:
-            decoded = json.loads(value)
-        except ValueError as exc:
-            raise BundleError(f"the bundle's {table}.{column} is not JSON text") from exc
-        array = (table, column) in _JSON_ARRAYS
-        if not isinstance(decoded, list if array else dict):
-            shape = "array" if array else "object"
-            raise BundleError(f"the bundle's {table}.{column} is not a JSON {shape}")
+        _check_json(table, column, value)
+
+
+def _check_json(table: str, column: str, value: Any) -> None:
+    """Refuse text that is not the JSON object (or array, `_JSON_ARRAYS`) the column
+    holds."""
+    try:
+        decoded = json.loads(value)
+    except (TypeError, ValueError) as exc:
+        raise BundleError(f"the bundle's {table}.{column} is not JSON text") from exc
+    array = (table, column) in _JSON_ARRAYS
+    if not isinstance(decoded, list if array else dict):
+        shape = "array" if array else "object"
+        raise BundleError(f"the bundle's {table}.{column} is not a JSON {shape}")
 
 
 def _none_added(added: dict[str, int], tables: tuple[str, ...]) -> None:

@@ -86,6 +86,7 @@ def test_a_malformed_bundle_is_refused_and_imports_nothing(server: Server) -> No
         start(owner, "/say carried")
     exported = _exported(server, source)
     [real_agent], [real_session] = exported["agents"], exported["sessions"]
+    item = {**real_session["items"][0], "id": "msg_" + "d" * 28}
     target, client = _project(server, "malformed")
     header = {"format": "corebox-bundle", "version": 3}
     agent = {"id": "agent_" + "a" * 28, "config": "{}", "updated_at": 1}
@@ -110,6 +111,7 @@ def test_a_malformed_bundle_is_refused_and_imports_nothing(server: Server) -> No
         {"header": header, "agents": [agent_with(config="not json")]},
         {"header": header, "agents": [agent_with(config="5")]},
         {"header": header, "sessions": [session_with(capability_notes="{}")]},
+        {"header": header, "sessions": [session_with(items=[{**item, "payload": "5"}])]},
         {
             "header": header,
             "sessions": [session_with(turns=[{**real_session["turns"][0], "manifest": "x"}])],
