@@ -124,7 +124,12 @@ def _bundle(args: argparse.Namespace, data_dir: Path) -> str:
         added = bundles.import_bundle(
             data_dir, Path(args.file).read_bytes(), project, on_progress=bar
         )
-    return f"import {args.file}: {sum(added.values())} rows added"
+    total = sum(added.values())
+    if total == 0 and added:  # ids are kept, so a row already on this server is not added
+        return f"import {args.file}: 0 rows added (every row in it is already on this server)"
+    if not added:
+        return f"import {args.file}: 0 rows added (the bundle holds no rows)"
+    return f"import {args.file}: {total} rows added"
 
 
 async def _gc(

@@ -163,6 +163,7 @@ def _check_import(
     assert once.returncode == 0, once.stderr
     twice = corebox(second.data_dir, "import", str(bundle))
     assert twice.returncode == 0 and " 0 rows added" in twice.stdout, twice.stdout
+    assert "(every row in it is already on this server)" in twice.stdout, twice.stdout
     # Bundles of the first format (no templates, no automations) and the second (no
     # files) still import.
     second_format = json.loads(raw)
@@ -176,6 +177,11 @@ def _check_import(
         older.write_text(json.dumps(older_format))
         thrice = corebox(second.data_dir, "import", str(older))
         assert thrice.returncode == 0 and " 0 rows added" in thrice.stdout, thrice.stdout
+    empty = tmp_path / "empty.bundle"
+    empty.write_text(json.dumps({"header": {"format": "corebox-bundle", "version": 3}}))
+    nothing = corebox(second.data_dir, "import", str(empty))
+    assert nothing.returncode == 0, nothing.stderr
+    assert "0 rows added (the bundle holds no rows)" in nothing.stdout, nothing.stdout
     with OpenAI(base_url=second.base_url + "/v1", api_key=API_KEY, max_retries=0) as target:
         assert _picture(target) == expected
 
