@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from allinone.core import archive
 from allinone.core.api import project_models as projects
 from allinone.core.api.agent_versions import PromoteBody, RollbackBody
 from allinone.core.api.bundles import ExportRequest
@@ -556,7 +557,6 @@ _CONTROL: tuple[Operation, ...] = (
         auth="core",
     ),
 )
-ARCHIVED = "/x/v1/{kind}/{resource_id}"
 CONTACT = "/api/v1/contacts/{contact_id}"
 ROLES = "/core/v1/comms/roles"
 ROLE = ROLES + "/{role_id}"
@@ -604,15 +604,11 @@ _PLATFORM: tuple[Operation, ...] = (
     *(
         Op(
             "POST",
-            ARCHIVED.format(kind=kind, resource_id="{resource_id}") + f"/{change}",
-            f"{change.capitalize()} {noun}",
+            f"/x/v1/{table}/{{resource_id}}/{change}",
+            f"{change.capitalize()} {'an' if kind[0] in 'aeiou' else 'a'} {kind}",
             "Archive",
         )
-        for kind, noun in (
-            ("sessions", "a session"),
-            ("agents", "an agent"),
-            ("environments", "an environment"),
-        )
+        for table, kind in archive.KINDS.items()  # as the archive routes are made
         for change in ("archive", "unarchive")
     ),
     Op(
