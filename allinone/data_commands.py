@@ -125,10 +125,10 @@ def _bundle(args: argparse.Namespace, data_dir: Path) -> str:
             data_dir, Path(args.file).read_bytes(), project, on_progress=bar
         )
     total = sum(added.values())
-    if total == 0 and added:  # ids are kept, so a row already on this server is not added
-        return f"import {args.file}: 0 rows added (every row in it is already on this server)"
     if not added:
         return f"import {args.file}: 0 rows added (the bundle holds no rows)"
+    if total == 0:  # ids are kept, so a row already on this server is not added
+        return f"import {args.file}: 0 rows added (every row in it is already on this server)"
     return f"import {args.file}: {total} rows added"
 
 

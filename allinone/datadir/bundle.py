@@ -137,11 +137,10 @@ _TAKES: dict[str, tuple[type, ...]] = {
     "REAL": (int, float),
 }
 # The columns that hold a JSON object as text (an array where `_JSON_ARRAYS` says so),
-# per table, as their storage modules read them; and a turn's documents that are JSON
+# per table, as their storage modules read them; for a turn, its documents that are JSON
 # (not its configuration digest).
-_JSON_DOCUMENTS = ("manifest", "context")
 _JSON_TEXT: dict[str, tuple[str, ...]] = {
-    "turns": _JSON_DOCUMENTS,
+    "turns": ("manifest", "context"),
     "agents": ("config",),
     "agent_versions": ("config",),
     "sessions": (*session_rows.JSON_COLUMNS, *execution_settings.JSON_COLUMNS),
@@ -472,8 +471,7 @@ def _turn(conn: sqlite3.Connection, child: dict[str, Any]) -> dict[str, Any]:
     row = {k: v for k, v in child.items() if k not in DOCUMENTS and k != "usage"}
     for name, column in DOCUMENTS.items():
         body = child.get(name)
-        if name in _JSON_DOCUMENTS:
-            _check_value("turns", name, "TEXT", body)
+        _check_value("turns", name, "TEXT", body)
         row[column] = _document_key(conn, body)
     return {**row, **usage_columns(child.get("usage"))}
 
