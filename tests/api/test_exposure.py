@@ -14,6 +14,7 @@ import json
 import re
 from typing import Any
 
+from tests.allinone.comms.comms_helpers import PROTOCOL, Owner
 from tests.api.support import Surface, http
 from tests.conftest import API_KEY
 from tests.support import databases
@@ -114,12 +115,9 @@ def test_limit_out_of_range_is_a_400_on_every_list_route(surface: Surface) -> No
         project,
     )
     assert status == 200, session
-    status, role, _ = http(base, "POST", "/core/v1/comms/roles", {"name": "limits"}, project)
-    assert status == 200, role
-    path = f"/core/v1/comms/roles/{role['id']}/instances"
-    status, instance, _ = http(base, "POST", path, {"name": "limits-1"}, project)
-    assert status == 200, instance
-    runtime = {"Authorization": f"Bearer {instance['token']}", "X-A2A-Protocol": "1.4"}
+    comms = Owner(base)
+    _, token = comms.instance(comms.role("limits")["id"], "limits-1")
+    runtime = {"Authorization": f"Bearer {token}", **PROTOCOL}
     listed = 0
     for path, methods in surface.openapi.spec["paths"].items():
         operation = methods.get("get")

@@ -10,9 +10,11 @@ from typing import Any
 
 from openai import OpenAI
 
-from tests.api.support import core_key, http
+from tests.api.support import Surface, core_key, http, surface
 from tests.api.test_run_control import start
 from tests.conftest import API_KEY, Server
+
+__all__ = ["surface"]
 
 
 def _import(server: Server, key: str, project_id: str, data: bytes) -> tuple[int, dict]:  # type: ignore[type-arg]
@@ -55,39 +57,23 @@ def test_export_and_import_over_http(server: Server) -> None:
     assert refused in (401, 403)
 
 
-def _project(server: Server, name: str) -> tuple[str, OpenAI]:
-    """A new project and a client with a key of its own."""
-    auth = {"Authorization": f"Bearer {core_key(server.data_dir)}"}
-    status, project, _ = http(server.base_url, "POST", "/core/v1/projects", {"name": name}, auth)
-    assert status == 200, project
-    path = f"/core/v1/projects/{project['id']}/api_keys"
-    status, made, _ = http(server.base_url, "POST", path, {}, auth)
-    assert status == 200, made
-    client = OpenAI(base_url=server.base_url + "/v1", api_key=made["key"], max_retries=0)
-    return project["id"], client
-
-
-def _exported(server: Server, project_id: str) -> dict[str, Any]:
-    auth = {"Authorization": f"Bearer {core_key(server.data_dir)}"}
-    status, bundle, _ = http(
-        server.base_url, "POST", "/core/v1/export", {"project_id": project_id}, auth
-    )
+def _exported(surface: Surface, project_id: str) -> dict[str, Any]:
+    status, bundle = surface.core("POST", "/core/v1/export", {"project_id": project_id})
     assert status == 200, bundle
     document: dict[str, Any] = bundle
     return document
 
 
-def test_a_malformed_bundle_is_refused_and_imports_nothing(server: Server) -> None:
-    key = core_key(server.data_dir)
-    auth = {"Authorization": f"Bearer {key}"}
-    source, owner = _project(server, "source of rows")
-    with owner:
-        owner.beta.agents.create(model="scripted", name="carried")
-        start(owner, "/say carried")
-    exported = _exported(server, source)
+def test_a_malformed_bundle_is_refused_and_imports_nothing(surface: Surface) -> None:
+    source, key = surface.project("source of rows")
+    owner = surface.client(key)
+    owner.beta.agents.create(model="scripted", name="carried")
+    start(owner, "/say carried")
+    exported = _exported(surface, source)
     [real_agent], [real_session] = exported["agents"], exported["sessions"]
     item = {**real_session["items"][0], "id": "msg_" + "d" * 28}
-    target, client = _project(server, "malformed")
+    target, key = surface.project("malformed")
+    client = surface.client(key)
     header = {"format": "corebox-bundle", "version": 3}
     agent = {"id": "agent_" + "a" * 28, "config": "{}", "updated_at": 1}
 
@@ -97,6 +83,7 @@ def test_a_malformed_bundle_is_refused_and_imports_nothing(server: Server) -> No
     def session_with(**changed: Any) -> dict[str, Any]:
         return {**real_session, "id": "sess_" + "d" * 28, **changed}
 
+    path = f"/core/v1/import?project_id={target}"
     for body in (
         {"header": "corebox-bundle"},
         {"header": header, "agents": 5},
@@ -117,57 +104,46 @@ def test_a_malformed_bundle_is_refused_and_imports_nothing(server: Server) -> No
             "sessions": [session_with(turns=[{**real_session["turns"][0], "manifest": "x"}])],
         },
     ):
-        path = f"/core/v1/import?project_id={target}"
-        status, reply, _ = http(server.base_url, "POST", path, body, auth)
+        status, reply = surface.core("POST", path, body)
         assert status == 400, (body, reply)
         assert reply["error"]["type"] == "invalid_request_error", reply
         assert "bundle" in reply["error"]["message"], reply
-    empty = _exported(server, target)
+    empty = _exported(surface, target)
     assert (empty["agents"], empty["sessions"], empty["environments"]) == ([], [], [])
-    with client:
-        assert client.beta.agents.list().data == []
-        # The same rows unchanged import: each refusal above was for what it changed.
-        body = {"header": header, "agents": [agent_with()], "sessions": [session_with()]}
-        path = f"/core/v1/import?project_id={target}"
-        status, reply, _ = http(server.base_url, "POST", path, body, auth)
-        assert status == 200, reply
-        assert (reply["added"]["agents"], reply["added"]["sessions"]) == (1, 1), reply
-        assert [a.name for a in client.beta.agents.list().data] == ["carried"]
-        session = client.beta.agents.sessions.retrieve("sess_" + "d" * 28)
-        assert session.agent.id == real_session["agent_id"], session
+    assert client.beta.agents.list().data == []
+    # The same rows unchanged import: each refusal above was for what it changed.
+    body = {"header": header, "agents": [agent_with()], "sessions": [session_with()]}
+    status, reply = surface.core("POST", path, body)
+    assert status == 200, reply
+    assert (reply["added"]["agents"], reply["added"]["sessions"]) == (1, 1), reply
+    assert [a.name for a in client.beta.agents.list().data] == ["carried"]
+    session = client.beta.agents.sessions.retrieve("sess_" + "d" * 28)
+    assert session.agent.id == real_session["agent_id"], session
 
 
-def test_an_import_writes_only_under_the_rows_it_adds(server: Server) -> None:
-    source, owner = _project(server, "source")
+def test_an_import_writes_only_under_the_rows_it_adds(surface: Surface) -> None:
+    source, key = surface.project("source")
+    owner = surface.client(key)
     session_id = start(owner, "/say kept")
     before = [t.id for t in owner.beta.agents.sessions.turns.list(session_id).data]
-    [session] = _exported(server, source)["sessions"]
+    [session] = _exported(surface, source)["sessions"]
     extra = {**session["turns"][0], "id": "turn_" + "f" * 28}
-    target, other = _project(server, "target")
+    target, key = surface.project("target")
+    other = surface.client(key)
+    path = f"/core/v1/import?project_id={target}"
     # The session exists (in another project): it is left as it is, with all under it.
     session["turns"].append(extra)
     header = {"format": "corebox-bundle", "version": 3}
-    status, reply = _import(
-        server,
-        core_key(server.data_dir),
-        target,
-        json.dumps({"header": header, "sessions": [session]}).encode(),
-    )
+    status, reply = surface.core("POST", path, {"header": header, "sessions": [session]})
     assert status == 200 and reply["added"]["sessions"] == 0, reply
     assert reply["added"]["turns"] == reply["added"]["items"] == 0, reply
     # A new session's rows are written under it, whatever session they name.
     new_id = "sess_" + "e" * 28
     fresh = {**session, "id": new_id, "turns": [{**extra, "session_id": session_id}]}
     fresh.update(items=[], function_calls=[], interactions=[], artifacts=[])
-    status, reply = _import(
-        server,
-        core_key(server.data_dir),
-        target,
-        json.dumps({"header": header, "sessions": [fresh]}).encode(),
-    )
+    status, reply = surface.core("POST", path, {"header": header, "sessions": [fresh]})
     assert status == 200 and (reply["added"]["sessions"], reply["added"]["turns"]) == (1, 1)
-    with owner, other:
-        after = [t.id for t in owner.beta.agents.sessions.turns.list(session_id).data]
-        assert after == before  # nothing was added to the other project's session
-        moved = other.beta.agents.sessions.turns.list(new_id).data
-        assert [t.id for t in moved] == [extra["id"]]
+    after = [t.id for t in owner.beta.agents.sessions.turns.list(session_id).data]
+    assert after == before  # nothing was added to the other project's session
+    moved = other.beta.agents.sessions.turns.list(new_id).data
+    assert [t.id for t in moved] == [extra["id"]]
