@@ -74,7 +74,11 @@ def test_every_list_refuses_a_limit_outside_its_bounds(surface: Surface, client:
             assert (bad.value.param, bad.value.type) == ("limit", "invalid_request_error"), name
         for query, param in (
             ({"limit": "ten"}, "limit"),
+            ({"limit": "1_0"}, "limit"),
+            ({"limit": "+5"}, "limit"),
+            ({"limit": ""}, "limit"),
             ({"order": "sideways"}, "order"),
+            ({"order": ""}, "order"),
         ):
             with pytest.raises(openai.BadRequestError) as bad:
                 lister(extra_query=query)
@@ -118,6 +122,8 @@ def test_pages_of_one_walk_each_list_in_both_orders(surface: Surface) -> None:
         assert len(newest_first) == 3, name
         assert _walk(lister, "asc") == list(reversed(newest_first)), name
         assert [item.id for item in lister().data] == newest_first, name
+        padded = lister(after=f" {newest_first[0]} ").data
+        assert [item.id for item in padded] == newest_first[1:], name
 
 
 def _retrievers(client: OpenAI, session_id: str, vault_id: str) -> dict[str, Callable[[], Any]]:

@@ -63,7 +63,7 @@ class CommandsApi:
 
     async def list(self, request: Request) -> Response:
         limit = list_limit(request.query_params.get("limit"))
-        after = request.query_params.get("after") or None
+        after = (request.query_params.get("after") or "").strip() or None
         try:
             rows, more = await self._commands.page(
                 project_of(request), request.path_params["session_id"], after, limit

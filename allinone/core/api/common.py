@@ -3,6 +3,7 @@ list parameters."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -59,16 +60,20 @@ class ListParams(msgspec.Struct):
 MAX_LIST_LIMIT = 100
 
 
+_DIGITS = re.compile(r"[0-9]+")
+
+
 def list_limit(raw: str | None, default: int = 20, maximum: int = MAX_LIST_LIMIT) -> int:
     """A list's `limit`: 1 to `maximum` (100 unless the route's contract says otherwise),
     default 20; anything else is a 400, as the hosted service answers (never silently
     clamped)."""
     if raw is None:
         return default
-    try:
-        limit = int(raw)
-    except ValueError as exc:
-        raise invalid("limit must be an integer.", "limit") from exc
+    if _DIGITS.fullmatch(raw) is None:
+        raise invalid(
+            "Failed to deserialize query string: limit: invalid digit found in string", "limit"
+        )
+    limit = int(raw)
     if not 1 <= limit <= maximum:
         raise invalid(f"limit must be between 1 and {maximum}", "limit")
     return limit
@@ -80,15 +85,23 @@ def list_params(request: Request, default: int = 20, maximum: int = MAX_LIST_LIM
         if len(query.getlist(name)) > 1:
             raise invalid(f"Failed to deserialize query string: duplicate field `{name}`.", name)
     limit = list_limit(query.get("limit"), default, maximum)
-    order = query.get("order") or "desc"
-    if order not in ("asc", "desc"):
+    order = list_order(query.get("order"))
+    after = (query.get("after") or "").strip() or None
+    return ListParams(after=after, limit=limit, order=order)
+
+
+def list_order(raw: str | None) -> str:
+    """A list's `order`: `asc` or `desc`, default `desc`; anything else, an explicit empty
+    value included, is a 400 (the official SDK never sends an empty one)."""
+    if raw is None:
+        return "desc"
+    if raw not in ("asc", "desc"):
         raise invalid(
-            f"Failed to deserialize query string: order: unknown variant `{order[:20]}`"
+            f"Failed to deserialize query string: order: unknown variant `{raw[:20]}`"
             ", expected `asc` or `desc`",
             "order",
         )
-    after = query.get("after") or None
-    return ListParams(after=after, limit=limit, order=order)
+    return raw
 
 
 _FLAGS = {"true": True, "false": False, "1": True, "0": False}

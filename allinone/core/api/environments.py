@@ -21,6 +21,7 @@ from allinone.core.api.common import (
     json,
     keyset_page,
     list_limit,
+    list_order,
     list_params,
 )
 from allinone.core.api.decoding import convert
@@ -180,9 +181,7 @@ class EnvironmentsApi:
         query = request.query_params
         path = check_listing_path(query.get("path") or WORKSPACE, "path")
         limit = list_limit(query.get("limit"))
-        order = query.get("order") or "desc"
-        if order not in ("asc", "desc"):
-            raise invalid("order must be asc or desc.", "order")
+        order = list_order(query.get("order"))
         start = _page_token(query.get("page"), path, order, limit)
         files = await self._environments.list_files(project, environment_id, path)
         files.sort(key=lambda f: f["path"].split("/"), reverse=order == "desc")
