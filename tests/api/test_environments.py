@@ -144,6 +144,11 @@ def test_environment_file_listing_pages_with_tokens(client: OpenAI) -> None:
         for f in client.beta.agents.environments.files.list(environment.id, limit=1, order="asc")
     ]
     assert seen == ["/workspace/a.txt", "/workspace/b.txt", "/workspace/c.txt"]
+    files = client.beta.agents.environments.files
+    for query in ({"order": ""}, {"order": "sideways"}, {"limit": "1_0"}):
+        with pytest.raises(openai.BadRequestError) as bad:
+            files.list(environment.id, extra_query=query)
+        assert bad.value.param == next(iter(query)), query
 
 
 def test_environment_secrets_are_sealed_at_rest(client: OpenAI, server: Any) -> None:
