@@ -381,9 +381,10 @@ def import_bundle(
             raise BundleError(f"no project {project_id}")
         conn.execute("BEGIN IMMEDIATE")
         try:
+            _check_shape(document)
             _import(conn, blobs, document, project_id, added, on_progress)
         except _MALFORMED as exc:
-            raise BundleError(f"the bundle is malformed ({type(exc).__name__}: {exc})") from exc
+            raise BundleError(_plainly(exc)) from exc
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
@@ -392,6 +393,41 @@ def import_bundle(
     finally:
         conn.close()
     return added
+
+
+def _check_shape(document: dict[str, Any]) -> None:
+    """Refuse a bundle whose tables are not lists of rows (objects), at the top, under
+    an agent or under a session, or whose file bodies are not text by digest."""
+    tables = ("agents", "environments", *PROJECT_TABLES, "files", "sessions")
+    for table in tables:
+        _rows(table, document.get(table, []))
+    for agent in document.get("agents", []):
+        for table in ("versions", "deployments"):
+            _rows(f"agents.{table}", agent.get(table) or [])
+    for session in document.get("sessions", []):
+        for table in SESSION_CHILDREN:
+            _rows(f"sessions.{table}", session.get(table, []))
+    bodies = document.get("file_bodies", {})
+    if not isinstance(bodies, dict) or not all(isinstance(b, str) for b in bodies.values()):
+        raise BundleError("the bundle's file_bodies is not an object of base64 text")
+
+
+def _rows(table: str, rows: Any) -> None:
+    if not isinstance(rows, list):
+        raise BundleError(f"the bundle's {table} is not a list of rows")
+    if not all(isinstance(row, dict) for row in rows):
+        raise BundleError(f"the bundle's {table} holds a row that is not an object")
+
+
+def _plainly(exc: BaseException) -> str:
+    """What a refused write says, in the bundle's terms."""
+    text = str(exc)
+    if isinstance(exc, KeyError):
+        return f"a row of the bundle lacks its {text}"
+    missing = "NOT NULL constraint failed: "
+    if isinstance(exc, sqlite3.IntegrityError) and text.startswith(missing):
+        return f"the bundle's {text.removeprefix(missing)} is missing"
+    return f"the bundle is malformed: {text}"
 
 
 def _import(
@@ -533,6 +569,8 @@ def _check_value(table: str, column: str, declared: str, value: Any) -> None:
     if takes is not None and not isinstance(value, takes):
         held = type(value).__name__
         raise BundleError(f"the bundle's {table}.{column} holds {held}, not {declared}")
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        raise BundleError(f"the bundle's {table}.{column} holds a number past 64 bits")
     if column in _JSON_TEXT.get(table, ()):
         _check_json(table, column, value)
 

@@ -5,6 +5,7 @@ nothing, and an import writes only under the rows it adds."""
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 from typing import Any
 
@@ -93,6 +94,9 @@ def test_a_malformed_bundle_is_refused_and_imports_nothing(surface: Surface) -> 
         {"header": header, "sessions": [{"id": "sess_" + "b" * 28}]},
         {"header": header, "environments": [{"id": "env_" + "c" * 28, "config": [1]}]},
         # Rows the store would keep but no reader could read:
+        {"header": header, "agents": [agent_with(versions=[5])]},
+        {"header": header, "sessions": [session_with(turns=5)]},
+        {"header": header, "file_bodies": ["x"]},
         {"header": header, "agents": [agent_with(created_at="yesterday")]},
         {"header": header, "agents": [agent_with(updated_at=2**70)]},
         {"header": header, "agents": [agent_with(config="not json")]},
@@ -107,7 +111,9 @@ def test_a_malformed_bundle_is_refused_and_imports_nothing(surface: Surface) -> 
         status, reply = surface.core("POST", path, body)
         assert status == 400, (body, reply)
         assert reply["error"]["type"] == "invalid_request_error", reply
-        assert "bundle" in reply["error"]["message"], reply
+        message = reply["error"]["message"]
+        assert "bundle" in message, reply
+        assert re.search(r"Error|'\w+' object|attribute|iterable", message) is None, reply
     empty = _exported(surface, target)
     assert (empty["agents"], empty["sessions"], empty["environments"]) == ([], [], [])
     assert client.beta.agents.list().data == []
