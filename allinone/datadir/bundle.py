@@ -427,7 +427,7 @@ def _plainly(exc: BaseException) -> str:
     missing = "NOT NULL constraint failed: "
     if isinstance(exc, sqlite3.IntegrityError) and text.startswith(missing):
         return f"the bundle's {text.removeprefix(missing)} is missing"
-    return f"the bundle is malformed: {text}"
+    return f"the bundle is malformed: {' '.join(text.split())}"  # a CHECK's SQL is on lines
 
 
 def _import(

@@ -84,6 +84,9 @@ def test_a_malformed_bundle_is_refused_and_imports_nothing(surface: Surface) -> 
     def session_with(**changed: Any) -> dict[str, Any]:
         return {**real_session, "id": "sess_" + "d" * 28, **changed}
 
+    def turn_with(**changed: Any) -> dict[str, Any]:
+        return {**real_session["turns"][0], "id": "turn_" + "d" * 28, **changed}
+
     path = f"/core/v1/import?project_id={target}"
     for body in (
         {"header": "corebox-bundle"},
@@ -107,13 +110,14 @@ def test_a_malformed_bundle_is_refused_and_imports_nothing(surface: Surface) -> 
             "header": header,
             "sessions": [session_with(turns=[{**real_session["turns"][0], "manifest": "x"}])],
         },
+        {"header": header, "sessions": [session_with(turns=[turn_with(status="sideways")])]},
     ):
         status, reply = surface.core("POST", path, body)
         assert status == 400, (body, reply)
         assert reply["error"]["type"] == "invalid_request_error", reply
         message = reply["error"]["message"]
         assert "bundle" in message, reply
-        assert re.search(r"Error|'\w+' object|attribute|iterable", message) is None, reply
+        assert re.search(r"Error|'\w+' object|attribute|iterable|\n", message) is None, reply
     empty = _exported(surface, target)
     assert (empty["agents"], empty["sessions"], empty["environments"]) == ([], [], [])
     assert client.beta.agents.list().data == []
