@@ -136,6 +136,16 @@ _TAKES: dict[str, tuple[type, ...]] = {
     "TEXT": (str, bytes),
     "REAL": (int, float),
 }
+# How a refusal names a declared type, and a JSON value's kind (`bool` before `int`).
+_WANTED = {"INTEGER": "a whole number", "TEXT": "text", "REAL": "a number"}
+_KINDS: tuple[tuple[type, str], ...] = (
+    (bool, "true or false"),
+    (int, "a whole number"),
+    (float, "a number"),
+    (str, "text"),
+    (list, "an array"),
+    (dict, "an object"),
+)
 # The columns that hold a JSON object as text (an array where `_JSON_ARRAYS` says so),
 # per table, as their storage modules read them; for a turn, its documents that are JSON
 # (not its configuration digest).
@@ -567,8 +577,8 @@ def _check_value(table: str, column: str, declared: str, value: Any) -> None:
         return  # NOT NULL is the store's to check
     takes = _TAKES.get(declared)
     if takes is not None and not isinstance(value, takes):
-        held = type(value).__name__
-        raise BundleError(f"the bundle's {table}.{column} holds {held}, not {declared}")
+        held = next((name for kind, name in _KINDS if isinstance(value, kind)), "another type")
+        raise BundleError(f"the bundle's {table}.{column} is {held}, not {_WANTED[declared]}")
     if isinstance(value, int) and not -(2**63) <= value < 2**63:
         raise BundleError(f"the bundle's {table}.{column} holds a number past 64 bits")
     if column in _JSON_TEXT.get(table, ()):

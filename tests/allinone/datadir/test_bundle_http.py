@@ -118,6 +118,11 @@ def test_a_malformed_bundle_is_refused_and_imports_nothing(surface: Surface) -> 
         message = reply["error"]["message"]
         assert "bundle" in message, reply
         assert re.search(r"Error|'\w+' object|attribute|iterable|\n", message) is None, reply
+    status, reply = surface.core(
+        "POST", path, {"header": header, "agents": [agent_with(created_at=[])]}
+    )
+    wanted = "the bundle's agents.created_at is an array, not a whole number"
+    assert (status, reply["error"]["message"]) == (400, wanted), reply
     empty = _exported(surface, target)
     assert (empty["agents"], empty["sessions"], empty["environments"]) == ([], [], [])
     assert client.beta.agents.list().data == []
