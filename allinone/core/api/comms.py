@@ -10,6 +10,7 @@ CommsError is part of the Core tree, so the app's one mapping
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -63,24 +64,29 @@ async def decode(request: Request, type_: type[T]) -> T:
         raise recoded(error, code) from exc
 
 
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def _integer(raw: str, name: str) -> int:
+    """A header's or query's integer as written: ASCII digits with an optional minus (not
+    Python's `int`, which takes `1_0`, `+5` and spaces)."""
+    if _INTEGER.fullmatch(raw) is None:
+        raise CommsError(f"{name} must be an integer.", param=name)
+    return int(raw)
+
+
 def _int_header(request: Request, name: str) -> int | None:
     raw = request.headers.get(name)
     if raw is None or raw == "":
         return None
-    try:
-        return int(raw)
-    except ValueError as exc:
-        raise CommsError(f"{name} must be an integer.", param=name) from exc
+    return _integer(raw, name)
 
 
 def _int_query(request: Request, name: str, default: int, low: int, high: int | None) -> int:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise CommsError(f"{name} must be an integer.", param=name) from exc
+    value = _integer(raw, name)
     if value < low or (high is not None and value > high):
         bound = f"between {low} and {high}" if high is not None else f"at least {low}"
         raise CommsError(f"{name} must be {bound}.", param=name)

@@ -29,6 +29,10 @@ def test_events_page_with_a_server_cursor_and_stable_ids(server: Server) -> None
     assert {e["direction"] for e in alice.events().body["items"]} == {"outbound"}
     idle = bob.events(after=3, stream_id=first["stream_id"]).body
     assert idle["items"] == [] and idle["next_after"] == 3
+    # An integer is written as one: not `1_0`, `+2` or ` 2` (each of which `int` reads).
+    for query in ({"limit": "1_0"}, {"limit": "+2"}, {"after": " 2"}, {"limit": "two"}):
+        refused = bob.get("/communication/events", query)
+        assert (refused.status, refused.code) == (400, "INVALID_REQUEST"), (query, refused)
 
 
 def test_cursor_reset_required_and_stream_changed(server: Server) -> None:
