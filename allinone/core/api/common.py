@@ -3,7 +3,6 @@ list parameters."""
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -17,6 +16,7 @@ from allinone.core.api.bodies import read_body
 from allinone.core.api.decoding import decode_json
 from allinone.core.api.errors import invalid, not_found
 from allinone.core.errors import InvalidRequest, Refused
+from allinone.core.numbers import whole_number
 from storage.database import Database, Reader
 from storage.pages import CursorNotFound, keyset
 
@@ -60,20 +60,17 @@ class ListParams(msgspec.Struct):
 MAX_LIST_LIMIT = 100
 
 
-_DIGITS = re.compile(r"[0-9]+")
-
-
 def list_limit(raw: str | None, default: int = 20, maximum: int = MAX_LIST_LIMIT) -> int:
     """A list's `limit`: 1 to `maximum` (100 unless the route's contract says otherwise),
     default 20; anything else is a 400, as the hosted service answers (never silently
     clamped)."""
     if raw is None:
         return default
-    if _DIGITS.fullmatch(raw) is None:
+    limit = whole_number(raw, 0, 2**64 - 1)  # what the deserializer's unsigned integer holds
+    if limit is None:
         raise invalid(
             "Failed to deserialize query string: limit: invalid digit found in string", "limit"
         )
-    limit = int(raw)
     if not 1 <= limit <= maximum:
         raise invalid(f"limit must be between 1 and {maximum}", "limit")
     return limit

@@ -10,7 +10,6 @@ CommsError is part of the Core tree, so the app's one mapping
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -49,6 +48,7 @@ from allinone.core.comms.models import (
 from allinone.core.comms.receipts import Receipts as ReceiptLog
 from allinone.core.comms.receivers import Receivers
 from allinone.core.errors import Refused
+from allinone.core.numbers import whole_number
 
 T = TypeVar("T")
 Handler = Callable[[Request], Awaitable[Response]]
@@ -64,15 +64,14 @@ async def decode(request: Request, type_: type[T]) -> T:
         raise recoded(error, code) from exc
 
 
-_INTEGER = re.compile(r"-?[0-9]+")
-
-
 def _integer(raw: str, name: str) -> int:
-    """A header's or query's integer as written: ASCII digits with an optional minus (not
-    Python's `int`, which takes `1_0`, `+5` and spaces)."""
-    if _INTEGER.fullmatch(raw) is None:
+    """A header's or query's integer as written: ASCII digits with an optional minus,
+    within 64 bits (not Python's `int`, which takes `1_0`, `+5` and spaces)."""
+    digits = raw.removeprefix("-")
+    number = whole_number(digits, 0, 2**63 - 1)
+    if number is None:
         raise CommsError(f"{name} must be an integer.", param=name)
-    return int(raw)
+    return number if digits == raw else -number
 
 
 def _int_header(request: Request, name: str) -> int | None:

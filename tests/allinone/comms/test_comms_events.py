@@ -30,7 +30,13 @@ def test_events_page_with_a_server_cursor_and_stable_ids(server: Server) -> None
     idle = bob.events(after=3, stream_id=first["stream_id"]).body
     assert idle["items"] == [] and idle["next_after"] == 3
     # An integer is written as one: not `1_0`, `+2` or ` 2` (each of which `int` reads).
-    for query in ({"limit": "1_0"}, {"limit": "+2"}, {"after": " 2"}, {"limit": "two"}):
+    for query in (
+        {"limit": "1_0"},
+        {"limit": "+2"},
+        {"after": " 2"},
+        {"limit": "two"},
+        {"after": "9" * 5000},  # past what `int` reads from text
+    ):
         refused = bob.get("/communication/events", query)
         assert (refused.status, refused.code) == (400, "INVALID_REQUEST"), (query, refused)
 
