@@ -19,7 +19,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from allinone.core.api.auth import principal_of, project_of
-from allinone.core.api.common import decode_body, idempotency_key, json, list_limit
+from allinone.core.api.common import decode_body, idempotency_key, json, list_after, list_limit
 from allinone.core.api.errors import invalid
 from allinone.core.control.commands import Commands, render
 from allinone.core.control.commands import Request as CommandRequest
@@ -63,7 +63,7 @@ class CommandsApi:
 
     async def list(self, request: Request) -> Response:
         limit = list_limit(request.query_params.get("limit"))
-        after = (request.query_params.get("after") or "").strip() or None
+        after = list_after(request.query_params.get("after"))
         try:
             rows, more = await self._commands.page(
                 project_of(request), request.path_params["session_id"], after, limit

@@ -83,8 +83,12 @@ def list_params(request: Request, default: int = 20, maximum: int = MAX_LIST_LIM
             raise invalid(f"Failed to deserialize query string: duplicate field `{name}`.", name)
     limit = list_limit(query.get("limit"), default, maximum)
     order = list_order(query.get("order"))
-    after = (query.get("after") or "").strip() or None
-    return ListParams(after=after, limit=limit, order=order)
+    return ListParams(after=list_after(query.get("after")), limit=limit, order=order)
+
+
+def list_after(raw: str | None) -> str | None:
+    """A list's cursor, trimmed; empty is none."""
+    return (raw or "").strip() or None
 
 
 def list_order(raw: str | None) -> str:
