@@ -653,7 +653,7 @@ _PLATFORM: tuple[Operation, ...] = (
     *(Op(method, path, summary, auth=auth) for auth, method, path, summary in _MESSAGING),
     Op(
         "GET",
-        "/api/v1/communication/events",
+        COMMUNICATION + "/events",
         "Read the instance's communication events after a sequence",
         query=("after", "limit", "stream_id"),
         auth="instance",

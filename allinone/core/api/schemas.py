@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from allinone.core import archive, overlays
+from allinone.datadir import bundle
 
 Schema = dict[str, Any]
 
@@ -326,7 +327,7 @@ PLATFORM: dict[str, Schema] = {
     ),
     "Bundle": {
         "type": "object",
-        "properties": {"header": _object({"format": {"enum": ["corebox-bundle"]}})},
+        "properties": {"header": _object({"format": {"enum": [bundle.FORMAT]}})},
         "required": ["header"],
         "description": "A project's agents, environments, sessions, templates, automations"
         " and files as one JSON document, as `corebox export` writes it.",
