@@ -385,14 +385,14 @@ def import_bundle(
         raise BundleError("not a corebox bundle this build reads")
     conn = _connect(data_dir)
     blobs = BlobStore(data_dir / BLOBS_DIR)
-    added: dict[str, int] = {}
+    writer = _Writer(conn)
     try:
         if conn.execute("SELECT 1 FROM projects WHERE id = ?", (project_id,)).fetchone() is None:
             raise BundleError(f"no project {project_id}")
         conn.execute("BEGIN IMMEDIATE")
         try:
             _check_shape(document)
-            _import(conn, blobs, document, project_id, added, on_progress)
+            _import(writer, blobs, document, project_id, on_progress)
         except _MALFORMED as exc:
             raise BundleError(_plainly(exc)) from exc
         conn.execute("COMMIT")
@@ -402,7 +402,7 @@ def import_bundle(
         raise
     finally:
         conn.close()
-    return added
+    return writer.added
 
 
 def _check_shape(document: dict[str, Any]) -> None:
@@ -441,33 +441,32 @@ def _plainly(exc: BaseException) -> str:
 
 
 def _import(
-    conn: sqlite3.Connection,
+    writer: _Writer,
     blobs: BlobStore,
     document: dict[str, Any],
     project_id: str,
-    added: dict[str, int],
     on_progress: Progress,
 ) -> None:
     for agent in document.get("agents", []):
         row = {k: v for k, v in agent.items() if k not in ("versions", "deployments")}
-        if _insert(conn, "agents", {**row, "project_id": project_id}, added):
-            _import_versions(conn, agent, project_id, added)
+        if writer.insert("agents", {**row, "project_id": project_id}):
+            _import_versions(writer, agent, project_id)
         else:  # left as it is, with everything under it
-            _none_added(added, ("agent_versions", "agent_deployments"))
+            writer.none_added(("agent_versions", "agent_deployments"))
     for environment in document.get("environments", []):
-        _insert(conn, "environments", {**environment, "project_id": project_id}, added)
+        writer.insert("environments", {**environment, "project_id": project_id})
     for table in PROJECT_TABLES:
         for row in document.get(table, []):
-            _insert(conn, table, {**row, "project_id": project_id, **UNSEALED[table]}, added)
+            writer.insert(table, {**row, "project_id": project_id, **UNSEALED[table]})
     bodies: dict[str, str] = document.get("file_bodies", {})
     for row in document.get("files", []):
-        _insert(conn, "files", _file(row, bodies, blobs, project_id), added)
+        writer.insert("files", _file(row, bodies, blobs, project_id))
     sessions = document.get("sessions", [])
     for index, session in enumerate(sessions):
         on_progress(index, len(sessions))
         row = {k: v for k, v in session.items() if k not in SESSION_CHILDREN}
-        if not _insert(conn, "sessions", {**row, "project_id": project_id}, added):
-            _none_added(added, SESSION_CHILDREN)  # left as it is, with everything under it
+        if not writer.insert("sessions", {**row, "project_id": project_id}):
+            writer.none_added(SESSION_CHILDREN)  # left as it is, with everything under it
             continue
         for table in SESSION_CHILDREN:
             for found in session.get(table, []):
@@ -475,17 +474,15 @@ def _import(
                 if table == "artifacts":
                     child = _artifact(child, blobs)
                 elif table == "turns":
-                    child = _turn(conn, child)
+                    child = _turn(writer.conn, child)
                 elif table == "items":  # checked as JSON before it is compacted
                     _check_json("items", "payload", child["payload"])
                     child = {**child, "payload": pack(child["payload"])}
-                _insert(conn, table, child, added)
+                writer.insert(table, child)
     on_progress(len(sessions), len(sessions))
 
 
-def _import_versions(
-    conn: sqlite3.Connection, agent: dict[str, Any], project_id: str, added: dict[str, int]
-) -> None:
+def _import_versions(writer: _Writer, agent: dict[str, Any], project_id: str) -> None:
     """The agent's versions and pointers as exported; a bundle without them (written
     before agents had versions) gives version 1 and `latest`, as the schema's upgrade
     does."""
@@ -497,9 +494,9 @@ def _import_versions(
     ]
     for version in versions:
         row = {**version, "agent_id": agent["id"], "project_id": project_id, "actor": None}
-        _insert(conn, "agent_versions", row, added)
+        writer.insert("agent_versions", row)
     for deployment in deployments:
-        _insert(conn, "agent_deployments", {**deployment, "agent_id": agent["id"]}, added)
+        writer.insert("agent_deployments", {**deployment, "agent_id": agent["id"]})
 
 
 def _artifact(child: dict[str, Any], blobs: BlobStore) -> dict[str, Any]:
@@ -550,23 +547,43 @@ def _file(
     return {**row, "project_id": project_id, "blob": None, "content": body}
 
 
-def _insert(
-    conn: sqlite3.Connection, table: str, row: dict[str, Any], added: dict[str, int]
-) -> bool:
-    """Insert the columns the table has; a row whose key exists is left alone (False).
-    A row the table refuses otherwise (a missing or wrong value) raises."""
-    declared = {r[1]: str(r[2]).upper() for r in conn.execute(f"PRAGMA table_info({table})")}
-    names = [c for c in declared if c in row]
-    for name in names:
-        _check_value(table, name, declared[name], row[name])
-    marks = ", ".join("?" * len(names))
-    cursor = conn.execute(
-        f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks}) ON CONFLICT DO NOTHING",
-        [row[c] for c in names],
-    )
-    inserted = max(cursor.rowcount, 0)
-    added[table] = added.get(table, 0) + inserted
-    return inserted > 0
+class _Writer:
+    """One import's writes on `conn`: how many rows each table gained (`added`), and each
+    table's columns with their declared types, read once (the schema does not change
+    inside the import's transaction)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.added: dict[str, int] = {}
+        self._declared: dict[str, dict[str, str]] = {}
+
+    def insert(self, table: str, row: dict[str, Any]) -> bool:
+        """Insert the columns the table has; a row whose key exists is left alone
+        (False). A row the table refuses otherwise (a missing or wrong value) raises."""
+        declared = self._columns(table)
+        names = [c for c in declared if c in row]
+        for name in names:
+            _check_value(table, name, declared[name], row[name])
+        marks = ", ".join("?" * len(names))
+        cursor = self.conn.execute(
+            f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks}) ON CONFLICT DO NOTHING",
+            [row[c] for c in names],
+        )
+        inserted = max(cursor.rowcount, 0)
+        self.added[table] = self.added.get(table, 0) + inserted
+        return inserted > 0
+
+    def none_added(self, tables: tuple[str, ...]) -> None:
+        """Count nothing added to `tables` (rows under a row that was left alone)."""
+        for table in tables:
+            self.added.setdefault(table, 0)
+
+    def _columns(self, table: str) -> dict[str, str]:
+        found = self._declared.get(table)
+        if found is None:
+            info = self.conn.execute(f"PRAGMA table_info({table})")
+            found = self._declared[table] = {r[1]: str(r[2]).upper() for r in info}
+        return found
 
 
 def _check_value(table: str, column: str, declared: str, value: Any) -> None:
@@ -596,9 +613,3 @@ def _check_json(table: str, column: str, value: Any) -> None:
     if not isinstance(decoded, list if array else dict):
         shape = "array" if array else "object"
         raise BundleError(f"the bundle's {table}.{column} is not a JSON {shape}")
-
-
-def _none_added(added: dict[str, int], tables: tuple[str, ...]) -> None:
-    """Count nothing added to `tables` (rows under a row that was left alone)."""
-    for table in tables:
-        added.setdefault(table, 0)
