@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,9 @@ RETAINED_EVENTS = 4096
 BASE_WINDOW = 64
 MAX_DEPTH = 8
 REACH = BASE_WINDOW * MAX_DEPTH
+# A patch this short against the latest event of the same type is stored without
+# working out the others (`_patches`).
+SHORT_PATCH = 48
 CACHED_SESSIONS = 1024
 RECENT_EVENTS = 2048
 # Rows name their session by its `journal_key` (migration 24), found from its id.
@@ -83,6 +86,11 @@ class Bases:
             if base is not None:
                 found[base.seq] = base
         return [found[seq] for seq in sorted(found, reverse=True)]
+
+    def latest(self, session_id: str, type_: str) -> _Base | None:
+        """The latest event of this type, if known."""
+        known = self._by_session.get(session_id)
+        return None if known is None else known.get(type_)
 
     def remember(self, session_id: str, type_: str, kind: int, base: _Base) -> None:
         """Keep `base`, an event of type `type_` and family `kind`."""
@@ -187,33 +195,25 @@ async def append_compact(
     seq: int,
     event: tuple[str, str, dict[str, Any]],
 ) -> tuple[dict[str, Any], str]:
-    """Append `event` = (event_id, type, body) stored as the smallest patch against its
-    family's template or one of the session's latest events (one per family, committed
-    or written earlier in this transaction). Readers get
+    """Append `event` = (event_id, type, body) stored as a patch against its family's
+    template or one of the session's latest events (one per type and family, committed
+    or written earlier in this transaction): the smallest, or a short one against the
+    latest event of its type when there is one (`_patches`). Readers get
     `{"event_id": ..., "type": ..., **body}`. Returns a copy of `body` the caller may
     keep (never changed later) and the whole event's JSON (`whole`)."""
     event_id, type_, body = event
     kind = family(body)
-    base_seq, depth, encoded = -kind, 1, dumps(deltas.diff(TEMPLATES[kind], body))
-    smaller: list[tuple[int, str, _Base]] = []
-    sizes: dict[str, int] = {}
-    for base in bases.candidates(session_id, type_):
-        if 0 < seq - base.seq <= BASE_WINDOW and base.depth < MAX_DEPTH:
-            if _floor(body, base.body, sizes) >= len(encoded):
-                continue  # its patch cannot be the smaller: not worked out
-            candidate = dumps(deltas.diff(base.body, body))
-            if len(candidate) < len(encoded):
-                smaller.append((len(candidate), candidate, base))
     stored = (event_id_value(event_id), type_code(type_))
-    # The smallest patch is written on condition that its base is still the stored row it
-    # was (checked by event id in the same statement); usually the first one is.
-    for _, candidate, base in sorted(smaller, key=lambda option: option[0]):
-        row = (session_id, seq, *stored, base.seq, pack(candidate))
-        if await _insert_on_base(tx, row, base):
+    depth = 1
+    # Each patch is written on condition that its base is still the stored row it was
+    # (checked by event id in the same statement); usually the first one is.
+    for patch, base in _patches(bases, session_id, seq, (type_, kind), body):
+        if base is None:
+            await _insert(tx, (session_id, seq, *stored, -kind, pack(patch)))
+            break
+        if await _insert_on_base(tx, (session_id, seq, *stored, base.seq, pack(patch)), base):
             depth = base.depth + 1
             break
-    else:
-        await _insert(tx, (session_id, seq, *stored, base_seq, pack(encoded)))
     # Remembered at once: a later event of this transaction may use it as its base. A
     # rollback removes the row, and `_insert_on_base` then finds it gone. A copy, because
     # the caller may go on changing its dictionaries.
@@ -221,6 +221,41 @@ async def append_compact(
     copy: dict[str, Any] = loads(text)
     bases.remember(session_id, type_, kind, _Base(seq, stored[0], depth, copy))
     return copy, whole(event_id, type_, copy, text)
+
+
+def _patches(
+    bases: Bases, session_id: str, seq: int, kinds: tuple[str, int], body: dict[str, Any]
+) -> Iterator[tuple[str, _Base | None]]:
+    """The patches `body` may be stored as, made as they are asked for, in the order they
+    are tried: the smallest first and the template's last (`None` for its base), which is
+    always storable. A patch of at most `SHORT_PATCH` characters against the session's
+    latest event of the same type is tried before any other is worked out: in a stream
+    of text deltas nearly every event has one, and no other could save more than that.
+    `kinds` is the event's type and family."""
+    type_, kind = kinds
+    latest = bases.latest(session_id, type_)
+    if latest is not None and _usable(latest, seq):
+        patch = dumps(deltas.diff(latest.body, body))
+        if len(patch) <= SHORT_PATCH:
+            yield patch, latest
+    template = dumps(deltas.diff(TEMPLATES[kind], body))
+    smaller: list[tuple[int, str, _Base]] = []
+    sizes: dict[str, int] = {}
+    for base in bases.candidates(session_id, type_):
+        if _usable(base, seq):
+            if _floor(body, base.body, sizes) >= len(template):
+                continue  # its patch cannot be the smaller: not worked out
+            patch = dumps(deltas.diff(base.body, body))
+            if len(patch) < len(template):
+                smaller.append((len(patch), patch, base))
+    for _, patch, base in sorted(smaller, key=lambda option: option[0]):
+        yield patch, base
+    yield template, None
+
+
+def _usable(base: _Base, seq: int) -> bool:
+    """Whether an event at `seq` may be stored against `base` (see the module's bounds)."""
+    return 0 < seq - base.seq <= BASE_WINDOW and base.depth < MAX_DEPTH
 
 
 def _floor(body: dict[str, Any], base: dict[str, Any], sizes: dict[str, int]) -> int:

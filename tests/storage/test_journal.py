@@ -154,6 +154,57 @@ def test_events_read_back_byte_for_byte_across_rollbacks_and_restarts(target: Ta
     assert read == [*written, "{}"]
 
 
+def test_a_delta_whose_latest_delta_is_not_the_stored_row_is_still_stored(
+    target: Target,
+) -> None:
+    """A delta is stored against the latest delta of its session, checked against the
+    stored row. Here another writer (another Core process on a shared database, with
+    its own `Bases`) stored different events at the sequences of a rolled-back job, so
+    this writer's latest delta is not the stored row: the next delta is stored against
+    something else and reads back the same."""
+    delta = "agent.session.turn.output_text.delta"
+    ids = iter(range(1, 1000))
+
+    async def append(db: Database, bases: journal.Bases, texts: str, fail: bool) -> list[str]:
+        async def job(tx: Tx) -> list[str]:
+            out = []
+            for text in texts:
+                seq = await sessions.next_event_seq(tx, "s")
+                body = {"session_id": "s", "turn_id": "t", "item_id": "m", "delta": text}
+                event = (f"evt_{next(ids):028x}", delta, body)
+                await journal.append_compact(tx, bases, "s", seq, event)
+                out.append(dumps({"event_id": event[0], "type": delta, **body}))
+            if fail:
+                raise RuntimeError("roll back this job")
+            return out
+
+        try:
+            return await db.write(job)
+        except RuntimeError:
+            return []
+
+    async def main() -> tuple[list[str], list[str], dict[int, int]]:
+        db = await Database.open(target("d.db"))
+        await _session(db, "s")
+        bases = journal.Bases()
+        written = await append(db, bases, "abc", fail=False)
+        written += await append(db, bases, "de", fail=True)  # sequences 4 and 5, undone
+        written += await append(db, journal.Bases(), "fg", fail=False)  # the other writer
+        written += await append(db, bases, "hij", fail=False)
+        read = await db.read(partial(journal.after, session_id="s", seq=0))
+        stored = await db.read(
+            lambda q: q.fetchall("SELECT seq, base_seq FROM session_events ORDER BY seq")
+        )
+        await db.close()
+        return written, [row["payload"] for row in read], {r[0]: r[1] for r in stored}
+
+    written, read, stored = asyncio.run(main())
+    assert read == written
+    assert len(stored) == 8
+    assert stored[6] < 0  # not against sequence 5, which holds another event than it knew
+    assert [stored[seq] for seq in (2, 3, 7, 8)] == [1, 2, 6, 7]
+
+
 def test_pruning_leaves_every_retained_event_readable(target: Target) -> None:
     async def main() -> tuple[int, list[str], list[str]]:
         db = await Database.open(target("p.db"))
