@@ -234,20 +234,24 @@ def _patches(
     `kinds` is the event's type and family."""
     type_, kind = kinds
     latest = bases.latest(session_id, type_)
+    # By base sequence: the patch already worked out against it, or None once refused.
+    worked: dict[int, str | None] = {}
     if latest is not None and _usable(latest, seq):
-        patch = dumps(deltas.diff(latest.body, body))
+        patch = worked[latest.seq] = dumps(deltas.diff(latest.body, body))
         if len(patch) <= SHORT_PATCH:
             yield patch, latest
+            worked[latest.seq] = None  # asked for more: its row was not the one it was
     template = dumps(deltas.diff(TEMPLATES[kind], body))
     smaller: list[tuple[int, str, _Base]] = []
     sizes: dict[str, int] = {}
     for base in bases.candidates(session_id, type_):
-        if _usable(base, seq):
-            if _floor(body, base.body, sizes) >= len(template):
-                continue  # its patch cannot be the smaller: not worked out
-            patch = dumps(deltas.diff(base.body, body))
-            if len(patch) < len(template):
-                smaller.append((len(patch), patch, base))
+        if not _usable(base, seq) or (base.seq in worked and worked[base.seq] is None):
+            continue  # out of bounds, or already refused
+        if _floor(body, base.body, sizes) >= len(template):
+            continue  # its patch cannot be the smaller: not worked out
+        patch = worked.get(base.seq) or dumps(deltas.diff(base.body, body))
+        if len(patch) < len(template):
+            smaller.append((len(patch), patch, base))
     for _, patch, base in sorted(smaller, key=lambda option: option[0]):
         yield patch, base
     yield template, None
