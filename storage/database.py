@@ -8,9 +8,11 @@ Contract:
 - `write(job)` runs `job(tx)` inside a transaction on the single writer connection.
   Concurrent jobs are batched into one transaction (each inside its own savepoint, so a
   job that raises changes nothing and does not disturb the others) and committed
-  together. `write` returns only after that COMMIT succeeded (SQLite with
-  `synchronous=FULL`, PostgreSQL with `fsync` and `synchronous_commit` as the server is
-  configured): what it acknowledges survives a crash. Callbacks registered with
+  together. A job alone in its batch on SQLite needs no savepoint: SQLite undoes a
+  failed statement by itself, and the job's transaction is rolled back if it raises.
+  `write` returns only after that COMMIT succeeded (SQLite with `synchronous=FULL`,
+  PostgreSQL with `fsync` and `synchronous_commit` as the server is configured): what it
+  acknowledges survives a crash. Callbacks registered with
   `tx.after_commit` run after the commit, before the caller is resumed; those registered
   with `tx.before_end` run at the end of the job, inside its savepoint (a job that raises
   there changes nothing either).
@@ -73,6 +75,9 @@ class Driver(Protocol):
 
     name: str
     begin_sql: str
+    # Whether a failed statement undoes only itself and leaves its transaction usable
+    # (SQLite); on PostgreSQL it aborts the transaction, so every job needs a savepoint.
+    statement_atomic: bool
     errors: tuple[type[Exception], ...]
     integrity_errors: tuple[type[Exception], ...]
     # Errors that abort a transaction which, run again, may well commit.
@@ -533,12 +538,16 @@ class Database:
             attempt += 1
 
     def _try_batch(self, batch: list[_Job]) -> StorageUnavailable | None:
-        """Every job of `batch` in its own savepoint, then one COMMIT."""
+        """Every job of `batch` in its own savepoint, then one COMMIT; a job alone in its
+        batch, where a failed statement undoes only itself, is the transaction itself:
+        committed, or rolled back whole when it raises."""
         driver = self._writer.driver
         self._writer.lost_race = None
         fault: StorageUnavailable | None = None
         try:
             driver.run(driver.begin_sql)
+            if len(batch) == 1 and driver.statement_atomic:
+                return self._run_alone(batch[0])
             for index, job in enumerate(batch):
                 if job.future.cancelled():
                     continue
@@ -550,12 +559,36 @@ class Database:
             raise
         return fault
 
+    def _run_alone(self, job: _Job) -> StorageUnavailable | None:
+        """The batch's only job as its whole transaction (begun): committed when it
+        succeeds, rolled back when it raises (its COMMIT then never runs); returns the disk
+        fault it met."""
+        driver = self._writer.driver
+        if job.future.cancelled():
+            driver.run("ROLLBACK")
+            return None
+        self._drive_job(job)
+        if job.error is not None:
+            driver.run("ROLLBACK")
+            return job.error if isinstance(job.error, StorageUnavailable) else None
+        driver.run("COMMIT")
+        return None
+
     def _run_job(self, index: int, job: _Job) -> StorageUnavailable | None:
-        """One job in its savepoint; returns the disk fault it met. A lost race is raised
-        (the whole transaction is lost), even when the job caught it."""
+        """One job in its savepoint; returns the disk fault it met."""
         driver = self._writer.driver
         savepoint = f"job{index}"
         driver.run(f"SAVEPOINT {savepoint}")
+        self._drive_job(job)
+        if job.error is not None:
+            driver.run(f"ROLLBACK TO SAVEPOINT {savepoint}")
+        driver.run(f"RELEASE SAVEPOINT {savepoint}")
+        return job.error if isinstance(job.error, StorageUnavailable) else None
+
+    def _drive_job(self, job: _Job) -> None:
+        """Run `job` to its end on a new `Tx`, keeping its result or its error. A lost race
+        is raised (the whole transaction is lost), even when the job caught it."""
+        driver = self._writer.driver
         job.tx, job.result, job.error = Tx(self._writer), None, None
         self._writer.jobs += 1
         try:
@@ -565,10 +598,6 @@ class Database:
             job.error = driver.translate(exc) if isinstance(exc, driver.errors) else exc
         if self._writer.lost_race is not None:
             raise self._writer.lost_race
-        if job.error is not None:
-            driver.run(f"ROLLBACK TO SAVEPOINT {savepoint}")
-        driver.run(f"RELEASE SAVEPOINT {savepoint}")
-        return job.error if isinstance(job.error, StorageUnavailable) else None
 
     def _failed(self, error: StorageError) -> None:
         if isinstance(error, StorageUnavailable):

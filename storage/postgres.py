@@ -126,6 +126,7 @@ class Driver:
 
     name = "postgresql"
     begin_sql = "BEGIN"
+    statement_atomic = False
     errors: tuple[type[Exception], ...] = (psycopg.Error,)
     integrity_errors: tuple[type[Exception], ...] = (psycopg.IntegrityError,)
     retry_errors: tuple[type[Exception], ...] = (

@@ -18,6 +18,7 @@ BLOB_CHUNK_BYTES = 256 * 1024
 class Driver:
     name = "sqlite"
     begin_sql = "BEGIN IMMEDIATE"
+    statement_atomic = True
     errors: tuple[type[Exception], ...] = (sqlite3.Error,)
     integrity_errors: tuple[type[Exception], ...] = (sqlite3.IntegrityError,)
     retry_errors: tuple[type[Exception], ...] = ()

@@ -108,6 +108,60 @@ def test_group_commit_batches_and_isolates_a_failing_job(target: Target) -> None
     assert commits < 10  # concurrent writers shared transactions
 
 
+def test_a_job_alone_in_its_batch_that_raises_changes_nothing(target: Target) -> None:
+    async def main() -> list[str]:
+        db = await Database.open(target("alone.db"))
+
+        async def refused(tx: Tx) -> None:
+            await tx.execute("INSERT INTO meta (key, value) VALUES ('first', 'v')")
+            await tx.execute("UPDATE meta SET value = 'changed' WHERE key = 'first'")
+            raise ValueError("refused")
+
+        with pytest.raises(ValueError, match="refused"):
+            await db.write(refused)
+
+        async def kept(tx: Tx) -> None:
+            await tx.execute("INSERT INTO meta (key, value) VALUES ('second', 'v')")
+
+        await db.write(kept)  # the writer goes on: no transaction was left open
+        rows = await db.read(
+            lambda r: r.fetchall("SELECT key FROM meta WHERE key IN ('first', 'second')")
+        )
+        await db.close()
+        return [row["key"] for row in rows]
+
+    assert run(main()) == ["second"]
+
+
+def test_a_job_alone_in_its_batch_goes_on_past_a_failed_statement_on_sqlite(
+    tmp_path: Path,
+) -> None:
+    """On SQLite a failed statement undoes itself whole (here the two rows it had written
+    before the third conflicted) and the job's other writes commit."""
+
+    async def main() -> list[tuple[str, str]]:
+        db = await Database.open(tmp_path / "statement.db")
+
+        async def job(tx: Tx) -> None:
+            await tx.execute("INSERT INTO meta (key, value) VALUES ('a', 'before')")
+            with pytest.raises(Conflict):
+                await tx.execute(
+                    "INSERT INTO meta (key, value) VALUES ('b', 'x'), ('c', 'x'), ('a', 'x')"
+                )
+            await tx.execute("UPDATE meta SET value = 'after' WHERE key = 'a'")
+
+        await db.write(job)
+        rows = await db.read(
+            lambda r: r.fetchall(
+                "SELECT key, value FROM meta WHERE key IN ('a', 'b', 'c') ORDER BY key"
+            )
+        )
+        await db.close()
+        return [(row["key"], row["value"]) for row in rows]
+
+    assert run(main()) == [("a", "after")]
+
+
 def test_one_active_turn_per_session_is_enforced_by_the_database(target: Target) -> None:
     async def main() -> None:
         db = await Database.open(target("t.db"))
