@@ -39,39 +39,42 @@ _ALPHANUMERIC = string.ascii_letters + string.digits
 PADDING_RANDOM_BYTES = PADDING_LENGTHS[1] + 1  # one length byte, then the characters
 _TO_ALPHANUMERIC = bytes(ord(_ALPHANUMERIC[value % len(_ALPHANUMERIC)]) for value in range(256))
 
-# Decides, per event, whether the stream ends after it.
-StopRule = Callable[[str, dict[str, object]], bool]
+# Decides, per event, whether the stream ends after it: from the event's type and its
+# journaled JSON, which a rule decodes only for the types it reads.
+StopRule = Callable[[str, str], bool]
+
+# The turn's own events, whose `turn_id` the creation stream's rule reads.
+_TURN_ENDS = frozenset(
+    (
+        "agent.session.turn.completed",
+        "agent.session.turn.failed",
+        "agent.session.turn.cancelled",
+    )
+)
 
 
-def never(_type: str, _event: dict[str, object]) -> bool:
+def never(_type: str, _payload: str) -> bool:
     return False
 
 
 class CreationStop:
     """The creation stream ends after the first settled idle, or on any failure; a
-    creation without input ends right after `agent.session.created`."""
+    creation without input ends right after `agent.session.created`. Only the turn's
+    creation and its end are decoded (a stream of deltas is not)."""
 
     def __init__(self, expect_turn: bool = True) -> None:
         self.expect_turn = expect_turn
         self.turn_id: str | None = None
         self.turn_ended = False
 
-    def __call__(self, type_: str, event: dict[str, object]) -> bool:
+    def __call__(self, type_: str, payload: str) -> bool:
         if type_ == "agent.session.failed":
             return True
         if type_ == "agent.session.created" and not self.expect_turn:
             return True
         if type_ == "agent.session.turn.created" and self.turn_id is None:
-            self.turn_id = str(event.get("turn_id"))
-        if (
-            type_
-            in (
-                "agent.session.turn.completed",
-                "agent.session.turn.failed",
-                "agent.session.turn.cancelled",
-            )
-            and event.get("turn_id") == self.turn_id
-        ):
+            self.turn_id = str(decode_event(payload).get("turn_id"))
+        if type_ in _TURN_ENDS and decode_event(payload).get("turn_id") == self.turn_id:
             self.turn_ended = True
         return type_ == "agent.session.idle" and self.turn_ended
 
@@ -168,7 +171,7 @@ def _chunk(
         payload: str = row["payload"]
         sent = _padded(payload, random[index * size : (index + 1) * size]) if random else payload
         lines.append(f"event: {row['type']}\ndata: {sent}\n\n")
-        if stop is not never and stop(row["type"], decode_event(payload)):
+        if stop(row["type"], payload):
             return "".join(lines).encode(), seq, True
     return "".join(lines).encode(), seq, False
 
