@@ -12,10 +12,10 @@ Contract:
   failed statement by itself, and the job's transaction is rolled back if it raises.
   `write` returns only after that COMMIT succeeded (SQLite with `synchronous=FULL`,
   PostgreSQL with `fsync` and `synchronous_commit` as the server is configured): what it
-  acknowledges survives a crash. Callbacks registered with
-  `tx.after_commit` run after the commit, before the caller is resumed; those registered
-  with `tx.before_end` run at the end of the job, inside its savepoint (a job that raises
-  there changes nothing either).
+  acknowledges survives a crash. Callbacks registered with `tx.after_commit` run after
+  the commit, before the caller is resumed; those registered with `tx.before_end` run at
+  the end of the job, inside its savepoint or lone transaction (a job that raises there
+  changes nothing either).
 - `read(job)` runs `job(conn)` on a reader connection; it sees every transaction
   committed before it started (each statement its own snapshot, on both backends).
   `read_now(job)` is the same on the event loop's own reader connection (SQLite only),
@@ -481,7 +481,6 @@ class Database:
         driver = self._writer.driver
         try:
             fault = await self._writer.run(self._run_batch, batch)
-            self.commits += 1
         except driver.errors as exc:
             error = driver.translate(exc, "commit failed")
             fault = next(
@@ -552,7 +551,7 @@ class Database:
                 if job.future.cancelled():
                     continue
                 fault = self._run_job(index, job) or fault
-            driver.run("COMMIT")
+            self._commit()
         except driver.errors:
             with contextlib.suppress(*driver.errors):
                 driver.run("ROLLBACK")
@@ -571,8 +570,12 @@ class Database:
         if job.error is not None:
             driver.run("ROLLBACK")
             return job.error if isinstance(job.error, StorageUnavailable) else None
-        driver.run("COMMIT")
+        self._commit()
         return None
+
+    def _commit(self) -> None:
+        self._writer.driver.run("COMMIT")
+        self.commits += 1  # only what committed: a lone job that raised was rolled back
 
     def _run_job(self, index: int, job: _Job) -> StorageUnavailable | None:
         """One job in its savepoint; returns the disk fault it met."""

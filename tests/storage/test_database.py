@@ -136,11 +136,21 @@ def test_a_job_alone_in_its_batch_that_raises_changes_nothing(target: Target) ->
 def test_a_job_alone_in_its_batch_goes_on_past_a_failed_statement_on_sqlite(
     tmp_path: Path,
 ) -> None:
-    """On SQLite a failed statement undoes itself whole (here the two rows it had written
-    before the third conflicted) and the job's other writes commit."""
+    """On SQLite a lone job that raises is rolled back (and is no commit); a failed
+    statement undoes itself whole (here the two rows it had written before the third
+    conflicted) and the job's other writes commit."""
 
     async def main() -> list[tuple[str, str]]:
         db = await Database.open(tmp_path / "statement.db")
+
+        async def refused(tx: Tx) -> None:
+            await tx.execute("INSERT INTO meta (key, value) VALUES ('d', 'x')")
+            raise ValueError("refused")
+
+        before = db.commits
+        with pytest.raises(ValueError):
+            await db.write(refused)
+        assert db.commits == before  # rolled back, not committed: not counted as a commit
 
         async def job(tx: Tx) -> None:
             await tx.execute("INSERT INTO meta (key, value) VALUES ('a', 'before')")
@@ -151,9 +161,10 @@ def test_a_job_alone_in_its_batch_goes_on_past_a_failed_statement_on_sqlite(
             await tx.execute("UPDATE meta SET value = 'after' WHERE key = 'a'")
 
         await db.write(job)
+        assert db.commits == before + 1
         rows = await db.read(
             lambda r: r.fetchall(
-                "SELECT key, value FROM meta WHERE key IN ('a', 'b', 'c') ORDER BY key"
+                "SELECT key, value FROM meta WHERE key IN ('a', 'b', 'c', 'd') ORDER BY key"
             )
         )
         await db.close()
