@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from openai import OpenAI
+from openai import APIConnectionError, APIStatusError, OpenAI
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8800/v1"
 HOW = (
@@ -35,6 +36,25 @@ def client() -> OpenAI | None:
         return OpenAI(base_url=base_url, api_key=saved.read_text().strip())
     print(HOW, file=sys.stderr)
     return None
+
+
+def run(main: Callable[[], int]) -> int:
+    """`main()`'s exit status, or 1 with one line on stderr when corebox does not answer
+    or refuses a request (instead of the SDK's traceback)."""
+    try:
+        return main()
+    except APIConnectionError as exc:
+        url = exc.request.url
+        print(
+            f"corebox is not answering at {url.scheme}://{url.netloc.decode()}: start it with"
+            " `make run` (or `corebox serve`) and run this again",
+            file=sys.stderr,
+        )
+    except APIStatusError as exc:
+        body = exc.body
+        said = body.get("message") if isinstance(body, dict) else None
+        print(f"corebox answered {exc.status_code}: {said or exc.message}", file=sys.stderr)
+    return 1
 
 
 def _default_data_dir() -> Path:

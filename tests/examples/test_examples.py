@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -99,3 +101,40 @@ def test_the_workspace_example_without_a_key_leaves_no_directory(tmp_path: Path)
     assert done.returncode == 2
     assert "COREBOX_API_KEY" in done.stderr
     assert not directory.exists()
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["quickstart.py", "function_tools.py", "skills_and_subagents.py", "workspace_artifacts.py"],
+)
+def test_an_example_with_no_server_says_to_start_one(name: str, tmp_path: Path) -> None:
+    # A port that is bound but not listening: nothing answers there, and nothing can
+    # start answering while the test holds it.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        env = {"COREBOX_API_KEY": API_KEY, "COREBOX_BASE_URL": f"http://127.0.0.1:{port}/v1"}
+        done = start(
+            name, (str(tmp_path / "demo"),) if name == "workspace_artifacts.py" else (), env
+        )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr == (
+        f"corebox is not answering at http://127.0.0.1:{port}: start it with `make run`"
+        " (or `corebox serve`) and run this again\n"
+    )
+
+
+def test_the_workspace_example_outside_the_granted_roots_says_why(server: Server) -> None:
+    # The test server grants the test run's temporary tree; a directory made by
+    # `tempfile` lies outside it.
+    with tempfile.TemporaryDirectory() as outside:
+        env = {"COREBOX_API_KEY": API_KEY, "COREBOX_BASE_URL": f"{server.base_url}/v1"}
+        done = start("workspace_artifacts.py", (outside,), env)
+        assert not os.listdir(outside)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr == (
+        "corebox answered 400: workspace_directory is outside the directories this project"
+        " may use; the server's owner grants them (corebox projects grant-root).\n"
+    )
