@@ -104,19 +104,24 @@ def test_the_workspace_example_without_a_key_leaves_no_directory(tmp_path: Path)
 
 
 @pytest.mark.parametrize(
-    "name",
-    ["quickstart.py", "function_tools.py", "skills_and_subagents.py", "workspace_artifacts.py"],
+    ("name", "args"),
+    [
+        ("quickstart.py", ()),
+        ("function_tools.py", ()),
+        ("skills_and_subagents.py", ()),
+        ("workspace_artifacts.py", ("demo",)),  # its directory, under `tmp_path`
+    ],
 )
-def test_an_example_with_no_server_says_to_start_one(name: str, tmp_path: Path) -> None:
+def test_an_example_with_no_server_says_to_start_one(
+    name: str, args: tuple[str, ...], tmp_path: Path
+) -> None:
     # A port that is bound but not listening: nothing answers there, and nothing can
     # start answering while the test holds it.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
         held.bind(("127.0.0.1", 0))
         port = held.getsockname()[1]
         env = {"COREBOX_API_KEY": API_KEY, "COREBOX_BASE_URL": f"http://127.0.0.1:{port}/v1"}
-        done = start(
-            name, (str(tmp_path / "demo"),) if name == "workspace_artifacts.py" else (), env
-        )
+        done = start(name, tuple(str(tmp_path / arg) for arg in args), env)
     assert done.returncode == 1
     assert done.stdout == ""
     assert done.stderr == (
