@@ -109,13 +109,26 @@ def request_json(
     except urllib.error.HTTPError as exc:
         with exc:
             try:
-                message = json.loads(exc.read())["error"]["message"]
+                error = json.loads(exc.read())["error"]
             except (ValueError, KeyError, TypeError):
-                message = exc.reason
-        raise AdminError(f"the server refused: {message} (HTTP {exc.code})") from exc
+                error = None
+        raise AdminError(refusal(exc.code, error, str(exc.reason))) from exc
     except (urllib.error.URLError, OSError) as exc:
         base = url.split("/", 3)[:3]
         raise AdminError(unreachable("/".join(base), exc)) from exc
+
+
+def refusal(status: int, error: Any, fallback: str) -> str:
+    """What a command says when the server refused a request: the API error's own
+    message (`fallback` when the answer held none), the field it names when the message
+    does not, and the HTTP status."""
+    message = error.get("message") if isinstance(error, dict) else None
+    if not isinstance(message, str) or not message:
+        return f"the server refused: {fallback} (HTTP {status})"
+    param = error.get("param")
+    if isinstance(param, str) and param and param not in message:
+        message = f"{message} Field: {param}."  # as the console shows it
+    return f"the server refused: {message} (HTTP {status})"
 
 
 def unreachable(base_url: str, exc: OSError) -> str:

@@ -1,6 +1,5 @@
 """`corebox agents ...`: an agent's versions and deployment pointers, against a running
-Core, with a project key (`--api-key`, else `COREBOX_API_KEY`, else the default
-project's key file in the data directory).
+Core, with a project key (`--api-key`, else as `run_control.project_key` finds it).
 
     corebox agents versions AGENT_ID
     corebox agents deployments AGENT_ID

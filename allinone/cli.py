@@ -243,12 +243,11 @@ def _run(args: argparse.Namespace) -> int:
         try:
             if args.action in session_forks.ACTIONS:
                 session_forks.run(args, sys.stdout)
-            else:
-                run_control.run(args, sys.stdout)
+                return 0
+            return run_control.run(args, sys.stdout)
         except admin.AdminError as exc:
             print(f"corebox: error: {exc}", file=sys.stderr)
             return 1
-        return 0
     if args.command == "console":
         return console_command.run(args, sys.stdout, sys.stderr)
     if args.command == "completion":

@@ -1,6 +1,5 @@
 """`corebox environments ...`: a managed environment's set-up, against a running Core,
-with a project key (`--api-key`, else `COREBOX_API_KEY`, else the default project's key
-file in the data directory).
+with a project key (`--api-key`, else as `run_control.project_key` finds it).
 
     corebox environments show ENV_ID
     corebox environments wait ENV_ID [--timeout SECONDS]

@@ -6,10 +6,10 @@ with a project API key (seed 003 commands, see `allinone.core.control.commands`)
     corebox sessions cancel SESSION_ID [...same options]
     corebox sessions commands SESSION_ID
 
-The key comes from `--api-key-file`, else the COREBOX_API_KEY environment variable,
-else the default project's key file in the data directory; it is never printed. Each
-command sends a fresh Idempotency-Key unless `--idempotency-key` is given, and prints
-the command's id, action, status and reason (or the API's JSON with `--json`).
+Every command that acts with a project key finds it by `project_key`'s rule; the key is
+never printed. Each command sends a fresh Idempotency-Key unless `--idempotency-key` is
+given, and prints the command's id, action, status and reason (or the API's JSON with
+`--json`); it exits with status 1 when the server rejected the command at once.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -72,39 +73,67 @@ class ProjectClient:
         return request_json(f"{self.base_url}{path}", self.api_key, method, body, headers)
 
 
-def client_for(args: argparse.Namespace, environ: dict[str, str]) -> ProjectClient:
+def client_for(args: argparse.Namespace, environ: Mapping[str, str]) -> ProjectClient:
     flags = {"data_dir": args.data_dir, "config": args.config}
     try:
         config = load(flags, environ, Path.cwd())
     except ConfigError as exc:
         raise AdminError(str(exc)) from exc
-    if args.api_key_file:
-        source = Path(args.api_key_file)
-    elif environ.get("COREBOX_API_KEY", "").strip():
-        source = None
-    else:
-        source = config.data_dir / KEY_FILE
+    url = (args.url or local_base_url(config.host, config.port)).rstrip("/")
+    return ProjectClient(url, project_key(args.api_key_file, environ, url, config.data_dir))
+
+
+def project_key(
+    key_file: str | None, environ: Mapping[str, str], base_url: str, data_dir: Path
+) -> str:
+    """The project key a command uses against the server at `base_url`, the first of:
+    the file `--api-key-file` names; COREBOX_API_KEY; OPENAI_API_KEY when OPENAI_BASE_URL
+    is this server's API (the banner's `export` line sets both); the default project's
+    key file in `data_dir`, which the first start wrote."""
+    if key_file:
+        return _read_key(Path(key_file), f"cannot read the API key file {key_file}")
+    key = environ.get("COREBOX_API_KEY", "").strip()
+    if key:
+        return key
+    key = environ.get("OPENAI_API_KEY", "").strip()
+    if key and _names(environ, base_url):
+        return key
+    saved = data_dir / KEY_FILE
+    how = "use --api-key-file or set COREBOX_API_KEY"
+    if not saved.exists():
+        raise AdminError(f"no project API key: {how} (there is no {saved})")
+    return _read_key(saved, f"no project API key: {how}")
+
+
+def _names(environ: Mapping[str, str], base_url: str) -> bool:
+    """Whether OPENAI_BASE_URL is the API of the server at `base_url`."""
+    return environ.get("OPENAI_BASE_URL", "").strip().rstrip("/") == f"{base_url}/v1"
+
+
+def _read_key(path: Path, failure: str) -> str:
     try:
-        key = environ["COREBOX_API_KEY"].strip() if source is None else source.read_text().strip()
+        key = path.read_text(encoding="utf-8").strip()
     except OSError as exc:
-        raise AdminError("no project API key: use --api-key-file or set COREBOX_API_KEY") from exc
-    url = args.url
-    if not url:
-        url = local_base_url(config.host, config.port)
-    return ProjectClient(url.rstrip("/"), key)
+        raise AdminError(f"{failure}: {exc.strerror}") from exc
+    if not key:
+        raise AdminError(f"{failure}: {path} is empty")
+    return key
 
 
-def run(args: argparse.Namespace, out: TextIO, environ: dict[str, str] | None = None) -> None:
+def run(args: argparse.Namespace, out: TextIO, environ: dict[str, str] | None = None) -> int:
+    """Run one `sessions pause|resume|cancel|commands`; its exit status (1 when the server
+    rejected the command). Raises AdminError when the server cannot be asked or refused
+    the request itself."""
     client = client_for(args, dict(os.environ if environ is None else environ))
     base = f"/x/v1/sessions/{args.session_id}/commands"
     if args.action == "commands":
         rows = client.call("GET", f"{base}?limit=100")["data"]
         if args.json:
             out.write(json.dumps(rows, indent=2) + "\n")
-            return
+            return 0
         for row in rows:
             _line(row, out)
-        return
+        return 0
     body = {
         "action": args.action,
         "turn_id": args.turn_id,
@@ -117,6 +146,7 @@ def run(args: argparse.Namespace, out: TextIO, environ: dict[str, str] | None = 
         out.write(json.dumps(row, indent=2) + "\n")
     else:
         _line(row, out)
+    return 1 if row["status"] == "rejected" else 0
 
 
 def _line(row: dict[str, Any], out: TextIO) -> None:

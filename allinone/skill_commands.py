@@ -1,6 +1,7 @@
 """`corebox skills ...`: manage a project's skills on a running server, as a person would
-with the SDK's `client.skills` (the project's API key, from `--api-key-file` or
-`OPENAI_API_KEY`; the server's address from `--url` or the configuration).
+with the SDK's `client.skills` (the project's API key by the rule every such command
+follows, `run_control.project_key`; the server's address from `--url` or the
+configuration).
 
     corebox skills create PATH             a folder holding SKILL.md, or a .zip
     corebox skills version SKILL_ID PATH [--default]
@@ -20,7 +21,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from allinone.admin import AdminError, refusal
 from allinone.config import ConfigError, load, local_base_url
+from allinone.run_control import project_key
 
 if TYPE_CHECKING:
     import openai
@@ -77,7 +80,7 @@ def run(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -> No
     try:
         result = _act(client, args)
     except openai.APIStatusError as exc:
-        raise SkillCommandError(f"the server refused: {exc.message}") from exc
+        raise SkillCommandError(refusal(exc.status_code, exc.body, exc.message)) from exc
     except openai.APIConnectionError as exc:
         raise SkillCommandError(f"cannot reach corebox at {client.base_url}") from exc
     items = result if isinstance(result, list) else [result]
@@ -103,24 +106,15 @@ def _act(client: openai.OpenAI, args: argparse.Namespace) -> Any:
 
 
 def _client(args: argparse.Namespace, environ: Mapping[str, str]) -> openai.OpenAI:
-    key = environ.get("OPENAI_API_KEY", "")
-    if args.api_key_file:
-        try:
-            key = Path(args.api_key_file).read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise SkillCommandError(f"cannot read {args.api_key_file}: {exc.strerror}") from exc
-    if not key:
-        raise SkillCommandError("give the project's API key (--api-key-file or OPENAI_API_KEY)")
-    url = args.url
-    if not url:
-        try:
-            config = load({"data_dir": args.data_dir, "config": args.config}, environ, Path.cwd())
-        except ConfigError as exc:
-            raise SkillCommandError(str(exc)) from exc
-        url = local_base_url(config.host, config.port)
+    try:
+        config = load({"data_dir": args.data_dir, "config": args.config}, environ, Path.cwd())
+        url = (args.url or local_base_url(config.host, config.port)).rstrip("/")
+        key = project_key(args.api_key_file, environ, url, config.data_dir)
+    except (ConfigError, AdminError) as exc:
+        raise SkillCommandError(str(exc)) from exc
     import openai
 
-    return openai.OpenAI(base_url=f"{url.rstrip('/')}/v1", api_key=key, max_retries=0)
+    return openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0)
 
 
 def _files(path: Path) -> Any:
@@ -130,6 +124,8 @@ def _files(path: Path) -> Any:
     if not path.is_dir():
         raise SkillCommandError(f"{path} is neither a folder nor a file")
     found = sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+    if not found:
+        raise SkillCommandError(f"{path} holds no files: a skill is a folder with a SKILL.md")
     if len(found) > MAX_FILES:
         raise SkillCommandError(f"{path} holds more than {MAX_FILES} files")
     return [(p.relative_to(path).as_posix(), p.read_bytes()) for p in found]

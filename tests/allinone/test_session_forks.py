@@ -11,7 +11,10 @@ from openai import OpenAI
 from tests.conftest import API_KEY, ROOT, Server
 
 
-def cli(server: Server, *args: str, key: str = API_KEY) -> subprocess.CompletedProcess[str]:
+def cli(
+    server: Server, *args: str, keys: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`corebox sessions ARGS` with `keys` in its environment (by default COREBOX_API_KEY)."""
     return subprocess.run(
         [sys.executable, "-m", "allinone", "sessions", *args,
          "--data-dir", str(server.data_dir), "--url", server.base_url],
@@ -19,7 +22,8 @@ def cli(server: Server, *args: str, key: str = API_KEY) -> subprocess.CompletedP
         text=True,
         timeout=60,
         cwd=str(ROOT),
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "COREBOX_API_KEY": key},
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
+             **({"COREBOX_API_KEY": API_KEY} if keys is None else keys)},
     )  # fmt: skip
 
 
@@ -51,3 +55,27 @@ def test_fork_and_rewind_from_the_command_line(server: Server) -> None:
     assert missing.returncode == 1 and "HTTP 404" in missing.stderr
     refused = cli(server, "rewind", session_id, "--turns", "5")
     assert refused.returncode == 1 and "HTTP 400" in refused.stderr
+    zero = cli(server, "rewind", session_id, "--turns", "0")
+    assert (zero.returncode, zero.stdout) == (1, "")
+    assert zero.stderr == (
+        "corebox: error: the server refused: Invalid request: Expected `int` >= 1."
+        " Field: turns. (HTTP 400)\n"
+    )
+
+
+def test_the_key_the_banner_exports_for_this_server_is_used(server: Server) -> None:
+    """With only the banner's `export` line, the command acts with that key; an
+    OPENAI_API_KEY meant for another server is not sent to this one."""
+    here = {"OPENAI_BASE_URL": f"{server.base_url}/v1", "OPENAI_API_KEY": API_KEY}
+    missing = cli(server, "fork", "sess_missing", keys=here)
+    assert (missing.returncode, missing.stderr) == (
+        1,
+        "corebox: error: the server refused: Resource not found. Field: session_id. (HTTP 404)\n",
+    )
+    elsewhere = {"OPENAI_BASE_URL": "https://api.example.com/v1", "OPENAI_API_KEY": API_KEY}
+    unused = cli(server, "fork", "sess_missing", keys=elsewhere)
+    assert (unused.returncode, unused.stderr) == (
+        1,
+        "corebox: error: no project API key: use --api-key-file or set COREBOX_API_KEY"
+        f" (there is no {server.data_dir / 'default-project.key'})\n",
+    )

@@ -260,6 +260,15 @@ def test_the_cli_pauses_lists_and_cancels(tmp_path: Path) -> None:
                 body={"action": "resume", "turn_id": turn_id},
             )
             assert late["reason"] == "terminal"  # type: ignore[index]
+            # The command line says the same, and exits with status 1.
+            again = corebox("sessions", "resume", session_id, *where, "--turn", turn_id)
+            assert (again.returncode, again.stderr) == (1, ""), again.stderr
+            assert again.stdout.strip().split("\t")[1:] == [
+                "resume",
+                "rejected",
+                turn_id,
+                "terminal",
+            ]
     finally:
         server.stop()
 

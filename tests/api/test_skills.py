@@ -253,11 +253,42 @@ def test_the_skills_command(surface: Surface, tmp_path: Path, capsys: Any) -> No
     assert cli.main(["skills", "list", *common]) == 0
     assert f"{skill_id}  csv-report  default 2  latest 2" in capsys.readouterr().out
     assert cli.main(["skills", "default", skill_id, "9", *common]) == 1
-    assert "refused" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        "corebox: error: the server refused: Resource not found. (HTTP 404)\n"
+    )
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli.main(["skills", "version", skill_id, str(empty), *common]) == 1
+    assert capsys.readouterr().err == (
+        f"corebox: error: {empty} holds no files: a skill is a folder with a SKILL.md\n"
+    )
     assert cli.main(["skills", "delete", skill_id, *common]) == 0
     assert capsys.readouterr().out.strip() == f"{skill_id}  deleted"
     client = surface.client(key)
     assert list(client.skills.list()) == []
+
+
+def test_the_skills_command_finds_the_key_as_the_other_commands_do(
+    surface: Surface, tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """COREBOX_API_KEY, else the banner's `export` line for this server, else the
+    default project's key file in `--data-dir` (`run_control.project_key`)."""
+    _, key = surface.project("skills-cli-keys")
+    url = surface.server.base_url
+    listing = ["skills", "list", "--url", url, "--data-dir", str(tmp_path)]
+    for name in ("COREBOX_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    assert cli.main(listing) == 1
+    assert "no project API key" in capsys.readouterr().err
+    (tmp_path / "default-project.key").write_text(key + "\n")
+    assert cli.main(listing) == 0
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{url}/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "cbx-wrong")
+    assert cli.main(listing) == 1
+    assert capsys.readouterr().err.endswith("(HTTP 401)\n")
+    monkeypatch.setenv("COREBOX_API_KEY", key)
+    assert cli.main(listing) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_an_automation_checks_an_inline_skill_when_it_is_made(client: OpenAI) -> None:
