@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from typing import Any, TextIO
 
 from allinone import run_control
@@ -88,6 +89,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         return
     for item in result if isinstance(result, list) else [result]:
         if "config_digest" in item:
-            print(f"{item['version']}\t{item['config_digest']}\t{item['created_at']}", file=out)
+            made = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(item["created_at"]))
+            print(f"{item['version']}\t{item['config_digest']}\t{made}", file=out)
         else:
             print(f"{item['name']}\t{item['version']}\tpointer {item['pointer_version']}", file=out)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from openai import OpenAI
 
@@ -26,6 +28,13 @@ def test_agents_versions_promote_and_rollback(
     assert corebox(surface, "agents", "versions", agent.id, *key) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split("\t")[0] for line in lines] == ["1", "2"]
+    listed = client.get(
+        f"{surface.server.base_url}/x/v1/agents/{agent.id}/versions?order=asc", cast_to=object
+    )
+    first = listed["data"][0]  # type: ignore[index]
+    number, digest, made = lines[0].split("\t")  # made: a UTC time a person reads
+    when = datetime.strptime(made, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    assert (number, digest, when.timestamp()) == ("1", first["config_digest"], first["created_at"])
     assert corebox(surface, "agents", "promote", agent.id, "production", "2", *key) == 0
     assert capsys.readouterr().out.strip() == "production\t2\tpointer 1"
     stale = ("agents", "promote", agent.id, "production", "1", "--expected", "0", *key)
