@@ -52,7 +52,7 @@ class Report:
             f"gc {verb} {sum(self.rows.values())} rows ({self.sessions} sessions) and "
             f"{len(self.directories)} workspace directories and {len(self.blobs)} blobs;"
             " database "
-            f"{self.bytes_before} -> {self.bytes_after} bytes ({freed} freed)"
+            f"{self.bytes_before:,} -> {self.bytes_after:,} bytes ({freed:,} freed)"
         )
 
 

@@ -8,6 +8,7 @@ import base64
 import json
 import os
 import pty
+import re
 import sqlite3
 import subprocess
 import sys
@@ -138,6 +139,15 @@ def test_gc_purges_deleted_sessions_and_keeps_archived_ones(
     total_before = size_before + blob_bytes(data_dir)
     run = corebox(data_dir, "gc", "--retention-days", "0")
     assert run.returncode == 0, run.stderr
+    gone = SESSIONS - ARCHIVED
+    said = re.fullmatch(
+        rf"gc removed \d+ rows \({gone} sessions\) and \d+ workspace directories and"
+        rf" {gone} blobs; database ([\d,]+) -> ([\d,]+) bytes \(([\d,]+) freed\)\n",
+        run.stdout,
+    )
+    assert said, run.stdout  # sizes grouped in thousands, as `corebox storage` shows them
+    before, after, freed = (int(n.replace(",", "")) for n in said.groups())
+    assert before - after == freed and before > 1000
     assert rows_of(data_dir, deleted) == dict.fromkeys(rows_of(data_dir, deleted), 0)
     assert len(workspace_names(data_dir)) == ARCHIVED
     assert len(blob_names(data_dir)) == ARCHIVED
