@@ -117,13 +117,19 @@ def _bundle(args: argparse.Namespace, data_dir: Path) -> str:
             )
         target = Path(args.output)
         staged = target.with_name(target.name + ".tmp")
-        staged.write_bytes(data)
-        staged.replace(target)
+        try:
+            staged.write_bytes(data)
+            staged.replace(target)
+        except OSError as exc:
+            staged.unlink(missing_ok=True)
+            raise bundles.BundleError(f"cannot write {target}: {exc.strerror}") from exc
         return f"export {target}: {len(data)} bytes"
+    try:
+        data = Path(args.file).read_bytes()
+    except OSError as exc:
+        raise bundles.BundleError(f"cannot read {args.file}: {exc.strerror}") from exc
     with Bar("import", sys.stderr, unit="sessions") as bar:
-        added = bundles.import_bundle(
-            data_dir, Path(args.file).read_bytes(), project, on_progress=bar
-        )
+        added = bundles.import_bundle(data_dir, data, project, on_progress=bar)
     total = sum(added.values())
     if not added:
         return f"import {args.file}: 0 rows added (the bundle holds no rows)"

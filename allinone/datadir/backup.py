@@ -86,6 +86,8 @@ def _members(data_dir: Path) -> list[tuple[str, Path]]:
 def backup(data_dir: Path, target: Path, *, on_progress: Progress = no_progress) -> dict[str, Any]:
     """Write a backup of `data_dir` to `target` (replaced atomically); return its manifest."""
     target = target.resolve()
+    if not target.parent.is_dir():
+        raise BackupError(f"cannot write {target}: there is no directory {target.parent}")
     with tempfile.TemporaryDirectory(dir=target.parent) as work:
         snapshot = Path(work) / DATABASE_FILE
         schema = _snapshot(data_dir / DATABASE_FILE, snapshot)
@@ -123,9 +125,21 @@ def restore(
 ) -> dict[str, Any]:
     """Restore the backup `source` into `data_dir`; return its manifest. The directory
     must be new or empty unless `replace` (the server using it must be stopped)."""
+    if not source.is_file():
+        raise BackupError(f"cannot read {source}: there is no such file")
     if (data_dir / DATABASE_FILE).exists() and not replace:
         raise BackupError(f"{data_dir} already holds a database (stop its server; --replace)")
+    made = not data_dir.exists()
     data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        return _restore_into(source, data_dir, on_progress)
+    except BackupError:
+        if made:  # a refused backup leaves no directory behind
+            shutil.rmtree(data_dir, ignore_errors=True)
+        raise
+
+
+def _restore_into(source: Path, data_dir: Path, on_progress: Progress) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(dir=data_dir) as work:
         staging = Path(work)
         manifest = _extract(source, staging, on_progress)
@@ -142,9 +156,12 @@ def restore(
 def _extract(source: Path, staging: Path, on_progress: Progress) -> dict[str, Any]:
     try:
         with tarfile.open(source, "r") as tar:
-            return _extract_members(tar, source, staging, on_progress)
-    except tarfile.TarError as exc:
-        raise BackupError(f"{source} is not a corebox backup ({exc})") from exc
+            try:
+                return _extract_members(tar, source, staging, on_progress)
+            except tarfile.TarError as exc:
+                raise BackupError(f"{source} is damaged ({exc})") from exc
+    except tarfile.TarError as exc:  # its reason lists each compression it tried
+        raise BackupError(f"{source} is not a corebox backup (not a tar archive)") from exc
 
 
 def _extract_members(

@@ -219,12 +219,18 @@ def _export(
     on_progress: Progress,
 ) -> dict[str, Any]:
     reentry: list[dict[str, str]] = []
-    agent_rows = _select(conn, "agents", "project_id = ? AND deleted_at IS NULL", project_id)
-    if agent_ids is not None:
-        agent_rows = [r for r in agent_rows if r["id"] in agent_ids]
-    session_rows = _select(conn, "sessions", "project_id = ? AND deleted_at IS NULL", project_id)
-    if session_ids is not None:
-        session_rows = [r for r in session_rows if r["id"] in session_ids]
+    if conn.execute("SELECT 1 FROM projects WHERE id = ?", (project_id,)).fetchone() is None:
+        raise BundleError(f"there is no project {project_id}")
+    agent_rows = _named(
+        _select(conn, "agents", "project_id = ? AND deleted_at IS NULL", project_id),
+        agent_ids,
+        f"project {project_id} has no agent",
+    )
+    session_rows = _named(
+        _select(conn, "sessions", "project_id = ? AND deleted_at IS NULL", project_id),
+        session_ids,
+        f"project {project_id} has no session",
+    )
     exported = []
     for index, row in enumerate(session_rows):
         on_progress(index, len(session_rows))
@@ -353,6 +359,17 @@ def _environment(row: sqlite3.Row, reentry: list[dict[str, str]]) -> dict[str, A
     what = "environment variables, set-up commands and initial files"
     reentry.append({"kind": "environment", "id": row["id"], "what": what})
     return _row("environments", row)
+
+
+def _named(rows: list[sqlite3.Row], ids: list[str] | None, none: str) -> list[sqlite3.Row]:
+    """The rows `ids` names (all of them when None); refuse an id none of them has, so
+    that a mistyped id is not exported as an empty bundle."""
+    if ids is None:
+        return rows
+    missing = sorted(set(ids) - {r["id"] for r in rows})
+    if missing:
+        raise BundleError(f"{none} {', '.join(missing)} (or it is deleted)")
+    return [r for r in rows if r["id"] in ids]
 
 
 def default_project(data_dir: Path) -> str:

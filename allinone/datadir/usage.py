@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE, WORKSPACES_DIR
+from storage.errors import StorageError
 
 # Tables by category; any table not named here counts as `other`.
 CATEGORIES: dict[str, tuple[str, ...]] = {
@@ -47,6 +48,8 @@ def report(data_dir: Path) -> dict[str, Any]:
     """Bytes per category (database tables by category, free pages, workspaces, blobs),
     and the bytes reclaimable now (free pages) and by a gc with zero retention."""
     db_path = data_dir / DATABASE_FILE
+    if not db_path.is_file():
+        raise StorageError(f"no database in {data_dir}")
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30)
     try:
         per_table = dict(

@@ -1,0 +1,81 @@
+"""The data directory's commands refuse what they cannot do in one line on stderr with
+exit status 1: no traceback, no temporary file's name, no file left half made."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+from contextlib import closing
+from pathlib import Path
+
+from tests.allinone.datadir.test_gc import corebox
+from tests.conftest import Server
+
+
+def refused(done: subprocess.CompletedProcess[str], said: str) -> None:
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", f"corebox: error: {said}\n")
+
+
+def test_storage_and_gc_without_a_database_say_so(tmp_path: Path) -> None:
+    empty = tmp_path / "data"
+    empty.mkdir()
+    for command in ("storage", "gc"):
+        refused(corebox(empty, command), f"no database in {empty}")
+    assert list(empty.iterdir()) == []
+
+
+def test_export_refuses_what_it_cannot_find_or_write(server: Server, tmp_path: Path) -> None:
+    data_dir = server.data_dir
+    nowhere = tmp_path / "missing" / "demo.bundle"
+    refused(
+        corebox(data_dir, "export", "-o", str(nowhere)),
+        f"cannot write {nowhere}: No such file or directory",
+    )
+    bundle = tmp_path / "demo.bundle"
+    project = corebox(data_dir, "export", "-o", str(bundle), "--project", "proj_missing")
+    refused(project, "there is no project proj_missing")
+    made = corebox(data_dir, "export", "-o", str(bundle))
+    assert made.returncode == 0, made.stderr
+    project_id = default_project(data_dir)
+    for flag, kind in (("--sessions", "session"), ("--agents", "agent")):
+        mistyped = corebox(data_dir, "export", "-o", str(bundle), flag, "x_nope", "x_gone")
+        refused(mistyped, f"project {project_id} has no {kind} x_gone, x_nope (or it is deleted)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.bundle"]
+
+
+def default_project(data_dir: Path) -> str:
+    """The data directory's oldest live project, which `corebox export` takes by default."""
+    with closing(sqlite3.connect(f"file:{data_dir / 'corebox.db'}?mode=ro", uri=True)) as db:
+        row = db.execute(
+            "SELECT id FROM projects WHERE archived_at IS NULL ORDER BY created_at, id LIMIT 1"
+        ).fetchone()
+    return str(row[0])
+
+
+def test_import_names_a_file_it_cannot_read(server: Server, tmp_path: Path) -> None:
+    missing = tmp_path / "nothing.bundle"
+    refused(
+        corebox(server.data_dir, "import", str(missing)),
+        f"cannot read {missing}: No such file or directory",
+    )
+
+
+def test_backup_and_restore_refuse_a_path_they_cannot_use(server: Server, tmp_path: Path) -> None:
+    nowhere = tmp_path / "missing" / "corebox.backup"
+    refused(
+        corebox(server.data_dir, "backup", str(nowhere)),
+        f"cannot write {nowhere}: there is no directory {nowhere.parent}",
+    )
+    target = tmp_path / "restored"
+    refused(
+        corebox(target, "restore", str(nowhere)),
+        f"cannot read {nowhere}: there is no such file",
+    )
+    assert not target.exists()  # nothing is made for a backup that is not there
+    text = tmp_path / "notes.txt"
+    text.write_text("not a backup\n")
+    refused(
+        corebox(target, "restore", str(text)),
+        f"{text} is not a corebox backup (not a tar archive)",
+    )
+    assert not target.exists()
