@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from allinone.admin import AdminError, refusal
+from allinone.admin import AdminError, refusal, unreachable
 from allinone.config import ConfigError, load, local_base_url
 from allinone.run_control import project_key
 
@@ -82,7 +82,8 @@ def run(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -> No
     except openai.APIStatusError as exc:
         raise SkillCommandError(refusal(exc.status_code, exc.body, exc.message)) from exc
     except openai.APIConnectionError as exc:
-        raise SkillCommandError(f"cannot reach corebox at {client.base_url}") from exc
+        server = str(client.base_url).rstrip("/").removesuffix("/v1")
+        raise SkillCommandError(unreachable(server, _os_error(exc))) from exc
     items = result if isinstance(result, list) else [result]
     if args.json:
         print(json.dumps([i.model_dump() for i in items], indent=2), file=out)
@@ -103,6 +104,16 @@ def _act(client: openai.OpenAI, args: argparse.Namespace) -> Any:
     if args.action == "default":
         return client.skills.update(args.skill_id, default_version=args.version)
     return client.skills.delete(args.skill_id)
+
+
+def _os_error(exc: BaseException) -> OSError:
+    """The system's reason under the SDK's connection error (refused, timed out...)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, OSError):
+            return cause
+        cause = cause.__cause__ or cause.__context__
+    return OSError(str(exc))
 
 
 def _client(args: argparse.Namespace, environ: Mapping[str, str]) -> openai.OpenAI:

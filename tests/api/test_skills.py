@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import io
+import socket
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -289,6 +290,20 @@ def test_the_skills_command_finds_the_key_as_the_other_commands_do(
     monkeypatch.setenv("COREBOX_API_KEY", key)
     assert cli.main(listing) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_the_skills_command_says_when_nothing_answers(tmp_path: Path, capsys: Any) -> None:
+    key_file = tmp_path / "key"
+    key_file.write_text("cbx-any\n")
+    # A port that is bound but not listening: nothing answers there while it is held.
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{held.getsockname()[1]}"
+        assert cli.main(["skills", "list", "--url", url, "--api-key-file", str(key_file)]) == 1
+    assert capsys.readouterr().err == (
+        f"corebox: error: cannot reach corebox at {url} (connection refused); is `corebox"
+        " serve` running there? Give another address with --url\n"
+    )
 
 
 def test_an_automation_checks_an_inline_skill_when_it_is_made(client: OpenAI) -> None:
