@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -97,6 +98,8 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     client = client_for(args)
     result: Any
     if args.action == "create":
+        if args.credential_file:
+            _can_save(Path(args.credential_file))
         result = client.call("POST", "/devices", {"name": args.name})
         if args.credential_file:
             _save(Path(args.credential_file), result, client.base_url)
@@ -121,14 +124,23 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
             print("This credential is shown once; store it now.", file=out)
 
 
+def _can_save(path: Path) -> None:
+    """Refuse before a device is issued when its credential file could not be written."""
+    if path.exists():
+        raise AdminError(f"{path} already exists; choose a new credential file")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise AdminError(f"cannot write {path}: {path.parent} is not a writable directory")
+
+
 def _save(path: Path, device: dict[str, Any], base_url: str) -> None:
     body = {"device_id": device["id"], "credential": device["credential"], "core_url": base_url}
     try:
         write_secret_file(path, json.dumps(body))
-    except FileExistsError as exc:
-        raise AdminError(f"{path} already exists; the device was issued but not saved") from exc
     except OSError as exc:
-        raise AdminError(f"cannot write {path} ({exc.strerror}); the device was issued") from exc
+        raise AdminError(
+            f"cannot write {path} ({exc.strerror}); device {device['id']} was issued but its"
+            f" credential is lost: revoke it with `corebox devices revoke {device['id']}`"
+        ) from exc
 
 
 @dataclass(frozen=True)

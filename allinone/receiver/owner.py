@@ -99,6 +99,28 @@ def _key(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
     return key
 
 
+def _register(http: Http, args: argparse.Namespace) -> dict[str, Any]:
+    """Register an instance and write its token to a new private file. The file's place
+    is checked first, so that a token that could not be saved is not issued."""
+    target = Path(args.token_file)
+    if target.exists():
+        raise ConfigError(f"{target} already exists; choose a new token file")
+    if not os.access(target.parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"cannot write {target}: {target.parent} is not a writable directory")
+    found = http.call("POST", _role(args.role) + "/instances", body={"name": args.name})[0]
+    token = found.pop("token")
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(token + "\n")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write {target} ({exc.strerror}); instance {found['id']} was registered"
+            " but its token is lost: register another"
+        ) from exc
+    return {**found, "token_file": str(target.absolute())}
+
+
 def _role(role_id: str) -> str:
     return f"{PREFIX}/{urllib.parse.quote(role_id, safe='')}"
 
@@ -142,15 +164,7 @@ def run(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, Any]:
     if command == "roles" and action == "show":
         return http.call("GET", _role(args.role))[0]
     if command == "instances" and action == "create":
-        target = Path(args.token_file)
-        if target.exists():
-            raise ConfigError(f"{target} already exists; choose a new token file")
-        found = http.call("POST", _role(args.role) + "/instances", body={"name": args.name})[0]
-        token = found.pop("token")
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(token + "\n")
-        return {**found, "token_file": str(target.absolute())}
+        return _register(http, args)
     if command == "instances" and action == "list":
         return http.call("GET", _role(args.role) + "/instances")[0]
     if command == "primary":
