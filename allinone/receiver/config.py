@@ -94,6 +94,8 @@ def _check_command(name: str, command: CommandConfig) -> None:
 def load(path: Path) -> Loaded:
     """Read and check the configuration; raise ConfigError with one clear reason."""
     path = path.absolute()
+    if not path.exists():  # before its directory's mode, which would be beside the point
+        raise ConfigError(f"there is no configuration file {path}")
     check_private(path.parent, directory=True)
     check_private(path, directory=False)
     try:

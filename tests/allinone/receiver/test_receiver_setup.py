@@ -47,6 +47,25 @@ def test_it_refuses_to_start_unless_everything_is_private(
     assert not (side.directory / "receiver.db").exists()
 
 
+def test_a_configuration_file_that_is_not_there_is_named(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o755)  # a directory open to others, which is not the point here
+    missing = shared / "config.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "allinone", "receiver", "once", "--config", str(missing)],
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (
+        1,
+        f"corebox: error: there is no configuration file {missing}\n",
+    )
+
+
 def test_files_it_creates_are_private(server: Server, tmp_path: Path) -> None:
     alice, bob = pair(server.base_url)
     side = make_side(server, bob, tmp_path / "bob")
