@@ -134,12 +134,17 @@ def refusal(status: int, error: Any, fallback: str) -> str:
 def unreachable(base_url: str, exc: OSError) -> str:
     """Why a server could not be reached, in words, with what to try (never urllib's
     `<urlopen error ...>` wrapping)."""
-    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-    detail = reason.strerror if isinstance(reason, OSError) and reason.strerror else str(reason)
     return (
-        f"cannot reach corebox at {base_url} ({detail.lower()}); is `corebox serve` running"
+        f"cannot reach corebox at {base_url} ({failure(exc)}); is `corebox serve` running"
         " there? Give another address with --url"
     )
+
+
+def failure(exc: OSError) -> str:
+    """A connection's failure in words (`connection refused`), not `[Errno 111] ...`."""
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    detail = reason.strerror if isinstance(reason, OSError) and reason.strerror else str(reason)
+    return detail.lower()
 
 
 @dataclass(frozen=True)

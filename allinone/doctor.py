@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from allinone.admin import failure
 from allinone.config import Config
 from allinone.credentials import CORE_KEY_FILE, KEY_FILE, SECRETS_DIR, VAULT_KEY_FILE
 from storage import migrations
@@ -269,11 +270,10 @@ def _mcp_check(url: str) -> Check:
         with socket.create_connection((parts.hostname or "", port), timeout=5):
             pass
     except OSError as exc:
-        reason = exc.strerror or str(exc)
         return Check(
             name,
             False,
-            f"unreachable: {reason}",
+            f"unreachable: {failure(exc)}",
             "start that MCP server, or change the agents that name it",
         )
     return Check(name, True, "accepts connections")
@@ -333,11 +333,10 @@ def model_check(config: Config) -> Check:
             name, False, f"{url} answered HTTP {exc.code} for model {model!r}", _model_fix(exc.code)
         )
     except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
         return Check(
             name,
             False,
-            f"{url} is unreachable: {reason}",
+            f"{url} is unreachable: {failure(exc)}",
             "start the model server, or correct --model-base-url (e.g. http://127.0.0.1:11434/v1)",
         )
     return Check(name, True, f"{base} answers for model {model!r}")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from allinone import doctor
+from allinone.admin import failure
 from allinone.config import ConfigError, load
 from allinone.credentials import read_core_key
 from allinone.doctor import Check
@@ -106,12 +107,11 @@ def server_checks(url: str, data_dir: Path) -> list[Check]:
             except ValueError:
                 return [Check("server", False, f"{url}/readyz answered HTTP {exc.code}", "")]
     except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
         return [
             Check(
                 "server",
                 False,
-                f"{url} is unreachable: {reason}",
+                f"{url} is unreachable: {failure(exc)}",
                 "start `corebox serve` or correct --url",
             )
         ]

@@ -50,6 +50,7 @@ def test_a_dead_model_endpoint_fails_naming_the_check_and_its_fix(tmp_path: Path
     assert done.returncode == 1, done.stdout + done.stderr
     failing = [line for line in done.stdout.splitlines() if line.startswith("FAIL")]
     assert len(failing) == 1 and "model endpoint" in failing[0], done.stdout
+    assert failing[0].endswith("is unreachable: connection refused"), failing[0]
     assert "fix: start the model server" in done.stdout
     assert "verdict: not ready: model endpoint failed" in done.stdout
 
@@ -153,4 +154,5 @@ def test_an_unreachable_mcp_server_of_a_saved_agent_fails(tmp_path: Path) -> Non
         running.stop()
     assert done.returncode == 1, done.stdout
     assert f"FAIL  mcp {dead}" in done.stdout
+    assert "unreachable: connection refused" in done.stdout  # in words, not `[Errno 111]`
     assert "fix: start that MCP server" in done.stdout
