@@ -86,8 +86,8 @@ def _members(data_dir: Path) -> list[tuple[str, Path]]:
 def backup(data_dir: Path, target: Path, *, on_progress: Progress = no_progress) -> dict[str, Any]:
     """Write a backup of `data_dir` to `target` (replaced atomically); return its manifest."""
     target = target.resolve()
-    if not target.parent.is_dir():
-        raise BackupError(f"cannot write {target}: there is no directory {target.parent}")
+    if not os.access(target.parent, os.W_OK | os.X_OK):
+        raise BackupError(f"cannot write {target}: {target.parent} is not a writable directory")
     with tempfile.TemporaryDirectory(dir=target.parent) as work:
         snapshot = Path(work) / DATABASE_FILE
         schema = _snapshot(data_dir / DATABASE_FILE, snapshot)

@@ -5,30 +5,15 @@ issues nothing, so no device or instance is left whose secret nobody holds."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.conftest import API_KEY, ROOT, Server
-
-
-def corebox(server: Server, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COREBOX_")}
-    env.update({"PYTHONPATH": str(ROOT), "COREBOX_API_KEY": API_KEY})
-    return subprocess.run(
-        [sys.executable, "-m", "allinone", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+from tests.api.test_run_control import corebox
+from tests.conftest import Server
 
 
 def devices(server: Server) -> list[str]:
     where = ("--data-dir", str(server.data_dir), "--url", server.base_url)
-    listed = corebox(server, "devices", "list", *where, "--json")
+    listed = corebox("devices", "list", *where, "--json")
     assert listed.returncode == 0, listed.stderr
     return [device["name"] for device in json.loads(listed.stdout)]
 
@@ -44,14 +29,12 @@ def test_a_device_whose_credential_cannot_be_saved_is_not_issued(
         (missing, f"cannot write {missing}: {missing.parent} is not a writable directory"),
         (taken, f"{taken} already exists; choose a new credential file"),
     ):
-        made = corebox(
-            server, "devices", "create", "unsaved", *where, "--credential-file", str(target)
-        )
+        made = corebox("devices", "create", "unsaved", *where, "--credential-file", str(target))
         assert (made.returncode, made.stdout, made.stderr) == (1, "", f"corebox: error: {said}\n")
     assert "unsaved" not in devices(server)
     assert taken.read_text() == "kept\n"
     saved = tmp_path / "saved.json"
-    made = corebox(server, "devices", "create", "saved", *where, "--credential-file", str(saved))
+    made = corebox("devices", "create", "saved", *where, "--credential-file", str(saved))
     assert made.returncode == 0, made.stderr
     assert "saved" in devices(server) and json.loads(saved.read_text())["credential"]
 
@@ -60,16 +43,16 @@ def test_an_instance_whose_token_cannot_be_saved_is_not_registered(
     server: Server, tmp_path: Path
 ) -> None:
     comms = ("comms", "--url", server.base_url)
-    role = corebox(server, *comms, "roles", "create", "--name", "unsaved-tokens")
+    role = corebox(*comms, "roles", "create", "--name", "unsaved-tokens")
     assert role.returncode == 0, role.stderr
     role_id = json.loads(role.stdout)["id"]
     missing = tmp_path / "missing" / "token"
     made = corebox(
-        server, *comms, "instances", "create", "--role", role_id, "--name", "first",
+        *comms, "instances", "create", "--role", role_id, "--name", "first",
         "--token-file", str(missing),
     )  # fmt: skip
     said = f"cannot write {missing}: {missing.parent} is not a writable directory"
     assert (made.returncode, made.stderr) == (1, f"corebox: error: {said}\n")
-    listed = corebox(server, *comms, "instances", "list", "--role", role_id)
+    listed = corebox(*comms, "instances", "list", "--role", role_id)
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout)["data"] == []

@@ -64,7 +64,7 @@ def test_backup_and_restore_refuse_a_path_they_cannot_use(server: Server, tmp_pa
     nowhere = tmp_path / "missing" / "corebox.backup"
     refused(
         corebox(server.data_dir, "backup", str(nowhere)),
-        f"cannot write {nowhere}: there is no directory {nowhere.parent}",
+        f"cannot write {nowhere}: {nowhere.parent} is not a writable directory",
     )
     target = tmp_path / "restored"
     refused(
