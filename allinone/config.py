@@ -243,8 +243,16 @@ def _read_toml(path: Path) -> dict[str, Any]:
     section = data.get("serve", data)
     unknown = sorted(set(section) - set(KEYS) - {"serve", "workspace_roots", "prices"})
     if unknown:
-        raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}")
+        raise ConfigError(f"{path}: unknown setting(s) {', '.join(map(_guessed, unknown))}")
     return {key: section[key] for key in KEYS if key in section}
+
+
+def _guessed(name: str) -> str:
+    """An unknown setting, with the known one it is a near spelling of."""
+    import difflib  # only a refused file pays for it
+
+    near = difflib.get_close_matches(name, KEYS, n=1, cutoff=0.75)
+    return f"{name} (did you mean {near[0]}?)" if near else name
 
 
 def _port(value: Any) -> int:

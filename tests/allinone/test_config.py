@@ -42,6 +42,13 @@ def test_bad_values_are_named(tmp_path: Path) -> None:
     (tmp_path / "corebox.toml").write_text("colour = 1\n")
     with pytest.raises(ConfigError, match="colour"):
         load({}, {}, tmp_path)
+    (tmp_path / "corebox.toml").write_text("prot = 8000\ncolour = 1\nretention_dayz = 3\n")
+    with pytest.raises(ConfigError) as caught:
+        load({}, {}, tmp_path)
+    assert str(caught.value) == (
+        f"{tmp_path / 'corebox.toml'}: unknown setting(s) colour, prot (did you mean port?),"
+        " retention_dayz (did you mean retention_days?)"
+    )
 
 
 def test_api_key_comes_only_from_the_environment(tmp_path: Path) -> None:
