@@ -104,13 +104,20 @@ def backup(data_dir: Path, target: Path, *, on_progress: Progress = no_progress)
         with tarfile.open(staged, "w") as tar:
             _add_bytes(tar, MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
             for index, (name, path) in enumerate(members):
-                tar.add(path, arcname=name, recursive=False)
+                tar.add(path, arcname=name, recursive=False, filter=_private)
                 on_progress(index + 1, len(members))
         with staged.open("rb") as handle:
             os.fsync(handle.fileno())
         os.replace(staged, target)
         target.chmod(0o600)
     return manifest
+
+
+def _private(member: tarfile.TarInfo) -> tarfile.TarInfo:
+    """Every file of a backup is the owner's alone, wherever the archive is unpacked (the
+    database holds every session; the data directory's own 0700 does not travel)."""
+    member.mode = 0o600
+    return member
 
 
 def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:

@@ -103,7 +103,9 @@ def test_a_backup_under_load_restores_every_acknowledged_input(
         load.stop()
     with tarfile.open(target) as tar:
         names = tar.getnames()
+        modes = {member.name: member.mode for member in tar.getmembers()}
     assert {"manifest.json", "corebox.db", "secrets/core.key"} <= set(names)
+    assert set(modes.values()) == {0o600}, modes  # unpacked anywhere, still private
 
     restored = tmp_path / "restored" / "data"
     restored.parent.mkdir()
