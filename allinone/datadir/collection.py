@@ -50,7 +50,8 @@ class Report:
         freed = max(0, self.bytes_before - self.bytes_after)
         return (
             f"gc {verb} {sum(self.rows.values())} rows ({self.sessions} sessions) and "
-            f"{len(self.directories)} workspace directories and {len(self.blobs)} blobs;"
+            f"{len(self.directories)} workspace and snapshot directories and"
+            f" {len(self.blobs)} blobs;"
             " database "
             f"{self.bytes_before:,} -> {self.bytes_after:,} bytes ({freed:,} freed)"
         )

@@ -141,8 +141,9 @@ def test_gc_purges_deleted_sessions_and_keeps_archived_ones(
     assert run.returncode == 0, run.stderr
     gone = SESSIONS - ARCHIVED
     said = re.fullmatch(
-        rf"gc removed \d+ rows \({gone} sessions\) and \d+ workspace directories and"
-        rf" {gone} blobs; database ([\d,]+) -> ([\d,]+) bytes \(([\d,]+) freed\)\n",
+        rf"gc removed \d+ rows \({gone} sessions\) and {2 * gone} workspace and snapshot"
+        rf" directories and {gone} blobs; database ([\d,]+) -> ([\d,]+) bytes"
+        r" \(([\d,]+) freed\)\n",
         run.stdout,
     )
     assert said, run.stdout  # sizes grouped in thousands, as `corebox storage` shows them
