@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE, WORKSPACES_DIR
+from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE, SNAPSHOTS_DIR, WORKSPACES_DIR
 from storage.errors import StorageError
 
 # Tables by category; any table not named here counts as `other`.
@@ -39,9 +39,16 @@ _RECLAIMABLE = (
 
 
 def tree_bytes(root: Path) -> int:
+    """The bytes of the regular files under `root`, a file with several names (a
+    snapshot's hard link to an unchanged file) counted once."""
     if not root.is_dir():
         return 0
-    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+    sizes: dict[tuple[int, int], int] = {}
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            info = path.stat()
+            sizes[(info.st_dev, info.st_ino)] = info.st_size
+    return sum(sizes.values())
 
 
 def report(data_dir: Path) -> dict[str, Any]:
@@ -70,6 +77,7 @@ def report(data_dir: Path) -> dict[str, Any]:
         categories[found] += int(size)
     categories["free pages"] = free
     categories["workspaces"] = tree_bytes(data_dir / WORKSPACES_DIR)
+    categories["snapshots"] = tree_bytes(data_dir / SNAPSHOTS_DIR)
     categories["blobs"] = tree_bytes(data_dir / BLOBS_DIR)
     return {
         "database_file_bytes": sum(

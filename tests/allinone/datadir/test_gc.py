@@ -124,6 +124,7 @@ def test_gc_purges_deleted_sessions_and_keeps_archived_ones(
     assert report.returncode == 0, report.stderr
     usage = json.loads(report.stdout)
     assert usage["categories"]["blobs"] >= SESSIONS * ARTIFACT_BYTES
+    assert usage["categories"]["snapshots"] > 0  # each managed turn's end is snapshotted
     assert usage["reclaimable_bytes"] >= (SESSIONS - ARCHIVED) * ARTIFACT_BYTES
 
     before_state, before_dirs = database_state(data_dir), workspace_names(data_dir)
