@@ -26,6 +26,7 @@ from typing import Any, TextIO
 
 from allinone.config import ConfigError, load, local_base_url
 from allinone.credentials import core_key_path, read_core_key
+from allinone.doctor import failure
 
 TIMEOUT_SECONDS = 30
 
@@ -138,13 +139,6 @@ def unreachable(base_url: str, exc: OSError) -> str:
         f"cannot reach corebox at {base_url} ({failure(exc)}); is `corebox serve` running"
         " there? Give another address with --url"
     )
-
-
-def failure(exc: OSError) -> str:
-    """A connection's failure in words (`connection refused`), not `[Errno 111] ...`."""
-    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-    detail = reason.strerror if isinstance(reason, OSError) and reason.strerror else str(reason)
-    return detail.lower()
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from allinone.admin import failure
 from allinone.config import Config
 from allinone.credentials import CORE_KEY_FILE, KEY_FILE, SECRETS_DIR, VAULT_KEY_FILE
 from storage import migrations
@@ -260,6 +259,15 @@ def _collect_urls(value: Any, found: set[str]) -> None:
     elif isinstance(value, list):
         for child in value:
             _collect_urls(child, found)
+
+
+def failure(exc: OSError) -> str:
+    """A connection's failure in words (`connection refused`), not `[Errno 111] ...`.
+    Here, not beside the commands that also use it: `serve` imports this module, and no
+    other command's."""
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    detail = reason.strerror if isinstance(reason, OSError) and reason.strerror else str(reason)
+    return detail.lower()
 
 
 def _mcp_check(url: str) -> Check:

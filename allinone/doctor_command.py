@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from allinone import doctor
-from allinone.admin import failure
 from allinone.config import ConfigError, load
 from allinone.credentials import read_core_key
 from allinone.doctor import Check
@@ -111,7 +110,7 @@ def server_checks(url: str, data_dir: Path) -> list[Check]:
             Check(
                 "server",
                 False,
-                f"{url} is unreachable: {failure(exc)}",
+                f"{url} is unreachable: {doctor.failure(exc)}",
                 "start `corebox serve` or correct --url",
             )
         ]
