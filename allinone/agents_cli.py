@@ -70,11 +70,7 @@ def main(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace, out: TextIO) -> None:
     """Run one `agents` command; raise AdminError on failure."""
-    environ = dict(os.environ)
-    if args.api_key:  # given on the command line, it comes before any other
-        environ["COREBOX_API_KEY"] = str(args.api_key)
-        args.api_key_file = None
-    client = run_control.client_for(args, environ)
+    client = run_control.client_for(args, os.environ)
     agent = f"/x/v1/agents/{args.agent_id}"
     result: Any
     if args.action == "versions":

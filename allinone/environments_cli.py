@@ -60,12 +60,8 @@ def add_commands(commands: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    environ = dict(os.environ)
-    if args.api_key:  # given on the command line, it comes before any other
-        environ["COREBOX_API_KEY"] = str(args.api_key)
-        args.api_key_file = None
     try:
-        client = run_control.client_for(args, environ)
+        client = run_control.client_for(args, os.environ)
         url = f"{client.base_url}/v1/agents/environments/{args.environment_id}"
 
         def fetch() -> dict[str, Any]:

@@ -80,16 +80,19 @@ def client_for(args: argparse.Namespace, environ: Mapping[str, str]) -> ProjectC
     except ConfigError as exc:
         raise AdminError(str(exc)) from exc
     url = (args.url or local_base_url(config.host, config.port)).rstrip("/")
-    return ProjectClient(url, project_key(args.api_key_file, environ, url, config.data_dir))
+    given = getattr(args, "api_key", None)  # `--api-key`, where a command has it, comes first
+    key = given.strip() if given else project_key(args.api_key_file, environ, url, config.data_dir)
+    return ProjectClient(url, key)
 
 
 def project_key(
     key_file: str | None, environ: Mapping[str, str], base_url: str, data_dir: Path
 ) -> str:
-    """The project key a command uses against the server at `base_url`, the first of:
-    the file `--api-key-file` names; COREBOX_API_KEY; OPENAI_API_KEY when OPENAI_BASE_URL
-    is this server's API (the banner's `export` line sets both); the default project's
-    key file in `data_dir`, which the first start wrote."""
+    """The project key a command uses against the server at `base_url` (after its
+    `--api-key`, see `client_for`), the first of: the file `--api-key-file` names;
+    COREBOX_API_KEY; OPENAI_API_KEY when OPENAI_BASE_URL is this server's API (the
+    banner's `export` line sets both); the default project's key file in `data_dir`,
+    which the first start wrote."""
     if key_file:
         return _read_key(Path(key_file), f"cannot read the API key file {key_file}")
     key = environ.get("COREBOX_API_KEY", "").strip()

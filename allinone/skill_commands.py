@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from allinone.admin import AdminError, refusal, unreachable
-from allinone.config import ConfigError, load, local_base_url
-from allinone.run_control import project_key
+from allinone.run_control import client_for
 
 if TYPE_CHECKING:
     import openai
@@ -76,14 +75,17 @@ def run_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 def run(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -> None:
     import openai
 
-    client = _client(args, environ)
+    try:
+        target = client_for(args, environ)  # the address and key every project command uses
+    except AdminError as exc:
+        raise SkillCommandError(str(exc)) from exc
+    client = openai.OpenAI(base_url=f"{target.base_url}/v1", api_key=target.api_key, max_retries=0)
     try:
         result = _act(client, args)
     except openai.APIStatusError as exc:
         raise SkillCommandError(refusal(exc.status_code, exc.body, exc.message)) from exc
     except openai.APIConnectionError as exc:
-        server = str(client.base_url).rstrip("/").removesuffix("/v1")
-        raise SkillCommandError(unreachable(server, _os_error(exc))) from exc
+        raise SkillCommandError(unreachable(target.base_url, _os_error(exc))) from exc
     items = result if isinstance(result, list) else [result]
     if args.json:
         print(json.dumps([i.model_dump() for i in items], indent=2), file=out)
@@ -114,18 +116,6 @@ def _os_error(exc: BaseException) -> OSError:
             return cause
         cause = cause.__cause__ or cause.__context__
     return OSError(str(exc))
-
-
-def _client(args: argparse.Namespace, environ: Mapping[str, str]) -> openai.OpenAI:
-    try:
-        config = load({"data_dir": args.data_dir, "config": args.config}, environ, Path.cwd())
-        url = (args.url or local_base_url(config.host, config.port)).rstrip("/")
-        key = project_key(args.api_key_file, environ, url, config.data_dir)
-    except (ConfigError, AdminError) as exc:
-        raise SkillCommandError(str(exc)) from exc
-    import openai
-
-    return openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0)
 
 
 def _files(path: Path) -> Any:
