@@ -159,6 +159,8 @@ _JSON_TEXT: dict[str, tuple[str, ...]] = {
     "automations": automations.JSON_COLUMNS,
 }
 _JSON_ARRAYS = {("sessions", "vault_ids"), ("sessions", "capability_notes")}
+# A body for the blob store: (its sha256, its bytes).
+_Blob = tuple[str, bytes]
 
 
 # What writing a malformed bundle's rows raises: a missing field, a value of the wrong
@@ -412,6 +414,10 @@ def import_bundle(
             _import(writer, blobs, document, project_id, on_progress)
         except _MALFORMED as exc:
             raise BundleError(_plainly(exc)) from exc
+        # Every row is checked: the bodies of those added go to the blob store now, before
+        # the rows that name them commit, so that a refused bundle writes none.
+        for sha256, body in writer.blobs:
+            blobs.put(sha256, body)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
@@ -477,7 +483,7 @@ def _import(
             writer.insert(table, {**row, "project_id": project_id, **UNSEALED[table]})
     bodies: dict[str, str] = document.get("file_bodies", {})
     for row in document.get("files", []):
-        writer.insert("files", _file(row, bodies, blobs, project_id))
+        writer.insert("files", *_file(row, bodies, blobs, project_id))
     sessions = document.get("sessions", [])
     for index, session in enumerate(sessions):
         on_progress(index, len(sessions))
@@ -489,8 +495,10 @@ def _import(
             for found in session.get(table, []):
                 child = {**found, "session_id": session["id"]}  # under this session only
                 if table == "artifacts":
-                    child = _artifact(child, blobs)
-                elif table == "turns":
+                    child, blob = _artifact(child, blobs)
+                    writer.insert(table, child, blob)
+                    continue
+                if table == "turns":
                     child = _turn(writer.conn, child)
                 elif table == "items":  # checked as JSON before it is compacted
                     _check_json("items", "payload", child["payload"])
@@ -516,13 +524,14 @@ def _import_versions(writer: _Writer, agent: dict[str, Any], project_id: str) ->
         writer.insert("agent_deployments", {**deployment, "agent_id": agent["id"]})
 
 
-def _artifact(child: dict[str, Any], blobs: BlobStore) -> dict[str, Any]:
+def _artifact(child: dict[str, Any], blobs: BlobStore) -> tuple[dict[str, Any], _Blob | None]:
+    """An artifact's row with its body where a write's would go, and the body for the
+    blob store when it goes there."""
     body = base64.b64decode(child["content_base64"])
     row = {k: v for k, v in child.items() if k != "content_base64"}
     if blobs.holds(len(body)):
-        blobs.put(row["sha256"], body)
-        return {**row, "content": b"", "blob": row["sha256"]}
-    return {**row, "content": body, "blob": None}
+        return {**row, "content": b"", "blob": row["sha256"]}, (row["sha256"], body)
+    return {**row, "content": body, "blob": None}, None
 
 
 def _turn(conn: sqlite3.Connection, child: dict[str, Any]) -> dict[str, Any]:
@@ -549,9 +558,9 @@ def _document_key(conn: sqlite3.Connection, body: str | None) -> int | None:
 
 def _file(
     row: dict[str, Any], bodies: dict[str, str], blobs: BlobStore, project_id: str
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], _Blob | None]:
     """A file's row with its body where an upload's would go (checked against its
-    sha256 and size first)."""
+    sha256 and size first), and the body for the blob store when it goes there."""
     try:
         body = base64.b64decode(bodies[row["sha256"]], validate=True)
     except (KeyError, ValueError) as exc:
@@ -559,24 +568,27 @@ def _file(
     if hashlib.sha256(body).hexdigest() != row["sha256"] or len(body) != row["bytes"]:
         raise BundleError(f"file {row['id']}: its body does not match its sha256")
     if blobs.holds(len(body)):
-        blobs.put(row["sha256"], body)
-        return {**row, "project_id": project_id, "blob": row["sha256"], "content": b""}
-    return {**row, "project_id": project_id, "blob": None, "content": body}
+        row = {**row, "project_id": project_id, "blob": row["sha256"], "content": b""}
+        return row, (row["sha256"], body)
+    return {**row, "project_id": project_id, "blob": None, "content": body}, None
 
 
 class _Writer:
-    """One import's writes on `conn`: how many rows each table gained (`added`), and each
-    table's columns with their declared types, read once (the schema does not change
-    inside the import's transaction)."""
+    """One import's writes on `conn`: how many rows each table gained (`added`), the
+    blob-store bodies of the rows added (`blobs`, written only once every row is
+    checked), and each table's columns with their declared types, read once (the schema
+    does not change inside the import's transaction)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.added: dict[str, int] = {}
+        self.blobs: list[_Blob] = []
         self._declared: dict[str, dict[str, str]] = {}
 
-    def insert(self, table: str, row: dict[str, Any]) -> bool:
+    def insert(self, table: str, row: dict[str, Any], blob: _Blob | None = None) -> bool:
         """Insert the columns the table has; a row whose key exists is left alone
-        (False). A row the table refuses otherwise (a missing or wrong value) raises."""
+        (False). A row the table refuses otherwise (a missing or wrong value) raises.
+        `blob` is the row's body for the blob store, kept if the row is added."""
         declared = self._columns(table)
         names = [c for c in declared if c in row]
         for name in names:
@@ -588,6 +600,8 @@ class _Writer:
         )
         inserted = max(cursor.rowcount, 0)
         self.added[table] = self.added.get(table, 0) + inserted
+        if inserted and blob is not None:
+            self.blobs.append(blob)
         return inserted > 0
 
     def none_added(self, tables: tuple[str, ...]) -> None:

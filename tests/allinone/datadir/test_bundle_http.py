@@ -4,13 +4,17 @@ nothing, and an import writes only under the rows it adds."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import os
 import re
 import urllib.request
 from typing import Any
 
 from openai import OpenAI
 
+from tests.allinone.datadir.test_gc import managed_session
 from tests.api.support import Surface, core_key, http, surface
 from tests.api.test_run_control import start
 from tests.conftest import API_KEY, Server
@@ -162,3 +166,30 @@ def test_an_import_writes_only_under_the_rows_it_adds(surface: Surface) -> None:
     assert after == before  # nothing was added to the other project's session
     moved = other.beta.agents.sessions.turns.list(new_id).data
     assert [t.id for t in moved] == [extra["id"]]
+
+
+def test_a_refused_import_leaves_no_blob_behind(surface: Surface) -> None:
+    source, key = surface.project("source of a large artifact")
+    managed_session(surface.client(key), b"an artifact")
+    [session] = _exported(surface, source)["sessions"]
+    target, _ = surface.project("blobs")
+    body = os.urandom(100_000)  # over the blob threshold, and stored nowhere yet
+    sha256 = hashlib.sha256(body).hexdigest()
+    artifact = {
+        **session["artifacts"][0],
+        "id": session["artifacts"][0]["id"][:-8] + "b10b0000",
+        "content_base64": base64.b64encode(body).decode(),
+        "sha256": sha256,
+        "size_bytes": len(body),
+    }
+    carrier = {**session, "id": "sess_" + "b" * 28, "artifacts": [artifact]}
+    broken = {**session, "id": "sess_" + "c" * 28, "artifacts": [], "turns": [{"status": 5}]}
+    header = {"format": "corebox-bundle", "version": 3}
+    path = f"/core/v1/import?project_id={target}"
+    blobs = surface.server.data_dir / "blobs"
+    status, reply = surface.core("POST", path, {"header": header, "sessions": [carrier, broken]})
+    assert status == 400, reply
+    assert not [p for p in blobs.rglob("*") if sha256 in p.name]
+    status, reply = surface.core("POST", path, {"header": header, "sessions": [carrier]})
+    assert status == 200 and reply["added"]["artifacts"] == 1, reply
+    assert [p for p in blobs.rglob("*") if sha256 in p.name]
