@@ -228,10 +228,11 @@ def _patches(
 ) -> Iterator[tuple[str, _Base | None]]:
     """The patches `body` may be stored as, made as they are asked for, in the order they
     are tried: the smallest first and the template's last (`None` for its base), which is
-    always storable. A patch of at most `SHORT_PATCH` characters against the session's
-    latest event of the same type is tried before any other is worked out: in a stream
-    of text deltas nearly every event has one, and no other could save more than that.
-    `kinds` is the event's type and family."""
+    always storable. A base's patch no smaller than one made before it is not offered. A
+    patch of at most `SHORT_PATCH` characters against the session's latest event of the
+    same type is tried before any other is worked out: in a stream of text deltas nearly
+    every event has one, and no other could save more than that. `kinds` is the event's
+    type and family."""
     type_, kind = kinds
     latest = bases.latest(session_id, type_)
     # By base sequence: the patch already worked out against it, or None once refused.
@@ -242,18 +243,21 @@ def _patches(
             yield patch, latest
             worked[latest.seq] = None  # asked for more: its row was not the one it was
     template = dumps(deltas.diff(TEMPLATES[kind], body))
-    smaller: list[tuple[int, str, _Base]] = []
+    # Each patch worked out is the smallest yet; a base whose floor shows that its patch
+    # could not be smaller than the best yet is not worked out at all.
+    smaller: list[tuple[str, _Base]] = []
+    best = len(template)
     sizes: dict[str, int] = {}
     for base in bases.candidates(session_id, type_):
         if not _usable(base, seq) or (base.seq in worked and worked[base.seq] is None):
             continue  # out of bounds, or already refused
-        if _floor(body, base.body, sizes) >= len(template):
-            continue  # its patch cannot be the smaller: not worked out
+        if _floor(body, base.body, sizes) >= best:
+            continue  # its patch cannot be the smallest: not worked out
         patch = worked.get(base.seq) or dumps(deltas.diff(base.body, body))
-        if len(patch) < len(template):
-            smaller.append((len(patch), patch, base))
-    for _, patch, base in sorted(smaller, key=lambda option: option[0]):
-        yield patch, base
+        if len(patch) < best:
+            smaller.append((patch, base))
+            best = len(patch)
+    yield from reversed(smaller)
     yield template, None
 
 
