@@ -528,7 +528,14 @@ def _artifact(child: dict[str, Any], blobs: BlobStore) -> tuple[dict[str, Any], 
     """An artifact's row with its body where a write's would go, and the body for the
     blob store when it goes there."""
     body = base64.b64decode(child["content_base64"])
-    row = {k: v for k, v in child.items() if k != "content_base64"}
+    return _placed({k: v for k, v in child.items() if k != "content_base64"}, body, blobs)
+
+
+def _placed(
+    row: dict[str, Any], body: bytes, blobs: BlobStore
+) -> tuple[dict[str, Any], _Blob | None]:
+    """`row` with `body` where a write's would go: named by its sha256 and returned for
+    the blob store at or above its threshold, in the row's `content` below it."""
     if blobs.holds(len(body)):
         return {**row, "content": b"", "blob": row["sha256"]}, (row["sha256"], body)
     return {**row, "content": body, "blob": None}, None
@@ -567,10 +574,7 @@ def _file(
         raise BundleError(f"file {row['id']}: its body is missing from the bundle") from exc
     if hashlib.sha256(body).hexdigest() != row["sha256"] or len(body) != row["bytes"]:
         raise BundleError(f"file {row['id']}: its body does not match its sha256")
-    if blobs.holds(len(body)):
-        row = {**row, "project_id": project_id, "blob": row["sha256"], "content": b""}
-        return row, (row["sha256"], body)
-    return {**row, "project_id": project_id, "blob": None, "content": body}, None
+    return _placed({**row, "project_id": project_id}, body, blobs)
 
 
 class _Writer:

@@ -3,11 +3,10 @@ exit status 1: no traceback, no temporary file's name, no file left half made.""
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
-from contextlib import closing
 from pathlib import Path
 
+from allinone.datadir.bundle import default_project
 from tests.allinone.datadir.test_gc import corebox
 from tests.conftest import Server
 
@@ -41,15 +40,6 @@ def test_export_refuses_what_it_cannot_find_or_write(server: Server, tmp_path: P
         mistyped = corebox(data_dir, "export", "-o", str(bundle), flag, "x_nope", "x_gone")
         refused(mistyped, f"project {project_id} has no {kind} x_gone, x_nope (or it is deleted)")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.bundle"]
-
-
-def default_project(data_dir: Path) -> str:
-    """The data directory's oldest live project, which `corebox export` takes by default."""
-    with closing(sqlite3.connect(f"file:{data_dir / 'corebox.db'}?mode=ro", uri=True)) as db:
-        row = db.execute(
-            "SELECT id FROM projects WHERE archived_at IS NULL ORDER BY created_at, id LIMIT 1"
-        ).fetchone()
-    return str(row[0])
 
 
 def test_import_names_a_file_it_cannot_read(server: Server, tmp_path: Path) -> None:
