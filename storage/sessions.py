@@ -43,19 +43,44 @@ async def get(q: Queryable, project_id: str, session_id: str) -> dict[str, Any] 
     return record(row, JSON_COLUMNS)
 
 
+_ANY = (
+    "SELECT sessions.*, environments.seed_wire_id AS environment_seed_wire_id,"
+    " environments.seed_snapshot AS environment_seed_snapshot,"
+    " EXISTS (SELECT 1 FROM turns WHERE turns.session_id = sessions.id"
+    " AND turns.started_at IS NOT NULL) AS has_started_turn{facts}"
+    " FROM sessions LEFT JOIN environments ON environments.id = sessions.environment_id"
+    " WHERE sessions.id = ?"
+)
+
+# What a session's snapshot derives from other tables (`allinone.core.recorder`), read
+# in the statement that reads its row, so at the same moment: its latest turn, whether
+# a turn is active (the active condition repeats the partial unique index's own, word
+# for word, so SQLite answers from it) and whether any rewind marker hides turns.
+_VIEW_FACTS = (
+    ", (SELECT t.id FROM turns t WHERE t.session_id = sessions.id"
+    " ORDER BY t.created_at DESC, t.id DESC LIMIT 1) AS latest_turn_id"
+    ", (SELECT t.status FROM turns t WHERE t.session_id = sessions.id"
+    " ORDER BY t.created_at DESC, t.id DESC LIMIT 1) AS latest_turn_status"
+    ", EXISTS (SELECT 1 FROM turns t WHERE t.session_id = sessions.id"
+    " AND t.status IN ('queued', 'in_progress', 'waiting')) AS has_active_turn"
+    ", EXISTS (SELECT 1 FROM session_rewinds r WHERE r.session_id = sessions.id)"
+    " AS has_rewinds"
+)
+
+
 async def get_any(q: Queryable, session_id: str) -> dict[str, Any] | None:
     """Load a session without a project scope (Core-internal use only), with the seed
     of its environment's workspace (`environment_seed_wire_id`, `..._snapshot`) and
     whether any of its turns ever started (`has_started_turn`, 0 or 1)."""
-    row = await q.fetchone(
-        "SELECT sessions.*, environments.seed_wire_id AS environment_seed_wire_id,"
-        " environments.seed_snapshot AS environment_seed_snapshot,"
-        " EXISTS (SELECT 1 FROM turns WHERE turns.session_id = sessions.id"
-        " AND turns.started_at IS NOT NULL) AS has_started_turn"
-        " FROM sessions LEFT JOIN environments ON environments.id = sessions.environment_id"
-        " WHERE sessions.id = ?",
-        (session_id,),
-    )
+    row = await q.fetchone(_ANY.format(facts=""), (session_id,))
+    return record(row, JSON_COLUMNS)
+
+
+async def get_for_view(q: Queryable, session_id: str) -> dict[str, Any] | None:
+    """`get_any` with the facts the session's snapshot derives from other tables, read
+    in the same statement: `latest_turn_id` and `latest_turn_status` (null without a
+    turn), `has_active_turn` and `has_rewinds`."""
+    row = await q.fetchone(_ANY.format(facts=_VIEW_FACTS), (session_id,))
     return record(row, JSON_COLUMNS)
 
 

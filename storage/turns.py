@@ -12,6 +12,8 @@ consumed inputs admitted without an idempotency key.
 from __future__ import annotations
 
 import functools
+import sqlite3
+from collections.abc import Mapping
 from typing import Any
 
 from storage import turn_rows
@@ -64,22 +66,27 @@ async def usage_total(q: Queryable, session_id: str) -> dict[str, Any] | None:
     (migration 21's triggers); None (unknown, never zero) while any turn is active or
     ended unmeasured, or when there is no turn."""
     row = await q.fetchone(
-        "SELECT s.usage_turns AS turns, s.usage_unmeasured AS unmeasured,"
-        " s.usage_input AS input, s.usage_cached AS cached, s.usage_output AS output,"
-        " s.usage_reasoning AS reasoning, s.usage_total AS total,"
+        "SELECT s.usage_turns, s.usage_unmeasured, s.usage_input, s.usage_cached,"
+        " s.usage_output, s.usage_reasoning, s.usage_total,"
         " EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id"
-        " AND t.status IN ('queued', 'in_progress', 'waiting')) AS active"
+        " AND t.status IN ('queued', 'in_progress', 'waiting')) AS has_active_turn"
         " FROM sessions s WHERE s.id = ?",
         (session_id,),
     )
-    if row is None or not row["turns"] or row["unmeasured"] or row["active"]:
+    return None if row is None else usage_of(row)
+
+
+def usage_of(session: Mapping[str, Any] | sqlite3.Row) -> dict[str, Any] | None:
+    """`usage_total` from a session row that carries its running total and whether a
+    turn is active (`has_active_turn`, as `sessions.get_for_view` reads it)."""
+    if not session["usage_turns"] or session["usage_unmeasured"] or session["has_active_turn"]:
         return None
     return {
-        "input_tokens": row["input"],
-        "input_tokens_details": {"cached_tokens": row["cached"]},
-        "output_tokens": row["output"],
-        "output_tokens_details": {"reasoning_tokens": row["reasoning"]},
-        "total_tokens": row["total"],
+        "input_tokens": session["usage_input"],
+        "input_tokens_details": {"cached_tokens": session["usage_cached"]},
+        "output_tokens": session["usage_output"],
+        "output_tokens_details": {"reasoning_tokens": session["usage_reasoning"]},
+        "total_tokens": session["usage_total"],
     }
 
 

@@ -78,30 +78,51 @@ async def required_actions(
     return public, choices
 
 
-async def _hidden_turn_ids(q: Queryable, session_id: str) -> list[str]:
-    hidden = await rewinds.hidden_turn_ids(q, session_id)
+async def _hidden_turn_ids(q: Queryable, row: dict[str, Any]) -> list[str]:
+    if "has_rewinds" in row and not row["has_rewinds"]:
+        return []
+    hidden = await rewinds.hidden_turn_ids(q, row["id"])
     if not hidden:
         return []
     rows = await q.fetchall(
-        "SELECT id FROM turns WHERE session_id = ? ORDER BY created_at, id", (session_id,)
+        "SELECT id FROM turns WHERE session_id = ? ORDER BY created_at, id", (row["id"],)
     )
     return [str(r["id"]) for r in rows if r["id"] in hidden]
 
 
-async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
-    """The public AgentSession for a stored session row, with its derived status."""
+async def _latest_turn(q: Queryable, row: dict[str, Any]) -> tuple[str, str] | None:
+    """The (id, status) of the session's latest turn, from the row's facts when it
+    carries them (`sessions.get_for_view`)."""
+    if "latest_turn_id" in row:
+        if row["latest_turn_id"] is None:
+            return None
+        return str(row["latest_turn_id"]), str(row["latest_turn_status"])
     latest = await turns.latest(q, row["id"])
+    return None if latest is None else (str(latest["id"]), str(latest["status"]))
+
+
+async def _usage(q: Queryable, row: dict[str, Any]) -> dict[str, Any] | None:
+    if "has_active_turn" in row:
+        return turns.usage_of(row)
+    return await turns.usage_total(q, row["id"])
+
+
+async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
+    """The public AgentSession for a stored session row, with its derived status. A row
+    from `sessions.get_for_view` carries what the status, usage and hidden turns derive
+    from; any other is completed by reads of its own."""
+    latest = await _latest_turn(q, row)
     actions: list[dict[str, Any]] = []
     choices: list[dict[str, Any]] = []
-    if latest is not None and latest["status"] == "waiting":
-        actions, choices = await required_actions(q, row["id"], latest["id"])
+    if latest is not None and latest[1] == "waiting":
+        actions, choices = await required_actions(q, row["id"], latest[0])
     environment_failure = await _environment_failure(q, row)
     status = session_status(
-        latest["status"] if latest else None,
+        latest[1] if latest else None,
         len(actions) + len(choices),
         environment_failed=environment_failure is not None,
     )
-    usage = await turns.usage_total(q, row["id"])
+    usage = await _usage(q, row)
     error = None
     if status is SessionStatus.FAILED:
         error = environment_failure or "The environment could not be prepared."
@@ -128,7 +149,7 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
             else None
         ),
         # Turns rewinds hid from the model's context (control/rewinds.py), oldest first.
-        "hidden_turn_ids": await _hidden_turn_ids(q, row["id"]),
+        "hidden_turn_ids": await _hidden_turn_ids(q, row),
         # The saved agent's version the session is pinned to (null for an inline agent)
         # and its configuration revision (one more per update that changes it).
         "agent_version": row.get("agent_version"),
@@ -216,7 +237,7 @@ class Recorder:
         tx.after_commit(lambda: self._hub.notify(session_id))
 
     async def emit_session(self, tx: Tx, session_id: str, type_: str) -> dict[str, Any]:
-        row = await sessions.get_any(tx, session_id)
+        row = await sessions.get_for_view(tx, session_id)
         assert row is not None
         view = await session_view(tx, row)
         await self.emit(tx, session_id, type_, {"session": view})
@@ -224,7 +245,7 @@ class Recorder:
 
     async def emit_session_activity(self, tx: Tx, session_id: str) -> None:
         """Emit the event that matches the session's derived status now."""
-        row = await sessions.get_any(tx, session_id)
+        row = await sessions.get_for_view(tx, session_id)
         assert row is not None
         view = await session_view(tx, row)
         type_ = {

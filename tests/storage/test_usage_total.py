@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from storage import Database, migrations, turn_rows, turns
+from storage import Database, migrations, sessions, turn_rows, turns
 from storage.database import Tx
 from tests.storage.conftest import Raw, Target, raw
 
@@ -121,11 +121,23 @@ def play(
 
 
 async def read_total(path: Path | str, session_id: str) -> dict[str, Any] | None:
+    """The total as `turns.usage_total` reads it, checked against the one a session's
+    snapshot takes from its row (`sessions.get_for_view`, then `turns.usage_of`)."""
     db = await Database.open(path)
     try:
-        return await db.read(lambda r: turns.usage_total(r, session_id))
+        return await both_totals(db, session_id)
     finally:
         await db.close()
+
+
+async def both_totals(db: Database, session_id: str) -> dict[str, Any] | None:
+    total = await db.read(lambda r: turns.usage_total(r, session_id))
+    row = await db.read(lambda r: sessions.get_for_view(r, session_id))
+    if row is None:
+        assert total is None
+    else:
+        assert turns.usage_of(row) == total
+    return total
 
 
 def test_the_running_total_equals_the_sum_over_the_turns(target: Target) -> None:
@@ -165,9 +177,9 @@ def test_an_active_turn_makes_the_total_unknown(target: Target) -> None:
                 )
 
             await db.write(setup)
-            before = await db.read(lambda r: turns.usage_total(r, "s"))
+            before = await both_totals(db, "s")
             await db.write(lambda tx: turns.insert(tx, "t2", "s", "a", 2))
-            during = await db.read(lambda r: turns.usage_total(r, "s"))
+            during = await both_totals(db, "s")
             return before, during
         finally:
             await db.close()

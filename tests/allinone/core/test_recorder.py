@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
-from allinone.core.recorder import Recorder
+from allinone.core.recorder import Recorder, session_view
 from storage import Database, journal, sessions
 from storage.database import Tx
 
@@ -106,3 +107,62 @@ def test_a_callback_run_at_the_end_of_a_job_is_part_of_it(tmp_path: Path) -> Non
         return (first["value"] if first else None, after["value"] if after else None)
 
     assert asyncio.run(main()) == ("first", "first")
+
+
+# Steps that move the session `_session` makes through the states its snapshot shows.
+_STEPS = (
+    "INSERT INTO turns (id, session_id, agent_id, status, created_at)"
+    " VALUES ('t1', 's', 'a', 'queued', 1)",
+    "UPDATE turns SET status = 'in_progress', started_at = 2 WHERE id = 't1'",
+    "UPDATE turns SET status = 'completed', completed_at = 3, tokens_input = 4,"
+    " tokens_cached = 1, tokens_output = 5, tokens_reasoning = 0, tokens_total = 9 WHERE id = 't1'",
+    "INSERT INTO turns (id, session_id, agent_id, status, created_at, started_at)"
+    " VALUES ('t2', 's', 'a', 'waiting', 4, 4)",
+    "INSERT INTO function_calls (session_id, turn_id, call_id, name, arguments, created_at)"
+    " VALUES ('s', 't2', 'call_1', 'lookup', '{}', 5)",
+    "UPDATE function_calls SET applied = 1 WHERE call_id = 'call_1'",
+    "UPDATE turns SET status = 'completed', completed_at = 6 WHERE id = 't2'",
+    "INSERT INTO session_rewinds (id, session_id, turns, hidden_turn_ids, created_at)"
+    " VALUES ('rw_1', 's', 1, '[\"t2\"]', 7)",
+)
+
+
+def test_a_snapshot_from_the_rows_facts_equals_one_read_table_by_table(tmp_path: Path) -> None:
+    """`sessions.get_for_view` reads the latest turn, an active turn and rewind markers
+    with the session's row; the snapshot it gives must be the one the separate reads give,
+    in every state the session passes through."""
+
+    async def main() -> list[dict[str, Any]]:
+        db = await Database.open(tmp_path / "v.db")
+        await _session(db)
+        views: list[dict[str, Any]] = []
+        for step in ("", *_STEPS):
+            if step:
+                await db.write(partial(Tx.execute, sql=step))
+            with_facts = await db.read(partial(sessions.get_for_view, session_id="s"))
+            plain = await db.read(partial(sessions.get_any, session_id="s"))
+            assert with_facts is not None and plain is not None
+            assert "latest_turn_id" not in plain
+            fast = await db.read(partial(session_view, row=with_facts))
+            assert fast == await db.read(partial(session_view, row=plain)), step
+            views.append(fast)
+        await db.close()
+        return views
+
+    views = asyncio.run(main())
+    statuses = [view["status"] for view in views]
+    # A waiting turn with no open call shows as running; the open call is the action.
+    assert statuses == [
+        "idle",
+        "in_progress",
+        "in_progress",
+        "idle",
+        "in_progress",
+        "requires_action",
+        "in_progress",
+        "idle",
+        "idle",
+    ]
+    assert views[5]["required_actions"][0]["call_id"] == "call_1"
+    assert views[3]["usage"]["total_tokens"] == 9
+    assert [v["x_corebox"]["hidden_turn_ids"] for v in views[-2:]] == [[], ["t2"]]
