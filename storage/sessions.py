@@ -55,7 +55,8 @@ _ANY = (
 # What a session's snapshot derives from other tables (`allinone.core.recorder`), read
 # in the statement that reads its row, so at the same moment: its latest turn, whether
 # a turn is active (the active condition repeats the partial unique index's own, word
-# for word, so SQLite answers from it) and whether any rewind marker hides turns.
+# for word, so SQLite answers from it), whether any rewind marker hides turns and
+# whether any safety overlay is in force for it (`storage.overlays.active`).
 _VIEW_FACTS = (
     ", (SELECT t.id FROM turns t WHERE t.session_id = sessions.id"
     " ORDER BY t.created_at DESC, t.id DESC LIMIT 1) AS latest_turn_id"
@@ -65,6 +66,9 @@ _VIEW_FACTS = (
     " AND t.status IN ('queued', 'in_progress', 'waiting')) AS has_active_turn"
     ", EXISTS (SELECT 1 FROM session_rewinds r WHERE r.session_id = sessions.id)"
     " AS has_rewinds"
+    ", EXISTS (SELECT 1 FROM overlays o WHERE o.cleared_at IS NULL"
+    " AND o.project_id = sessions.project_id"
+    " AND (o.agent_id IS NULL OR o.agent_id = sessions.agent_id)) AS has_overlays"
 )
 
 
@@ -79,7 +83,7 @@ async def get_any(q: Queryable, session_id: str) -> dict[str, Any] | None:
 async def get_for_view(q: Queryable, session_id: str) -> dict[str, Any] | None:
     """`get_any` with the facts the session's snapshot derives from other tables, read
     in the same statement: `latest_turn_id` and `latest_turn_status` (null without a
-    turn), `has_active_turn` and `has_rewinds`."""
+    turn), `has_active_turn`, `has_rewinds` and `has_overlays`."""
     row = await q.fetchone(_ANY.format(facts=_VIEW_FACTS), (session_id,))
     return record(row, JSON_COLUMNS)
 

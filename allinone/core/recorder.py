@@ -79,7 +79,7 @@ async def required_actions(
 
 
 async def _hidden_turn_ids(q: Queryable, row: dict[str, Any]) -> list[str]:
-    if "has_rewinds" in row and not row["has_rewinds"]:
+    if not row.get("has_rewinds", True):
         return []
     hidden = await rewinds.hidden_turn_ids(q, row["id"])
     if not hidden:
@@ -132,7 +132,9 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
     spend = await budgets.spend_view(q, row)
     if spend is not None:
         view["spend_control"] = spend
-    in_force = await overlay_rows.active(q, row["project_id"], row["agent_id"])
+    in_force = []
+    if row.get("has_overlays", True):
+        in_force = await overlay_rows.active(q, row["project_id"], row["agent_id"])
     view["x_corebox"] = {
         "required_actions": choices,
         "harness": row["harness"],

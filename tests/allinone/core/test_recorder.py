@@ -124,6 +124,13 @@ _STEPS = (
     "UPDATE turns SET status = 'completed', completed_at = 6 WHERE id = 't2'",
     "INSERT INTO session_rewinds (id, session_id, turns, hidden_turn_ids, created_at)"
     " VALUES ('rw_1', 's', 1, '[\"t2\"]', 7)",
+    # A safety overlay on another agent of the project, then one on the whole project,
+    # then that one cleared.
+    "INSERT INTO overlays (id, version, project_id, agent_id, kind, value, reason, actor,"
+    " created_at) VALUES ('ov_1', 1, 'p', 'b', 'tool_disabled', '\"shell\"', 'r', 'x', 8)",
+    "INSERT INTO overlays (id, version, project_id, agent_id, kind, value, reason, actor,"
+    " created_at) VALUES ('ov_2', 2, 'p', NULL, 'tool_disabled', '\"shell\"', 'r', 'x', 9)",
+    "UPDATE overlays SET cleared_at = 10, cleared_by = 'x' WHERE id = 'ov_2'",
 )
 
 
@@ -162,7 +169,16 @@ def test_a_snapshot_from_the_rows_facts_equals_one_read_table_by_table(tmp_path:
         "in_progress",
         "idle",
         "idle",
+        "idle",
+        "idle",
+        "idle",
     ]
     assert views[5]["required_actions"][0]["call_id"] == "call_1"
     assert views[3]["usage"]["total_tokens"] == 9
-    assert [v["x_corebox"]["hidden_turn_ids"] for v in views[-2:]] == [[], ["t2"]]
+    assert [v["x_corebox"]["hidden_turn_ids"] for v in views[7:9]] == [[], ["t2"]]
+    assert [[o["id"] for o in v["x_corebox"]["overlays"]] for v in views[8:]] == [
+        [],
+        [],
+        ["ov_2"],
+        [],
+    ]
