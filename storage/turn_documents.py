@@ -31,12 +31,15 @@ def digest(body: str) -> str:
 
 
 async def key_of(tx: Tx, body: str) -> int:
-    """The key of the stored document `body` (stored now if it was not)."""
+    """The key of the stored document `body` (stored now if it was not): one statement
+    for a known document, two for a new one."""
     found = digest(body)
     row = await tx.fetchone(FIND, (found,))
     if row is None:
-        await tx.execute(STORE, (found, body))
-        row = await tx.fetchone(FIND, (found,))
+        # fetchall steps the statement to its end, so nothing is left open; no row comes
+        # back only if an equal document was stored since the lookup.
+        stored = await tx.fetchall(STORE + " RETURNING key", (found, body))
+        row = stored[0] if stored else await tx.fetchone(FIND, (found,))
     assert row is not None
     return int(row["key"])
 

@@ -153,20 +153,30 @@ def test_migration_29_keeps_every_turn_as_readers_saw_it(target: Target) -> None
 
 
 def test_a_turn_document_is_stored_once_and_collected_when_unused(target: Target) -> None:
-    async def main() -> tuple[int, int, int]:
+    async def main() -> tuple[int, int, int, list[int]]:
         db = await Database.open(target("documents.db"))
+        statements: list[int] = []
+
+        async def key_of(tx: Any) -> int:
+            before = db.counters()["write_statements"]
+            key = await turn_documents.key_of(tx, MANIFEST)
+            statements.append(db.counters()["write_statements"] - before)
+            return key
+
         try:
 
             async def twice(tx: Any) -> int:
-                first = await turn_documents.key_of(tx, MANIFEST)
-                return first if first == await turn_documents.key_of(tx, MANIFEST) else -1
+                first = await key_of(tx)
+                return first if first == await key_of(tx) else -1
 
             key = await db.write(twice)
             unused = await db.write(lambda tx: turn_documents.collect(tx, dry_run=True))
             removed = await db.write(lambda tx: turn_documents.collect(tx))
         finally:
             await db.close()
-        return key, unused, removed
+        return key, unused, removed, statements
 
-    key, unused, removed = asyncio.run(main())
+    key, unused, removed, statements = asyncio.run(main())
     assert key > 0 and unused == 1 and removed == 1
+    # A new document is looked up and stored; a known one is only looked up.
+    assert statements == [2, 1]
