@@ -65,11 +65,29 @@ async def call_by_delivery(q: Queryable, turn_id: str, delivery_id: str) -> dict
     return record(row, ("result",))
 
 
+# What waits to be delivered to a turn's run: steering messages, function results and
+# decisions (each condition takes the turn's id).
+_PENDING_STEERING = "turn_inputs WHERE turn_id = ? AND kind = 'message' AND state = 'pending'"
+_CALLS_TO_DELIVER = "function_calls WHERE turn_id = ? AND delivery_state = 'answered'"
+_INTERACTIONS_TO_DELIVER = "interactions WHERE turn_id = ? AND state = 'answered'"
+
+
+async def waiting_for_delivery(q: Queryable, turn_id: str) -> tuple[bool, bool, bool]:
+    """Whether steering messages, function results and decisions wait for the turn's
+    run, in one statement (a run reads a list only when something waits in it)."""
+    row = await q.fetchone(
+        f"SELECT EXISTS (SELECT 1 FROM {_PENDING_STEERING}) AS steering,"
+        f" EXISTS (SELECT 1 FROM {_CALLS_TO_DELIVER}) AS calls,"
+        f" EXISTS (SELECT 1 FROM {_INTERACTIONS_TO_DELIVER}) AS answered",
+        (turn_id, turn_id, turn_id),
+    )
+    assert row is not None
+    return bool(row["steering"]), bool(row["calls"]), bool(row["answered"])
+
+
 async def calls_to_deliver(q: Queryable, turn_id: str) -> list[dict[str, Any]]:
     rows = await q.fetchall(
-        "SELECT * FROM function_calls WHERE turn_id = ? AND delivery_state = 'answered'"
-        " ORDER BY created_at, call_id",
-        (turn_id,),
+        f"SELECT * FROM {_CALLS_TO_DELIVER} ORDER BY created_at, call_id", (turn_id,)
     )
     return [r for r in (record(row, ("result",)) for row in rows) if r is not None]
 
@@ -137,8 +155,7 @@ async def open_interactions(q: Queryable, turn_id: str) -> list[dict[str, Any]]:
 
 async def interactions_to_deliver(q: Queryable, turn_id: str) -> list[dict[str, Any]]:
     rows = await q.fetchall(
-        "SELECT * FROM interactions WHERE turn_id = ? AND state = 'answered'"
-        " ORDER BY created_at, interaction_id",
+        f"SELECT * FROM {_INTERACTIONS_TO_DELIVER} ORDER BY created_at, interaction_id",
         (turn_id,),
     )
     return [r for r in (record(row, ("request", "response")) for row in rows) if r is not None]

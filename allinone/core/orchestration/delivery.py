@@ -111,12 +111,14 @@ class Delivery:
     async def _waiting(
         self, r: Reader
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-        """Steering messages, function results and decisions waiting for delivery."""
+        """Steering messages, function results and decisions waiting for delivery (a
+        list is read only when something waits in it)."""
         turn_id = self._run.turn_id
+        steering, calls, answered = await interactions.waiting_for_delivery(r, turn_id)
         return (
-            await interactions.steering_inputs(r, turn_id, "pending"),
-            await interactions.calls_to_deliver(r, turn_id),
-            await interactions.interactions_to_deliver(r, turn_id),
+            await interactions.steering_inputs(r, turn_id, "pending") if steering else [],
+            await interactions.calls_to_deliver(r, turn_id) if calls else [],
+            await interactions.interactions_to_deliver(r, turn_id) if answered else [],
         )
 
     async def _set_input(self, seq: int, state: str) -> None:
