@@ -3,6 +3,7 @@ from the SDK with `client.post(...)`); the domain is `allinone.core.control`."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -14,7 +15,7 @@ from allinone.core.api.auth import project_of
 from allinone.core.api.common import decode_body, idempotency_key, json
 from allinone.core.control.forks import Forks
 from allinone.core.control.rewinds import Rewinds
-from allinone.core.recorder import session_view
+from allinone.core.recorder import current_view
 from storage import sessions
 from storage.database import Database
 
@@ -66,7 +67,7 @@ class ForksApi:
         )
         row = await self._db.read(lambda r: sessions.get(r, project, new_id))
         assert row is not None
-        view: dict[str, Any] = await self._db.read(lambda r: session_view(r, row))
+        view: dict[str, Any] = await self._db.read(partial(current_view, row=row))
         return json(view)
 
     async def rewind(self, request: Request) -> Response:

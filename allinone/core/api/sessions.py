@@ -26,11 +26,11 @@ from allinone.core.api.errors import not_found
 from allinone.core.api.streams import SSE_HEADERS, CreationStop, journal_stream, never
 from allinone.core.hub import Hub
 from allinone.core.ids import Ids
-from allinone.core.recorder import session_view
+from allinone.core.recorder import current_view
 from allinone.core.sessions.admission import Admission
 from allinone.core.shapes.models import InputEvents, SessionCreate, SessionUpdate
 from storage import items, sessions, turn_documents, turns
-from storage.database import Database
+from storage.database import Database, Reader
 from storage.rows import record
 
 
@@ -86,7 +86,7 @@ class SessionsApi:
             stream = journal_stream(self._db, self._hub, self._ids, session_id, 0, stop, padded)
             return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
         row = await self._session(project, session_id)
-        return json(await self._db.read(lambda r: session_view(r, row)))
+        return json(await self._db.read(partial(current_view, row=row)))
 
     async def list_sessions(self, request: Request) -> Response:
         project = project_of(request)
@@ -98,11 +98,12 @@ class SessionsApi:
         ]
         where, args = sessions.list_filter(project, request.query_params.get("agent_id"), metadata)
         rows, more = await keyset_page(self._db, params, table="sessions", where=where, args=args)
-        data = []
-        for row in rows:
-            decoded = record(row, sessions.JSON_COLUMNS) or {}
-            data.append(await self._db.read(partial(session_view, row=decoded)))
-        return json(render.page(data, more))
+        decoded = [record(row, sessions.JSON_COLUMNS) or {} for row in rows]
+
+        async def views(r: Reader) -> list[dict[str, Any]]:
+            return [await current_view(r, row) for row in decoded]
+
+        return json(render.page(await self._db.read(views), more))
 
     async def update_session(self, request: Request) -> Response:
         project = project_of(request)
@@ -110,7 +111,7 @@ class SessionsApi:
         row = await self._session(project, request.path_params["session_id"])
         await self._admission.update_session(row, body)
         row = await self._session(project, row["id"])
-        return json(await self._db.read(lambda r: session_view(r, row)))
+        return json(await self._db.read(partial(current_view, row=row)))
 
     async def delete_session(self, request: Request) -> Response:
         project = project_of(request)
@@ -121,7 +122,7 @@ class SessionsApi:
     async def retrieve_session(self, request: Request) -> Response:
         project = project_of(request)
         row = await self._session(project, request.path_params["session_id"])
-        return json(await self._db.read(lambda r: session_view(r, row)))
+        return json(await self._db.read(partial(current_view, row=row)))
 
     async def stream_events(self, request: Request) -> Response:
         project = project_of(request)

@@ -11,7 +11,7 @@ import pytest
 
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
-from allinone.core.recorder import Recorder, session_view
+from allinone.core.recorder import Recorder, current_view, session_view
 from storage import Database, journal, sessions
 from storage.database import Tx
 
@@ -152,6 +152,8 @@ def test_a_snapshot_from_the_rows_facts_equals_one_read_table_by_table(tmp_path:
             assert "latest_turn_id" not in plain
             fast = await db.read(partial(session_view, row=with_facts))
             assert fast == await db.read(partial(session_view, row=plain)), step
+            # What the API shows reads the row again with its facts: the same snapshot.
+            assert fast == await db.read(partial(current_view, row=plain)), step
             views.append(fast)
         await db.close()
         return views
