@@ -33,6 +33,7 @@ export class Transcript {
     this.items = new Map(); // item id -> { item, node, text }
     this.seen = new Map(); // item id -> { added, done } (ms, while watching)
     this.order = [];
+    this.hidden = new Set(); // ids of the turns rewinds hid from the model
     this.onTurn = () => {};
     this.emptyNote = h("p.empty", {}, "No turns yet. Send a message below to start one.");
     this.node.append(this.emptyNote);
@@ -57,6 +58,15 @@ export class Transcript {
       }
     }
     return "";
+  }
+
+  /** Mark the turns a rewind hid from the model's context (the session's
+   * `x_corebox.hidden_turn_ids`); they stay in the history. */
+  setHidden(ids) {
+    const hidden = new Set(ids || []);
+    const changed = [...this.turns.keys()].filter((id) => hidden.has(id) !== this.hidden.has(id));
+    this.hidden = hidden;
+    changed.forEach((id) => this.drawTurnHead(this.turns.get(id)));
   }
 
   turnList() {
@@ -92,9 +102,12 @@ export class Transcript {
     if (state.agent_version) meta.push(`agent v${state.agent_version}`);
     const duration = turn.started_at && turn.completed_at ? `${turn.completed_at - turn.started_at} s` : null;
     const error = turn.error || (state.error_code ? { code: state.error_code } : null);
+    const hidden = this.hidden.has(turn.id);
+    entry.section.classList.toggle("hidden-turn", hidden);
     replace(entry.head,
       h("div.turn-title", {}, h("span.turn-number", {}, `Turn ${number}`), badge(turn.status),
-        duration ? h("span.muted", {}, duration) : null),
+        duration ? h("span.muted", {}, duration) : null,
+        hidden ? h("span.turn-hidden", { title: "A rewind hid this turn from the model's context. It stays in the history." }, "Hidden from the model") : null),
       h("div.turn-meta", { title: turn.id }, meta.join(" · ")),
       error ? h("div.turn-error", { role: "note" },
         h("strong", {}, error.code || "error"),

@@ -317,6 +317,33 @@ def test_every_page_renders_at_both_widths(page: Page, client: OpenAI, server: S
     shoot(page, "overview-owner")
 
 
+def test_a_rewound_turn_is_marked_hidden_from_the_model(page: Page, client: OpenAI) -> None:
+    sign_in(page, API_KEY)
+    session_id = idle_session(client, "first")
+    open_session(page, session_id)
+    send(client, session_id, "second")
+    page.wait_for(says("second"))
+    page.wait_for("document.querySelector('[data-control=rewind]')")
+    assert page.evaluate("document.querySelectorAll('.turn-hidden').length") == 0
+    page.click("[data-control=rewind]")
+    page.wait_for("document.querySelector('.turn-hidden')")
+    session = client.beta.agents.sessions.retrieve(session_id)
+    hidden = session.model_extra["x_corebox"]["hidden_turn_ids"]  # type: ignore[index]
+    marked = "[...document.querySelectorAll('.turn.hidden-turn')].map((s) => s.dataset.turnId)"
+    assert len(hidden) == 1
+    # The second turn is marked, not the first: the model no longer sees it, the history
+    # still shows it.
+    assert page.evaluate(marked) == hidden
+    assert page.evaluate("document.querySelectorAll('section.turn').length") == 2
+    shoot(page, "session-rewound")
+    # Opened afresh, the page marks it from the stored session.
+    page.evaluate("location.hash = '#/sessions'")
+    page.wait_for("!document.querySelector('section.turn')")
+    open_session(page, session_id)
+    page.wait_for("document.querySelector('.turn-hidden')")
+    assert page.evaluate(marked) == hidden
+
+
 def test_clicking_cancel_cancels_the_running_turn(page: Page, client: OpenAI) -> None:
     sign_in(page, API_KEY)
     session_id = idle_session(client)

@@ -202,6 +202,7 @@ class SessionPage {
       forked ? h("span", {}, "forked from ", h("a", { href: `#/sessions/${forked.session_id}` }, short(forked.session_id))) : null,
       (xc.overlays || []).map((o) => h("span.overlay", {}, badge(o.kind), o.reason ? ` ${o.reason}` : "")));
     this.watchEnvironment(s.environment);
+    this.transcript.setHidden(xc.hidden_turn_ids);
     showActions(this.actions, s);
     const active = ["in_progress", "requires_action"].includes(s.status) || this.activeTurn();
     this.sendButton.textContent = active ? "Steer" : "Send";
@@ -297,6 +298,8 @@ class SessionPage {
   async rewind() {
     const result = await post(`/x/v1/sessions/${this.id}/rewind`, { turns: 1 });
     replace(this.notice, h("span.muted", {}, `Rewound: ${result.hidden_turn_ids.length} turn hidden from the model`));
+    // A rewind writes no event; the session read again says which turns are hidden now.
+    this.showSession(await get(this.base));
   }
 
   scheduleSide() {
