@@ -53,14 +53,6 @@ async def active(q: Queryable, session_id: str) -> dict[str, Any] | None:
     return record(row, JSON_COLUMNS)
 
 
-async def latest(q: Queryable, session_id: str) -> dict[str, Any] | None:
-    row = await q.fetchone(
-        "SELECT * FROM turns_full WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT 1",
-        (session_id,),
-    )
-    return record(row, JSON_COLUMNS)
-
-
 async def usage_total(q: Queryable, session_id: str) -> dict[str, Any] | None:
     """The sum of the session's turn usages, from the running total the database keeps
     (migration 21's triggers); None (unknown, never zero) while any turn is active or

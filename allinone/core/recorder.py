@@ -79,7 +79,7 @@ async def required_actions(
 
 
 async def _hidden_turn_ids(q: Queryable, row: dict[str, Any]) -> list[str]:
-    if not row.get("has_rewinds", True):
+    if not row["has_rewinds"]:
         return []
     hidden = await rewinds.hidden_turn_ids(q, row["id"])
     if not hidden:
@@ -90,39 +90,22 @@ async def _hidden_turn_ids(q: Queryable, row: dict[str, Any]) -> list[str]:
     return [str(r["id"]) for r in rows if r["id"] in hidden]
 
 
-async def _latest_turn(q: Queryable, row: dict[str, Any]) -> tuple[str, str] | None:
-    """The (id, status) of the session's latest turn, from the row's facts when it
-    carries them (`sessions.get_for_view`)."""
-    if "latest_turn_id" in row:
-        if row["latest_turn_id"] is None:
-            return None
-        return str(row["latest_turn_id"]), str(row["latest_turn_status"])
-    latest = await turns.latest(q, row["id"])
-    return None if latest is None else (str(latest["id"]), str(latest["status"]))
-
-
-async def _usage(q: Queryable, row: dict[str, Any]) -> dict[str, Any] | None:
-    if "has_active_turn" in row:
-        return turns.usage_of(row)
-    return await turns.usage_total(q, row["id"])
-
-
 async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
-    """The public AgentSession for a stored session row, with its derived status. A row
-    from `sessions.get_for_view` carries what the status, usage and hidden turns derive
-    from; any other is completed by reads of its own."""
-    latest = await _latest_turn(q, row)
+    """The public AgentSession for a session row as `sessions.get_for_view` reads it
+    (with the facts its status, usage, overlays and hidden turns derive from), with its
+    derived status."""
+    latest_status = row["latest_turn_status"]
     actions: list[dict[str, Any]] = []
     choices: list[dict[str, Any]] = []
-    if latest is not None and latest[1] == "waiting":
-        actions, choices = await required_actions(q, row["id"], latest[0])
+    if latest_status == "waiting":
+        actions, choices = await required_actions(q, row["id"], row["latest_turn_id"])
     environment_failure = await _environment_failure(q, row)
     status = session_status(
-        latest[1] if latest else None,
+        latest_status,
         len(actions) + len(choices),
         environment_failed=environment_failure is not None,
     )
-    usage = await _usage(q, row)
+    usage = turns.usage_of(row)
     error = None
     if status is SessionStatus.FAILED:
         error = environment_failure or "The environment could not be prepared."
@@ -133,7 +116,7 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
     if spend is not None:
         view["spend_control"] = spend
     in_force = []
-    if row.get("has_overlays", True):
+    if row["has_overlays"]:
         in_force = await overlay_rows.active(q, row["project_id"], row["agent_id"])
     view["x_corebox"] = {
         "required_actions": choices,
@@ -164,12 +147,10 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
     return view
 
 
-async def current_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
-    """The session's snapshot as it is now: its row read again with the facts the
-    snapshot derives (one statement, where `session_view` over a row without them reads
-    three or four more)."""
-    fresh = await sessions.get_for_view(q, row["id"])
-    return await session_view(q, row if fresh is None else fresh)
+async def current_view(q: Queryable, session_id: str) -> dict[str, Any] | None:
+    """The session's snapshot as it is now (None if its row is gone)."""
+    row = await sessions.get_for_view(q, session_id)
+    return None if row is None else await session_view(q, row)
 
 
 async def _environment_failure(q: Queryable, row: dict[str, Any]) -> str | None:

@@ -4,7 +4,7 @@ from the SDK with `client.post(...)`); the domain is `allinone.core.control`."""
 from __future__ import annotations
 
 from functools import partial
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import msgspec
 from starlette.requests import Request
@@ -16,7 +16,6 @@ from allinone.core.api.common import decode_body, idempotency_key, json
 from allinone.core.control.forks import Forks
 from allinone.core.control.rewinds import Rewinds
 from allinone.core.recorder import current_view
-from storage import sessions
 from storage.database import Database
 
 MAX_ID_LENGTH = 128
@@ -65,9 +64,8 @@ class ForksApi:
             body.item_id,
             idempotency_key(request),
         )
-        row = await self._db.read(lambda r: sessions.get(r, project, new_id))
-        assert row is not None
-        view: dict[str, Any] = await self._db.read(partial(current_view, row=row))
+        view = await self._db.read(partial(current_view, session_id=new_id))
+        assert view is not None
         return json(view)
 
     async def rewind(self, request: Request) -> Response:

@@ -70,6 +70,12 @@ class SessionsApi:
             raise not_found()
         return row
 
+    async def _view(self, session_id: str) -> dict[str, Any]:
+        view = await self._db.read(partial(current_view, session_id=session_id))
+        if view is None:
+            raise not_found()
+        return view
+
     async def create_session(self, request: Request) -> Response:
         project = project_of(request)
         body = await decode_body(request, SessionCreate, MAX_SESSION_BODY_BYTES)
@@ -86,7 +92,7 @@ class SessionsApi:
             stream = journal_stream(self._db, self._hub, self._ids, session_id, 0, stop, padded)
             return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
         row = await self._session(project, session_id)
-        return json(await self._db.read(partial(current_view, row=row)))
+        return json(await self._view(row["id"]))
 
     async def list_sessions(self, request: Request) -> Response:
         project = project_of(request)
@@ -98,10 +104,11 @@ class SessionsApi:
         ]
         where, args = sessions.list_filter(project, request.query_params.get("agent_id"), metadata)
         rows, more = await keyset_page(self._db, params, table="sessions", where=where, args=args)
-        decoded = [record(row, sessions.JSON_COLUMNS) or {} for row in rows]
+        ids = [str(row["id"]) for row in rows]
 
         async def views(r: Reader) -> list[dict[str, Any]]:
-            return [await current_view(r, row) for row in decoded]
+            shown = [await current_view(r, session_id) for session_id in ids]
+            return [view for view in shown if view is not None]
 
         return json(render.page(await self._db.read(views), more))
 
@@ -110,8 +117,7 @@ class SessionsApi:
         body = await decode_body(request, SessionUpdate)
         row = await self._session(project, request.path_params["session_id"])
         await self._admission.update_session(row, body)
-        row = await self._session(project, row["id"])
-        return json(await self._db.read(partial(current_view, row=row)))
+        return json(await self._view(row["id"]))
 
     async def delete_session(self, request: Request) -> Response:
         project = project_of(request)
@@ -122,7 +128,7 @@ class SessionsApi:
     async def retrieve_session(self, request: Request) -> Response:
         project = project_of(request)
         row = await self._session(project, request.path_params["session_id"])
-        return json(await self._db.read(partial(current_view, row=row)))
+        return json(await self._view(row["id"]))
 
     async def stream_events(self, request: Request) -> Response:
         project = project_of(request)

@@ -12,8 +12,8 @@ import pytest
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
 from allinone.core.recorder import Recorder, current_view, session_view
-from storage import Database, journal, sessions
-from storage.database import Tx
+from storage import Database, journal, overlays, rewinds, sessions
+from storage.database import Reader, Tx
 
 
 async def _session(db: Database) -> None:
@@ -134,6 +134,29 @@ _STEPS = (
 )
 
 
+async def _facts_read_apart(r: Reader) -> dict[str, Any]:
+    """Session `s`'s row with the facts `sessions.get_for_view` adds to it, each read
+    by a statement of its own."""
+    row = await sessions.get_any(r, "s")
+    assert row is not None and "latest_turn_id" not in row
+    latest = await r.fetchone(
+        "SELECT id, status FROM turns_full WHERE session_id = 's'"
+        " ORDER BY created_at DESC, id DESC LIMIT 1"
+    )
+    active = await r.fetchone(
+        "SELECT 1 FROM turns WHERE session_id = 's'"
+        " AND status IN ('queued', 'in_progress', 'waiting')"
+    )
+    return {
+        **row,
+        "latest_turn_id": None if latest is None else latest["id"],
+        "latest_turn_status": None if latest is None else latest["status"],
+        "has_active_turn": active is not None,
+        "has_rewinds": bool(await rewinds.of_session(r, "s")),
+        "has_overlays": bool(await overlays.active(r, row["project_id"], row["agent_id"])),
+    }
+
+
 def test_a_snapshot_from_the_rows_facts_equals_one_read_table_by_table(tmp_path: Path) -> None:
     """`sessions.get_for_view` reads the latest turn, an active turn and rewind markers
     with the session's row; the snapshot it gives must be the one the separate reads give,
@@ -147,13 +170,12 @@ def test_a_snapshot_from_the_rows_facts_equals_one_read_table_by_table(tmp_path:
             if step:
                 await db.write(partial(Tx.execute, sql=step))
             with_facts = await db.read(partial(sessions.get_for_view, session_id="s"))
-            plain = await db.read(partial(sessions.get_any, session_id="s"))
-            assert with_facts is not None and plain is not None
-            assert "latest_turn_id" not in plain
+            assert with_facts is not None
             fast = await db.read(partial(session_view, row=with_facts))
-            assert fast == await db.read(partial(session_view, row=plain)), step
-            # What the API shows reads the row again with its facts: the same snapshot.
-            assert fast == await db.read(partial(current_view, row=plain)), step
+            apart = await db.read(_facts_read_apart)
+            assert fast == await db.read(partial(session_view, row=apart)), step
+            # What the API shows: the same snapshot.
+            assert fast == await db.read(partial(current_view, session_id="s")), step
             views.append(fast)
         await db.close()
         return views
