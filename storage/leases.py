@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from storage.database import Tx
-from storage.rows import Queryable
+from storage.rows import Queryable, record
 
 
 async def renew(tx: Tx, turn_id: str, expires_at: int) -> None:
@@ -28,13 +28,17 @@ async def expired(q: Queryable, now: int) -> list[dict[str, Any]]:
     return [dict(row) for row in rows]
 
 
-async def take_initial_input(tx: Tx, turn_id: str) -> None:
-    """At the claim: the messages admitted with the turn become its initial input."""
-    await tx.execute(
+async def take_initial_input(tx: Tx, turn_id: str) -> list[dict[str, Any]]:
+    """At the claim: the messages admitted with the turn become its initial input, and
+    are returned in order. A turn is claimed from `queued` once and only its claim makes
+    inputs initial, so these are all of the turn's initial inputs."""
+    rows = await tx.fetchall(
         "UPDATE turn_inputs SET state = 'initial' WHERE turn_id = ?"
-        " AND kind = 'message' AND state = 'admitted'",
+        " AND kind = 'message' AND state = 'admitted' RETURNING *",
         (turn_id,),
     )
+    taken = [r for r in (record(row, ("payload",)) for row in rows) if r is not None]
+    return sorted(taken, key=lambda r: int(r["seq"]))
 
 
 async def interrupt_items(tx: Tx, turn_id: str) -> None:

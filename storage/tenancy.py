@@ -83,19 +83,36 @@ async def next_counter(tx: Tx, key: str) -> int:
     `SEQUENCES` come from a sequence: taking a value holds no lock until the commit (so
     processes claiming turns at once never wait on, or deadlock over, one row), and a
     value taken by a transaction that rolled back is skipped."""
-    sequence = SEQUENCES.get(key) if tx.backend == "postgresql" else None
-    if sequence is not None:
-        row = await tx.fetchone(f"SELECT nextval('{sequence}') AS value")
+    (value,) = await next_counters(tx, key)
+    return value
+
+
+async def next_counters(tx: Tx, *keys: str) -> tuple[int, ...]:
+    """`next_counter` of each of the distinct `keys`, in order, in one statement per
+    kind of counter: the sequences of PostgreSQL in one `SELECT`, the rows of `meta` in
+    one upsert."""
+    assert len(set(keys)) == len(keys), keys
+    values: dict[str, int] = {}
+    sequenced = [k for k in keys if tx.backend == "postgresql" and k in SEQUENCES]
+    if sequenced:
+        columns = ", ".join(f"nextval('{SEQUENCES[k]}') AS v{i}" for i, k in enumerate(sequenced))
+        row = await tx.fetchone(f"SELECT {columns}")
         assert row is not None
-        return int(row["value"])
-    # One statement; fetchall steps it to its end, so nothing stays open in the transaction.
-    rows = await tx.fetchall(
-        "INSERT INTO meta (key, value) VALUES (?, '1')"
-        " ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)"
-        " RETURNING value",
-        (key,),
-    )
-    return int(rows[0]["value"])
+        values.update((k, int(row[f"v{i}"])) for i, k in enumerate(sequenced))
+    kept = [k for k in keys if k not in values]
+    if kept:
+        # One statement; fetchall steps it to its end, so nothing stays open in the
+        # transaction. The order of a RETURNING's rows is not defined: they are matched
+        # by key.
+        rows = await tx.fetchall(
+            "INSERT INTO meta (key, value) VALUES "
+            + ", ".join("(?, '1')" for _ in kept)
+            + " ON CONFLICT(key) DO UPDATE"
+            " SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT) RETURNING key, value",
+            kept,
+        )
+        values.update((str(r["key"]), int(r["value"])) for r in rows)
+    return tuple(values[k] for k in keys)
 
 
 async def probe(tx: Tx, now: int) -> None:

@@ -123,13 +123,15 @@ async def transition(
     *,
     fencing_token: str | None = None,
     fields: dict[str, Any] | None = None,
+    uncancelled: bool = False,
 ) -> bool:
     """Compare-and-set: move the turn to `status` only from an `expected` status (and,
-    when given, only while it still carries `fencing_token`). Return whether it moved."""
+    when given, only while it still carries `fencing_token`; when `uncancelled`, only
+    while no cancellation of it was requested). Return whether it moved."""
     columns = await turn_rows.stored(tx, fields or {})
     if status in ENDED:
         columns = {**dict.fromkeys(RUNNING_ONLY), **columns}
-    sql = _transition_sql(tuple(columns), len(expected), fencing_token is not None)
+    sql = _transition_sql(tuple(columns), len(expected), fencing_token is not None, uncancelled)
     args: list[Any] = [status, *columns.values(), turn_id, *expected]
     if fencing_token is not None:
         args.append(fencing_token)
@@ -140,14 +142,18 @@ async def transition(
 
 
 @functools.lru_cache(maxsize=256)
-def _transition_sql(columns: tuple[str, ...], expected: int, fenced: bool) -> str:
+def _transition_sql(
+    columns: tuple[str, ...], expected: int, fenced: bool, uncancelled: bool
+) -> str:
     """A transition's UPDATE setting `columns` from one of `expected` statuses (and,
-    when `fenced`, only while the turn carries its fencing token)."""
+    when `fenced`, only while the turn carries its fencing token; when `uncancelled`,
+    only while no cancellation of it was requested)."""
     sets = ", ".join(
         ["status = ?", "state_version = state_version + 1"] + [f"{c} = ?" for c in columns]
     )
     placeholders = ", ".join("?" for _ in range(expected))
     sql = f"UPDATE turns SET {sets} WHERE id = ? AND status IN ({placeholders})"
+    sql += " AND cancel_requested_at IS NULL" if uncancelled else ""
     return sql + " AND fencing_token = ?" if fenced else sql
 
 
@@ -183,16 +189,6 @@ async def request_cancel(tx: Tx, turn_id: str, now: int) -> None:
         "UPDATE turns SET cancel_requested_at = COALESCE(cancel_requested_at, ?) WHERE id = ?",
         (now, turn_id),
     )
-
-
-async def set_context(tx: Tx, turn_id: str, context: dict[str, Any], fencing_token: str) -> bool:
-    """Record the model context the turn runs with, while it still carries its token."""
-    key = await turn_rows.document_key(tx, "context", context)
-    changed = await tx.execute(
-        "UPDATE turns SET context_key = ? WHERE id = ? AND fencing_token = ?",
-        (key, turn_id, fencing_token),
-    )
-    return changed == 1
 
 
 async def previous_created_at(q: Queryable, session_id: str, turn_id: str) -> int | None:

@@ -273,6 +273,41 @@ def test_counters_increase_on_both_backends(target: Target) -> None:
     assert first < second and third < fourth
 
 
+def test_counters_taken_together_are_each_counters_next_value_on_both_backends(
+    backend: str, target: Target
+) -> None:
+    """`next_counters` takes the next value of each counter it is given (sequences and
+    rows of `meta` mixed, in any order) in one statement per kind of counter, and gives
+    each value back in the place of its counter."""
+    keys = ("overlay_version", "fencing_token", "worker_epoch")
+
+    async def together(tx: Tx) -> tuple[int, ...]:
+        return await tenancy.next_counters(tx, *keys)
+
+    async def main() -> tuple[list[int], tuple[int, ...], list[int], int]:
+        db = await Database.open(target("db"))
+        try:
+            # Bring each counter to its own value, so that a value in a wrong place shows.
+            for key, times in zip(keys, (1, 3, 5), strict=True):
+                for _ in range(times):
+                    await db.write(partial(tenancy.next_counter, key=key))
+            before = [await db.write(partial(tenancy.next_counter, key=k)) for k in keys]
+            statements = db.counters()["write_statements"]
+            taken = await db.write(together)
+            statements = db.counters()["write_statements"] - statements
+            after = [await db.write(partial(tenancy.next_counter, key=k)) for k in keys]
+            return before, taken, after, statements
+        finally:
+            await db.close()
+
+    before, taken, after, statements = asyncio.run(main())
+    assert len(set(before)) == 3
+    assert list(taken) == [value + 1 for value in before]
+    assert after == [value + 1 for value in taken]
+    # SQLite keeps every counter in `meta`; PostgreSQL two of these in sequences.
+    assert statements == (2 if backend == "postgresql" else 1)
+
+
 def test_a_turn_another_process_is_reserving_is_skipped_not_waited_for(
     postgres_url: str,
 ) -> None:

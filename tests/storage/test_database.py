@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 import threading
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,9 @@ from storage import (
     Database,
     SchemaTooNew,
     StorageUnavailable,
+    leases,
     migrations,
+    turn_inputs,
     turn_rows,
     turns,
 )
@@ -205,6 +209,80 @@ def test_one_active_turn_per_session_is_enforced_by_the_database(target: Target)
         await db.close()
 
     run(main())
+
+
+def test_a_claim_skips_a_turn_whose_cancellation_was_requested_and_takes_its_inputs(
+    target: Target,
+) -> None:
+    """The claim's compare-and-set (`uncancelled`) leaves a queued turn whose
+    cancellation was requested where it is, and `take_initial_input` makes the admitted
+    messages the turn's initial input and returns them in the order they were admitted,
+    leaving other turns' messages and other kinds of input alone."""
+
+    async def main() -> tuple[bool, bool, list[object], list[object], list[str]]:
+        db = await Database.open(target("claim.db"))
+
+        async def setup(tx: Tx) -> None:
+            await tx.execute("INSERT INTO projects (id, name, created_at) VALUES ('p', 'p', 0)")
+            for session in ("s", "s2"):
+                await tx.execute(
+                    "INSERT INTO sessions (id, project_id, agent_id, harness, created_at,"
+                    " last_active_at, agent, environment, metadata, vault_ids)"
+                    " VALUES (?, 'p', 'a', 'scripted', 0, 0, '{}', '{}', '{}', '[]')",
+                    (session,),
+                )
+            await turns.insert(tx, "t1", "s", "a", 1)
+            await turns.insert(tx, "t2", "s2", "a", 1)
+            admitted = [
+                ("t1", "message", "one"),
+                ("t2", "message", "other"),
+                ("t1", "cancel", "-"),
+                ("t1", "message", "two"),
+                ("t1", "message", "three"),
+            ]
+            for position, (turn, kind, text) in enumerate(admitted):
+                await turn_inputs.insert(
+                    tx,
+                    {
+                        "session_id": "s" if turn == "t1" else "s2",
+                        "turn_id": turn,
+                        "idempotency_key": None,
+                        "batch_position": position,
+                        "batch_hash": None,
+                        "kind": kind,
+                        "payload": {"text": text},
+                        "state": "admitted",
+                        "created_at": 1,
+                    },
+                )
+            await turns.request_cancel(tx, "t2", 2)
+
+        await db.write(setup)
+
+        def claim(turn_id: str) -> Callable[[Tx], Awaitable[bool]]:
+            async def job(tx: Tx) -> bool:
+                return await turns.transition(
+                    tx, turn_id, ("queued",), "in_progress", uncancelled=True
+                )
+
+            return job
+
+        cancelled, claimed = await db.write(claim("t2")), await db.write(claim("t1"))
+        taken = await db.write(partial(leases.take_initial_input, turn_id="t1"))
+        again = await db.write(partial(leases.take_initial_input, turn_id="t1"))
+        states = await db.read(lambda r: r.fetchall("SELECT state FROM turn_inputs ORDER BY seq"))
+        await db.close()
+        return cancelled, claimed, taken, again, [row["state"] for row in states]
+
+    cancelled, claimed, taken, again, states = run(main())
+    assert (cancelled, claimed) == (False, True)
+    assert [row["payload"] for row in taken] == [  # type: ignore[index]
+        {"text": "one"},
+        {"text": "two"},
+        {"text": "three"},
+    ]
+    assert again == []
+    assert states == ["initial", "admitted", "admitted", "initial", "initial"]
 
 
 def test_an_acknowledged_write_survives_a_killed_process(target: Target) -> None:

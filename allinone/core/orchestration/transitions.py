@@ -43,9 +43,11 @@ async def move(
     *,
     fencing_token: str | None = None,
     fields: dict[str, Any] | None = None,
+    uncancelled: bool = False,
 ) -> bool:
     """Compare-and-set the turn to `target` from one of `starts` (see `sources`), and
-    only while it carries `fencing_token` when one is given; whether it moved."""
+    only while it carries `fencing_token` when one is given (and, when `uncancelled`,
+    while no cancellation of it was requested); whether it moved."""
     return await turns.transition(
         tx,
         turn_id,
@@ -53,4 +55,5 @@ async def move(
         target,
         fencing_token=fencing_token,
         fields=fields,
+        uncancelled=uncancelled,
     )

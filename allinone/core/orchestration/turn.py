@@ -275,18 +275,17 @@ class TurnExecution:
         session's history before the turn to rebuild it from)."""
         if self._resuming:
             return await self._reclaim(tx, reused)
-        row = await turns.get(tx, self._turn_id)
-        if row is None or row["status"] != TurnStatus.QUEUED or row["cancel_requested_at"]:
-            return None
         config_digest = revisions.digest_of(self._session)
-        epoch = await tenancy.next_counter(tx, "worker_epoch")
-        token = str(await tenancy.next_counter(tx, "fencing_token"))
+        decided = await context.decide(tx, self._session["id"], self._turn_id, reused)
+        epoch, fence = await tenancy.next_counters(tx, "worker_epoch", "fencing_token")
+        token = str(fence)
         now = self._parts.clock.now()
         moved = await move(
             tx,
             self._turn_id,
             TurnStatus.IN_PROGRESS,
             (TurnStatus.QUEUED,),
+            uncancelled=True,
             fields={
                 "worker_epoch": epoch,
                 "fencing_token": token,
@@ -298,16 +297,15 @@ class TurnExecution:
                 "agent_version": self._session.get("agent_version"),
                 "core_process_id": self._parts.process_id,
                 "reserved_until": None,
-                # Encoded once, where it is stored (`storage.turn_rows`).
+                # Encoded once, where they are stored (`storage.turn_rows`).
                 "manifest": manifest.claimed(self._session, config_digest, self._checks.overlays),
+                "context": decided.record,
             },
         )
         if not moved:
             return None
-        await leases.take_initial_input(tx, self._turn_id)
-        self._initial = await interactions.steering_inputs(tx, self._turn_id, "initial")
-        self._context = await context.decide(tx, self._session["id"], self._turn_id, reused)
-        await turns.set_context(tx, self._turn_id, self._context.record, token)
+        self._context = decided
+        self._initial = await leases.take_initial_input(tx, self._turn_id)
         recorder = self._parts.outcomes.recorder
         await recorder.emit_turn(tx, "agent.session.turn.in_progress", self._turn_id)
         await recorder.announce_queued_input(tx, self._turn_id)
@@ -325,7 +323,8 @@ class TurnExecution:
         if problem is not None:
             await self._parts.outcomes.interrupt(tx, row, problem)
             return None
-        token = str(await tenancy.next_counter(tx, "fencing_token"))
+        fence, epoch = await tenancy.next_counters(tx, "fencing_token", "worker_epoch")
+        token = str(fence)
         now = self._parts.clock.now()
         waiting = row["status"] == TurnStatus.WAITING
         moved = await checkpoints.reclaim(
@@ -333,7 +332,7 @@ class TurnExecution:
             self._turn_id,
             row["state_version"],
             {
-                "worker_epoch": await tenancy.next_counter(tx, "worker_epoch"),
+                "worker_epoch": epoch,
                 "fencing_token": token,
                 "checkpoint_token": token,
                 "device_id": self._connection.device_id,
