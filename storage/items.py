@@ -16,39 +16,48 @@ from storage.database import Tx
 from storage.journal_dictionary import pack, unpack
 from storage.rows import Queryable, as_dict, dumps, loads
 
+# The next position of a session and the next output index of a turn, as the scalar
+# subqueries of an item's INSERT (one statement, whose RETURNING gives both).
+_NEXT_POSITION = "(SELECT COALESCE(MAX(position), 0) + 1 FROM items WHERE session_id = ?)"
+_NEXT_OUTPUT = "(SELECT COUNT(*) FROM items WHERE turn_id = ? AND output_index IS NOT NULL)"
+_INSERT = (
+    "INSERT INTO items (id, session_id, turn_id, position, created_at, type, status,"
+    " output_index, native_id, payload) VALUES (?, ?, ?, {position}, ?, ?, ?, {output}, ?, ?)"
+    " RETURNING position, output_index"
+)
+_INSERT_ITEM = _INSERT.format(position=_NEXT_POSITION, output="?")
+_INSERT_OUTPUT = _INSERT.format(position=_NEXT_POSITION, output=_NEXT_OUTPUT)
 
-async def insert(tx: Tx, row: dict[str, Any]) -> int:
-    """Insert an item at the next position of its session; return that position. On a
-    database several Core processes share, the session's row is held first (a no-op
-    update locks it until commit), so concurrent transactions take positions one after
-    the other instead of the same one."""
+
+async def insert(tx: Tx, row: dict[str, Any], *, output: bool = False) -> tuple[int, int | None]:
+    """Insert an item at the next position of its session; return that position and its
+    output index: when `output`, the turn's next one (how many of its items have one),
+    else `row`'s. On a database several Core processes share, the session's row is held
+    first (a no-op update locks it until commit), so concurrent transactions take
+    positions one after the other instead of the same one."""
     if tx.backend != "sqlite":
         await tx.execute(
             "UPDATE sessions SET event_seq = event_seq WHERE id = ?", (row["session_id"],)
         )
-    found = await tx.fetchone(
-        "SELECT COALESCE(MAX(position), 0) + 1 AS next FROM items WHERE session_id = ?",
-        (row["session_id"],),
-    )
-    assert found is not None
-    position = int(found["next"])
-    await tx.execute(
-        "INSERT INTO items (id, session_id, turn_id, position, created_at, type, status,"
-        " output_index, native_id, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    output_index = (row["turn_id"],) if output else (row.get("output_index"),)
+    rows = await tx.fetchall(
+        _INSERT_OUTPUT if output else _INSERT_ITEM,
         (
             row["id"],
             row["session_id"],
             row["turn_id"],
-            position,
+            row["session_id"],
             row["created_at"],
             row["type"],
             row.get("status"),
-            row.get("output_index"),
+            *output_index,
             row.get("native_id"),
             stored_payload(tx, row["payload"]),
         ),
     )
-    return position
+    stored = rows[0]
+    index = stored["output_index"]
+    return int(stored["position"]), None if index is None else int(index)
 
 
 async def update(tx: Tx, item_id: str, status: str | None, payload: dict[str, Any]) -> None:
@@ -91,14 +100,6 @@ async def unfinished(q: Queryable, turn_id: str) -> list[dict[str, Any]]:
         (turn_id,),
     )
     return [r for r in (decoded(row) for row in rows) if r is not None]
-
-
-async def count_outputs(q: Queryable, turn_id: str) -> int:
-    row = await q.fetchone(
-        "SELECT COUNT(*) AS n FROM items WHERE turn_id = ? AND output_index IS NOT NULL",
-        (turn_id,),
-    )
-    return 0 if row is None else int(row["n"])
 
 
 async def get(q: Queryable, item_id: str) -> dict[str, Any] | None:

@@ -192,11 +192,11 @@ class Projector:
             "created_at": self._clock.now(),
             "type": type_,
             "status": status,
-            "output_index": await item_rows.count_outputs(tx, run.turn_id),
+            "output_index": None,  # the turn's next, taken where the item is stored
             "native_id": native_id,
             "payload": payload,
         }
-        await item_rows.insert(tx, item)
+        _, item["output_index"] = await item_rows.insert(tx, item, output=True)
         await self._recorder.emit_item(tx, "agent.session.turn.item.added", item)
         return item
 
