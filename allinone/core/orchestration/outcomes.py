@@ -131,14 +131,14 @@ class Outcomes:
         native = (done.metadata or {}).get("agent_session_id", "")
         if 0 < len(native) <= MAX_NATIVE_SESSION_ID:
             await sessions.set_native_session(tx, run.session_id, native)
-        if done.usage is not None and done.usage.tokens is not None:
-            await turns.set_usage(
-                tx, run.turn_id, render.token_usage(done.usage.tokens), run.fencing_token
-            )
         await manifest.settle(tx, run.session_id, run.turn_id, done.metadata)
         await self._projector.close_unfinished(tx, run)
         await interactions.withdraw_open(tx, run.turn_id)
         status, fields = ending(run, cancelled, unconfirmed, captured)
+        if done.usage is not None and done.usage.tokens is not None:
+            # Written by the compare-and-set that ends the turn (and counted into the
+            # session's total by it), not by a statement of its own.
+            fields["usage"] = render.token_usage(done.usage.tokens)
         if done.workspace_snapshot:
             # The managed workspace as this turn left it: what a fork at this turn copies.
             fields["workspace_snapshot"] = done.workspace_snapshot

@@ -6,18 +6,21 @@ transition table before anything is written."""
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from allinone.core import render
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.outcomes import Outcomes
-from allinone.core.orchestration.projector import Projector, RunProjection
+from allinone.core.orchestration.projector import Fenced, Projector, RunProjection
 from allinone.core.orchestration.transitions import move, sources
 from allinone.core.recorder import Recorder
 from allinone.core.states import IllegalTransition, TurnStatus
+from runtime.proto import run as wire
 from storage import Database, leases, sessions, turns
 from storage.database import Tx
 
@@ -124,3 +127,52 @@ def test_a_move_the_table_forbids_raises_before_anything_is_written() -> None:
         "waiting",
     )
     assert sources(TurnStatus.FAILED) == ("in_progress", "queued", "waiting")
+
+
+def _counts(n: int) -> wire.TokenCounts:
+    return wire.TokenCounts(
+        input_tokens=n,
+        cached_input_tokens=0,
+        output_tokens=2 * n,
+        reasoning_output_tokens=0,
+        total_tokens=3 * n,
+    )
+
+
+@pytest.mark.parametrize("reported_before", [None, 5])
+def test_the_usage_a_done_frame_reports_is_the_ended_turns_and_counts_on_its_session(
+    tmp_path: Path, reported_before: int | None
+) -> None:
+    """`done`'s usage replaces what a `usage` frame reported before (or stands alone),
+    is stored with the turn's ending and is what the session's total adds; a claim that
+    lost its fencing token writes none of it."""
+
+    async def main() -> tuple[Any, ...]:
+        db = await Database.open(tmp_path / "o.db")
+        try:
+            await _running(db, lease_expires_at=2**62)
+            if reported_before is not None:
+                usage = render.token_usage(_counts(reported_before))
+                assert await db.write(lambda tx: turns.set_usage(tx, "t", usage, "7"))
+            outcomes = await _outcomes(db)
+            done = wire.Done(usage=wire.Usage(tokens=_counts(7)))
+
+            async def settle(run: RunProjection, tx: Tx) -> None:
+                await outcomes.settle(tx, run, done, cancelled=False)
+
+            with pytest.raises(Fenced):
+                await db.write(partial(settle, RunProjection("s", "t", "6")))
+            stale = (await _turn(db))["usage"]
+            await db.write(partial(settle, RunProjection("s", "t", "7")))
+            row = await _turn(db)
+            total = await db.read(lambda r: turns.usage_total(r, "s"))
+            return stale, row["status"], row["usage"], total
+        finally:
+            await db.close()
+
+    stale, status, usage, total = asyncio.run(main())
+    before = None if reported_before is None else render.token_usage(_counts(reported_before))
+    assert stale == before
+    assert status == "completed"
+    assert usage == render.token_usage(_counts(7))
+    assert total == usage
