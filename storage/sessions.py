@@ -80,11 +80,23 @@ async def get_any(q: Queryable, session_id: str) -> dict[str, Any] | None:
     return record(row, JSON_COLUMNS)
 
 
-async def get_for_view(q: Queryable, session_id: str) -> dict[str, Any] | None:
+_FOR_VIEW = _ANY.format(facts=_VIEW_FACTS)
+
+
+async def get_for_view(
+    q: Queryable, session_id: str, project_id: str | None = None
+) -> dict[str, Any] | None:
     """`get_any` with the facts the session's snapshot derives from other tables, read
     in the same statement: `latest_turn_id` and `latest_turn_status` (null without a
-    turn), `has_active_turn`, `has_rewinds` and `has_overlays`."""
-    row = await q.fetchone(_ANY.format(facts=_VIEW_FACTS), (session_id,))
+    turn), `has_active_turn`, `has_rewinds` and `has_overlays`. With `project_id`, as
+    `get` scopes it: only a session of that project that is not deleted."""
+    if project_id is None:
+        row = await q.fetchone(_FOR_VIEW, (session_id,))
+    else:
+        row = await q.fetchone(
+            _FOR_VIEW + " AND sessions.project_id = ? AND sessions.deleted_at IS NULL",
+            (session_id, project_id),
+        )
     return record(row, JSON_COLUMNS)
 
 

@@ -70,8 +70,10 @@ class SessionsApi:
             raise not_found()
         return row
 
-    async def _view(self, session_id: str) -> dict[str, Any]:
-        view = await self._db.read(partial(current_view, session_id=session_id))
+    async def _view(self, session_id: str, project: str | None = None) -> dict[str, Any]:
+        """The session's snapshot (404 without one; with `project`, also unless it is a
+        live session of that project: checked by the statement that reads it)."""
+        view = await self._db.read(partial(current_view, session_id=session_id, project_id=project))
         if view is None:
             raise not_found()
         return view
@@ -91,8 +93,7 @@ class SessionsApi:
             padded = options is UNSET or options.include_obfuscation is not False
             stream = journal_stream(self._db, self._hub, self._ids, session_id, 0, stop, padded)
             return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
-        row = await self._session(project, session_id)
-        return json(await self._view(row["id"]))
+        return json(await self._view(session_id, project))
 
     async def list_sessions(self, request: Request) -> Response:
         project = project_of(request)
@@ -126,9 +127,7 @@ class SessionsApi:
         return json({"id": row["id"], "object": "agent.session.deleted", "deleted": True})
 
     async def retrieve_session(self, request: Request) -> Response:
-        project = project_of(request)
-        row = await self._session(project, request.path_params["session_id"])
-        return json(await self._view(row["id"]))
+        return json(await self._view(request.path_params["session_id"], project_of(request)))
 
     async def stream_events(self, request: Request) -> Response:
         project = project_of(request)
