@@ -3,7 +3,8 @@
 Columns on `sessions`: `execution_settings` (JSON: `model_provider`, the provider's
 public part, and `tool_policy`), `sealed_model_key` (the provider's API key as Core
 sealed it; this module never sees it opened) and `capability_notes` (JSON list). Written
-once, in the transaction that creates the session; read back from the session row.
+once, by the INSERT that creates the session (`storage.sessions.insert`); read back from
+the session row.
 """
 
 from __future__ import annotations
@@ -12,21 +13,6 @@ from typing import Any
 
 from storage.database import Tx
 from storage.rows import dumps, loads
-
-
-async def freeze(
-    tx: Tx,
-    session_id: str,
-    settings: dict[str, Any],
-    sealed_key: bytes | None,
-    notes: list[dict[str, Any]],
-) -> None:
-    await tx.execute(
-        "UPDATE sessions SET execution_settings = ?, sealed_model_key = ?, capability_notes = ?"
-        " WHERE id = ?",
-        (dumps(settings), sealed_key, dumps(notes), session_id),
-    )
-
 
 # The session columns this module keeps as JSON text.
 JSON_COLUMNS = ("execution_settings", "capability_notes")

@@ -12,10 +12,14 @@ JSON_COLUMNS = ("agent", "environment", "metadata", "vault_ids", "options")
 
 
 async def insert(tx: Tx, row: dict[str, Any]) -> None:
+    """Insert the session `row` describes, with what it froze for its executions when
+    `row` carries them (`execution_settings`, `sealed_model_key`, `capability_notes`:
+    see `storage.execution_settings`)."""
     await tx.execute(
         "INSERT INTO sessions (id, project_id, agent_id, harness, created_at, last_active_at,"
         " agent, environment, metadata, vault_ids, idempotency_key, request_hash,"
-        " agent_version, options) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " agent_version, options, execution_settings, sealed_model_key, capability_notes)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             row["id"],
             row["project_id"],
@@ -31,6 +35,9 @@ async def insert(tx: Tx, row: dict[str, Any]) -> None:
             row.get("request_hash"),
             row.get("agent_version"),
             dumps(row.get("options") or {}),
+            dumps(row.get("execution_settings") or {}),
+            row.get("sealed_model_key"),
+            dumps(row.get("capability_notes") or []),
         ),
     )
 

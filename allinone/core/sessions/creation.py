@@ -28,7 +28,7 @@ from allinone.core.sessions.inputs import messages_of
 from allinone.core.sessions.options import options_of
 from allinone.core.sessions.writer import Writer
 from allinone.core.shapes.models import SessionCreate
-from storage import execution_settings, sessions
+from storage import sessions
 from storage import vaults as vault_rows
 from storage.database import Database, Tx
 
@@ -247,12 +247,11 @@ class Creation:
                 "vault_ids": plan.vault_ids,
                 "idempotency_key": idempotency_key,
                 "request_hash": plan.request_hash,
+                # Frozen for the session's executions in the row itself.
+                "execution_settings": plan.settings,
+                "sealed_model_key": plan.sealed_key,
+                "capability_notes": plan.notes,
             },
-        )
-        if plan.options:
-            await sessions.update(tx, plan.session_id, options=plan.options)
-        await execution_settings.freeze(
-            tx, plan.session_id, plan.settings, plan.sealed_key, plan.notes
         )
         await revisions.write_first(tx, plan.session_id, agent, plan.options, plan.settings, now)
         if plan.environment["type"] != "none":
