@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from storage.database import Tx
 from tests.support.databases import Raw, raw
 from tests.support.postgres import Cluster
 
-__all__ = ["Raw", "Target", "raw"]
+__all__ = ["Raw", "Target", "add_sessions", "raw"]
 
 Target = Callable[[str], "Path | str"]
 
@@ -38,3 +39,15 @@ def target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Targ
         return urls[name]
 
     return url
+
+
+async def add_sessions(tx: Tx, *session_ids: str) -> None:
+    """Project `p` and in it a bare `scripted` session of agent `a` for each id."""
+    await tx.execute("INSERT INTO projects (id, name, created_at) VALUES ('p', 'p', 0)")
+    for session_id in session_ids:
+        await tx.execute(
+            "INSERT INTO sessions (id, project_id, agent_id, harness, created_at,"
+            " last_active_at, agent, environment, metadata, vault_ids)"
+            " VALUES (?, 'p', 'a', 'scripted', 0, 0, '{}', '{}', '{}', '[]')",
+            (session_id,),
+        )

@@ -27,7 +27,7 @@ from storage import (
     turns,
 )
 from storage.database import Tx
-from tests.storage.conftest import Target, raw
+from tests.storage.conftest import Target, add_sessions, raw
 
 
 def run(coro):  # type: ignore[no-untyped-def]
@@ -223,14 +223,7 @@ def test_a_claim_skips_a_turn_whose_cancellation_was_requested_and_takes_its_inp
         db = await Database.open(target("claim.db"))
 
         async def setup(tx: Tx) -> None:
-            await tx.execute("INSERT INTO projects (id, name, created_at) VALUES ('p', 'p', 0)")
-            for session in ("s", "s2"):
-                await tx.execute(
-                    "INSERT INTO sessions (id, project_id, agent_id, harness, created_at,"
-                    " last_active_at, agent, environment, metadata, vault_ids)"
-                    " VALUES (?, 'p', 'a', 'scripted', 0, 0, '{}', '{}', '{}', '[]')",
-                    (session,),
-                )
+            await add_sessions(tx, "s", "s2")
             await turns.insert(tx, "t1", "s", "a", 1)
             await turns.insert(tx, "t2", "s2", "a", 1)
             admitted = [

@@ -10,7 +10,7 @@ from typing import Any
 
 from storage import Database, items, turns
 from storage.database import Tx
-from tests.storage.conftest import Target
+from tests.storage.conftest import Target, add_sessions
 
 
 def test_an_item_takes_its_sessions_next_position_and_its_turns_next_output_index(
@@ -34,14 +34,7 @@ def test_an_item_takes_its_sessions_next_position_and_its_turns_next_output_inde
         db = await Database.open(target("items.db"))
 
         async def setup(tx: Tx) -> None:
-            await tx.execute("INSERT INTO projects (id, name, created_at) VALUES ('p', 'p', 0)")
-            for session in ("s1", "s2"):
-                await tx.execute(
-                    "INSERT INTO sessions (id, project_id, agent_id, harness, created_at,"
-                    " last_active_at, agent, environment, metadata, vault_ids)"
-                    " VALUES (?, 'p', 'a', 'scripted', 0, 0, '{}', '{}', '{}', '[]')",
-                    (session,),
-                )
+            await add_sessions(tx, "s1", "s2")
             for turn, session, at in (("t1", "s1", 1), ("t3", "s2", 1)):
                 await turns.insert(tx, turn, session, "a", at)
 
