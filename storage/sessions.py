@@ -88,6 +88,7 @@ async def get_any(q: Queryable, session_id: str) -> dict[str, Any] | None:
 
 
 _FOR_VIEW = _ANY.format(facts=_VIEW_FACTS)
+_FOR_VIEW_IN_PROJECT = _FOR_VIEW + " AND sessions.project_id = ? AND sessions.deleted_at IS NULL"
 
 
 async def get_for_view(
@@ -100,10 +101,7 @@ async def get_for_view(
     if project_id is None:
         row = await q.fetchone(_FOR_VIEW, (session_id,))
     else:
-        row = await q.fetchone(
-            _FOR_VIEW + " AND sessions.project_id = ? AND sessions.deleted_at IS NULL",
-            (session_id, project_id),
-        )
+        row = await q.fetchone(_FOR_VIEW_IN_PROJECT, (session_id, project_id))
     return record(row, JSON_COLUMNS)
 
 

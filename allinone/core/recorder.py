@@ -147,11 +147,9 @@ async def session_view(q: Queryable, row: dict[str, Any]) -> dict[str, Any]:
     return view
 
 
-async def current_view(
-    q: Queryable, session_id: str, project_id: str | None = None
-) -> dict[str, Any] | None:
-    """The session's snapshot as it is now (None if its row is gone, or with
-    `project_id` if it is not a live session of that project)."""
+async def current_view(q: Queryable, session_id: str, project_id: str) -> dict[str, Any] | None:
+    """The session's snapshot as the API shows it now: None unless it is a live session
+    of `project_id` (checked by the statement that reads it)."""
     row = await sessions.get_for_view(q, session_id, project_id)
     return None if row is None else await session_view(q, row)
 

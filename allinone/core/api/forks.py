@@ -64,7 +64,7 @@ class ForksApi:
             body.item_id,
             idempotency_key(request),
         )
-        view = await self._db.read(partial(current_view, session_id=new_id))
+        view = await self._db.read(partial(current_view, session_id=new_id, project_id=project))
         assert view is not None
         return json(view)
 

@@ -70,9 +70,8 @@ class SessionsApi:
             raise not_found()
         return row
 
-    async def _view(self, session_id: str, project: str | None = None) -> dict[str, Any]:
-        """The session's snapshot (404 without one; with `project`, also unless it is a
-        live session of that project: checked by the statement that reads it)."""
+    async def _view(self, session_id: str, project: str) -> dict[str, Any]:
+        """The session's snapshot; 404 unless it is a live session of `project`."""
         view = await self._db.read(partial(current_view, session_id=session_id, project_id=project))
         if view is None:
             raise not_found()
@@ -108,7 +107,8 @@ class SessionsApi:
         ids = [str(row["id"]) for row in rows]
 
         async def views(r: Reader) -> list[dict[str, Any]]:
-            shown = [await current_view(r, session_id) for session_id in ids]
+            # Scoped again: a session deleted since the page was read is left out.
+            shown = [await current_view(r, session_id, project) for session_id in ids]
             return [view for view in shown if view is not None]
 
         return json(render.page(await self._db.read(views), more))
@@ -118,7 +118,7 @@ class SessionsApi:
         body = await decode_body(request, SessionUpdate)
         row = await self._session(project, request.path_params["session_id"])
         await self._admission.update_session(row, body)
-        return json(await self._view(row["id"]))
+        return json(await self._view(row["id"], project))
 
     async def delete_session(self, request: Request) -> Response:
         project = project_of(request)

@@ -174,8 +174,10 @@ def test_a_snapshot_from_the_rows_facts_equals_one_read_table_by_table(tmp_path:
             fast = await db.read(partial(session_view, row=with_facts))
             apart = await db.read(_facts_read_apart)
             assert fast == await db.read(partial(session_view, row=apart)), step
-            # What the API shows: the same snapshot.
-            assert fast == await db.read(partial(current_view, session_id="s")), step
+            # What the API shows: the same snapshot, to its own project only.
+            shown = await db.read(partial(current_view, session_id="s", project_id="p"))
+            assert fast == shown, step
+            assert await db.read(partial(current_view, session_id="s", project_id="q")) is None
             views.append(fast)
         await db.close()
         return views
