@@ -1,8 +1,9 @@
 """The per-session event journal that SSE readers follow.
 
 Events are appended inside the transaction that made the change they describe, with a
-per-session sequence; a row names its session by the session's `journal_key` (a small
-integer, migration 24). A row stores what changed, not the whole event: its `payload`
+per-session sequence; the rows a job appends are stored together when it ends, in as few
+statements as they can be. A row names its session by the session's `journal_key` (a
+small integer, migration 24). A row stores what changed, not the whole event: its `payload`
 is a structural patch (`storage.deltas`) against a base named by `base_seq`, either an
 earlier event of the same session (`> 0`) or a fixed template (`< 0`,
 `storage.journal_templates`). A row keeps no time of its own (an event's times are in
@@ -24,6 +25,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from storage import deltas
@@ -53,6 +55,14 @@ RECENT_EVENTS = 2048
 _KEY = "(SELECT journal_key FROM sessions WHERE id = ?)"
 # The key under which a job keeps each session's `journal_key` (`Tx.memo`).
 _KEYS = "journal_key"
+# The key under which a job keeps the rows it appends, stored together when it ends, and
+# the event id of each by (session key, sequence) (`Tx.memo`).
+_PENDING = "journal_pending"
+_OWN = "journal_own"
+# Rows stored by one statement at most; a job's rows go in statements of exactly as many
+# rows as it has up to this, so each row count is one cached statement text.
+_ROWS_PER_STATEMENT = 16
+_COLUMNS = "INSERT INTO session_events (session_key, seq, event_id, type, base_seq, payload)"
 # A committed event as `Recent.put_many` takes it: (seq, event_id, payload, body, type).
 Committed = tuple[int, str, str, dict[str, Any], str | None]
 
@@ -204,14 +214,24 @@ async def append_compact(
     event_id, type_, body = event
     kind = family(body)
     stored = (event_id_value(event_id), type_code(type_))
+    key = await _session_key(tx, session_id)
     depth = 1
-    # Each patch is written on condition that its base is still the stored row it was
-    # (checked by event id in the same statement); usually the first one is.
+    # A patch against a template, or against a row this job appended, is kept to be
+    # stored with the job's other rows when it ends (`_store_pending`): its base is sure
+    # to be there. Against an earlier job's row, it is written at once, on condition that
+    # its base is still the stored row it was (checked by event id in the same
+    # statement); usually the first one is.
     for patch, base in _patches(bases, session_id, seq, (type_, kind), body):
-        if base is None:
+        if key is None:  # no such session: the insert refuses it, as the caller expects
             await _insert(tx, (session_id, seq, *stored, -kind, pack(patch)))
             break
-        if await _insert_on_base(tx, (session_id, seq, *stored, base.seq, pack(patch)), base):
+        if base is None or _own(tx, key, base):
+            base_seq = -kind if base is None else base.seq
+            _add_pending(tx, key, (key, seq, *stored, base_seq, pack(patch)))
+            depth = 1 if base is None else base.depth + 1
+            break
+        if await _insert_on_base(tx, (key, seq, *stored, base.seq, pack(patch)), base):
+            tx.memo.setdefault(_OWN, {})[(key, seq)] = stored[0]
             depth = base.depth + 1
             break
     # Remembered at once: a later event of this transaction may use it as its base. A
@@ -279,15 +299,43 @@ def _floor(body: dict[str, Any], base: dict[str, Any], sizes: dict[str, int]) ->
     return floor
 
 
+def _own(tx: Tx, key: int, base: _Base) -> bool:
+    """Whether `base` is a row this job appended (same sequence and event id): one a
+    rolled-back job remembered at the same sequence is not."""
+    own: dict[tuple[int, int], str | bytes] = tx.memo.get(_OWN, {})
+    return own.get((key, base.seq)) == base.stored_id
+
+
+def _add_pending(tx: Tx, key: int, row: tuple[Any, ...]) -> None:
+    """Keep `row` (for the session whose journal key is `key`) to be stored when the job
+    ends."""
+    pending: list[tuple[Any, ...]] | None = tx.memo.get(_PENDING)
+    if pending is None:
+        pending = tx.memo[_PENDING] = []
+        tx.before_end(_PENDING, partial(_store_pending, tx))
+    pending.append(row)
+    tx.memo.setdefault(_OWN, {})[(key, row[1])] = row[2]
+
+
+async def _store_pending(tx: Tx) -> None:
+    """Store the rows the job kept, in as few statements as `_ROWS_PER_STATEMENT` allows."""
+    pending: list[tuple[Any, ...]] = tx.memo.pop(_PENDING)
+    for start in range(0, len(pending), _ROWS_PER_STATEMENT):
+        rows = pending[start : start + _ROWS_PER_STATEMENT]
+        await tx.execute(
+            f"{_COLUMNS} VALUES {', '.join(['(?, ?, ?, ?, ?, ?)'] * len(rows))}",
+            [value for row in rows for value in row],
+        )
+
+
 async def _insert_on_base(tx: Tx, values: tuple[Any, ...], base: _Base) -> bool:
-    """Insert the row `values` only if `base` is still the stored row it was (same
-    sequence and event id); return whether it was inserted."""
-    session_key = await _session_key(tx, values[0])
+    """Insert the row `values` (its session named by journal key) only if `base` is
+    still the stored row it was (same sequence and event id); return whether it was
+    inserted."""
     inserted = await tx.execute(
-        "INSERT INTO session_events (session_key, seq, event_id, type, base_seq, payload)"
-        " SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM"
+        f"{_COLUMNS} SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM"
         " session_events WHERE session_key = ? AND seq = ? AND event_id = ?)",
-        (session_key, *values[1:], session_key, base.seq, _stored_event_id(tx, base.stored_id)),
+        (*values, values[0], base.seq, _stored_event_id(tx, base.stored_id)),
     )
     return inserted == 1
 
@@ -302,8 +350,7 @@ def _stored_event_id(tx: Tx, value: str | bytes) -> str | bytes:
 
 async def _insert(tx: Tx, values: tuple[Any, ...]) -> None:
     await tx.execute(
-        "INSERT INTO session_events (session_key, seq, event_id, type, base_seq, payload)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
+        f"{_COLUMNS} VALUES (?, ?, ?, ?, ?, ?)",
         (await _session_key(tx, values[0]), *values[1:]),
     )
 

@@ -360,3 +360,78 @@ def _family_body(rng: random.Random) -> dict[str, Any]:
     for key in rng.sample(["status", "delta", "turn_id", "item_id", "usage"], rng.randrange(4)):
         body[key] = _value(rng)
     return body
+
+
+def test_the_rows_a_job_appends_are_stored_together_when_it_ends(target: Target) -> None:
+    """A job's events against templates or against its own earlier rows go into the
+    journal at its end: 16 rows a statement, after one read of the session's key."""
+    delta = "agent.session.turn.output_text.delta"
+
+    async def main() -> tuple[list[int], list[str], list[str]]:
+        db = await Database.open(target("b.db"))
+        await _session(db, "s")
+        bases = journal.Bases()
+        statements: list[int] = []
+        written: list[str] = []
+        for first, count in ((1, 10), (11, 20)):
+
+            async def job(tx: Tx, first: int = first, count: int = count) -> list[str]:
+                out = []
+                for seq in range(first, first + count):
+                    body = {"session_id": "s", "turn_id": "t", "item_id": "m", "delta": "x" * seq}
+                    event = (f"evt_{seq:028x}", delta, body)
+                    await journal.append_compact(tx, bases, "s", seq, event)
+                    out.append(dumps({"event_id": event[0], "type": delta, **body}))
+                return out
+
+            before = db.counters()["write_statements"]
+            written += await db.write(job)
+            statements.append(db.counters()["write_statements"] - before)
+        read = await db.read(partial(journal.after, session_id="s", seq=0))
+        await db.close()
+        return statements, written, [row["payload"] for row in read]
+
+    statements, written, read = asyncio.run(main())
+    assert read == written
+    # The first job: its key and its 10 rows. The second: its key, the row against the
+    # first job's last (written at once, on condition), then 16 and 3 rows.
+    assert statements == [2, 4]
+
+
+def test_a_row_remembered_from_a_rolled_back_job_is_not_taken_for_this_jobs_own(
+    target: Target,
+) -> None:
+    """A rolled-back job's event stays remembered as a base at its sequence; a later job
+    that writes another event at that sequence must not store a patch against the
+    remembered one as if it were its own row."""
+    delta, done = "agent.session.turn.output_text.delta", "agent.session.turn.output_text.done"
+
+    def body(text: str) -> dict[str, Any]:
+        return {"session_id": "s", "turn_id": "t", "item_id": "m", "delta": text}
+
+    async def main() -> tuple[list[str], list[str]]:
+        db = await Database.open(target("r.db"))
+        await _session(db, "s")
+        bases = journal.Bases()
+
+        async def undone(tx: Tx) -> None:
+            await journal.append_compact(tx, bases, "s", 1, ("evt_" + "1" * 28, delta, body("a")))
+            raise RuntimeError("roll back this job")
+
+        with contextlib.suppress(RuntimeError):
+            await db.write(undone)
+        other = {"session_id": "s", "turn_id": "t", "item_id": "m", "text": "entirely other"}
+        events = [("evt_" + "2" * 28, done, other), ("evt_" + "3" * 28, delta, body("b"))]
+
+        async def job(tx: Tx) -> None:
+            for seq, event in enumerate(events, start=1):
+                await journal.append_compact(tx, bases, "s", seq, event)
+
+        await db.write(job)
+        read = await db.read(partial(journal.after, session_id="s", seq=0))
+        await db.close()
+        expected = [dumps({"event_id": i, "type": t, **b}) for i, t, b in events]
+        return expected, [row["payload"] for row in read]
+
+    expected, read = asyncio.run(main())
+    assert read == expected
