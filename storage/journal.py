@@ -59,6 +59,8 @@ _KEYS = "journal_key"
 # the event id of each by (session key, sequence) (`Tx.memo`).
 _PENDING = "journal_pending"
 _OWN = "journal_own"
+# The key under which a job keeps the bases it remembered, marked committed after it.
+_WRITTEN = "journal_written"
 # Rows stored by one statement at most; a job's rows go in statements of exactly as many
 # rows as it has up to this, so each row count is one cached statement text.
 _ROWS_PER_STATEMENT = 16
@@ -67,19 +69,24 @@ _COLUMNS = "INSERT INTO session_events (session_key, seq, event_id, type, base_s
 Committed = tuple[int, str, str, dict[str, Any], str | None]
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Base:
     seq: int
     # The event's id as its column holds it (`event_id_value`).
     stored_id: str | bytes
     depth: int
     body: dict[str, Any]
+    # Set once the job that wrote the row has committed: from then on the row is there
+    # for as long as a later row may use it as a base (rows are never changed, pruning
+    # keeps `REACH` rows past the retained ones, and a purge takes the session with them).
+    committed: bool = False
 
 
 class Bases:
     """The latest event body written per session and family, which new events are
     stored against. Only an optimisation: a miss stores the event against a template,
-    and an entry is used only after checking that its row is still there."""
+    and an entry is used only when its row is sure to be there (written by the same job,
+    or by one that committed) or the insert checks that it is."""
 
     def __init__(self, sessions: int = CACHED_SESSIONS) -> None:
         self._limit = sessions
@@ -216,16 +223,17 @@ async def append_compact(
     stored = (event_id_value(event_id), type_code(type_))
     key = await _session_key(tx, session_id)
     depth = 1
-    # A patch against a template, or against a row this job appended, is kept to be
-    # stored with the job's other rows when it ends (`_store_pending`): its base is sure
-    # to be there. Against an earlier job's row, it is written at once, on condition that
-    # its base is still the stored row it was (checked by event id in the same
-    # statement); usually the first one is.
+    # A patch against a template, against a row this job appended, or against a row
+    # whose job committed, is kept to be stored with the job's other rows when it ends
+    # (`_store_pending`): its base is sure to be there. Against a row not known to be
+    # committed (its job may have rolled back, or may still be committing), it is written
+    # at once, on condition that its base is still the stored row it was (checked by event
+    # id in the same statement); usually the first one is.
     for patch, base in _patches(bases, session_id, seq, (type_, kind), body):
         if key is None:  # no such session: the insert refuses it, as the caller expects
             await _insert(tx, (session_id, seq, *stored, -kind, pack(patch)))
             break
-        if base is None or _own(tx, key, base):
+        if base is None or base.committed or _own(tx, key, base):
             base_seq = -kind if base is None else base.seq
             _add_pending(tx, key, (key, seq, *stored, base_seq, pack(patch)))
             depth = 1 if base is None else base.depth + 1
@@ -239,7 +247,9 @@ async def append_compact(
     # the caller may go on changing its dictionaries.
     text = dumps(body)
     copy: dict[str, Any] = loads(text)
-    bases.remember(session_id, type_, kind, _Base(seq, stored[0], depth, copy))
+    remembered = _Base(seq, stored[0], depth, copy)
+    bases.remember(session_id, type_, kind, remembered)
+    _mark_on_commit(tx, remembered)
     return copy, whole(event_id, type_, copy, text)
 
 
@@ -297,6 +307,20 @@ def _floor(body: dict[str, Any], base: dict[str, Any], sizes: dict[str, int]) ->
             size = sizes[key] = len(dumps(body[key]))
         floor += size
     return floor
+
+
+def _mark_on_commit(tx: Tx, base: _Base) -> None:
+    """Mark `base` committed once this job's transaction commits (never, if it does not)."""
+    written: list[_Base] | None = tx.memo.get(_WRITTEN)
+    if written is None:
+        written = tx.memo[_WRITTEN] = []
+        tx.after_commit(partial(_mark_committed, written))
+    written.append(base)
+
+
+def _mark_committed(written: list[_Base]) -> None:
+    for base in written:
+        base.committed = True
 
 
 def _own(tx: Tx, key: int, base: _Base) -> bool:
