@@ -55,11 +55,9 @@ RECENT_EVENTS = 2048
 _KEY = "(SELECT journal_key FROM sessions WHERE id = ?)"
 # The key under which a job keeps each session's `journal_key` (`Tx.memo`).
 _KEYS = "journal_key"
-# The key under which a job keeps the rows it appends, stored together when it ends, and
-# the event id of each by (session key, sequence) (`Tx.memo`).
+# The keys under which a job keeps the rows it appends, stored together when it ends,
+# and the bases it remembered (by `id`), marked committed after it (`Tx.memo`).
 _PENDING = "journal_pending"
-_OWN = "journal_own"
-# The key under which a job keeps the bases it remembered, marked committed after it.
 _WRITTEN = "journal_written"
 # Rows stored by one statement at most; a job's rows go in statements of exactly as many
 # rows as it has up to this, so each row count is one cached statement text.
@@ -202,7 +200,7 @@ async def append(
     tx: Tx, session_id: str, seq: int, event_id: str, type_: str, payload: str
 ) -> None:
     """Append one whole event (`payload` is its JSON) without a base."""
-    await _insert(tx, (session_id, seq, event_id, type_, None, payload))
+    await _insert(tx, await _session_key(tx, session_id), (seq, event_id, type_, None, payload))
 
 
 async def append_compact(
@@ -231,15 +229,14 @@ async def append_compact(
     # id in the same statement); usually the first one is.
     for patch, base in _patches(bases, session_id, seq, (type_, kind), body):
         if key is None:  # no such session: the insert refuses it, as the caller expects
-            await _insert(tx, (session_id, seq, *stored, -kind, pack(patch)))
+            await _insert(tx, key, (seq, *stored, -kind, pack(patch)))
             break
-        if base is None or base.committed or _own(tx, key, base):
+        if base is None or base.committed or _own(tx, base):
             base_seq = -kind if base is None else base.seq
-            _add_pending(tx, key, (key, seq, *stored, base_seq, pack(patch)))
+            _add_pending(tx, (key, seq, *stored, base_seq, pack(patch)))
             depth = 1 if base is None else base.depth + 1
             break
         if await _insert_on_base(tx, (key, seq, *stored, base.seq, pack(patch)), base):
-            tx.memo.setdefault(_OWN, {})[(key, seq)] = stored[0]
             depth = base.depth + 1
             break
     # Remembered at once: a later event of this transaction may use it as its base. A
@@ -310,35 +307,33 @@ def _floor(body: dict[str, Any], base: dict[str, Any], sizes: dict[str, int]) ->
 
 
 def _mark_on_commit(tx: Tx, base: _Base) -> None:
-    """Mark `base` committed once this job's transaction commits (never, if it does not)."""
-    written: list[_Base] | None = tx.memo.get(_WRITTEN)
+    """Keep `base` as one this job remembered, and mark it committed once the job's
+    transaction commits (never, if it does not)."""
+    written: dict[int, _Base] | None = tx.memo.get(_WRITTEN)
     if written is None:
-        written = tx.memo[_WRITTEN] = []
+        written = tx.memo[_WRITTEN] = {}
         tx.after_commit(partial(_mark_committed, written))
-    written.append(base)
+    written[id(base)] = base
 
 
-def _mark_committed(written: list[_Base]) -> None:
-    for base in written:
+def _mark_committed(written: dict[int, _Base]) -> None:
+    for base in written.values():
         base.committed = True
 
 
-def _own(tx: Tx, key: int, base: _Base) -> bool:
-    """Whether `base` is a row this job appended (same sequence and event id): one a
-    rolled-back job remembered at the same sequence is not."""
-    own: dict[tuple[int, int], str | bytes] = tx.memo.get(_OWN, {})
-    return own.get((key, base.seq)) == base.stored_id
+def _own(tx: Tx, base: _Base) -> bool:
+    """Whether `base` is an entry this job remembered, so its row is this job's: one a
+    rolled-back job remembered at the same sequence is another entry."""
+    return id(base) in tx.memo.get(_WRITTEN, {})
 
 
-def _add_pending(tx: Tx, key: int, row: tuple[Any, ...]) -> None:
-    """Keep `row` (for the session whose journal key is `key`) to be stored when the job
-    ends."""
+def _add_pending(tx: Tx, row: tuple[Any, ...]) -> None:
+    """Keep `row` to be stored when the job ends."""
     pending: list[tuple[Any, ...]] | None = tx.memo.get(_PENDING)
     if pending is None:
         pending = tx.memo[_PENDING] = []
         tx.before_end(_PENDING, partial(_store_pending, tx))
     pending.append(row)
-    tx.memo.setdefault(_OWN, {})[(key, row[1])] = row[2]
 
 
 async def _store_pending(tx: Tx) -> None:
@@ -372,11 +367,10 @@ def _stored_event_id(tx: Tx, value: str | bytes) -> str | bytes:
     return value
 
 
-async def _insert(tx: Tx, values: tuple[Any, ...]) -> None:
-    await tx.execute(
-        f"{_COLUMNS} VALUES (?, ?, ?, ?, ?, ?)",
-        (await _session_key(tx, values[0]), *values[1:]),
-    )
+async def _insert(tx: Tx, key: int | None, values: tuple[Any, ...]) -> None:
+    """Insert one row of the session whose journal key is `key` (None, no such session:
+    the insert is refused)."""
+    await tx.execute(f"{_COLUMNS} VALUES (?, ?, ?, ?, ?, ?)", (key, *values))
 
 
 def note_session_key(tx: Tx, session_id: str, key: int) -> None:
