@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: run test lint types unit system-deps check-runtime-contract binary smoke bench clean
+.PHONY: run test lint types unit system-deps check-runtime-contract binary smoke bench schema clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -108,6 +108,10 @@ bench: binary
 	$(BIN)/python tests/bench/bench_checkpoint.py
 	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_cluster.py
 	COREBOX_BINARY=$(CURDIR)/dist/corebox $(BIN)/python tests/bench/bench_postgres.py
+
+# A new database starts from storage/migrations/schema.sql; rewrite it after adding a migration.
+schema: $(STAMP_DEV)
+	$(BIN)/python -c "from storage import migrations as m; m.SNAPSHOT.write_text(m.snapshot(), encoding='utf-8')"
 
 clean:
 	rm -rf $(VENV) dist build/work

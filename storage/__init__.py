@@ -5,7 +5,8 @@ What lives here: `database.py` (one writer with group commit, readers, each conn
 on a thread of its own, the durability contract), the two drivers behind it
 (`sqlite_driver.py`, `postgres.py`, the only place that knows PostgreSQL's dialect),
 `migrations.py` with `migrations/*.sql` and `migrations/postgres/*.sql` (numbered,
-applied in order at open), `transfer.py` (an SQLite database copied into PostgreSQL),
+applied in order at open; a new SQLite database starts from `migrations/schema.sql`,
+what the numbered files make), `transfer.py` (an SQLite database copied into PostgreSQL),
 and one repository module per table family
 (`sessions`, `turns`, `items`, `journal`, `environments`, ...): plain functions over a
 transaction or a reader, returning rows.

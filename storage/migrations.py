@@ -5,6 +5,14 @@ module was loaded from: the source tree, or the frozen build's unpacked director
 the build ships them as data files. A database whose version is newer than the newest
 file here is refused: it was written by a newer build.
 
+A new, empty database does not run the files one by one: it starts from
+`migrations/schema.sql`, the schema and rows the files make up to the version its first
+line names, written by `snapshot()` (`make schema` rewrites it; a test checks that it
+matches the files), and then runs any file above that version, all in one transaction.
+Each `ALTER TABLE` of a file makes SQLite read the whole schema again, so the files
+alone take about 90 ms, a sixth of a cold start, and the snapshot about 13 ms. A
+database with any version recorded migrates from the files.
+
 PostgreSQL has its own files, `migrations/postgres/NNNN_name.sql`, numbered like the
 SQLite ones: a file stands for its own number and every SQLite number below it that has
 no PostgreSQL file of its own (the first, `0023_baseline.sql`, creates the schema as
@@ -28,6 +36,8 @@ if TYPE_CHECKING:
     from storage import postgres
 
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+SNAPSHOT = Path(__file__).parent / "migrations" / "schema.sql"
+_SNAPSHOT_HEADER = re.compile(r"^-- corebox schema at version (\d+)\b")
 
 
 def available(backend: str = "sqlite") -> list[tuple[int, str]]:
@@ -45,12 +55,14 @@ def available(backend: str = "sqlite") -> list[tuple[int, str]]:
     return found
 
 
-def apply(conn: sqlite3.Connection) -> int:
+def apply(conn: sqlite3.Connection, snapshot: str | None = None) -> int:
     """Bring the schema up to date; return the resulting version.
 
     The pending migrations run in one transaction together with their version rows, so a
     crash leaves the database at the version it had, never half-migrated, and a new
-    database is created with one commit (one sync to disk) rather than one per file.
+    database is created with one commit (one sync to disk) rather than one per file. A new
+    database starts from `snapshot` (the text of a schema snapshot; by default the one
+    beside the files, when there is one).
     """
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_version ("
@@ -67,20 +79,109 @@ def apply(conn: sqlite3.Connection) -> int:
     pending = [(version, sql) for version, sql in migrations if version not in applied]
     if not pending:
         return current
+    if snapshot is None and not applied and SNAPSHOT.exists():
+        snapshot = SNAPSHOT.read_text(encoding="utf-8")
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for version, sql in pending:
+        if snapshot is not None and not applied:
+            current, pending = _start_from(conn, snapshot, pending)
+        for current, sql in pending:
             for statement in _statements(sql):
                 conn.execute(statement)
-            conn.execute(
-                "INSERT INTO schema_version (version, applied_at) VALUES (?, unixepoch())",
-                (version,),
-            )
+            _record(conn, current)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    return max(current, pending[-1][0])
+    return current
+
+
+def _start_from(
+    conn: sqlite3.Connection, snapshot: str, pending: list[tuple[int, str]]
+) -> tuple[int, list[tuple[int, str]]]:
+    """Create a new database's schema and rows from `snapshot` and record the versions it
+    stands for; return its version and the migrations above it."""
+    header = _SNAPSHOT_HEADER.match(snapshot)
+    if header is None:
+        raise ValueError("a schema snapshot must begin with its version line")
+    version = int(header.group(1))
+    for statement in _whole_statements(snapshot):
+        conn.execute(statement)
+    for number, _ in pending:
+        if number <= version:
+            _record(conn, number)
+    return version, [(number, sql) for number, sql in pending if number > version]
+
+
+def _record(conn: sqlite3.Connection, version: int) -> None:
+    conn.execute(
+        "INSERT INTO schema_version (version, applied_at) VALUES (?, unixepoch())", (version,)
+    )
+
+
+def snapshot(version: int | None = None) -> str:
+    """The text of `migrations/schema.sql`: the schema and rows a new database has after
+    the files up to `version` (by default all of them), as statements that make it again.
+    Tables come first with their rows, then indexes, views and triggers, each kind in the
+    order SQLite keeps them; `schema_version` is left to `apply`."""
+    files = [(n, sql) for n, sql in available() if version is None or n <= version]
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        conn.execute("BEGIN")
+        for _, sql in files:
+            for statement in _statements(sql):
+                conn.execute(statement)
+        conn.execute("COMMIT")
+        kinds = "CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END"
+        schema = conn.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL"
+            f" ORDER BY {kinds}, rowid"
+        ).fetchall()
+        parts = [
+            f"-- corebox schema at version {files[-1][0] if files else 0}: what the numbered"
+            " files make of a new database,\n-- which starts from here. Written by"
+            " `make schema` (storage.migrations.snapshot()); not edited by hand.\n"
+        ]
+        parts += [f"{sql};\n" for kind, name, sql in schema if kind == "table" and _ours(name)]
+        parts += _rows(conn, [name for kind, name, _ in schema if kind == "table"])
+        parts += [f"{sql};\n" for kind, name, sql in schema if kind != "table" and _ours(name)]
+        return "\n".join(parts)
+    finally:
+        conn.close()
+
+
+def _ours(name: str) -> bool:
+    """Whether a schema object is made by a statement of ours (not SQLite's own tables)."""
+    return not name.startswith("sqlite_")
+
+
+def _rows(conn: sqlite3.Connection, tables: list[str]) -> list[str]:
+    """An `INSERT` per row of `tables` (SQLite's `sqlite_sequence` too), its values
+    written by SQLite's own `quote()`."""
+    statements: list[str] = []
+    for table in tables:
+        columns = [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
+        names = ", ".join(f'"{column}"' for column in columns)
+        values = " || ', ' || ".join(f'quote("{column}")' for column in columns)
+        for (row,) in conn.execute(f'SELECT {values} FROM "{table}" ORDER BY 1'):
+            statements.append(f'INSERT INTO "{table}" ({names}) VALUES ({row});\n')
+    return statements
+
+
+def _whole_statements(text: str) -> list[str]:
+    """Split a snapshot into its statements, comments and all (a table's own text may
+    hold comments, which SQLite keeps)."""
+    statements: list[str] = []
+    buffer: list[str] = []
+    for line in text.splitlines():
+        buffer.append(line)
+        joined = "\n".join(buffer)
+        if line.rstrip().endswith(";") and sqlite3.complete_statement(joined):
+            statements.append(joined)
+            buffer = []
+    if any(line.strip() and not line.lstrip().startswith("--") for line in buffer):
+        raise ValueError("a schema snapshot ends inside a statement")
+    return statements
 
 
 def apply_postgres(url: str) -> int:
