@@ -5,8 +5,9 @@
 Without COREBOX_BINARY it runs `python -m allinone serve` from this checkout instead.
 Every server gets a free loopback port, a fresh data directory and a clean environment.
 Measured:
-- cold start: process start to the first `GET /readyz` 200, median over fresh data dirs;
-  for the binary, beside a bare one-file hello built with the same options (its floor);
+- cold start: process start to the first `GET /readyz` 200, median over fresh data dirs
+  (and again on each of them, stopped: a restart, with the database already made); for
+  the binary, beside a bare one-file hello built with the same options (its floor);
 - idle RSS: VmRSS from /proc after readiness. A PyInstaller one-file executable is a
   bootloader whose child process is the real server; both are reported, and the table's
   headline figure is the server process (the child when there is one);
@@ -364,13 +365,14 @@ def main() -> int:
     argv, env, label = command()
 
     starts: list[float] = []
+    restarts: list[float] = []
     try:
         for _ in range(args.starts):
-            with (
-                tempfile.TemporaryDirectory(prefix="corebox-bench-") as workdir,
-                serve(argv, env, Path(workdir)) as (_, seconds),
-            ):
-                starts.append(seconds)
+            with tempfile.TemporaryDirectory(prefix="corebox-bench-") as workdir:
+                with serve(argv, env, Path(workdir)) as (_, seconds):
+                    starts.append(seconds)
+                with serve(argv, env, Path(workdir)) as (_, seconds):
+                    restarts.append(seconds)
         with (
             tempfile.TemporaryDirectory(prefix="corebox-bench-") as workdir,
             serve(argv, env, Path(workdir)) as (server, _),
@@ -389,6 +391,10 @@ def main() -> int:
             f"cold start to /readyz 200 (median of {len(starts)})",
             f"{statistics.median(starts) * 1000:.0f} ms  "
             f"(runs: {', '.join(f'{s * 1000:.0f}' for s in starts)} ms)",
+        ),
+        (
+            "  start again on the same data dir (median)",
+            f"{statistics.median(restarts) * 1000:.0f} ms",
         ),
         (f"idle RSS after readiness ({where})", mib(idle.server_kib)),
     ]
