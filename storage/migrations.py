@@ -105,7 +105,7 @@ def _start_from(
     if header is None:
         raise ValueError("a schema snapshot must begin with its version line")
     version = int(header.group(1))
-    for statement in _whole_statements(snapshot):
+    for statement in _statements(snapshot):
         conn.execute(statement)
     for number, _ in pending:
         if number <= version:
@@ -168,22 +168,6 @@ def _rows(conn: sqlite3.Connection, tables: list[str]) -> list[str]:
     return statements
 
 
-def _whole_statements(text: str) -> list[str]:
-    """Split a snapshot into its statements, comments and all (a table's own text may
-    hold comments, which SQLite keeps)."""
-    statements: list[str] = []
-    buffer: list[str] = []
-    for line in text.splitlines():
-        buffer.append(line)
-        joined = "\n".join(buffer)
-        if line.rstrip().endswith(";") and sqlite3.complete_statement(joined):
-            statements.append(joined)
-            buffer = []
-    if any(line.strip() and not line.lstrip().startswith("--") for line in buffer):
-        raise ValueError("a schema snapshot ends inside a statement")
-    return statements
-
-
 def apply_postgres(url: str) -> int:
     """Bring the PostgreSQL database at `url` up to date; return the resulting version.
     Each migration is one transaction with its version row, as on SQLite."""
@@ -224,7 +208,9 @@ def _apply_postgres_file(conn: psycopg.Connection[postgres.Row], version: int, s
 
 
 def _statements(sql: str) -> list[str]:
-    """Split a migration into statements (our files keep one statement per `;` line end)."""
+    """Split a migration or a schema snapshot into statements (our files keep one
+    statement per `;` line end; whole-line comments are dropped, so the text SQLite keeps
+    of a table never has one, and a snapshot's statements split the same way)."""
     parts: list[str] = []
     buffer: list[str] = []
     for line in sql.splitlines():
