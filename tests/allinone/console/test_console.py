@@ -532,7 +532,7 @@ def test_an_overlay_added_on_the_owner_page_shows_its_value_and_asks_before_it_i
 
     row = (
         "[...document.querySelectorAll('table[aria-label=Overlays] tbody tr')].find(r =>"
-        f" r.querySelector('code[title={project['id']}]'))"
+        f" r.querySelector('[title={project['id']}]'))"
     )
 
     def button(step: str) -> str:
@@ -602,6 +602,43 @@ def test_an_overlay_added_on_the_owner_page_shows_its_value_and_asks_before_it_i
     [cleared] = [o for o in every["data"] if o["id"] == added["id"]]  # kept, marked cleared
     assert cleared["cleared_at"] is not None
     assert_contained(page, server, [])
+
+
+def test_an_overlays_scope_names_its_project_and_the_agent_it_is_narrowed_to(
+    page: Page, server: Server
+) -> None:
+    owner, project = own_project(server, "Scoped by name")
+    agent = "agent_0123456789scoped"
+    made: list[str] = []
+    try:
+        for agent_id in (None, agent):
+            body = {
+                "kind": "tool_disabled",
+                "value": "run_command",
+                "project_id": project["id"],
+                "agent_id": agent_id,
+                "reason": "scope test",
+            }
+            status, overlay, _ = http(server.base_url, "POST", "/core/v1/overlays", body, owner)
+            assert status == 200, overlay
+            made.append(overlay["id"])
+        sign_in(page, core_key(server.data_dir))
+        page.evaluate("location.hash = '#/owner'")
+        scope = (
+            "[...document.querySelectorAll('table[aria-label=Overlays] tbody tr')]"
+            ".map(r => r.querySelector('td'))"
+            ".find(c => c.querySelector('[title={}]'))?.innerText.split('\\n').at(-1)"
+        )
+        by_project, by_agent = scope.format(project["id"]), scope.format(agent)
+        page.wait_for(f"{by_project} && {by_agent}")
+        # Under its kind and value: the project by its name (its id on hover)...
+        assert page.evaluate(by_project) == "Scoped by name"
+        # ...and, for an overlay narrowed to an agent, which one.
+        assert page.evaluate(by_agent) == "Scoped by name · agent agent_…scoped"
+        shoot(page, "owner-overlay-scopes")
+    finally:
+        for overlay_id in made:
+            http(server.base_url, "DELETE", f"/core/v1/overlays/{overlay_id}", headers=owner)
 
 
 def test_the_menu_opens_and_navigates_at_phone_width(page: Page) -> None:

@@ -145,16 +145,33 @@ function overlayForm(reload) {
   }, kind, project, agent, value, reason, h("button.button.danger", { type: "submit" }, "Add overlay"), status);
 }
 
+// The names of the projects `overlays` are scoped to, by id (read one by one: an owner
+// sets few overlays, and a project the key cannot read keeps its id).
+async function projectNames(overlays) {
+  const ids = [...new Set(overlays.map((o) => o.project_id))];
+  const read = (id) => get(`/core/v1/projects/${id}`).then((p) => [id, p.name], () => [id, ""]);
+  return new Map(await Promise.all(ids.map(read)));
+}
+
+// An overlay's scope, under its kind: its project by name (the id on hover), and the
+// agent it is narrowed to, if any. One line that wraps: the card is half the page wide.
+function scope(overlay, names) {
+  const { project_id: project, agent_id: agent } = overlay;
+  const name = h("span", { title: project }, names.get(project) || short(project));
+  const narrowed = agent ? [" · agent ", h("code", { title: agent }, short(agent))] : [];
+  return h("span.muted", {}, name, ...narrowed);
+}
+
 function overlays() {
   const box = h("div");
   supports("/core/v1/overlays").then((supported) => {
     if (!supported) return;
     const list = h("div");
-    const load = () => get("/core/v1/overlays").then((page) => {
+    const load = () => get("/core/v1/overlays").then(async (page) => {
       const data = Array.isArray(page) ? page : page.data || [];
+      const names = await projectNames(data);
       replace(list, data.length ? table([
-        { title: "Kind", render: (o) => h("div.cell-main", {}, badge(o.kind), h("code", {}, String(o.value))) },
-        { title: "Scope", render: (o) => h("code", { title: o.agent_id || o.project_id }, short(o.agent_id || o.project_id)) },
+        { title: "Overlay", render: (o) => h("div.cell-main", {}, badge(o.kind), h("code", {}, String(o.value)), scope(o, names)) },
         { title: "Reason", render: (o) => o.reason || "" },
         { title: "", class: "num", render: (o) => removeOverlay(o, load) },
       ], data, { label: "Overlays" }) : empty("No overlay is active."));
