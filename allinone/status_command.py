@@ -49,7 +49,8 @@ def run_command(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         print(json.dumps({"readyz": ready, "projects": len(projects)}, indent=2), file=out)
     else:
-        print("\n".join(render(client.base_url, ready, len(projects))), file=out)
+        names = {str(p["id"]): str(p.get("name") or "") for p in projects}
+        print("\n".join(render(client.base_url, ready, names)), file=out)
     return 0 if ready.get("status") == "ready" else 1
 
 
@@ -71,7 +72,8 @@ def readiness(client: admin.CoreClient) -> dict[str, Any]:
     return body
 
 
-def render(url: str, ready: dict[str, Any], projects: int) -> list[str]:
+def render(url: str, ready: dict[str, Any], projects: dict[str, str]) -> list[str]:
+    """The screen's lines; `projects` names each project by id."""
     checks: dict[str, Any] = ready.get("checks", {})
     config, storage = checks.get("config", {}), checks.get("storage", {})
     state = "ready" if ready.get("status") == "ready" else f"NOT READY ({_missing(ready)})"
@@ -85,11 +87,11 @@ def render(url: str, ready: dict[str, Any], projects: int) -> list[str]:
         f"  storage     {_size(storage.get('bytes'))}, schema {storage.get('schema_version', '?')}"
         f", {storage.get('latency_ms', '?')} ms" + ("" if storage.get("ok") else ", FAILING")
     )
-    lines.append(f"  projects    {projects}")
+    lines.append(f"  projects    {len(projects)}")
     confinement = checks.get("confinement", {})
     lines.append(f"  confinement {' '.join(str(v) for k, v in confinement.items() if k != 'ok')}")
     lines.append(f"  setup       {_setup(checks.get('setup'))}")
-    lines.append(f"  overlays    {_overlays(checks.get('overlays'))}")
+    lines.append(f"  overlays    {_overlays(checks.get('overlays'), projects)}")
     return lines
 
 
@@ -124,12 +126,22 @@ def _setup(setup: dict[str, Any] | None) -> str:
     return "; ".join(f"{c['name']}: {c['detail']} (fix: {c['fix']})" for c in failing)
 
 
-def _overlays(overlays: dict[str, Any] | None) -> str:
+def _overlays(overlays: dict[str, Any] | None, projects: dict[str, str]) -> str:
     if overlays is None:
         return "not reported by this server"
     active = overlays.get("active", [])
-    shown = [f"{o['kind']}={o['value']} on {o['agent_id'] or o['project_id']}" for o in active]
+    shown = [f"{o['kind']}={o['value']} on {_scope(o, projects)}" for o in active]
     return ", ".join(shown) if shown else "none"
+
+
+def _scope(overlay: dict[str, Any], projects: dict[str, str]) -> str:
+    """`project "<name>"` (its id when it has no name here), after `agent <id> in ` when
+    the overlay is narrowed to an agent."""
+    project_id = str(overlay["project_id"])
+    name = projects.get(project_id)
+    project = f"project {json.dumps(name, ensure_ascii=False)}" if name else project_id
+    agent = overlay.get("agent_id")
+    return f"agent {agent} in {project}" if agent else project
 
 
 def _duration(seconds: Any) -> str:

@@ -130,12 +130,19 @@ def test_status_names_each_active_overlay_by_kind_value_and_scope(tmp_path: Path
         owner = core_key(server.data_dir)
         projects = call(server, "GET", "/core/v1/projects", bearer=owner).body["data"]
         project_id = projects[0]["id"]
-        for kind, value in (("egress", "loopback_only"), ("tool_disabled", "run_command")):
+        assert projects[0]["name"] == "Default project"
+        for kind, value, agent_id in (
+            ("egress", "loopback_only", None),
+            ("tool_disabled", "run_command", "agent_0123456789status"),
+        ):
             body = {"kind": kind, "value": value, "project_id": project_id, "reason": "demo"}
+            body["agent_id"] = agent_id
             assert call(server, "POST", "/core/v1/overlays", body, bearer=owner).status_code == 200
         shown = {line.split()[0]: line for line in _status(*where).stdout.splitlines()[1:]}
+        # The project by its name (overlays are listed with commas, so the name is quoted).
         assert shown["overlays"].split(None, 1)[1] == (
-            f"egress=loopback_only on {project_id}, tool_disabled=run_command on {project_id}"
+            'egress=loopback_only on project "Default project", tool_disabled=run_command on'
+            ' agent agent_0123456789status in project "Default project"'
         )
     finally:
         server.stop()
