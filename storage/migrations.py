@@ -79,11 +79,13 @@ def apply(conn: sqlite3.Connection, snapshot: str | None = None) -> int:
     pending = [(version, sql) for version, sql in migrations if version not in applied]
     if not pending:
         return current
-    if snapshot is None and not applied and SNAPSHOT.exists():
+    if applied:
+        snapshot = None  # only a new database starts from one
+    elif snapshot is None and SNAPSHOT.exists():
         snapshot = SNAPSHOT.read_text(encoding="utf-8")
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if snapshot is not None and not applied:
+        if snapshot is not None:
             current, pending = _start_from(conn, snapshot, pending)
         for current, sql in pending:
             for statement in _statements(sql):

@@ -73,9 +73,9 @@ function keysOf(project) {
   return [box, form, issued];
 }
 
-function projects() {
+function projects(listed) {
   const box = h("div", {}, h("p.muted", {}, "Loading…"));
-  get("/core/v1/projects?limit=100").then((page) => {
+  listed.then((page) => {
     replace(box, page.data.map((p) => card(null,
       h("div.row-head", {}, h("h2", {}, p.name || short(p.id)), badge(p.status)),
       h("p.muted", {}, h("code", {}, p.id), ` · created ${when(p.created_at)}`),
@@ -145,14 +145,6 @@ function overlayForm(reload) {
   }, kind, project, agent, value, reason, h("button.button.danger", { type: "submit" }, "Add overlay"), status);
 }
 
-// The names of the projects `overlays` are scoped to, by id (read one by one: an owner
-// sets few overlays, and a project the key cannot read keeps its id).
-async function projectNames(overlays) {
-  const ids = [...new Set(overlays.map((o) => o.project_id))];
-  const read = (id) => get(`/core/v1/projects/${id}`).then((p) => [id, p.name], () => [id, ""]);
-  return new Map(await Promise.all(ids.map(read)));
-}
-
 // An overlay's scope, under its kind: its project by name (the id on hover), and the
 // agent it is narrowed to, if any. One line that wraps: the card is half the page wide.
 function scope(overlay, names) {
@@ -162,14 +154,16 @@ function scope(overlay, names) {
   return h("span.muted", {}, name, ...narrowed);
 }
 
-function overlays() {
+// `listed`: the page's one read of the projects, whose names the overlays are shown with
+// (a project it does not hold keeps its short id).
+function overlays(listed) {
   const box = h("div");
+  const named = listed.then((page) => new Map(page.data.map((p) => [p.id, p.name])), () => new Map());
   supports("/core/v1/overlays").then((supported) => {
     if (!supported) return;
     const list = h("div");
-    const load = () => get("/core/v1/overlays").then(async (page) => {
+    const load = () => Promise.all([get("/core/v1/overlays"), named]).then(([page, names]) => {
       const data = Array.isArray(page) ? page : page.data || [];
-      const names = await projectNames(data);
       replace(list, data.length ? table([
         { title: "Overlay", render: (o) => h("div.cell-main", {}, badge(o.kind), h("code", {}, String(o.value)), scope(o, names)) },
         { title: "Reason", render: (o) => o.reason || "" },
@@ -183,7 +177,8 @@ function overlays() {
 }
 
 export function render(main) {
+  const listed = get("/core/v1/projects?limit=100");
   main.append(pageHead("Owner", "Projects, their keys, Runtime devices and safety overlays."),
-    h("div.grid-2", {}, h("div.col", {}, h("h2.section-title", {}, "Projects"), projects()),
-      h("div.col", {}, devices(), overlays())));
+    h("div.grid-2", {}, h("div.col", {}, h("h2.section-title", {}, "Projects"), projects(listed)),
+      h("div.col", {}, devices(), overlays(listed))));
 }
