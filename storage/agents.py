@@ -25,6 +25,17 @@ async def get(q: Queryable, project_id: str, agent_id: str) -> dict[str, Any] | 
     return record(row, ("config",))
 
 
+async def known(q: Queryable, project_id: str, agent_id: str) -> bool:
+    """Whether the project knows `agent_id`: a saved agent of it (deleted ones too, as
+    their sessions may still run), or the inline agent of one of its sessions."""
+    row = await q.fetchone(
+        "SELECT EXISTS (SELECT 1 FROM agents WHERE project_id = ? AND id = ?)"
+        " OR EXISTS (SELECT 1 FROM sessions WHERE project_id = ? AND agent_id = ?) AS known",
+        (project_id, agent_id, project_id, agent_id),
+    )
+    return row is not None and bool(row["known"])
+
+
 async def delete(tx: Tx, project_id: str, agent_id: str, now: int) -> bool:
     """Soft-delete a live agent; False when there is no such agent. Sessions keep their
     frozen copy of its configuration."""

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 from allinone.core.errors import Conflict, InvalidRequest, NotFound
 from allinone.core.ids import Clock, Ids
+from storage import agents as agent_rows
 from storage import overlays as overlay_rows
 from storage import tenancy
 from storage.database import Database, Tx
@@ -186,6 +187,14 @@ class Overlays:
             raise InvalidRequest(f"reason must be 1-{MAX_REASON} characters.", "reason")
         if await self._db.read(lambda r: tenancy.get_project(r, project_id)) is None:
             raise NotFound(param="project_id")
+        if agent_id is not None and not await self._db.read(
+            lambda r: agent_rows.known(r, project_id, agent_id)
+        ):
+            raise NotFound(
+                f"The project has no agent {agent_id!r}: neither a saved agent nor the"
+                " agent of one of its sessions.",
+                param="agent_id",
+            )
         overlay_id = self._ids.new("ovl")
         row = {
             "id": overlay_id,

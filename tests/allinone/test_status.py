@@ -131,18 +131,20 @@ def test_status_names_each_active_overlay_by_kind_value_and_scope(tmp_path: Path
         projects = call(server, "GET", "/core/v1/projects", bearer=owner).body["data"]
         project_id = projects[0]["id"]
         assert projects[0]["name"] == "Default project"
-        for kind, value, agent_id in (
+        with sdk(server) as client:
+            agent_id = client.beta.agents.create(model="scripted").id
+        for kind, value, scope in (
             ("egress", "loopback_only", None),
-            ("tool_disabled", "run_command", "agent_0123456789status"),
+            ("tool_disabled", "run_command", agent_id),
         ):
             body = {"kind": kind, "value": value, "project_id": project_id, "reason": "demo"}
-            body["agent_id"] = agent_id
+            body["agent_id"] = scope
             assert call(server, "POST", "/core/v1/overlays", body, bearer=owner).status_code == 200
         shown = {line.split()[0]: line for line in _status(*where).stdout.splitlines()[1:]}
         # The project by its name (overlays are listed with commas, so the name is quoted).
         assert shown["overlays"].split(None, 1)[1] == (
             'egress=loopback_only on project "Default project", tool_disabled=run_command on'
-            ' agent agent_0123456789status in project "Default project"'
+            f' agent {agent_id} in project "Default project"'
         )
     finally:
         server.stop()

@@ -206,6 +206,34 @@ def test_bad_overlays_are_refused(surface: Surface) -> None:
     assert (status, error["error"]["param"]) == (400, "all")
 
 
+def test_an_overlay_narrowed_to_an_agent_names_one_its_project_knows(surface: Surface) -> None:
+    project_id, key = surface.project()
+    client = surface.client(key)
+    saved = client.beta.agents.create(model="scripted").id
+    gone = client.beta.agents.create(model="scripted").id
+    client.beta.agents.delete(gone)
+    inline = client.beta.agents.sessions.create(
+        agent={"model": "scripted"}, environment={"type": "none"}, input="/say hi"
+    ).agent.id
+    other_project, other_key = surface.project("other")
+    elsewhere = surface.client(other_key).beta.agents.create(model="scripted").id
+    # A saved agent, a deleted one (its sessions may still run), a session's inline agent.
+    for agent_id in (saved, gone, inline):
+        assert overlay(surface, project_id, "kill_switch", "pause", agent_id=agent_id)
+    before = surface.core("GET", "/core/v1/overlays?all=true")[1]["data"]
+    # An id no one made, and another project's agent: refused, and nothing is set.
+    for agent_id in ("agent_0123456789nobody", elsewhere):
+        body = {"kind": "kill_switch", "value": "pause", "project_id": project_id}
+        status, error = surface.core(
+            "POST", "/core/v1/overlays", {**body, "reason": "r", "agent_id": agent_id}
+        )
+        assert (status, error["error"]["param"]) == (404, "agent_id"), error
+        assert agent_id in error["error"]["message"]
+    assert overlay(surface, other_project, "kill_switch", "pause", agent_id=elsewhere)
+    after = surface.core("GET", "/core/v1/overlays?all=true")[1]["data"]
+    assert after[1:] == before and after[0]["project_id"] == other_project
+
+
 def test_disabling_run_command_mid_turn_answers_the_next_call(
     surface: Surface, model: ModelServer, tmp_path: Any
 ) -> None:

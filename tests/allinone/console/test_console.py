@@ -608,7 +608,11 @@ def test_an_overlays_scope_names_its_project_and_the_agent_it_is_narrowed_to(
     page: Page, server: Server
 ) -> None:
     owner, project = own_project(server, "Scoped by name")
-    agent = "agent_0123456789scoped"
+    keys = f"/core/v1/projects/{project['id']}/api_keys"
+    status, key, _ = http(server.base_url, "POST", keys, {"name": "scope-test"}, owner)
+    assert status == 200, key
+    with OpenAI(base_url=server.base_url + "/v1", api_key=key["key"], max_retries=0) as client:
+        agent = client.beta.agents.create(model="scripted").id
     made: list[str] = []
     try:
         for agent_id in (None, agent):
@@ -634,7 +638,7 @@ def test_an_overlays_scope_names_its_project_and_the_agent_it_is_narrowed_to(
         # Under its kind and value: the project by its name (its id on hover)...
         assert page.evaluate(by_project) == "Scoped by name"
         # ...and, for an overlay narrowed to an agent, which one.
-        assert page.evaluate(by_agent) == "Scoped by name · agent agent_…scoped"
+        assert page.evaluate(by_agent) == f"Scoped by name · agent agent_…{agent[-6:]}"
         shoot(page, "owner-overlay-scopes")
     finally:
         for overlay_id in made:
