@@ -58,12 +58,11 @@ from allinone.core.cluster.membership import Membership
 from allinone.core.cluster.signals import TurnSignals
 from allinone.core.comms.service import Comms
 from allinone.core.control.commands import Commands
-from allinone.core.control.commands import Request as CommandRequest
 from allinone.core.control.commands import Signals as CommandSignals
 from allinone.core.control.forks import Forks
+from allinone.core.control.kill_switch import kill_switch_commands, turn_canceller
 from allinone.core.control.rewinds import Rewinds
 from allinone.core.environments import Environments
-from allinone.core.errors import Refused
 from allinone.core.file_bodies import FileBodies
 from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
@@ -78,11 +77,10 @@ from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Projector
 from allinone.core.orchestration.recovery import Recovery
 from allinone.core.orchestration.timers import PRODUCTION, Timers
-from allinone.core.overlays import CancelTurns, Overlays
+from allinone.core.overlays import Overlays
 from allinone.core.recorder import Recorder
 from allinone.core.sealing import Sealer
 from allinone.core.sessions.admission import Admission
-from allinone.core.shapes.models import CancelInputEvent
 from allinone.core.skills.catalog import Catalog
 from allinone.core.tasks import cancel_and_wait
 from allinone.core.vault_secrets import VaultSecrets
@@ -349,37 +347,15 @@ def _controls(
     signals = CommandSignals(relayed.wake, relayed.pause, relayed.cancel)
     commands = Commands(db, recorder, ids, clock, signals)
     overlays = Overlays(
-        db, ids, clock, _turn_canceller(admission), relayed.wake, _turn_pauser(commands)
+        db,
+        ids,
+        clock,
+        turn_canceller(admission),
+        relayed.wake,
+        kill_switch_commands(commands, "pause"),
+        kill_switch_commands(commands, "resume"),
     )
     return commands, overlays
-
-
-def _turn_canceller(admission: Admission) -> CancelTurns:
-    """Cancels the turns a `cancel` kill switch ends, as a client's cancel input would."""
-
-    async def cancel(project_id: str, turns: list[tuple[str, str]]) -> None:
-        for session_id, turn_id in turns:
-            try:
-                await admission.admit_inputs(project_id, session_id, [CancelInputEvent()], None)
-            except Refused as exc:  # e.g. the session was deleted meanwhile
-                log.warning("kill switch could not cancel turn %s: %s", turn_id, exc.message)
-
-    return cancel
-
-
-def _turn_pauser(commands: Commands) -> CancelTurns:
-    """Pauses the turns a `pause` kill switch stops, each by a pause command (kept, with
-    the kill switch as its reason, beside the ones clients send)."""
-
-    async def pause(project_id: str, turns: list[tuple[str, str]]) -> None:
-        for session_id, turn_id in turns:
-            request = CommandRequest("pause", turn_id, None, "kill switch")
-            try:
-                await commands.submit(project_id, session_id, "kill_switch", request, None)
-            except Refused as exc:  # e.g. the session was deleted meanwhile
-                log.warning("kill switch could not pause turn %s: %s", turn_id, exc.message)
-
-    return pause
 
 
 def _health(

@@ -3,7 +3,7 @@ running Core (like `corebox projects`).
 
     corebox overlays show [--all]
     corebox overlays set KIND VALUE --project PROJECT_ID --reason TEXT [--agent AGENT_ID]
-    corebox overlays clear OVERLAY_ID
+    corebox overlays clear OVERLAY_ID [--resume]
 
 KIND is `kill_switch` (VALUE `pause` or `cancel`), `tool_disabled` (VALUE a tool name or
 an MCP server_label) or `egress` (VALUE `loopback_only`).
@@ -40,6 +40,11 @@ def add_commands(commands: Any) -> None:
     put.add_argument("--reason", required=True, help="why (kept in the audit trail)")
     clear = actions.add_parser("clear", parents=[common], help="clear an overlay")
     clear.add_argument("overlay_id")
+    clear.add_argument(
+        "--resume",
+        action="store_true",
+        help="a pause kill switch: also resume the turns it paused",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -67,7 +72,8 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         }
         result = client.call("POST", "/overlays", body)
     else:
-        result = client.call("DELETE", f"/overlays/{args.overlay_id}")
+        resume = "?resume=true" if args.resume else ""
+        result = client.call("DELETE", f"/overlays/{args.overlay_id}{resume}")
     if args.json:
         print(json.dumps(result, indent=2), file=out)
         return
@@ -79,3 +85,9 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
             f"\t{scope}\t{item['reason']}",
             file=out,
         )
+        for command in item.get("resumed", []):
+            print(
+                f"  resume {command['id']}\t{command['status']}\tturn {command['turn_id']}"
+                f"\tsession {command['session_id']}",
+                file=out,
+            )

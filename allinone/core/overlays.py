@@ -5,7 +5,9 @@ Kinds (`value` in brackets):
 - `kill_switch` (`pause` | `cancel`): new input to the project's (or one agent's)
   sessions is refused with 409 `kill_switch_active` and their queued turns are held
   unclaimed until it is cleared; `cancel` also cancels every active turn at once (the
-  same path as a client's cancel input).
+  same path as a client's cancel input), `pause` pauses every running one by a pause
+  command. Cleared with `resume`, a `pause` one resumes the turns it paused
+  (`allinone.core.control.kill_switch`).
 - `tool_disabled` (a tool name: a function, a workspace tool such as `run_command`, or
   an MCP `server_label`): turns that start while it is active get, for a call of that
   tool, the structured result `{"error": "tool_disabled", "tool", "overlay_version"}`;
@@ -52,8 +54,10 @@ EGRESS_CODE = "egress_refused"
 MAX_REASON = 500
 # Workspace tools the model calls by one name that Core sees under another.
 TOOL_ALIASES = {"shell": "run_command"}
-# (project_id, [(session_id, turn_id)]) -> cancels them; called after the commit.
-CancelTurns = Callable[[str, list[tuple[str, str]]], Awaitable[None]]
+# (project_id, [(session_id, turn_id)], overlay_id) -> acts on those turns for the kill
+# switch `overlay_id` (cancels, pauses or resumes them), after the commit; returns the
+# commands it sent, in the API's shape (none for a cancel).
+ActOnTurns = Callable[[str, list[tuple[str, str]], str], Awaitable[list[dict[str, Any]]]]
 
 
 def check_value(kind: str, value: Any) -> Any:
@@ -158,17 +162,20 @@ class Overlays:
         db: Database,
         ids: Ids,
         clock: Clock,
-        cancel_turns: CancelTurns | None = None,
+        cancel_turns: ActOnTurns | None = None,
         on_change: Callable[[], None] | None = None,
-        pause_turns: CancelTurns | None = None,
+        pause_turns: ActOnTurns | None = None,
+        resume_turns: ActOnTurns | None = None,
     ) -> None:
         """`cancel_turns` cancels the turns a `cancel` kill switch ends, `pause_turns`
-        pauses (at their next safe point) those a `pause` kill switch stops; `on_change`
-        is told after every committed change (held turns may run again)."""
+        pauses (at their next safe point) those a `pause` kill switch stops, and
+        `resume_turns` resumes those it paused when it is cleared with `resume`;
+        `on_change` is told after every committed change (held turns may run again)."""
         self._db = db
         self._ids = ids
         self._clock = clock
         self._act = {"cancel": cancel_turns, "pause": pause_turns}
+        self._resume = resume_turns
         self._on_change = on_change
 
     async def set(
@@ -209,9 +216,12 @@ class Overlays:
 
         async def job(tx: Tx) -> list[dict[str, Any]]:
             await overlay_rows.insert(tx, row)
-            if kind == "kill_switch":
-                return await overlay_rows.active_turns(tx, project_id, agent_id)
-            return []
+            if kind != "kill_switch":
+                return []
+            turns = await overlay_rows.active_turns(tx, project_id, agent_id)
+            # A pause leaves queued turns as they are: the switch holds them unclaimed
+            # until it is cleared, and then they run (a pause command would keep them).
+            return [t for t in turns if value == "cancel" or t["status"] != "queued"]
 
         victims = await self._db.write(job)
         log.info("overlay %s set: %s on project %s", overlay_id, kind, project_id)
@@ -219,22 +229,39 @@ class Overlays:
             self._on_change()
         act = self._act.get(value) if kind == "kill_switch" else None
         if victims and act is not None:
-            await act(project_id, [(str(v["session_id"]), str(v["turn_id"])) for v in victims])
+            turns = [(str(v["session_id"]), str(v["turn_id"])) for v in victims]
+            await act(project_id, turns, overlay_id)
         return view(await self._get(overlay_id))
 
-    async def clear(self, overlay_id: str, actor: str) -> dict[str, Any]:
+    async def clear(self, overlay_id: str, actor: str, resume: bool = False) -> dict[str, Any]:
+        """Clear an active overlay. With `resume` (a `pause` kill switch only), the turns
+        it paused that stand paused by it resume too, each by a resume command; the
+        answer then lists those commands under `resumed`."""
         now = self._clock.now()
 
-        async def job(tx: Tx) -> bool:
-            return await overlay_rows.clear(tx, overlay_id, actor, now)
+        async def job(tx: Tx) -> tuple[bool, list[dict[str, Any]]]:
+            row = await overlay_rows.get(tx, overlay_id)
+            if row is None:
+                raise NotFound()
+            if resume and (row["kind"], row["value"]) != ("kill_switch", "pause"):
+                raise InvalidRequest("resume applies only to a pause kill switch.", "resume")
+            cleared = await overlay_rows.clear(tx, overlay_id, actor, now)
+            return cleared, await overlay_rows.paused_by(tx, row) if cleared and resume else []
 
-        if not await self._db.write(job):
-            await self._get(overlay_id)  # 404 when unknown
+        cleared, paused = await self._db.write(job)
+        if not cleared:
             raise Conflict("The overlay is already cleared.")
         log.info("overlay %s cleared", overlay_id)
         if self._on_change is not None:
             self._on_change()
-        return view(await self._get(overlay_id))
+        shown = view(await self._get(overlay_id))
+        if resume:
+            turns = [(str(p["session_id"]), str(p["turn_id"])) for p in paused]
+            act = self._resume if turns else None
+            shown["resumed"] = (
+                [] if act is None else await act(shown["project_id"], turns, overlay_id)
+            )
+        return shown
 
     async def listing(self, include_cleared: bool) -> list[dict[str, Any]]:
         if include_cleared:

@@ -9,6 +9,7 @@ from openai import OpenAI
 
 from allinone import cli
 from tests.api.support import Surface, surface
+from tests.api.test_overlays import running
 from tests.conftest import API_KEY
 
 __all__ = ["surface"]
@@ -57,6 +58,23 @@ def test_overlays_set_show_and_clear(surface: Surface, capsys: pytest.CaptureFix
     assert corebox(surface, "overlays", "show") == 0
     shown = [line for line in capsys.readouterr().out.splitlines() if line.startswith(overlay_id)]
     assert len(shown) == 1 and "active\ttool_disabled=run_command" in shown[0]
+    assert corebox(surface, "overlays", "clear", overlay_id, "--resume") == 1
+    assert "resume applies only to a pause kill switch" in capsys.readouterr().err
     assert corebox(surface, "overlays", "clear", overlay_id) == 0
     assert "\tcleared\t" in capsys.readouterr().out
     assert corebox(surface, "overlays", "clear", overlay_id) == 1
+
+
+def test_overlays_clear_resume_lists_the_turns_it_resumes(
+    surface: Surface, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project_id, key = surface.project()
+    session = running(surface.client(key), "/say a\n/sleep 1500\n/say b")
+    args = ("overlays", "set", "kill_switch", "pause", "--project", project_id)
+    assert corebox(surface, *args, "--reason", "incident 8") == 0
+    overlay_id = capsys.readouterr().out.split("\t")[0]
+    assert corebox(surface, "overlays", "clear", overlay_id, "--resume") == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert "\tcleared\tkill_switch=pause\t" in shown[0]
+    [resumed] = shown[1:]
+    assert resumed.startswith("  resume cmd_") and resumed.endswith(f"\tsession {session.id}")

@@ -87,3 +87,40 @@ def test_sigterm_drains_a_running_turn_and_the_next_start_continues_it(tmp_path:
             assert assistant(client, session_id) == ["a", "b"]
     finally:
         restarted.stop()
+
+
+def test_a_pause_kill_switch_holds_a_queued_turn_that_runs_once_it_is_cleared(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    server = start_server(data)
+    try:
+        with sdk(server) as client:
+            core = read_core_key(data)
+            assert call(server, "POST", "/core/v1/drain", {}, bearer=core).status_code == 202
+            queued = client.beta.agents.sessions.create(
+                agent={"model": "scripted"}, environment={"type": "none"}, input="later"
+            )
+            assert run_state(client, queued.id)["status"] == "queued"  # nothing is claimed
+            projects = call(server, "GET", "/core/v1/projects", bearer=core).json()["data"]
+            body = {"kind": "kill_switch", "value": "pause", "reason": "hold"}
+            body["project_id"] = projects[0]["id"]
+            kill = call(server, "POST", "/core/v1/overlays", body, bearer=core)
+            assert kill.status_code == 200, kill.body
+            cleared = call(server, "DELETE", f"/core/v1/overlays/{kill.json()['id']}", bearer=core)
+            assert cleared.status_code == 200, cleared.body
+            # Held while the switch was on, not paused: nothing keeps it once it is cleared.
+            commands = call(server, "GET", f"/x/v1/sessions/{queued.id}/commands").json()
+            assert commands["data"] == []
+            assert run_state(client, queued.id)["phase"] is None
+    finally:
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=30) == 0
+
+    restarted = start_server(data, port=server.port)
+    try:
+        with sdk(restarted) as client:
+            wait_idle(client, queued.id)
+            assert assistant(client, queued.id) == ["later"]
+    finally:
+        restarted.stop()

@@ -114,6 +114,11 @@ def test_overlays_and_devices_answer_as_documented(surface: Surface) -> None:
     assert status == 200 and overlay["id"] in [o["id"] for o in active["data"]]
     status, cleared = call("DELETE", f"/core/v1/overlays/{overlay['id']}", core=True)
     assert status == 200 and cleared["cleared_at"] is not None
+    body = {**body, "kind": "kill_switch", "value": "pause"}
+    status, kill = call("POST", "/core/v1/overlays", body, core=True)
+    assert status == 200, kill
+    status, cleared = call("DELETE", f"/core/v1/overlays/{kill['id']}?resume=true", core=True)
+    assert status == 200 and cleared["resumed"] == [], cleared
 
     status, device = call("POST", "/core/v1/devices", {"name": "laptop"}, core=True)
     assert status == 201 and device["credential"], device

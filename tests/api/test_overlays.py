@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from runtime.confinement import landlock_abi
-from tests.api.support import Surface, surface
+from tests.api.support import Surface, surface, until
 from tests.support.model_server import MODEL, ModelServer, Reply
 
 __all__ = ["surface"]
@@ -136,6 +136,68 @@ def test_a_pause_kill_switch_pauses_running_turns_by_a_pause_command(surface: Su
     assert cancel["status"] == "applied"  # type: ignore[index]
     turn = client.beta.agents.sessions.turns.list(session.id, limit=1).data[0]
     assert turn.status == "cancelled"
+
+
+def running(client: Any, script: str) -> Any:
+    """A session whose turn runs `script`, once its first text is out."""
+    live = iter(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"}, environment={"type": "none"}, input=script, stream=True
+        )
+    )
+    session = next(live).session
+    next(e for e in live if e.type == "agent.session.turn.output_text.done")
+    return session
+
+
+def _applied(client: Any, root: str, command: Any) -> Any:
+    while command["status"] == "accepted":
+        command = client.get(f"{root}/x/v1/commands/{command['id']}", cast_to=object)
+    return command
+
+
+def test_clearing_a_pause_kill_switch_with_resume_resumes_only_the_turns_it_paused(
+    surface: Surface,
+) -> None:
+    project_id, key = surface.project()
+    client = surface.client(key)
+    root = surface.server.base_url
+    script = "/say a\n/sleep 1500\n/say b"
+    held, own = running(client, script), running(client, script)
+    # The owner of `own` pauses it first: the kill switch's pause of it is then refused.
+    mine = client.post(
+        f"{root}/x/v1/sessions/{own.id}/commands", body={"action": "pause"}, cast_to=object
+    )
+    assert _applied(client, root, mine)["status"] == "applied"
+    tool = overlay(surface, project_id, "tool_disabled", "run_command")
+    kill = overlay(surface, project_id, "kill_switch", "pause")
+    for session, status in ((held, "applied"), (own, "rejected")):
+        listed = client.get(f"{root}/x/v1/sessions/{session.id}/commands", cast_to=object)
+        [sent] = [c for c in listed["data"] if c["actor"] == "kill_switch"]  # type: ignore[index]
+        assert _applied(client, root, sent)["status"] == status
+
+    # Only a pause kill switch resumes; refused as bad input, it stays set.
+    for overlay_id, code in ((tool["id"], 400), ("ovl_nothing", 404)):
+        status, error = surface.core("DELETE", f"/core/v1/overlays/{overlay_id}?resume=true")
+        assert status == code, error
+    status, error = surface.core("DELETE", f"/core/v1/overlays/{kill['id']}?resume=maybe")
+    assert (status, error["error"]["param"]) == (400, "resume")
+    active = surface.core("GET", "/core/v1/overlays")[1]["data"]
+    assert {o["id"] for o in active} >= {tool["id"], kill["id"]}
+
+    status, cleared = surface.core("DELETE", f"/core/v1/overlays/{kill['id']}?resume=true")
+    assert status == 200 and cleared["cleared_at"] is not None, cleared
+    [resumed] = cleared["resumed"]
+    turn = client.beta.agents.sessions.turns.list(held.id, limit=1).data[0]
+    assert (resumed["action"], resumed["actor"], resumed["turn_id"]) == (
+        "resume",
+        "kill_switch",
+        turn.id,
+    )
+    until(lambda: client.beta.agents.sessions.turns.list(held.id).data[0].status == "completed", 60)
+    # The turn its own owner paused stays paused.
+    turn = client.beta.agents.sessions.turns.list(own.id, limit=1).data[0]
+    assert turn.x_corebox["phase"] == "paused"  # type: ignore[attr-defined]
 
 
 def test_a_disabled_tool_answers_tool_disabled_with_the_overlay_version(

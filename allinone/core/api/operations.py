@@ -534,7 +534,14 @@ _CONTROL: tuple[Operation, ...] = (
         auth="core",
     ),
     Op(
-        "DELETE", "/core/v1/overlays/{overlay_id}", "Clear a safety overlay", "Overlay", auth="core"
+        "DELETE",
+        "/core/v1/overlays/{overlay_id}",
+        "Clear a safety overlay (resume=true: a pause kill switch also resumes the turns it"
+        " paused, listed under resumed)",
+        "Overlay",
+        query=("resume",),
+        auth="core",
+        extra={"query": {"resume": {"type": "boolean"}}},
     ),
     Op("POST", "/core/v1/devices", "Register a device", IssuedDevice, status=201, auth="core"),
     Op("GET", "/core/v1/devices", "List devices", Device, page=True, query=CURSOR, auth="core"),

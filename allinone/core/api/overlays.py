@@ -1,6 +1,8 @@
 """`/core/v1/overlays`: safety overlays, owner operations under the Core key (see
 `allinone.core.overlays`). `GET` lists the active ones (`?all=true`: every one ever
-set, newest first); each change is audited with the acting key and its reason."""
+set, newest first); each change is audited with the acting key and its reason. `DELETE`
+with `?resume=true` (a `pause` kill switch) also resumes the turns it paused and lists
+their resume commands under `resumed`."""
 
 from __future__ import annotations
 
@@ -79,6 +81,8 @@ class OverlaysApi:
 
     async def clear_overlay(self, request: Request) -> Response:
         overlay = await self._overlays.clear(
-            request.path_params["overlay_id"], await actor_of(request, self._db)
+            request.path_params["overlay_id"],
+            await actor_of(request, self._db),
+            resume=query_flag(request, "resume", default=False),
         )
         return json(overlay)

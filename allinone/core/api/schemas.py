@@ -205,7 +205,8 @@ CONTROL: dict[str, Schema] = {
             "created_at": INTEGER,
             "cleared_at": _nullable(INTEGER),
             "cleared_by": _nullable(STRING),
-        }
+        },
+        {"resumed": {"type": "array", "items": {"$ref": "#/components/schemas/Command"}}},
     ),
     "AgentVersion": _object(
         {

@@ -6,6 +6,8 @@ paused), drain, and fork and rewind.
   `paused`) directly in the database.
 - `commands.py`: `Commands`, the one entry point the API and the CLI reach; each command
   is checked and written in one transaction, then signalled to the orchestrator.
+- `kill_switch.py`: what a kill switch does to turns (cancel; pause, and resume the
+  turns it paused when it is cleared with `resume`), as commands and inputs.
 - `forks.py`, `rewinds.py`: a session copied at a turn into a new one, and turns hidden
   from the model's context.
 
