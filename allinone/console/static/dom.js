@@ -121,30 +121,34 @@ export function failure(error) {
 // data attribute (data-<name>=ask|confirm|keep); `question` says what the action does;
 // `run` does it and returns what the status line then says. A failure is shown and the
 // question stays, to try again or keep.
-export function askFirst(name, { label, confirm, keep, question, run, small = false }) {
+// `also`, when given ({ label, run }), is a second way to confirm (`data-<name>="also"`).
+export function askFirst(name, { label, confirm, keep, question, run, also = null, small = false }) {
   const status = h("span.action-status.ask-status", { role: "status" });
   const size = small ? ".small" : "";
   const button = (step, text, onclick, style = "danger") =>
     h(`button.button.${style}${size}`, { type: "button", dataset: { [name]: step }, onclick }, text);
   const ask = button("ask", label, () => show(true), small ? "ghost" : "danger");
   const no = button("keep", keep, () => show(false), "ghost");
-  const yes = button("confirm", confirm, async () => {
-    yes.disabled = no.disabled = true;
+  const choices = [];
+  const answer = (go) => async () => {
+    for (const b of [...choices, no]) b.disabled = true;
     try {
-      const done = await run();
-      yes.hidden = no.hidden = true;
+      const done = await go();
+      for (const b of [...choices, no]) b.hidden = true;
       status.textContent = done || "";
     } catch (error) {
       status.textContent = said(error);
       status.classList.add("error");
-      yes.disabled = no.disabled = false;
+      for (const b of [...choices, no]) b.disabled = false;
     }
-  });
-  const box = h("span.ask-first", {}, ask, yes, no, status);
+  };
+  choices.push(button("confirm", confirm, answer(run)));
+  if (also) choices.push(button("also", also.label, answer(also.run)));
+  const box = h("span.ask-first", {}, ask, ...choices, no, status);
   const show = (asking) => {
     box.classList.toggle("asking", asking);
     ask.hidden = asking;
-    yes.hidden = no.hidden = !asking;
+    for (const b of [...choices, no]) b.hidden = !asking;
     status.textContent = asking ? question : "";
     status.classList.remove("error");
   };

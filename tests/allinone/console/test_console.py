@@ -20,7 +20,7 @@ from openai import OpenAI
 
 from allinone.core.gateway.workspace_rules import wire_uuid
 from allinone.datadir.collection import WORKSPACES_DIR
-from tests.api.support import core_key, http
+from tests.api.support import core_key, http, until
 from tests.api.test_run_control import command, sdk, start
 from tests.api.test_run_control import settled as settled_command
 from tests.conftest import API_KEY, ROOT, Server, start_server
@@ -602,6 +602,64 @@ def test_an_overlay_added_on_the_owner_page_shows_its_value_and_asks_before_it_i
     [cleared] = [o for o in every["data"] if o["id"] == added["id"]]  # kept, marked cleared
     assert cleared["cleared_at"] is not None
     assert_contained(page, server, [])
+
+
+def test_a_pause_kill_switch_can_be_removed_with_the_turns_it_paused_resumed(
+    page: Page, server: Server
+) -> None:
+    owner, project = own_project(server, "Paused by a switch")
+    keys = f"/core/v1/projects/{project['id']}/api_keys"
+    status, key, _ = http(server.base_url, "POST", keys, {"name": "switch-test"}, owner)
+    assert status == 200, key
+    client = OpenAI(base_url=server.base_url + "/v1", api_key=key["key"], max_retries=0)
+    live = iter(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment={"type": "none"},
+            input="/say a\n/sleep 1500\n/say b",
+            stream=True,
+        )
+    )
+    session = next(live).session  # type: ignore[attr-defined]
+    next(e for e in live if e.type == "agent.session.turn.output_text.done")
+    body = {"kind": "kill_switch", "value": "pause", "project_id": project["id"], "reason": "r"}
+    status, kill, _ = http(server.base_url, "POST", "/core/v1/overlays", body, owner)
+    assert status == 200, kill
+
+    def turn() -> Any:
+        return client.beta.agents.sessions.turns.list(session.id, limit=1).data[0]
+
+    until(lambda: turn().x_corebox["phase"] == "paused", 60)  # type: ignore[attr-defined]
+    row = (
+        "[...document.querySelectorAll('table[aria-label=Overlays] tbody tr')].find(r =>"
+        f" r.querySelector('[title={project['id']}]'))"
+    )
+
+    def button(step: str) -> str:
+        return f"{row}.querySelector('[data-remove={step}]')"
+
+    sign_in(page, core_key(server.data_dir))
+    page.evaluate("location.hash = '#/owner'")
+    page.wait_for(f"{row}?.querySelector('[data-remove=ask]')")
+    page.evaluate(f"{button('ask')}.click()")
+    page.wait_for(f"!{button('also')}.hidden")
+    assert page.evaluate(f"{button('also')}.textContent") == "Remove and resume"
+    question = page.evaluate(f"{row}.querySelector('.ask-status').textContent")
+    assert question == (
+        "Remove this kill switch (pause)? New input is accepted and queued turns run again."
+        " Turns it paused stay paused, unless you also resume them."
+    )
+    wrap = f"{row}.closest('.table-wrap')"
+    assert page.evaluate(f"{wrap}.scrollWidth - {wrap}.clientWidth") <= 0, "it scrolls sideways"
+    shoot(page, "owner-kill-switch-remove-and-resume")
+    page.evaluate(f"{button('also')}.click()")
+    page.wait_for(f"!{row}")
+    until(lambda: turn().status == "completed", 60)
+    root = server.base_url
+    listed = client.get(f"{root}/x/v1/sessions/{session.id}/commands", cast_to=object)
+    actions = [(c["action"], c["actor"]) for c in listed["data"]]  # type: ignore[index]
+    assert actions == [("pause", "kill_switch"), ("resume", "kill_switch")]
+    client.close()
 
 
 def test_an_overlays_scope_names_its_project_and_the_agent_it_is_narrowed_to(

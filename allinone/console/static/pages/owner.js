@@ -5,14 +5,15 @@ import { askFirst, badge, card, empty, failure, h, pageHead, replace, short, tab
 
 // A table row's action that asks first (`label` on both its buttons), then sends
 // `request`, reloads the table and says `done`.
-function askInRow(name, label, question, request, reload, done) {
+function askInRow(name, label, question, request, reload, done, also = null) {
+  const after = (go) => async () => {
+    const answer = await go();
+    reload();
+    return typeof done === "function" ? done(answer) : done;
+  };
   return askFirst(name, {
-    label, confirm: label, keep: "Keep", question, small: true,
-    run: async () => {
-      await request();
-      reload();
-      return done;
-    },
+    label, confirm: label, keep: "Keep", question, small: true, run: after(request),
+    also: also && { label: also.label, run: after(also.request) },
   });
 }
 
@@ -24,13 +25,13 @@ function revoke(project, key, reload) {
 }
 
 // What removing an overlay changes, as the server applies each kind: a kill switch is
-// read at every safe point (turns it paused stay paused); a disabled tool and an egress
-// limit are pinned when a turn starts.
+// read at every safe point (turns it paused stay paused, unless removed with "Remove and
+// resume"); a disabled tool and an egress limit are pinned when a turn starts.
 function lifted(overlay) {
   const { kind, value } = overlay;
   if (kind === "kill_switch") {
-    const paused = value === "pause" ? "; turns it paused stay paused until resumed" : "";
-    return `Remove this kill switch (${value})? New input is accepted and queued turns run again${paused}.`;
+    const paused = value === "pause" ? " Turns it paused stay paused, unless you also resume them." : "";
+    return `Remove this kill switch (${value})? New input is accepted and queued turns run again.${paused}`;
   }
   if (kind === "tool_disabled") return `Remove the block on ${value}? Turns that start from now on may call it.`;
   if (kind === "egress") return `Remove this egress limit (${value})? Turns that start from now on may connect beyond this machine.`;
@@ -39,9 +40,19 @@ function lifted(overlay) {
 
 // Removing an overlay lifts a safety control, so Remove asks first; the record is kept,
 // marked cleared.
+// A pause kill switch can also be removed with the turns it paused resumed (each by a
+// resume command; a turn someone paused again since is left as it is).
 function removeOverlay(overlay, reload) {
-  const request = () => del(`/core/v1/overlays/${overlay.id}`);
-  return askInRow("remove", "Remove", lifted(overlay), request, reload, "Removed.");
+  const path = `/core/v1/overlays/${overlay.id}`;
+  const request = () => del(path);
+  const pauses = overlay.kind === "kill_switch" && overlay.value === "pause";
+  const also = pauses ? { label: "Remove and resume", request: () => del(`${path}?resume=true`) } : null;
+  const done = (answer) => {
+    const resumed = (answer && answer.resumed) || null;
+    if (!resumed) return "Removed.";
+    return `Removed; ${resumed.length} ${resumed.length === 1 ? "turn" : "turns"} resumed.`;
+  };
+  return askInRow("remove", "Remove", lifted(overlay), request, reload, done, also);
 }
 
 function keysOf(project) {
