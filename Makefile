@@ -57,14 +57,16 @@ system-deps:
 # pass runs the API files that exercise the most storage (a real `corebox serve` on a
 # fresh PostgreSQL database each): running the whole API suite twice would not fit CI's
 # time; `COREBOX_TEST_BACKEND=postgresql pytest tests/api` runs all of it (and passes).
-# The last line's files are cheap ones (about 30 s together on a busy machine); `corebox
-# status` is among them because a server on PostgreSQL names its Runtime per host.
+# The last two lines' files are cheap ones (about 40 s together on a busy machine); `corebox
+# status` is among them because a server on PostgreSQL names its Runtime per host, and the
+# overlays because clearing a pause kill switch finds the turns it paused by one query.
 PG_API_TESTS := tests/api/test_sessions.py tests/api/test_turns.py \
 	tests/api/test_run_control.py tests/api/test_recovery.py tests/api/test_reclaim.py \
 	tests/api/test_event_streams.py tests/api/test_files.py tests/api/test_automations.py \
 	tests/api/test_drain.py tests/api/test_forks.py tests/api/test_vaults.py \
 	tests/api/test_agents.py tests/api/test_auth.py tests/api/test_conformance.py \
-	tests/api/test_tool_catalog.py tests/api/test_audit_controls.py tests/allinone/test_status.py
+	tests/api/test_tool_catalog.py tests/api/test_audit_controls.py tests/allinone/test_status.py \
+	tests/api/test_overlays.py
 
 # The wire protocol's contract suites run once, under coverage, as part of this target
 # (check-runtime-contract below, with the coverage runner), not a second time after it.
