@@ -654,6 +654,10 @@ def test_a_pause_kill_switch_can_be_removed_with_the_turns_it_paused_resumed(
     shoot(page, "owner-kill-switch-remove-and-resume")
     page.evaluate(f"{button('also')}.click()")
     page.wait_for(f"!{row}")
+    # The row is gone; what the removal did is said under the list.
+    told = "document.querySelector('.overlay-told').textContent"
+    assert page.evaluate(told) == "Kill switch (pause): Removed; 1 turn resumed."
+    shoot(page, "owner-kill-switch-removed-and-resumed")
     until(lambda: turn().status == "completed", 60)
     root = server.base_url
     listed = client.get(f"{root}/x/v1/sessions/{session.id}/commands", cast_to=object)

@@ -41,16 +41,24 @@ function lifted(overlay) {
 // Removing an overlay lifts a safety control, so Remove asks first; the record is kept,
 // marked cleared.
 // A pause kill switch can also be removed with the turns it paused resumed (each by a
-// resume command; a turn someone paused again since is left as it is).
-function removeOverlay(overlay, reload) {
+// resume command; a turn someone paused again since is left as it is). The row is gone
+// once the list reloads, so what a removal did is also told under the list (`tell`).
+function removeOverlay(overlay, reload, tell) {
   const path = `/core/v1/overlays/${overlay.id}`;
   const request = () => del(path);
   const pauses = overlay.kind === "kill_switch" && overlay.value === "pause";
   const also = pauses ? { label: "Remove and resume", request: () => del(`${path}?resume=true`) } : null;
+  // A turn still on its way to the pause when the switch is removed refuses the resume
+  // (`not_paused`) and stays paused once it gets there: said, not counted as resumed.
   const done = (answer) => {
-    const resumed = (answer && answer.resumed) || null;
-    if (!resumed) return "Removed.";
-    return `Removed; ${resumed.length} ${resumed.length === 1 ? "turn" : "turns"} resumed.`;
+    const sent = (answer && answer.resumed) || null;
+    const turns = (n) => `${n} ${n === 1 ? "turn" : "turns"}`;
+    const refused = sent ? sent.filter((c) => c.status === "rejected").length : 0;
+    const still = refused ? `; ${turns(refused)} still pausing stay paused` : "";
+    const text = sent ? `Removed; ${turns(sent.length - refused)} resumed${still}.` : "Removed.";
+    const kind = overlay.kind.replace(/_/g, " ");
+    tell(`${kind[0].toUpperCase()}${kind.slice(1)} (${overlay.value}): ${text}`);
+    return text;
   };
   return askInRow("remove", "Remove", lifted(overlay), request, reload, done, also);
 }
@@ -173,15 +181,17 @@ function overlays(listed) {
   supports("/core/v1/overlays").then((supported) => {
     if (!supported) return;
     const list = h("div");
+    const told = h("p.action-status.overlay-told", { role: "status" });
+    const tell = (text) => { told.textContent = text; };
     const load = () => Promise.all([get("/core/v1/overlays"), named]).then(([page, names]) => {
       const data = Array.isArray(page) ? page : page.data || [];
       replace(list, data.length ? table([
         { title: "Overlay", render: (o) => h("div.cell-main", {}, badge(o.kind), h("code", {}, String(o.value)), scope(o, names)) },
         { title: "Reason", render: (o) => o.reason || "" },
-        { title: "", class: "num", render: (o) => removeOverlay(o, load) },
+        { title: "", class: "num", render: (o) => removeOverlay(o, load, tell) },
       ], data, { label: "Overlays" }) : empty("No overlay is active."));
     }).catch((error) => replace(list, failure(error)));
-    replace(box, card("Overlays", list, overlayForm(load)));
+    replace(box, card("Overlays", list, told, overlayForm(load)));
     load();
   });
   return box;
