@@ -21,6 +21,7 @@ from openai import OpenAI
 from allinone.core.gateway.workspace_rules import wire_uuid
 from allinone.datadir.collection import WORKSPACES_DIR
 from tests.api.support import core_key, http, until
+from tests.api.test_overlays import running
 from tests.api.test_run_control import command, sdk, start
 from tests.api.test_run_control import settled as settled_command
 from tests.conftest import API_KEY, ROOT, Server, start_server
@@ -469,6 +470,22 @@ def own_project(server: Server, name: str) -> tuple[dict[str, str], dict[str, An
     return owner, project
 
 
+def overlay_row(project_id: str) -> str:
+    """The owner page's row of the overlay set on `project_id` (a script expression)."""
+    return (
+        "[...document.querySelectorAll('table[aria-label=Overlays] tbody tr')].find(r =>"
+        f" r.querySelector('[title={project_id}]'))"
+    )
+
+
+def project_client(server: Server, owner: dict[str, str], project: dict[str, Any]) -> OpenAI:
+    """The SDK with a new key of `project`."""
+    keys = f"/core/v1/projects/{project['id']}/api_keys"
+    status, key, _ = http(server.base_url, "POST", keys, {"name": "test"}, owner)
+    assert status == 200, key
+    return OpenAI(base_url=server.base_url + "/v1", api_key=key["key"], max_retries=0)
+
+
 def test_revoking_a_key_on_the_owner_page_asks_first_and_the_key_stops_working(
     page: Page, server: Server
 ) -> None:
@@ -530,10 +547,7 @@ def test_an_overlay_added_on_the_owner_page_shows_its_value_and_asks_before_it_i
         found: list[dict[str, Any]] = listed["data"]
         return [o for o in found if o["project_id"] == project["id"]]
 
-    row = (
-        "[...document.querySelectorAll('table[aria-label=Overlays] tbody tr')].find(r =>"
-        f" r.querySelector('[title={project['id']}]'))"
-    )
+    row = overlay_row(project["id"])
 
     def button(step: str) -> str:
         return f"{row}.querySelector('[data-remove={step}]')"
@@ -608,20 +622,8 @@ def test_a_pause_kill_switch_can_be_removed_with_the_turns_it_paused_resumed(
     page: Page, server: Server
 ) -> None:
     owner, project = own_project(server, "Paused by a switch")
-    keys = f"/core/v1/projects/{project['id']}/api_keys"
-    status, key, _ = http(server.base_url, "POST", keys, {"name": "switch-test"}, owner)
-    assert status == 200, key
-    client = OpenAI(base_url=server.base_url + "/v1", api_key=key["key"], max_retries=0)
-    live = iter(
-        client.beta.agents.sessions.create(
-            agent={"model": "scripted"},
-            environment={"type": "none"},
-            input="/say a\n/sleep 1500\n/say b",
-            stream=True,
-        )
-    )
-    session = next(live).session  # type: ignore[attr-defined]
-    next(e for e in live if e.type == "agent.session.turn.output_text.done")
+    client = project_client(server, owner, project)
+    session = running(client, "/say a\n/sleep 1500\n/say b")
     body = {"kind": "kill_switch", "value": "pause", "project_id": project["id"], "reason": "r"}
     status, kill, _ = http(server.base_url, "POST", "/core/v1/overlays", body, owner)
     assert status == 200, kill
@@ -630,10 +632,7 @@ def test_a_pause_kill_switch_can_be_removed_with_the_turns_it_paused_resumed(
         return client.beta.agents.sessions.turns.list(session.id, limit=1).data[0]
 
     until(lambda: turn().x_corebox["phase"] == "paused", 60)  # type: ignore[attr-defined]
-    row = (
-        "[...document.querySelectorAll('table[aria-label=Overlays] tbody tr')].find(r =>"
-        f" r.querySelector('[title={project['id']}]'))"
-    )
+    row = overlay_row(project["id"])
 
     def button(step: str) -> str:
         return f"{row}.querySelector('[data-remove={step}]')"
@@ -670,10 +669,7 @@ def test_an_overlays_scope_names_its_project_and_the_agent_it_is_narrowed_to(
     page: Page, server: Server
 ) -> None:
     owner, project = own_project(server, "Scoped by name")
-    keys = f"/core/v1/projects/{project['id']}/api_keys"
-    status, key, _ = http(server.base_url, "POST", keys, {"name": "scope-test"}, owner)
-    assert status == 200, key
-    with OpenAI(base_url=server.base_url + "/v1", api_key=key["key"], max_retries=0) as client:
+    with project_client(server, owner, project) as client:
         agent = client.beta.agents.create(model="scripted").id
     made: list[str] = []
     try:
