@@ -85,9 +85,10 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
             f"\t{scope}\t{item['reason']}",
             file=out,
         )
-        for command in item.get("resumed", []):
+        for command in item.get("resumed", []):  # a rejected one says why (`not_paused`)
+            why = f" ({command['reason']})" if command["status"] == "rejected" else ""
             print(
-                f"  resume {command['id']}\t{command['status']}\tturn {command['turn_id']}"
-                f"\tsession {command['session_id']}",
+                f"  resume {command['id']}\t{command['status']}{why}"
+                f"\tturn {command['turn_id']}\tsession {command['session_id']}",
                 file=out,
             )
