@@ -94,7 +94,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "corebox overlays set kill_switch cancel --project proj_0123 --reason 'incident 12'",
         "corebox overlays set tool_disabled run_command --project proj_0123 --reason review",
     ),
-    "overlays clear": ("corebox overlays clear ovl_0123",),
+    "overlays clear": (
+        "corebox overlays clear ovl_0123",
+        "corebox overlays clear ovl_0123 --resume",
+    ),
     "console": ("corebox console", "corebox console --open"),
     "gc": ("corebox gc --dry-run", "corebox gc --retention-days 0"),
     "storage": ("corebox storage", "corebox storage --json"),
