@@ -54,7 +54,8 @@ function removeOverlay(overlay, reload, tell) {
     const sent = (answer && answer.resumed) || null;
     const turns = (n) => `${n} ${n === 1 ? "turn" : "turns"}`;
     const refused = sent ? sent.filter((c) => c.status === "rejected").length : 0;
-    const still = refused ? `; ${turns(refused)} still pausing stay paused` : "";
+    const stay = refused === 1 ? "stays" : "stay";
+    const still = refused ? `; ${turns(refused)} still pausing ${stay} paused` : "";
     const text = sent ? `Removed; ${turns(sent.length - refused)} resumed${still}.` : "Removed.";
     const kind = overlay.kind.replace(/_/g, " ");
     tell(`${kind[0].toUpperCase()}${kind.slice(1)} (${overlay.value}): ${text}`);
