@@ -195,9 +195,13 @@ def test_clearing_a_pause_kill_switch_with_resume_resumes_only_the_turns_it_paus
         turn.id,
     )
     until(lambda: client.beta.agents.sessions.turns.list(held.id).data[0].status == "completed", 60)
-    # The turn its own owner paused stays paused.
+    # The turn its own owner paused stays paused (then cancelled: the server is shared).
     turn = client.beta.agents.sessions.turns.list(own.id, limit=1).data[0]
     assert turn.x_corebox["phase"] == "paused"  # type: ignore[attr-defined]
+    cancel = client.post(
+        f"{root}/x/v1/sessions/{own.id}/commands", body={"action": "cancel"}, cast_to=object
+    )
+    assert cancel["status"] == "applied"  # type: ignore[index]
 
 
 def test_a_disabled_tool_answers_tool_disabled_with_the_overlay_version(
