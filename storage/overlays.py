@@ -77,43 +77,41 @@ async def history(q: Queryable, limit: int) -> list[dict[str, Any]]:
     return [r for r in (record(row, ("value",)) for row in rows) if r is not None]
 
 
-async def active_turns(q: Queryable, project_id: str, agent_id: str | None) -> list[dict[str, Any]]:
-    """(session_id, turn_id, status) of every active turn of the project's sessions (of
-    one agent)."""
+def _active_turns(project_id: str, agent_id: str | None) -> tuple[str, list[Any]]:
+    """The query of the active turns (`t`) of a project's sessions (`s`), of one agent's
+    when given, and its arguments; a caller may add conditions."""
     sql = (
         "SELECT t.id AS turn_id, t.session_id, t.status"
         " FROM turns t JOIN sessions s ON s.id = t.session_id"
         " WHERE s.project_id = ? AND t.status IN ('queued', 'in_progress', 'waiting')"
     )
-    args: list[Any] = [project_id]
-    if agent_id is not None:
-        sql += " AND s.agent_id = ?"
-        args.append(agent_id)
+    if agent_id is None:
+        return sql, [project_id]
+    return sql + " AND s.agent_id = ?", [project_id, agent_id]
+
+
+async def active_turns(q: Queryable, project_id: str, agent_id: str | None) -> list[dict[str, Any]]:
+    """(session_id, turn_id, status) of every active turn of the project's sessions (of
+    one agent)."""
+    sql, args = _active_turns(project_id, agent_id)
     return [dict(row) for row in await q.fetchall(sql, args)]
 
 
 async def paused_by(q: Queryable, overlay: dict[str, Any]) -> list[dict[str, Any]]:
-    """(session_id, turn_id) of the active turns of the overlay's scope that stand paused,
-    or on their way to it, by the pause command the kill switch `overlay` sent them (actor
-    `kill_switch`, idempotency key `pause_key`): that command is the turn's latest pause
-    to take effect, so a turn paused again by someone else since is not among them."""
-    sql = (
-        "SELECT t.id AS turn_id, t.session_id FROM turns t JOIN sessions s ON s.id = t.session_id"
-        " WHERE s.project_id = ? AND t.status IN ('queued', 'in_progress', 'waiting')"
-        " AND t.phase IN ('paused', 'pause_requested', 'pausing')"
-    )
-    args: list[Any] = [overlay["project_id"]]
-    if overlay["agent_id"] is not None:
-        sql += " AND s.agent_id = ?"
-        args.append(overlay["agent_id"])
+    """(session_id, turn_id, status) of the active turns of the overlay's scope that stand
+    paused, or on their way to it, by the pause command the kill switch `overlay` sent
+    them (actor `kill_switch`, idempotency key `pause_key`): that command is the turn's
+    latest pause to take effect, so a turn paused again by someone else since is not
+    among them."""
+    sql, args = _active_turns(overlay["project_id"], overlay["agent_id"])
     sql += (
+        " AND t.phase IN ('paused', 'pause_requested', 'pausing')"
         " AND (SELECT c.actor || ' ' || COALESCE(c.idempotency_key, '') FROM commands c"
         " WHERE c.session_id = t.session_id AND c.turn_id = t.id AND c.action = 'pause'"
         " AND c.status IN ('accepted', 'applied') ORDER BY c.created_at DESC, c.id DESC LIMIT 1)"
         " = 'kill_switch ' || ? || '/' || t.id"
     )
-    args.append(overlay["id"])
-    return [dict(row) for row in await q.fetchall(sql, args)]
+    return [dict(row) for row in await q.fetchall(sql, [*args, overlay["id"]])]
 
 
 def pause_key(overlay_id: str, turn_id: str) -> str:

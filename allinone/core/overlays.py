@@ -154,6 +154,19 @@ async def input_refusal(q: Queryable, project_id: str, agent_id: str | None) -> 
     )
 
 
+async def _check_scope(r: Queryable, project_id: str, agent_id: str | None) -> None:
+    """Refuse an overlay's scope unless the project exists and, when the overlay is
+    narrowed to an agent, the project knows that agent (`storage.agents.known`)."""
+    if await tenancy.get_project(r, project_id) is None:
+        raise NotFound(param="project_id")
+    if agent_id is not None and not await agent_rows.known(r, project_id, agent_id):
+        raise NotFound(
+            f"The project has no agent {agent_id!r}: neither a saved agent nor the agent"
+            " of one of its sessions.",
+            param="agent_id",
+        )
+
+
 class Overlays:
     """Setting and clearing overlays (owner operations)."""
 
@@ -192,16 +205,7 @@ class Overlays:
         value = check_value(kind, value)
         if not reason.strip() or len(reason) > MAX_REASON:
             raise InvalidRequest(f"reason must be 1-{MAX_REASON} characters.", "reason")
-        if await self._db.read(lambda r: tenancy.get_project(r, project_id)) is None:
-            raise NotFound(param="project_id")
-        if agent_id is not None and not await self._db.read(
-            lambda r: agent_rows.known(r, project_id, agent_id)
-        ):
-            raise NotFound(
-                f"The project has no agent {agent_id!r}: neither a saved agent nor the"
-                " agent of one of its sessions.",
-                param="agent_id",
-            )
+        await self._db.read(lambda r: _check_scope(r, project_id, agent_id))
         overlay_id = self._ids.new("ovl")
         row = {
             "id": overlay_id,
@@ -239,28 +243,25 @@ class Overlays:
         answer then lists those commands under `resumed`."""
         now = self._clock.now()
 
-        async def job(tx: Tx) -> tuple[bool, list[dict[str, Any]]]:
+        async def job(tx: Tx) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             row = await overlay_rows.get(tx, overlay_id)
             if row is None:
                 raise NotFound()
             if resume and (row["kind"], row["value"]) != ("kill_switch", "pause"):
                 raise InvalidRequest("resume applies only to a pause kill switch.", "resume")
-            cleared = await overlay_rows.clear(tx, overlay_id, actor, now)
-            return cleared, await overlay_rows.paused_by(tx, row) if cleared and resume else []
+            if not await overlay_rows.clear(tx, overlay_id, actor, now):
+                raise Conflict("The overlay is already cleared.")
+            return row, await overlay_rows.paused_by(tx, row) if resume else []
 
-        cleared, paused = await self._db.write(job)
-        if not cleared:
-            raise Conflict("The overlay is already cleared.")
+        row, paused = await self._db.write(job)
         log.info("overlay %s cleared", overlay_id)
         if self._on_change is not None:
             self._on_change()
-        shown = view(await self._get(overlay_id))
+        shown = view({**row, "cleared_at": now, "cleared_by": actor})  # as `clear` wrote it
         if resume:
             turns = [(str(p["session_id"]), str(p["turn_id"])) for p in paused]
-            act = self._resume if turns else None
-            shown["resumed"] = (
-                [] if act is None else await act(shown["project_id"], turns, overlay_id)
-            )
+            act = self._resume
+            shown["resumed"] = await act(row["project_id"], turns, overlay_id) if act else []
         return shown
 
     async def listing(self, include_cleared: bool) -> list[dict[str, Any]]:
