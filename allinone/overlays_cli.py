@@ -85,7 +85,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
             f"\t{scope}\t{item['reason']}",
             file=out,
         )
-        for command in item.get("resumed", []):  # a rejected one says why (`not_paused`)
+        for command in item.get("resumed", []):  # a rejected one says why (`terminal`)
             why = f" ({command['reason']})" if command["status"] == "rejected" else ""
             print(
                 f"  resume {command['id']}\t{command['status']}{why}"

@@ -82,12 +82,15 @@ async def settle_one(tx: Tx, command_id: str, status: str, reason: str | None, n
     return changed == 1
 
 
-async def open_for(q: Queryable, turn_id: str, action: str) -> list[dict[str, Any]]:
+async def open_pauses(q: Queryable, turn_id: str) -> list[str]:
+    """The actions (`pause`, `resume`) of the turn's open pause and resume commands,
+    newest first."""
     rows = await q.fetchall(
-        "SELECT * FROM commands WHERE turn_id = ? AND action = ? AND status = 'accepted'",
-        (turn_id, action),
+        "SELECT action FROM commands WHERE turn_id = ? AND status = 'accepted'"
+        " AND action IN ('pause', 'resume') ORDER BY created_at DESC, id DESC",
+        (turn_id,),
     )
-    return [dict(row) for row in rows]
+    return [str(row["action"]) for row in rows]
 
 
 async def settle_terminal(tx: Tx, turn_id: str, status: str, now: int) -> None:

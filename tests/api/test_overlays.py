@@ -204,6 +204,113 @@ def test_clearing_a_pause_kill_switch_with_resume_resumes_only_the_turns_it_paus
     assert cancel["status"] == "applied"  # type: ignore[index]
 
 
+def pausing(surface: Surface, tmp_path: Any) -> tuple[Any, Any, Any, Any]:
+    """(client, session, its live stream, the kill switch) for a turn that a pause kill
+    switch is pausing: the Run reaches its next checkpoint only once its command ends,
+    so the pause stays under way (`pause_requested`, `pausing`) for seconds."""
+    project_id, key = surface.project()
+    status, _ = surface.core(
+        "POST",
+        f"/core/v1/projects/{project_id}/host_grants/workspace_roots",
+        {"path": str(tmp_path)},
+    )
+    assert status == 200
+    client = surface.client(key)
+    live = iter(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment={"type": "self_hosted", "workspace_directory": str(tmp_path)},
+            input="/exec sleep 4\n/say done",
+            stream=True,
+        )
+    )
+    session = next(live).session
+    for event in live:
+        if event.type == "agent.session.turn.item.added" and event.item.type == "command_execution":
+            break
+    kill = overlay(surface, project_id, "kill_switch", "pause")
+    turn = client.beta.agents.sessions.turns.list(session.id, limit=1).data[0]
+    assert turn.x_corebox["phase"] in ("pause_requested", "pausing")
+    return client, session, live, kill
+
+
+def phases_to_the_end(live: Iterator[Any]) -> tuple[list[str], str]:
+    """The turn's phases on the stream until it ends or stands paused, and how it ended
+    (`paused` if it did not)."""
+    phases: list[str] = []
+    for event in live:
+        if event.type in TURN_ENDS:
+            return phases, event.type
+        if event.type == "agent.session.turn.in_progress":
+            phases.append(event.turn.x_corebox["phase"])
+            if phases[-1] == "paused":
+                return phases, "paused"
+    raise AssertionError("the stream ended first")
+
+
+def commands_of(client: Any, root: str, session_id: str) -> list[tuple[str, str, str]]:
+    """(actor, action, status) of the session's commands, oldest first; a client's actor
+    (its key's id) as `key`."""
+    listed = client.get(f"{root}/x/v1/sessions/{session_id}/commands", cast_to=object)
+    return [
+        ("key" if c["actor"].startswith("key_") else c["actor"], c["action"], c["status"])
+        for c in listed["data"]
+    ]
+
+
+def test_a_turn_still_pausing_when_its_kill_switch_is_cleared_with_resume_runs_on(
+    surface: Surface, tmp_path: Any
+) -> None:
+    client, session, live, kill = pausing(surface, tmp_path)
+    root = surface.server.base_url
+    # A client's resume of a turn on its way to a pause is refused, as before.
+    mine = client.post(
+        f"{root}/x/v1/sessions/{session.id}/commands", body={"action": "resume"}, cast_to=object
+    )
+    assert (mine["status"], mine["reason"]) == ("rejected", "not_paused")  # type: ignore[index]
+
+    # The kill switch's resume is accepted: once the Run stops at its checkpoint, the turn
+    # is re-claimed at once and runs on.
+    status, cleared = surface.core("DELETE", f"/core/v1/overlays/{kill['id']}?resume=true")
+    assert status == 200, cleared
+    [resumed] = cleared["resumed"]
+    assert (resumed["turn_id"], resumed["status"]) == (mine["turn_id"], "accepted"), resumed  # type: ignore[index]
+    phases, ended = phases_to_the_end(live)
+    assert ended == "agent.session.turn.completed", phases
+    assert phases[-2:] == ["resuming", "running"] and "paused" not in phases, phases
+    assert commands_of(client, root, session.id) == [
+        ("kill_switch", "pause", "applied"),
+        ("key", "resume", "rejected"),
+        ("kill_switch", "resume", "applied"),
+    ]
+
+
+def test_a_pause_asked_after_a_kill_switch_resume_still_pauses_the_turn(
+    surface: Surface, tmp_path: Any
+) -> None:
+    client, session, live, kill = pausing(surface, tmp_path)
+    root = surface.server.base_url
+    status, cleared = surface.core("DELETE", f"/core/v1/overlays/{kill['id']}?resume=true")
+    assert status == 200 and [c["status"] for c in cleared["resumed"]] == ["accepted"], cleared
+    mine = client.post(
+        f"{root}/x/v1/sessions/{session.id}/commands", body={"action": "pause"}, cast_to=object
+    )
+    assert mine["status"] == "accepted"  # type: ignore[index]
+    # The newest word is the owner's pause: the turn stands paused at its checkpoint.
+    phases, ended = phases_to_the_end(live)
+    assert (ended, "resuming" in phases) == ("paused", False), phases
+    cancel = client.post(
+        f"{root}/x/v1/sessions/{session.id}/commands", body={"action": "cancel"}, cast_to=object
+    )
+    assert cancel["status"] == "applied"  # type: ignore[index]
+    assert commands_of(client, root, session.id) == [
+        ("kill_switch", "pause", "applied"),
+        ("kill_switch", "resume", "expired"),
+        ("key", "pause", "applied"),
+        ("key", "cancel", "applied"),
+    ]
+
+
 def test_a_disabled_tool_answers_tool_disabled_with_the_overlay_version(
     surface: Surface, model: ModelServer
 ) -> None:

@@ -8,7 +8,10 @@ change it makes at once, and only then signals the orchestrator. A command is
 `not_paused`, `already_paused`); `applied` at once when nothing runs the turn (a queued
 or suspended turn); otherwise `accepted` and applied where the change happens: a pause
 at the Run's next checkpoint (orchestration/pausing.py), a resume when a worker
-re-claimed the turn (orchestration/turn.py), a cancel when the turn ended cancelled. An
+re-claimed the turn (orchestration/turn.py), a cancel when the turn ended cancelled. A
+resume of a turn still on its way to a pause is refused `not_paused`, except the one a
+pause kill switch sends the turns it paused when it is cleared with `resume`: accepted,
+the pause then leaves the turn to be re-claimed (orchestration/pausing.py). An
 accepted command whose turn ended before it applied is `expired`, its reason naming how
 the turn ended (`turn_completed`, `turn_failed`, `turn_cancelled`).
 
@@ -73,8 +76,11 @@ class Commands:
         actor: str,
         request: Request,
         idempotency_key: str | None,
+        after_pause: bool = False,
     ) -> tuple[dict[str, Any], bool]:
-        """Write the command; (its row, whether it is an idempotent replay)."""
+        """Write the command; (its row, whether it is an idempotent replay).
+        `after_pause`: a resume of a turn still on its way to a pause is accepted and
+        applied once the pause landed, instead of refused `not_paused`."""
 
         async def job(tx: Tx) -> tuple[dict[str, Any], bool]:
             if await sessions.get(tx, project_id, session_id) is None:
@@ -87,7 +93,8 @@ class Commands:
                             "The Idempotency-Key was used with a different command."
                         )
                     return known, True
-            return await self._write(tx, session_id, actor, request, idempotency_key), False
+            row = await self._write(tx, session_id, actor, request, idempotency_key, after_pause)
+            return row, False
 
         row, replay = await self._db.write(job)
         if not replay and row["status"] == commands.OPEN:
@@ -108,10 +115,16 @@ class Commands:
         return row
 
     async def _write(
-        self, tx: Tx, session_id: str, actor: str, request: Request, key: str | None
+        self,
+        tx: Tx,
+        session_id: str,
+        actor: str,
+        request: Request,
+        key: str | None,
+        after_pause: bool,
     ) -> dict[str, Any]:
         turn = await self._target(tx, session_id, request.turn_id)
-        status, reason = await self._apply(tx, turn, request)
+        status, reason = await self._apply(tx, turn, request, after_pause)
         now = self._clock.now()
         session = await sessions.get_any(tx, session_id)
         assert session is not None
@@ -142,7 +155,7 @@ class Commands:
         return row
 
     async def _apply(
-        self, tx: Tx, turn: dict[str, Any] | None, request: Request
+        self, tx: Tx, turn: dict[str, Any] | None, request: Request, after_pause: bool
     ) -> tuple[str, str | None]:
         """Check the command against the turn and make the change it makes at once:
         (status, reason)."""
@@ -157,7 +170,7 @@ class Commands:
         if request.action == "pause":
             return await self._pause(tx, turn, version)
         if request.action == "resume":
-            return await self._resume(tx, turn, version)
+            return await self._resume(tx, turn, version, after_pause)
         return await self._cancel(tx, turn, version)
 
     async def _moved(
@@ -185,8 +198,13 @@ class Commands:
         ok = await self._moved(tx, turn, "pause_requested", version, RUNNING)
         return await self._announced(tx, turn, ok, "accepted")
 
-    async def _resume(self, tx: Tx, turn: dict[str, Any], version: int) -> tuple[str, str | None]:
-        if turn.get("phase") != "paused":
+    async def _resume(
+        self, tx: Tx, turn: dict[str, Any], version: int, after_pause: bool
+    ) -> tuple[str, str | None]:
+        phase = turn.get("phase")
+        if after_pause and phase in ("pause_requested", "pausing"):
+            return "accepted", None  # the pause leaves the turn resuming (pausing.py)
+        if phase != "paused":
             return "rejected", "not_paused"
         if turn["status"] == TurnStatus.QUEUED:
             ok = await self._moved(tx, turn, None, version, (TurnStatus.QUEUED.value,))

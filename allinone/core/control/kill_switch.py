@@ -36,7 +36,8 @@ def kill_switch_commands(commands: Commands, action: str) -> ActOnTurns:
     """Pauses the turns a `pause` kill switch stops (`action` "pause"), or resumes those
     it paused when it is cleared with `resume`: one command per turn, kept beside the ones
     clients send, with the kill switch as actor and reason. A pause's idempotency key
-    names the overlay and the turn, which is how a clearing finds the turns it paused."""
+    names the overlay and the turn, which is how a clearing finds the turns it paused; a
+    turn still on its way to that pause accepts the resume, applied once it paused."""
     reason = "kill switch" if action == "pause" else "kill switch cleared"
 
     async def act(project_id: str, turns: list[tuple[str, str]], overlay_id: str) -> list[Any]:
@@ -45,7 +46,9 @@ def kill_switch_commands(commands: Commands, action: str) -> ActOnTurns:
             request = CommandRequest(action, turn_id, None, reason)
             key = overlay_rows.pause_key(overlay_id, turn_id) if action == "pause" else None
             try:
-                row, _ = await commands.submit(project_id, session_id, "kill_switch", request, key)
+                row, _ = await commands.submit(
+                    project_id, session_id, "kill_switch", request, key, after_pause=True
+                )
                 sent.append(render(row))
             except Refused as exc:  # e.g. the session was deleted meanwhile
                 log.warning("kill switch could not %s turn %s: %s", action, turn_id, exc.message)

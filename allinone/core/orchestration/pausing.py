@@ -4,8 +4,11 @@ The pause command moved the turn's phase to `pause_requested` and signalled the 
 execution. Observation then sends `prompt_pause` once and moves the phase to `pausing`.
 The Run stops at its next checkpoint and ends with a `done` that says `paused`; the turn
 is then suspended `paused` (no lease, no device, its status kept) and the open pause
-commands are applied, all in one fenced transaction. A Run that ends otherwise settles
-as it would have, and the pause commands expire with it.
+commands are applied, all in one fenced transaction. A resume accepted meanwhile (only a
+pause kill switch cleared with `resume` sends one to a turn still pausing,
+control/commands.py) and newer than every open pause leaves the turn `resuming` instead,
+to be re-claimed at once; the re-claim applies it. A Run that ends otherwise settles as
+it would have, and the pause and resume commands expire with it.
 
 A drain pauses the same way, but leaves the turn `resuming` (no pause command asked for
 it): a later start re-claims it and it continues.
@@ -74,8 +77,13 @@ class Pausing:
         now = self._parts.clock.now()
 
         async def job(tx: Tx) -> str | None:
-            asked = await commands.open_for(tx, run.turn_id, "pause")
-            phase = "resuming" if self._draining() and not asked else "paused"
+            asked = await commands.open_pauses(tx, run.turn_id)
+            # A resume sent while the pause was under way (a pause kill switch cleared
+            # with `resume`), and no pause asked since: re-claimed at once, as after a
+            # drain.
+            resumed = asked[:1] == ["resume"]
+            drained = self._draining() and "pause" not in asked
+            phase = "resuming" if resumed or drained else "paused"
             if not await checkpoints.suspend(tx, run.turn_id, phase, run.fencing_token, None):
                 return None
             await commands.settle(tx, run.turn_id, "pause", "applied", None, now)
