@@ -48,15 +48,13 @@ function removeOverlay(overlay, reload, tell) {
   const request = () => del(path);
   const pauses = overlay.kind === "kill_switch" && overlay.value === "pause";
   const also = pauses ? { label: "Remove and resume", request: () => del(`${path}?resume=true`) } : null;
-  // A turn still on its way to the pause when the switch is removed refuses the resume
-  // (`not_paused`) and stays paused once it gets there: said, not counted as resumed.
+  // A resume a turn refused (it ended meanwhile, or moved) is said, not counted.
   const done = (answer) => {
     const sent = (answer && answer.resumed) || null;
     const turns = (n) => `${n} ${n === 1 ? "turn" : "turns"}`;
     const refused = sent ? sent.filter((c) => c.status === "rejected").length : 0;
-    const stay = refused === 1 ? "stays" : "stay";
-    const still = refused ? `; ${turns(refused)} still pausing ${stay} paused` : "";
-    const text = sent ? `Removed; ${turns(sent.length - refused)} resumed${still}.` : "Removed.";
+    const not = refused ? `; ${turns(refused)} not resumed` : "";
+    const text = sent ? `Removed; ${turns(sent.length - refused)} resumed${not}.` : "Removed.";
     const kind = overlay.kind.replace(/_/g, " ");
     tell(`${kind[0].toUpperCase()}${kind.slice(1)} (${overlay.value}): ${text}`);
     return text;
