@@ -130,8 +130,17 @@ def _overlays(overlays: dict[str, Any] | None, projects: dict[str, str]) -> str:
     if overlays is None:
         return "not reported by this server"
     active = overlays.get("active", [])
-    shown = [f"{o['kind']}={o['value']} on {_scope(o, projects)}" for o in active]
+    shown = [f"{o['kind']}={o['value']} on {_scope(o, projects)}{_lift(o)}" for o in active]
     return ", ".join(shown) if shown else "none"
+
+
+def _lift(overlay: dict[str, Any]) -> str:
+    """For a kill switch, which refuses all input while set: how to clear it (a pause
+    one with the turns it paused resumed)."""
+    if overlay["kind"] != "kill_switch":
+        return ""
+    resume = " --resume" if overlay["value"] == "pause" else ""
+    return f" (lift: `corebox overlays clear {overlay['id']}{resume}`)"
 
 
 def _scope(overlay: dict[str, Any], projects: dict[str, str]) -> str:

@@ -133,18 +133,25 @@ def test_status_names_each_active_overlay_by_kind_value_and_scope(tmp_path: Path
         assert projects[0]["name"] == "Default project"
         with sdk(server) as client:
             agent_id = client.beta.agents.create(model="scripted").id
+        ids = []
         for kind, value, scope in (
             ("egress", "loopback_only", None),
             ("tool_disabled", "run_command", agent_id),
+            ("kill_switch", "pause", agent_id),
         ):
             body = {"kind": kind, "value": value, "project_id": project_id, "reason": "demo"}
             body["agent_id"] = scope
-            assert call(server, "POST", "/core/v1/overlays", body, bearer=owner).status_code == 200
+            reply = call(server, "POST", "/core/v1/overlays", body, bearer=owner)
+            assert reply.status_code == 200, reply.body
+            ids.append(reply.body["id"])
         shown = {line.split()[0]: line for line in _status(*where).stdout.splitlines()[1:]}
-        # The project by its name (overlays are listed with commas, so the name is quoted).
+        # The project by its name (overlays are listed with commas, so the name is quoted);
+        # a kill switch with the command that lifts it.
         assert shown["overlays"].split(None, 1)[1] == (
             'egress=loopback_only on project "Default project", tool_disabled=run_command on'
-            f' agent {agent_id} in project "Default project"'
+            f' agent {agent_id} in project "Default project", kill_switch=pause on agent'
+            f' {agent_id} in project "Default project" (lift: `corebox overlays clear'
+            f" {ids[2]} --resume`)"
         )
     finally:
         server.stop()
