@@ -8,8 +8,8 @@ API of a running server with the Core key read from `<data-dir>/secrets/core.key
     corebox projects revoke-root PROJECT_ID PATH    corebox projects trust PROJECT_ID [--no]
 
 Every command takes `--data-dir` and `--config` (resolved like `corebox serve`, which
-also gives the server's address) and `--url` to name the server explicitly; `--json`
-prints the API's JSON instead of text. A new key is printed once and never again; no
+also gives the server's address) and `--url` (or `COREBOX_URL`) to name the server;
+`--json` prints the API's JSON instead of text. A new key is printed once and never again; no
 key is written anywhere else.
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from allinone.config import ConfigError, load, local_base_url
+from allinone.config import ConfigError, load, server_url
 from allinone.credentials import core_key_path, read_core_key
 from allinone.doctor import failure
 
@@ -40,7 +40,9 @@ def add_commands(commands: Any) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
     common.add_argument("--config", help="a corebox.toml file")
-    common.add_argument("--url", help="the server's base URL (default: from the configuration)")
+    common.add_argument(
+        "--url", help="the server's base URL (default: $COREBOX_URL, else from the configuration)"
+    )
     common.add_argument("--json", action="store_true", help="print the API's JSON")
 
     projects = commands.add_parser("projects", help="manage projects (needs a running server)")
@@ -137,7 +139,7 @@ def unreachable(base_url: str, exc: OSError) -> str:
     `<urlopen error ...>` wrapping)."""
     return (
         f"cannot reach corebox at {base_url} ({failure(exc)}); is `corebox serve` running"
-        " there? Give another address with --url"
+        " there? Give another address with --url (or COREBOX_URL)"
     )
 
 
@@ -173,10 +175,7 @@ def client_for(args: argparse.Namespace) -> CoreClient:
             f"no Core key at {core_key_path(config.data_dir)}; start `corebox serve` with this"
             " data directory first"
         ) from exc
-    url = args.url
-    if not url:
-        url = local_base_url(config.host, config.port)
-    return CoreClient(url.rstrip("/"), key)
+    return CoreClient(server_url(args.url, os.environ, config), key)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> None:

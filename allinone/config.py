@@ -62,6 +62,13 @@ def local_base_url(host: str, port: int) -> str:
     return f"http://{f'[{shown}]' if ':' in shown else shown}:{port}"
 
 
+def server_url(given: str | None, environ: Mapping[str, str], config: Config) -> str:
+    """The running server a client command talks to, without a trailing slash: `--url`
+    (`given`), else `COREBOX_URL`, else the configured host and port on this machine."""
+    url = given or environ.get("COREBOX_URL") or local_base_url(config.host, config.port)
+    return url.rstrip("/")
+
+
 class ConfigError(ValueError):
     """A configuration value is unusable; the message names it."""
 

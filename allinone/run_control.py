@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from allinone.admin import AdminError, request_json
-from allinone.config import ConfigError, load, local_base_url
+from allinone.config import ConfigError, load, server_url
 from allinone.credentials import KEY_FILE
 
 ACTIONS = ("pause", "resume", "cancel")
@@ -36,7 +36,9 @@ def add_commands(commands: Any) -> Any:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
     common.add_argument("--config", help="a corebox.toml file")
-    common.add_argument("--url", help="the server's base URL (default: from the configuration)")
+    common.add_argument(
+        "--url", help="the server's base URL (default: $COREBOX_URL, else from the configuration)"
+    )
     common.add_argument(
         "--api-key-file", dest="api_key_file", help="file holding a project API key"
     )
@@ -79,7 +81,7 @@ def client_for(args: argparse.Namespace, environ: Mapping[str, str]) -> ProjectC
         config = load(flags, environ, Path.cwd())
     except ConfigError as exc:
         raise AdminError(str(exc)) from exc
-    url = (args.url or local_base_url(config.host, config.port)).rstrip("/")
+    url = server_url(args.url, environ, config)
     given = getattr(args, "api_key", None)  # `--api-key`, where a command has it, comes first
     key = given.strip() if given else project_key(args.api_key_file, environ, url, config.data_dir)
     return ProjectClient(url, key)

@@ -1,7 +1,7 @@
 """`corebox skills ...`: manage a project's skills on a running server, as a person would
 with the SDK's `client.skills` (the project's API key by the rule every such command
-follows, `run_control.project_key`; the server's address from `--url` or the
-configuration).
+follows, `run_control.project_key`; the server's address from `--url`, `COREBOX_URL` or
+the configuration).
 
     corebox skills create PATH             a folder holding SKILL.md, or a .zip
     corebox skills version SKILL_ID PATH [--default]
@@ -42,7 +42,9 @@ def add_commands(commands: Any) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
     common.add_argument("--config", help="a corebox.toml file")
-    common.add_argument("--url", help="the server's base URL (default: from the configuration)")
+    common.add_argument(
+        "--url", help="the server's base URL (default: $COREBOX_URL, else from the configuration)"
+    )
     common.add_argument(
         "--api-key-file", dest="api_key_file", help="a file holding the project's API key"
     )

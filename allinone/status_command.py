@@ -34,7 +34,9 @@ def add_command(commands: Any) -> None:
     )
     parser.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
     parser.add_argument("--config", help="a corebox.toml file")
-    parser.add_argument("--url", help="the server's base URL (default: from the configuration)")
+    parser.add_argument(
+        "--url", help="the server's base URL (default: $COREBOX_URL, else from the configuration)"
+    )
     parser.add_argument("--json", action="store_true", help="print the evidence as JSON")
 
 

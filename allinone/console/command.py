@@ -2,9 +2,10 @@
 
     corebox console [--url URL] [--data-dir DIR] [--config FILE] [--open]
 
-Prints the console's address (from `--url`, else the configured host and port) once the
-server answers there, with where the Core key is kept; `--open` also opens it in the
-default browser. The console asks for a key in the page: none is ever put in the address.
+Prints the console's address (from `--url`, else `COREBOX_URL`, else the configured host
+and port) once the server answers there, with where the Core key is kept; `--open` also
+opens it in the default browser. The console asks for a key in the page: none is ever put
+in the address.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import webbrowser
 from pathlib import Path
 from typing import Any, TextIO
 
-from allinone.config import ConfigError, load, local_base_url
+from allinone.config import ConfigError, load, server_url
 from allinone.credentials import core_key_path
 
 PROBE_SECONDS = 3.0
@@ -30,7 +31,9 @@ class ConsoleError(Exception):
 def add_commands(commands: Any) -> None:
     """Add the `console` command to the CLI's subparsers."""
     console = commands.add_parser("console", help="print (or --open) the console's address")
-    console.add_argument("--url", help="the server's base URL (default: from the configuration)")
+    console.add_argument(
+        "--url", help="the server's base URL (default: $COREBOX_URL, else from the configuration)"
+    )
     console.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
     console.add_argument("--config", help="a corebox.toml file")
     console.add_argument("--open", action="store_true", help="open it in the default browser")
@@ -43,10 +46,7 @@ def address(args: argparse.Namespace) -> tuple[str, Path]:
         config = load(flags, os.environ, Path.cwd())
     except ConfigError as exc:
         raise ConsoleError(str(exc)) from exc
-    url = args.url
-    if not url:
-        url = local_base_url(config.host, config.port)
-    return url.rstrip("/") + "/", core_key_path(config.data_dir)
+    return server_url(args.url, os.environ, config) + "/", core_key_path(config.data_dir)
 
 
 def check(url: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,14 +14,18 @@ from typing import Any
 
 from openai import OpenAI
 
+from allinone import __version__
 from tests.api.support import core_key, until
 from tests.api.test_run_control import call, command, run_state, sdk, settled, start
 from tests.conftest import ROOT, Server, free_port, start_server
 
 
-def _status(*args: str) -> subprocess.CompletedProcess[str]:
+def _status(*args: str, url: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`corebox status ARGS`, with `COREBOX_URL` set to `url` when given."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("COREBOX_")}
     env["PYTHONPATH"] = str(ROOT)
+    if url is not None:
+        env["COREBOX_URL"] = url
     return subprocess.run(
         [sys.executable, "-m", "allinone", "status", *args],
         env=env,
@@ -46,6 +51,21 @@ def test_status_shows_one_screen_about_a_running_server(server: Server) -> None:
     assert f"1 connected: {device} (builtin, scripted)" in shown["runtimes"]
     assert " active, " in shown["turns"] and shown["turns"].endswith(" queued")
     assert "schema" in shown["storage"]
+
+
+def test_status_finds_the_server_at_corebox_url_unless_url_names_another(server: Server) -> None:
+    with socket.socket() as held:  # bound, never listening: nothing answers there
+        held.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{held.getsockname()[1]}"
+        data = ("--data-dir", str(server.data_dir))
+        found = _status(*data, url=server.base_url + "/")
+        assert found.stdout.startswith(f"corebox {__version__} at {server.base_url}: ready"), found
+        refused = _status(*data, url=nowhere)
+        assert refused.returncode == 2
+        assert f"cannot reach corebox at {nowhere} " in refused.stderr, refused.stderr
+        assert "--url (or COREBOX_URL)" in refused.stderr
+        named = _status(*data, "--url", server.base_url, url=nowhere)
+        assert named.returncode == 0, named.stderr
 
 
 def test_status_json_carries_the_owner_evidence(server: Server) -> None:

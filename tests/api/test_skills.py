@@ -302,7 +302,7 @@ def test_the_skills_command_says_when_nothing_answers(tmp_path: Path, capsys: An
         assert cli.main(["skills", "list", "--url", url, "--api-key-file", str(key_file)]) == 1
     assert capsys.readouterr().err == (
         f"corebox: error: cannot reach corebox at {url} (connection refused); is `corebox"
-        " serve` running there? Give another address with --url\n"
+        " serve` running there? Give another address with --url (or COREBOX_URL)\n"
     )
 
 
