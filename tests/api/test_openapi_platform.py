@@ -107,3 +107,19 @@ def test_every_documented_route_says_what_it_does(surface: Surface) -> None:
     assert unnamed == [], unnamed
     _, archive = spec.operation("POST", "/x/v1/agents/{resource_id}/archive")
     assert archive["summary"] == "Archive an agent"
+
+
+def test_the_messaging_routes_document_their_answers(surface: Surface) -> None:
+    # Their answers are checked against these schemas by every messaging test's client
+    # (tests/allinone/comms/comms_helpers.py).
+    spec: OpenApi = surface.openapi
+    family = ("/api/v1/me", "/api/v1/contacts", "/api/v1/communication", "/core/v1/comms/")
+    routes = [
+        (method.upper(), path)
+        for path, operations in spec.spec["paths"].items()
+        for method in operations
+        if path.startswith(family)
+    ]
+    assert len(routes) == 23, routes
+    for method, path in routes:
+        typed(spec, method, path)

@@ -69,6 +69,7 @@ def document(routes: list[BaseRoute]) -> dict[str, Any]:
     components.update(schemas.COMPONENTS)
     components.update(schemas.CONTROL)
     components.update(schemas.PLATFORM)
+    components.update(schemas.COMMS)
     paths: dict[str, dict[str, Any]] = {}
     for method, path in served:
         op = known.get((method, path)) or Operation(

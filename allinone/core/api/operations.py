@@ -569,32 +569,110 @@ ROLES = "/core/v1/comms/roles"
 ROLE = ROLES + "/{role_id}"
 COMMUNICATION = "/api/v1/communication"
 INSTANCE_CONTACTS = "/core/v1/comms/instances/{instance_id}/contacts"
-# The messaging platform (protocol 1.4; its answers are not given schemas here): who
-# calls (an instance with its runtime token, or the owner with a project key), method,
-# path and what the route does.
-_MESSAGING: tuple[tuple[str, str, str, str], ...] = (
-    ("instance", "GET", "/api/v1/me", "The calling instance, its role and primary epoch"),
-    ("instance", "POST", "/api/v1/contacts", "Open a contact with another role"),
-    ("instance", "GET", CONTACT + "/communication", "Read a contact and its messages"),
-    ("instance", "POST", CONTACT + "/reply", "Reply on a contact"),
-    ("instance", "POST", CONTACT + "/accept", "Accept a contact, lifting its reply limit"),
-    ("instance", "POST", CONTACT + "/close", "Close a contact (either party)"),
-    ("instance", "POST", CONTACT + "/claim", "Claim a contact's task under a lease"),
-    ("instance", "POST", CONTACT + "/progress", "Report the phase a claimed task reached"),
-    ("instance", "POST", COMMUNICATION + "/receipts", "Confirm events as persisted"),
-    ("instance", "GET", COMMUNICATION + "/receiver", "The receiver as last reported, if fresh"),
-    ("instance", "PUT", COMMUNICATION + "/receiver", "Report the instance's own receiver"),
-    ("project", "POST", ROLES, "Create a messaging role"),
-    ("project", "GET", ROLES, "List messaging roles"),
-    ("project", "GET", ROLE, "Retrieve a messaging role"),
-    ("project", "POST", ROLE + "/instances", "Create an instance of a role"),
-    ("project", "GET", ROLE + "/instances", "List a role's instances"),
-    ("project", "POST", ROLE + "/primary", "Switch the role's primary (compare-and-set)"),
-    ("project", "POST", ROLE + "/rotate-stream", "Start a role's new event stream"),
-    ("project", "GET", "/core/v1/comms/contacts", "List the project's contacts"),
-    ("project", "GET", "/core/v1/comms/contacts/{contact_id}", "Read a contact's conversation"),
-    ("project", "POST", INSTANCE_CONTACTS, "Open a contact for an instance"),
-    ("project", "POST", INSTANCE_CONTACTS + "/{contact_id}/close", "Close an instance's contact"),
+# The messaging platform (protocol 1.4): who calls (an instance with its runtime token,
+# or the owner with a project key), method, path, what the route does and the schema of
+# its answer (`schemas.COMMS`).
+_MESSAGING: tuple[tuple[str, str, str, str, str], ...] = (
+    (
+        "instance",
+        "GET",
+        "/api/v1/me",
+        "The calling instance, its role and primary epoch",
+        "CommsMe",
+    ),
+    ("instance", "POST", "/api/v1/contacts", "Open a contact with another role", "CommsMessage"),
+    (
+        "instance",
+        "GET",
+        CONTACT + "/communication",
+        "Read a contact and its messages",
+        "CommsCommunication",
+    ),
+    ("instance", "POST", CONTACT + "/reply", "Reply on a contact", "CommsMessage"),
+    (
+        "instance",
+        "POST",
+        CONTACT + "/accept",
+        "Accept a contact, lifting its reply limit",
+        "CommsCommunication",
+    ),
+    (
+        "instance",
+        "POST",
+        CONTACT + "/close",
+        "Close a contact (either party)",
+        "CommsCommunication",
+    ),
+    ("instance", "POST", CONTACT + "/claim", "Claim a contact's task under a lease", "CommsClaim"),
+    (
+        "instance",
+        "POST",
+        CONTACT + "/progress",
+        "Report the phase a claimed task reached",
+        "CommsClaim",
+    ),
+    (
+        "instance",
+        "POST",
+        COMMUNICATION + "/receipts",
+        "Confirm events as persisted",
+        "CommsReceipts",
+    ),
+    (
+        "instance",
+        "GET",
+        COMMUNICATION + "/receiver",
+        "The receiver as last reported, if fresh",
+        "CommsReceiver",
+    ),
+    (
+        "instance",
+        "PUT",
+        COMMUNICATION + "/receiver",
+        "Report the instance's own receiver",
+        "CommsReceiver",
+    ),
+    ("project", "POST", ROLES, "Create a messaging role", "CommsRole"),
+    ("project", "GET", ROLES, "List messaging roles", "CommsRoleList"),
+    ("project", "GET", ROLE, "Retrieve a messaging role", "CommsRole"),
+    (
+        "project",
+        "POST",
+        ROLE + "/instances",
+        "Create an instance of a role (its runtime token is shown once)",
+        "CommsInstance",
+    ),
+    ("project", "GET", ROLE + "/instances", "List a role's instances", "CommsInstanceList"),
+    (
+        "project",
+        "POST",
+        ROLE + "/primary",
+        "Switch the role's primary (compare-and-set)",
+        "CommsRole",
+    ),
+    ("project", "POST", ROLE + "/rotate-stream", "Start a role's new event stream", "CommsRole"),
+    (
+        "project",
+        "GET",
+        "/core/v1/comms/contacts",
+        "List the project's contacts",
+        "CommsContactList",
+    ),
+    (
+        "project",
+        "GET",
+        "/core/v1/comms/contacts/{contact_id}",
+        "Read a contact's conversation",
+        "CommsConversation",
+    ),
+    ("project", "POST", INSTANCE_CONTACTS, "Open a contact for an instance", "CommsMessage"),
+    (
+        "project",
+        "POST",
+        INSTANCE_CONTACTS + "/{contact_id}/close",
+        "Close an instance's contact",
+        "CommsCommunication",
+    ),
 )
 # The server's own routes: health, the archive lifecycle, the cluster, harnesses,
 # bundles, the device bootstrap, and the messaging platform's.
@@ -657,11 +735,15 @@ _PLATFORM: tuple[Operation, ...] = (
         "Bootstrap",
         auth="device",
     ),
-    *(Op(method, path, summary, auth=auth) for auth, method, path, summary in _MESSAGING),
+    *(
+        Op(method, path, summary, answer, auth=auth)
+        for auth, method, path, summary, answer in _MESSAGING
+    ),
     Op(
         "GET",
         COMMUNICATION + "/events",
         "Read the instance's communication events after a sequence",
+        "CommsEvents",
         query=("after", "limit", "stream_id"),
         auth="instance",
         extra={"query": {"after": {"type": "integer", "minimum": 0}}},

@@ -1,7 +1,7 @@
 """Hand-written JSON Schemas (OpenAPI 3.1 components) for responses that are built as
 dicts rather than msgspec Structs: sessions, turns, items, events, environments, files,
-artifacts, the error envelope, the run-control and safety resources (`CONTROL`) and the
-server's own resources (`PLATFORM`).
+artifacts, the error envelope, the run-control and safety resources (`CONTROL`), the
+server's own resources (`PLATFORM`) and the messaging platform's answers (`COMMS`).
 
 They state what the official SDK reads (reference sections 5 and 6) and stay open to
 extra properties, so they describe the responses without constraining fields the SDK
@@ -346,6 +346,222 @@ PLATFORM: dict[str, Schema] = {
             "ws_url": STRING,
             "heartbeat_seconds": {"type": "number"},
             "protocol_version": STRING,
+        }
+    ),
+}
+
+
+# The messaging platform (protocol 1.4): what instances and the project owner are
+# answered. Times are Unix seconds; `server_time` is the server's clock at the answer.
+_PHASE = _nullable(
+    {"enum": ["processing", "waiting_owner", "waiting_reply", "completed", "failed"]}
+)
+_CLAIM_STATE = {"enum": ["leased", "waiting_owner", "failed", "done"]}
+_CONTACT_STATE = {"enum": ["open", "accepted", "closed", "expired"]}
+_CLAIM_FIELDS: dict[str, Schema] = {
+    "state": _CLAIM_STATE,
+    "through_seq": INTEGER,
+    "handled_seq": INTEGER,
+    "lease_epoch": INTEGER,
+    "lease_expires_at": INTEGER,
+    "phase": _PHASE,
+}
+_ROLE = "#/components/schemas/CommsRole"
+_INSTANCE = "#/components/schemas/CommsInstance"
+_CONTACT = "#/components/schemas/CommsContact"
+_CONTACT_FIELDS: dict[str, Schema] = {
+    "id": STRING,
+    "object": {"enum": ["comms.contact", "comms.conversation"]},
+    "state": _CONTACT_STATE,
+    "parties": _object({"opener": STRING, "recipient": STRING}),
+    "ours": {"type": "array", "items": STRING},
+    "accepted": BOOLEAN,
+    "reply_limit": INTEGER,
+    "replies_used": INTEGER,
+    "replies_remaining": INTEGER,
+    "created_at": INTEGER,
+    "expires_at": INTEGER,
+    "closed_at": _nullable(INTEGER),
+    "closed_by_role_id": _nullable(STRING),
+    "server_time": INTEGER,
+}
+
+
+def _list(ref: str) -> Schema:
+    return _object(
+        {"object": {"enum": ["list"]}, "data": {"type": "array", "items": {"$ref": ref}}}
+    )
+
+
+COMMS: dict[str, Schema] = {
+    "CommsMe": _object(
+        {
+            "object": {"enum": ["comms.me"]},
+            "protocol": STRING,
+            "role": _object({"id": STRING, "name": STRING, "agent_id": _nullable(STRING)}),
+            "instance": _object({"id": STRING, "name": STRING, "cursor": INTEGER}),
+            "primary_instance_id": _nullable(STRING),
+            "primary_epoch": INTEGER,
+            "is_primary": BOOLEAN,
+            "stream_id": STRING,
+            "server_time": INTEGER,
+        }
+    ),
+    "CommsMessage": _object(
+        {
+            "object": {"enum": ["contact.message"]},
+            "id": STRING,
+            "contact_id": STRING,
+            "kind": {"enum": ["opening", "reply"]},
+            "sender_role_id": STRING,
+            "created_at": INTEGER,
+            "contact_expires_at": INTEGER,
+        }
+    ),
+    "CommsCommunication": _object(
+        {
+            "object": {"enum": ["contact.communication"]},
+            "contact_id": STRING,
+            "state": _CONTACT_STATE,
+            "role": {"enum": ["opener", "recipient"]},
+            "peer_role_id": STRING,
+            "created_at": INTEGER,
+            "expires_at": INTEGER,
+            "accepted": BOOLEAN,
+            "reply_limit": INTEGER,
+            "replies_used": INTEGER,
+            "replies_remaining": INTEGER,
+            "closed_at": _nullable(INTEGER),
+            "closed_by": _nullable({"enum": ["self", "peer"]}),
+            "latest_outbound_message_id": _nullable(STRING),
+            "latest_outbound_received_at": _nullable(INTEGER),
+            "peer_phase": STRING,
+            "peer_owner_read": {"enum": ["unknown"]},
+            "claim": _nullable(_object(_CLAIM_FIELDS)),
+            "server_time": INTEGER,
+        }
+    ),
+    "CommsClaim": _object(
+        {
+            "object": {"enum": ["contact.claim"]},
+            "contact_id": STRING,
+            "lease_seconds": INTEGER,
+            "server_time": INTEGER,
+            **_CLAIM_FIELDS,
+        }
+    ),
+    "CommsEvents": _object(
+        {
+            "object": {"enum": ["list"]},
+            "stream_id": STRING,
+            # An event's own fields (a message event's `peer_role_id`, ...) follow these.
+            "items": {
+                "type": "array",
+                "items": _object(
+                    {
+                        "seq": INTEGER,
+                        "event_id": STRING,
+                        "stream_id": STRING,
+                        "type": STRING,
+                        "direction": {"enum": ["inbound", "outbound"]},
+                        "contact_id": STRING,
+                        "created_at": INTEGER,
+                        "contact_expires_at": INTEGER,
+                    },
+                    {
+                        "message": _object(
+                            {
+                                "id": STRING,
+                                "kind": {"enum": ["opening", "reply"]},
+                                "text": STRING,
+                                "content_trust": {"enum": ["untrusted_external"]},
+                            }
+                        )
+                    },
+                ),
+            },
+            "has_more": BOOLEAN,
+            "next_after": INTEGER,
+            "history_gap": BOOLEAN,
+            "server_time": INTEGER,
+        }
+    ),
+    "CommsReceipts": _object(
+        {
+            "object": {"enum": ["communication.receipts"]},
+            "acknowledged": {"type": "array", "items": INTEGER},
+            "ignored": {"type": "array", "items": INTEGER},
+            "cursor": INTEGER,
+            "server_time": INTEGER,
+        }
+    ),
+    "CommsReceiver": _object(
+        {
+            "object": {"enum": ["communication.receiver"]},
+            "instance_id": STRING,
+            "mode": _nullable({"enum": ["polling", "on_demand"]}),
+            "handler_state": _nullable(
+                {"enum": ["unsupported", "configured", "verified_reported"]}
+            ),
+            "enabled": _nullable(BOOLEAN),
+            "reported_at": _nullable(INTEGER),
+            "fresh": BOOLEAN,
+            "fresh_seconds": INTEGER,
+            "self_reported": BOOLEAN,
+            "server_time": INTEGER,
+        }
+    ),
+    "CommsRole": _object(
+        {
+            "object": {"enum": ["comms.role"]},
+            "id": STRING,
+            "name": STRING,
+            "agent_id": _nullable(STRING),
+            "primary_instance_id": _nullable(STRING),
+            "primary_epoch": INTEGER,
+            "stream_id": STRING,
+            "created_at": INTEGER,
+        }
+    ),
+    "CommsRoleList": _list(_ROLE),
+    "CommsInstance": _object(
+        {
+            "object": {"enum": ["comms.instance"]},
+            "id": STRING,
+            "role_id": STRING,
+            "name": STRING,
+            "is_primary": BOOLEAN,
+            "cursor": INTEGER,
+            "created_at": INTEGER,
+        },
+        # Only in the answer that creates it, once.
+        {"token": STRING},
+    ),
+    "CommsInstanceList": _list(_INSTANCE),
+    "CommsContact": _object(_CONTACT_FIELDS),
+    "CommsContactList": _list(_CONTACT),
+    "CommsConversation": _object(
+        {
+            **_CONTACT_FIELDS,
+            "messages": {
+                "type": "array",
+                "items": _object(
+                    {
+                        "id": STRING,
+                        "kind": {"enum": ["opening", "reply"]},
+                        "sender_role_id": STRING,
+                        "text": STRING,
+                        "created_at": INTEGER,
+                        "status": {"enum": ["sent", "received"]},
+                        "received_at": _nullable(INTEGER),
+                        "content_trust": {"enum": ["untrusted_external"]},
+                    }
+                ),
+            },
+            "claims": {
+                "type": "array",
+                "items": _object({"role_id": STRING, **_CLAIM_FIELDS}),
+            },
         }
     ),
 }

@@ -1,8 +1,10 @@
 """Raw HTTP helpers for the protocol 1.4 routes: every header is explicit, so tests can
-send exactly what a client would, including wrong or missing headers."""
+send exactly what a client would, including wrong or missing headers. Every answer is
+checked against the server's `/openapi.json` (its schema for that route and status)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 import urllib.error
@@ -11,6 +13,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from tests.api.support import OpenApi
 from tests.conftest import API_KEY
 
 PROTOCOL = {"X-A2A-Protocol": "1.4"}
@@ -56,7 +59,16 @@ def call(
         raw, status = exc.read(), exc.code
         found = {k.lower(): v for k, v in exc.headers.items()}
         exc.close()
-    return Answer(status, json.loads(raw) if raw else {}, found)
+    body = json.loads(raw) if raw else {}
+    documented(base_url).check_response(method, urllib.parse.urlsplit(url).path, status, body)
+    return Answer(status, body, found)
+
+
+@functools.cache
+def documented(base_url: str) -> OpenApi:
+    """The server's OpenAPI document (read once per server)."""
+    with urllib.request.urlopen(base_url + "/openapi.json", timeout=30) as response:
+        return OpenApi(json.loads(response.read()))
 
 
 def new_lease() -> str:

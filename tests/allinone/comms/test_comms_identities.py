@@ -87,6 +87,7 @@ def test_a_saved_agent_may_own_one_role(server: Server) -> None:
     owner = Owner(server.base_url)
     role = owner.role("agent-role", agent_id=agent_id)
     assert role["agent_id"] == agent_id
+    assert owner.call("GET", f"/roles/{role['id']}").body == role
     again = owner.call("POST", "/roles", {"name": "again", "agent_id": agent_id})
     assert again.status == 409 and again.code == "AGENT_HAS_ROLE"
     missing = owner.call("POST", "/roles", {"name": "ghost", "agent_id": "agent_missing"})
