@@ -123,3 +123,22 @@ def test_the_messaging_routes_document_their_answers(surface: Surface) -> None:
     assert len(routes) == 23, routes
     for method, path in routes:
         typed(spec, method, path)
+
+
+def test_links_name_what_the_next_route_takes(surface: Surface) -> None:
+    """A create's links give each new path parameter from the answer: its `id`, or the
+    field of the parameter's own name where the answer has one."""
+    spec: OpenApi = surface.openapi
+
+    def taken(method: str, path: str, parameter: str) -> set[str]:
+        _, operation = spec.operation(method, path)
+        links = operation["responses"]["200"]["links"].values()
+        return {link["parameters"][parameter] for link in links}
+
+    # Opening a contact answers its first message; the contact is its `contact_id`.
+    assert taken("POST", "/api/v1/contacts", "contact_id") == {"$response.body#/contact_id"}
+    opened = "/core/v1/comms/instances/{instance_id}/contacts"
+    assert taken("POST", opened, "contact_id") == {"$response.body#/contact_id"}
+    assert taken("POST", "/core/v1/comms/roles", "role_id") == {"$response.body#/id"}
+    # A skill version's routes take its number (`version`), as the SDK says.
+    assert taken("POST", "/v1/skills/{skill_id}/versions", "version") == {"$response.body#/version"}

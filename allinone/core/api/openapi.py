@@ -78,7 +78,7 @@ def document(routes: list[BaseRoute]) -> dict[str, Any]:
         if op.body is None and (method, path) in JSON_BODIES:
             op = dataclasses.replace(op, body=JSON_BODIES[(method, path)])
         paths.setdefault(path, {})[method.lower()] = _operation(op, by_type)
-    _link(paths)
+    _link(paths, components)
     return {
         "openapi": "3.1.0",
         "info": {"title": "corebox", "version": __version__},
@@ -173,30 +173,44 @@ def _operation(op: Operation, by_type: dict[Any, Any]) -> dict[str, Any]:
     return result
 
 
-def _link(paths: dict[str, dict[str, Any]]) -> None:
+def _link(paths: dict[str, dict[str, Any]], components: dict[str, Any]) -> None:
     """Add OpenAPI links from each create (`POST /x` answering an object with an `id`) to
     every operation on `/x/{id}` and below that needs no other new parameter, so that
-    stateful clients (and schemathesis) can follow what a create returned."""
+    stateful clients (and schemathesis) can follow what a create returned. An answer with
+    a field named as the parameter gives it instead of `id` (opening a contact answers
+    its first message, whose `contact_id` names the contact)."""
     for path, operations in paths.items():
         create = operations.get("post")
         if create is None or path.endswith("}"):
             continue
+        success = next((v for k, v in create["responses"].items() if k.startswith("2")), None)
+        if success is None or "content" not in success:
+            continue
         own = _PARAM.findall(path)
+        fields = _fields(success, components)
         links: dict[str, Any] = {}
         for other, others in paths.items():
             match = re.fullmatch(re.escape(path) + r"/\{(\w+)\}(/.*)?", other)
             if match is None or _PARAM.findall(other) != [*own, match.group(1)]:
                 continue
+            new = match.group(1)
             for operation in others.values():
                 parameters = {name: f"$request.path.{name}" for name in own}
-                parameters[match.group(1)] = "$response.body#/id"
+                parameters[new] = f"$response.body#/{new if new in fields else 'id'}"
                 links[operation["operationId"]] = {
                     "operationId": operation["operationId"],
                     "parameters": parameters,
                 }
-        success = next((v for k, v in create["responses"].items() if k.startswith("2")), None)
-        if links and success is not None and "content" in success:
+        if links:
             success["links"] = links
+
+
+def _fields(response: dict[str, Any], components: dict[str, Any]) -> set[str]:
+    """The property names of a response's JSON schema (through one `$ref`)."""
+    schema = response["content"].get("application/json", {}).get("schema", {})
+    if "$ref" in schema:
+        schema = components.get(schema["$ref"].rsplit("/", 1)[-1], {})
+    return set(schema.get("properties", {}))
 
 
 def _success(op: Operation, by_type: dict[Any, Any]) -> dict[str, Any]:
