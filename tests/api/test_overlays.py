@@ -130,9 +130,7 @@ def test_a_pause_kill_switch_pauses_running_turns_by_a_pause_command(surface: Su
     # someone resumes or cancels it, and a cancel ends it.
     turn = client.beta.agents.sessions.turns.list(session.id, limit=1).data[0]
     assert turn.x_corebox["phase"] == "paused"  # type: ignore[attr-defined]
-    cancel = client.post(
-        f"{root}/x/v1/sessions/{session.id}/commands", body={"action": "cancel"}, cast_to=object
-    )
+    cancel = send(client, session.id, "cancel")
     assert cancel["status"] == "applied"  # type: ignore[index]
     turn = client.beta.agents.sessions.turns.list(session.id, limit=1).data[0]
     assert turn.status == "cancelled"
@@ -150,6 +148,14 @@ def running(client: Any, script: str) -> Any:
     return session
 
 
+def send(client: Any, session_id: str, action: str) -> Any:
+    """A command to the session's active turn, as its owner sends it; the command."""
+    root = str(client.base_url).removesuffix("/v1/")
+    return client.post(
+        f"{root}/x/v1/sessions/{session_id}/commands", body={"action": action}, cast_to=object
+    )
+
+
 def _applied(client: Any, root: str, command: Any) -> Any:
     while command["status"] == "accepted":
         command = client.get(f"{root}/x/v1/commands/{command['id']}", cast_to=object)
@@ -165,9 +171,7 @@ def test_clearing_a_pause_kill_switch_with_resume_resumes_only_the_turns_it_paus
     script = "/say a\n/sleep 1500\n/say b"
     held, own = running(client, script), running(client, script)
     # The owner of `own` pauses it first: the kill switch's pause of it is then refused.
-    mine = client.post(
-        f"{root}/x/v1/sessions/{own.id}/commands", body={"action": "pause"}, cast_to=object
-    )
+    mine = send(client, own.id, "pause")
     assert _applied(client, root, mine)["status"] == "applied"
     tool = overlay(surface, project_id, "tool_disabled", "run_command")
     kill = overlay(surface, project_id, "kill_switch", "pause")
@@ -198,9 +202,7 @@ def test_clearing_a_pause_kill_switch_with_resume_resumes_only_the_turns_it_paus
     # The turn its own owner paused stays paused (then cancelled: the server is shared).
     turn = client.beta.agents.sessions.turns.list(own.id, limit=1).data[0]
     assert turn.x_corebox["phase"] == "paused"  # type: ignore[attr-defined]
-    cancel = client.post(
-        f"{root}/x/v1/sessions/{own.id}/commands", body={"action": "cancel"}, cast_to=object
-    )
+    cancel = send(client, own.id, "cancel")
     assert cancel["status"] == "applied"  # type: ignore[index]
 
 
@@ -264,9 +266,7 @@ def test_a_turn_still_pausing_when_its_kill_switch_is_cleared_with_resume_runs_o
     client, session, live, kill = pausing(surface, tmp_path)
     root = surface.server.base_url
     # A client's resume of a turn on its way to a pause is refused, as before.
-    mine = client.post(
-        f"{root}/x/v1/sessions/{session.id}/commands", body={"action": "resume"}, cast_to=object
-    )
+    mine = send(client, session.id, "resume")
     assert (mine["status"], mine["reason"]) == ("rejected", "not_paused")  # type: ignore[index]
 
     # The kill switch's resume is accepted: once the Run stops at its checkpoint, the turn
@@ -292,16 +292,12 @@ def test_a_pause_asked_after_a_kill_switch_resume_still_pauses_the_turn(
     root = surface.server.base_url
     status, cleared = surface.core("DELETE", f"/core/v1/overlays/{kill['id']}?resume=true")
     assert status == 200 and [c["status"] for c in cleared["resumed"]] == ["accepted"], cleared
-    mine = client.post(
-        f"{root}/x/v1/sessions/{session.id}/commands", body={"action": "pause"}, cast_to=object
-    )
+    mine = send(client, session.id, "pause")
     assert mine["status"] == "accepted"  # type: ignore[index]
     # The newest word is the owner's pause: the turn stands paused at its checkpoint.
     phases, ended = phases_to_the_end(live)
     assert (ended, "resuming" in phases) == ("paused", False), phases
-    cancel = client.post(
-        f"{root}/x/v1/sessions/{session.id}/commands", body={"action": "cancel"}, cast_to=object
-    )
+    cancel = send(client, session.id, "cancel")
     assert cancel["status"] == "applied"  # type: ignore[index]
     assert commands_of(client, root, session.id) == [
         ("kill_switch", "pause", "applied"),
