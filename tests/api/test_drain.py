@@ -5,6 +5,8 @@ later start continues them."""
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from allinone.credentials import read_core_key
@@ -16,59 +18,61 @@ from tests.api.test_run_control import (
     start,
     wait_idle,
 )
-from tests.conftest import start_server
+from tests.conftest import Server, start_server
 from tests.support import databases
 
 SCRIPT = "/say a\n/sleep 1500\n/say b"
+
+
+@contextmanager
+def serving(data: Path, port: int | None = None, *, sigterm: bool = False) -> Iterator[Server]:
+    """A server on `data` (on `port`, to start again where a client found it before),
+    stopped when the block ends: by SIGTERM, which drains it and must exit 0, or as
+    tests usually stop one."""
+    server = start_server(data, port=port)
+    try:
+        yield server
+    finally:
+        if sigterm:
+            server.process.send_signal(signal.SIGTERM)
+            assert server.process.wait(timeout=30) == 0
+        else:
+            server.stop()
 
 
 def test_a_drained_turn_stops_at_a_checkpoint_and_a_later_start_continues_it(
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
-    server = start_server(data)
-    try:
-        with sdk(server) as client:
-            session_id = start(client, SCRIPT)
-            before = run_state(client, session_id)
-            core = read_core_key(data)
-            drained = call(server, "POST", "/core/v1/drain", {}, bearer=core)
-            assert drained.status_code == 202, drained.body
-            ready = call(server, "GET", "/readyz", bearer=core)
-            assert ready.status_code == 503 and ready.json()["status"] == "draining"
-            while run_state(client, session_id)["phase"] != "resuming":
-                pass  # suspended at its checkpoint: no lease, no worker
-            queued = client.beta.agents.sessions.create(
-                agent={"model": "scripted"}, environment={"type": "none"}, input="later"
-            )
-            assert run_state(client, queued.id)["status"] == "queued"  # nothing is claimed
-    finally:
-        server.process.send_signal(signal.SIGTERM)
-        assert server.process.wait(timeout=30) == 0
+    with serving(data, sigterm=True) as server, sdk(server) as client:
+        session_id = start(client, SCRIPT)
+        before = run_state(client, session_id)
+        core = read_core_key(data)
+        drained = call(server, "POST", "/core/v1/drain", {}, bearer=core)
+        assert drained.status_code == 202, drained.body
+        ready = call(server, "GET", "/readyz", bearer=core)
+        assert ready.status_code == 503 and ready.json()["status"] == "draining"
+        while run_state(client, session_id)["phase"] != "resuming":
+            pass  # suspended at its checkpoint: no lease, no worker
+        queued = client.beta.agents.sessions.create(
+            agent={"model": "scripted"}, environment={"type": "none"}, input="later"
+        )
+        assert run_state(client, queued.id)["status"] == "queued"  # nothing is claimed
 
-    restarted = start_server(data, port=server.port)
-    try:
-        with sdk(restarted) as client:
-            wait_idle(client, session_id)
-            after = run_state(client, session_id)
-            assert after["status"] == "completed"
-            assert after["worker_epoch"] > before["worker_epoch"]
-            assert assistant(client, session_id) == ["a", "b"]
-            wait_idle(client, queued.id)
-            assert assistant(client, queued.id) == ["later"]
-    finally:
-        restarted.stop()
+    with serving(data, server.port) as restarted, sdk(restarted) as client:
+        wait_idle(client, session_id)
+        after = run_state(client, session_id)
+        assert after["status"] == "completed"
+        assert after["worker_epoch"] > before["worker_epoch"]
+        assert assistant(client, session_id) == ["a", "b"]
+        wait_idle(client, queued.id)
+        assert assistant(client, queued.id) == ["later"]
 
 
 def test_sigterm_drains_a_running_turn_and_the_next_start_continues_it(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    server = start_server(data)
-    try:
-        with sdk(server) as client:
-            session_id = start(client, SCRIPT)
-    finally:
-        server.process.send_signal(signal.SIGTERM)
-        assert server.process.wait(timeout=30) == 0
+    with serving(data, sigterm=True) as server, sdk(server) as client:
+        session_id = start(client, SCRIPT)
     # Stopped at its checkpoint by the drain, not abandoned mid-run: no lease, no worker.
     with databases.raw(databases.location(data)) as db:
         [(phase, lease)] = [
@@ -79,48 +83,35 @@ def test_sigterm_drains_a_running_turn_and_the_next_start_continues_it(tmp_path:
         ]
     assert (phase, lease) == ("resuming", None)
 
-    restarted = start_server(data, port=server.port)
-    try:
-        with sdk(restarted) as client:
-            wait_idle(client, session_id)
-            assert run_state(client, session_id)["status"] == "completed"
-            assert assistant(client, session_id) == ["a", "b"]
-    finally:
-        restarted.stop()
+    with serving(data, server.port) as restarted, sdk(restarted) as client:
+        wait_idle(client, session_id)
+        assert run_state(client, session_id)["status"] == "completed"
+        assert assistant(client, session_id) == ["a", "b"]
 
 
 def test_a_pause_kill_switch_holds_a_queued_turn_that_runs_once_it_is_cleared(
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
-    server = start_server(data)
-    try:
-        with sdk(server) as client:
-            core = read_core_key(data)
-            assert call(server, "POST", "/core/v1/drain", {}, bearer=core).status_code == 202
-            queued = client.beta.agents.sessions.create(
-                agent={"model": "scripted"}, environment={"type": "none"}, input="later"
-            )
-            assert run_state(client, queued.id)["status"] == "queued"  # nothing is claimed
-            projects = call(server, "GET", "/core/v1/projects", bearer=core).json()["data"]
-            body = {"kind": "kill_switch", "value": "pause", "reason": "hold"}
-            body["project_id"] = projects[0]["id"]
-            kill = call(server, "POST", "/core/v1/overlays", body, bearer=core)
-            assert kill.status_code == 200, kill.body
-            cleared = call(server, "DELETE", f"/core/v1/overlays/{kill.json()['id']}", bearer=core)
-            assert cleared.status_code == 200, cleared.body
-            # Held while the switch was on, not paused: nothing keeps it once it is cleared.
-            commands = call(server, "GET", f"/x/v1/sessions/{queued.id}/commands").json()
-            assert commands["data"] == []
-            assert run_state(client, queued.id)["phase"] is None
-    finally:
-        server.process.send_signal(signal.SIGTERM)
-        assert server.process.wait(timeout=30) == 0
+    with serving(data, sigterm=True) as server, sdk(server) as client:
+        core = read_core_key(data)
+        assert call(server, "POST", "/core/v1/drain", {}, bearer=core).status_code == 202
+        queued = client.beta.agents.sessions.create(
+            agent={"model": "scripted"}, environment={"type": "none"}, input="later"
+        )
+        assert run_state(client, queued.id)["status"] == "queued"  # nothing is claimed
+        projects = call(server, "GET", "/core/v1/projects", bearer=core).json()["data"]
+        body = {"kind": "kill_switch", "value": "pause", "reason": "hold"}
+        body["project_id"] = projects[0]["id"]
+        kill = call(server, "POST", "/core/v1/overlays", body, bearer=core)
+        assert kill.status_code == 200, kill.body
+        cleared = call(server, "DELETE", f"/core/v1/overlays/{kill.json()['id']}", bearer=core)
+        assert cleared.status_code == 200, cleared.body
+        # Held while the switch was on, not paused: nothing keeps it once it is cleared.
+        commands = call(server, "GET", f"/x/v1/sessions/{queued.id}/commands").json()
+        assert commands["data"] == []
+        assert run_state(client, queued.id)["phase"] is None
 
-    restarted = start_server(data, port=server.port)
-    try:
-        with sdk(restarted) as client:
-            wait_idle(client, queued.id)
-            assert assistant(client, queued.id) == ["later"]
-    finally:
-        restarted.stop()
+    with serving(data, server.port) as restarted, sdk(restarted) as client:
+        wait_idle(client, queued.id)
+        assert assistant(client, queued.id) == ["later"]
