@@ -87,16 +87,27 @@ def sign_in(tab: Page, key: str) -> None:
     )
 
 
+# The tallest a one-line field (an input or a select) may be drawn, in CSS pixels.
+FIELD_HEIGHT = 48
+TALLEST_FIELD = """Math.max(0, ...[...document.querySelectorAll('input.input, select.input')]
+  .filter((field) => field.offsetParent !== null)
+  .map((field) => field.getBoundingClientRect().height))"""
+
+
 def shoot(tab: Page, name: str) -> None:
-    """Screenshots at both widths; at the phone width nothing may overflow sideways."""
+    """Screenshots at both widths; at the phone width nothing may overflow sideways, and
+    at either no one-line field is stretched taller than a line."""
     tab.screenshot(SHOTS / f"{name}-desktop.png")
+    tallest = {"desktop": tab.evaluate(TALLEST_FIELD)}
     tab.resize(*PHONE, mobile=True)
     tab.wait_for(f"innerWidth === {PHONE[0]}")
     overflow = tab.evaluate("document.documentElement.scrollWidth - innerWidth")
+    tallest["phone"] = tab.evaluate(TALLEST_FIELD)
     tab.screenshot(SHOTS / f"{name}-phone.png")
     tab.resize(*DESKTOP)
     tab.wait_for(f"innerWidth === {DESKTOP[0]}")
     assert overflow <= 0, f"{name} scrolls sideways at {PHONE[0]} px"
+    assert max(tallest.values()) <= FIELD_HEIGHT, f"{name} stretches a field: {tallest}"
 
 
 def idle_session(client: OpenAI, text: str = "ready", **agent: Any) -> str:
