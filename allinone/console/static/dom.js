@@ -143,7 +143,7 @@ export function askFirst(name, { label, confirm, keep, question, run, also = nul
     }
   };
   choices.push(button("confirm", confirm, answer(run)));
-  if (also) choices.push(button("also", also.label, answer(also.run)));
+  if (also) choices.push(button("also", also.label, answer(also.run), "danger.also"));
   const box = h("span.ask-first", {}, ask, ...choices, no, status);
   const show = (asking) => {
     box.classList.toggle("asking", asking);
