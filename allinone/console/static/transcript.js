@@ -17,6 +17,15 @@ function textOf(item) {
     .join("");
 }
 
+/** What names a session after its first user message: its first line that is not a
+ * directive (else its first line), at most 72 characters; "" for any other item. */
+export function headline(item) {
+  if (!item || item.type !== "message" || item.role !== "user") return "";
+  const lines = textOf(item).split("\n").map((line) => line.trim()).filter(Boolean);
+  const first = lines.find((line) => !line.startsWith("/")) || lines[0] || "";
+  return first.length > 72 ? `${first.slice(0, 72)}…` : first;
+}
+
 function roleLabel(item) {
   if (item.role === "user") return "You";
   return item.phase === "commentary" ? "Agent · commentary" : "Agent";
@@ -52,10 +61,7 @@ export class Transcript {
   /** The text of the session's first user message, for a title. */
   firstUserText() {
     for (const { item } of this.items.values()) {
-      if (item.type === "message" && item.role === "user") {
-        const lines = textOf(item).split("\n").map((line) => line.trim()).filter(Boolean);
-        return lines.find((line) => !line.startsWith("/")) || lines[0] || "";
-      }
+      if (item.type === "message" && item.role === "user") return headline(item);
     }
     return "";
   }

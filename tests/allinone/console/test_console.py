@@ -183,6 +183,35 @@ def test_a_wrong_key_is_refused_and_a_project_key_signs_in(page: Page) -> None:
     assert page.evaluate("document.querySelector('#key')") is None
 
 
+def test_the_session_list_names_each_session_by_its_title_or_first_message(
+    page: Page, client: OpenAI
+) -> None:
+    trip = idle_session(client, "/say Booked.\nPlan a trip to Lisbon\nin May")
+    titled = client.beta.agents.sessions.create(
+        agent={"model": "scripted"},
+        environment={"type": "none"},
+        input="Draft the report",
+        metadata={"title": "Q3 report"},
+    ).id
+    later = client.beta.agents.sessions.create(  # a workspace session may start empty
+        agent={"model": "scripted"}, environment={"type": "openai_hosted"}
+    ).id
+    named = (
+        "Object.fromEntries([...document.querySelectorAll('.table .link-row')].map((row) =>"
+        " [row.querySelector('code').textContent,"
+        " (row.querySelector('.cell-main strong') || {}).textContent || '']))"
+    )
+    sign_in(page, API_KEY)
+    page.wait_for(f"document.body.textContent.includes({json.dumps(later)})")
+    page.wait_for("document.querySelector('.cell-main strong')")
+    shown = page.evaluate(named)
+    # The first line that is not a directive; a title wins; no message yet, no name.
+    assert (shown[trip], shown[titled], shown[later]) == ("Plan a trip to Lisbon", "Q3 report", "")
+    # A first message sent later names it at a later refresh.
+    send(client, later, "Summarise the incident")
+    page.wait_for(f"({named})[{json.dumps(later)}] === 'Summarise the incident'")
+
+
 def test_streamed_text_appears_and_clicking_approve_completes_the_turn(
     page: Page, client: OpenAI
 ) -> None:

@@ -223,7 +223,7 @@ class SessionPage {
   title(s) {
     if (s.metadata && s.metadata.title) return s.metadata.title;
     const first = this.transcript.firstUserText();
-    if (first) return first.length > 72 ? `${first.slice(0, 72)}…` : first;
+    if (first) return first;
     return s.agent && s.agent.name ? s.agent.name : "Session";
   }
 

@@ -1,15 +1,54 @@
-// The live list of sessions: status, agent, last activity; refreshed while shown.
+// The live list of sessions: what each is about, status, agent, last activity;
+// refreshed while shown.
 
 import { get, post } from "../api.js";
 import { badge, card, empty, failure, h, pageHead, replace, table, when } from "../dom.js";
+import { headline } from "../transcript.js";
 
 const REFRESH_MS = 2000;
 
-function columns() {
+// What changes when a session runs a turn: its activity time (to the second), its status
+// and its usage.
+const stamp = (s) => JSON.stringify([s.last_active_at, s.status, s.usage]);
+
+// A session is named by its `metadata.title`, else by its first user message (read once
+// per session, as its page names it; again only after it ran while it had none).
+class Headlines {
+  constructor() {
+    this.known = new Map(); // session id -> { text, at: its stamp when read }
+  }
+
+  of(session) {
+    if (session.metadata && session.metadata.title) return session.metadata.title;
+    const found = this.known.get(session.id);
+    return found ? found.text : "";
+  }
+
+  async read(sessions) {
+    const wanted = sessions.filter((s) => {
+      if (s.metadata && s.metadata.title) return false;
+      const found = this.known.get(s.id);
+      return !found || (!found.text && found.at !== stamp(s));
+    });
+    await Promise.all(wanted.map(async (s) => {
+      try {
+        const first = await get(`/v1/agents/sessions/${s.id}/items?limit=1&order=asc`);
+        this.known.set(s.id, { text: headline(first.data[0]), at: stamp(s) });
+      } catch {
+        // Unnamed this time; the next refresh asks again.
+      }
+    }));
+  }
+}
+
+function columns(headlines) {
   return [
-    { title: "Session", render: (s) => (s.metadata && s.metadata.title
-      ? h("div.cell-main", {}, h("strong", {}, s.metadata.title), h("code.muted", {}, s.id))
-      : h("code.session-id", {}, s.id)) },
+    { title: "Session", render: (s) => {
+      const name = headlines.of(s);
+      return name
+        ? h("div.cell-main", {}, h("strong", {}, name), h("code.muted", {}, s.id))
+        : h("code.session-id", {}, s.id);
+    } },
     { title: "Status", render: (s) => badge(s.status) },
     { title: "Agent", render: (s) => h("span", {}, s.agent ? s.agent.name || s.agent.model : "—") },
     { title: "Last activity", class: "num", render: (s) => when(s.last_active_at) },
@@ -52,13 +91,15 @@ export function render(main) {
   main.append(pageHead("Sessions", "Every session of this project, newest activity first.", toggle), formBox, list);
   let timer = null;
   let stopped = false;
+  const headlines = new Headlines();
   const load = async () => {
     try {
       const page = await get("/v1/agents/sessions?limit=100&order=desc");
+      await headlines.read(page.data);
       if (stopped) return;
       const rows = [...page.data].sort((a, b) => (b.last_active_at || 0) - (a.last_active_at || 0));
       replace(list, rows.length
-        ? table(columns(), rows, { label: "Sessions", onRow: (s) => { location.hash = `#/sessions/${s.id}`; } })
+        ? table(columns(headlines), rows, { label: "Sessions", onRow: (s) => { location.hash = `#/sessions/${s.id}`; } })
         : empty("No sessions yet. Start one above, or with the SDK."));
     } catch (error) {
       if (!stopped) replace(list, failure(error));
