@@ -57,7 +57,8 @@ function columns(headlines) {
 
 function newSessionForm(onCreated) {
   const model = h("input.input", { value: "scripted", "aria-label": "Model", required: true });
-  const text = h("input.input", { placeholder: "First message (optional)", "aria-label": "First message" });
+  // A session without a workspace starts with its first message (the API requires one).
+  const text = h("input.input", { placeholder: "First message", "aria-label": "First message", required: true });
   const error = h("p.notice.error", { hidden: true });
   return h("form.inline-form", {
     onsubmit: async (event) => {
