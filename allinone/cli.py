@@ -136,6 +136,7 @@ def _add_commands(commands: Any) -> None:
         postgres_command,
         run_control,
         session_forks,
+        session_list,
         skill_commands,
         status_command,
     )
@@ -146,7 +147,9 @@ def _add_commands(commands: Any) -> None:
     comms_commands.add_commands(commands)
     devices.add_commands(commands)
     skill_commands.add_commands(commands)
-    session_forks.add_commands(run_control.add_commands(commands))
+    sessions = run_control.add_commands(commands)
+    session_list.add_commands(sessions)
+    session_forks.add_commands(sessions)
     data_commands.add_commands(commands)
     agents_cli.add_commands(commands)
     environments_cli.add_commands(commands)

@@ -73,6 +73,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "skills list": ("corebox skills list --json",),
     "skills default": ("corebox skills default skill_0123 2",),
     "skills delete": ("corebox skills delete skill_0123",),
+    "sessions list": ("corebox sessions list", "corebox sessions list --limit 100 --json"),
     "sessions pause": (
         "corebox sessions pause sess_0123",
         "corebox sessions pause sess_0123 --expected-version 4",

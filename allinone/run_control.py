@@ -45,7 +45,8 @@ def add_commands(commands: Any) -> Any:
     common.add_argument("--json", action="store_true", help="print the API's JSON")
     common.add_argument("session_id")
     group = commands.add_parser(
-        "sessions", help="pause, resume, cancel, fork or rewind a session (needs a running server)"
+        "sessions",
+        help="list sessions; pause, resume, cancel, fork or rewind one (needs a running server)",
     )
     actions = group.add_subparsers(dest="action", required=True)
     for action in ACTIONS:

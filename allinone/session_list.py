@@ -1,0 +1,100 @@
+"""`corebox sessions list`: a project's newest sessions (`--limit`, 20 by default), the
+most recently active first, against a running server with a project key (the rules of
+`sessions pause|resume|cancel`).
+
+    corebox sessions list [--limit N] [--json]
+
+One line per session: its id, status, last activity (UTC), agent and name. A session is
+named as the console names it: by its `metadata.title`, else by its first message's
+first line that is not a directive (else its first line), at most 72 characters; a
+session with no message yet has no name (`-`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any, TextIO
+
+from allinone import run_control
+from allinone.admin import AdminError, request_json
+
+BETA = {"OpenAI-Beta": "agents=v1"}
+LONGEST_NAME = 72
+
+
+def add_commands(actions: Any) -> None:
+    """Add `list` to the `sessions` group's subparsers."""
+    parser = actions.add_parser(
+        "list", help="list the project's newest sessions, most recently active first, named"
+    )
+    parser.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
+    parser.add_argument("--config", help="a corebox.toml file")
+    parser.add_argument(
+        "--url", help="the server's base URL (default: $COREBOX_URL, else from the configuration)"
+    )
+    parser.add_argument(
+        "--api-key-file", dest="api_key_file", help="file holding a project API key"
+    )
+    parser.add_argument("--json", action="store_true", help="print the API's JSON")
+    parser.add_argument(
+        "--limit", type=_limit, default=20, help="how many of the newest, 1 to 100 (default 20)"
+    )
+    parser.set_defaults(group_main=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        run(args, sys.stdout)
+    except AdminError as exc:
+        print(f"corebox: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _limit(raw: str) -> int:
+    number = int(raw) if raw.isdigit() else 0
+    if not 1 <= number <= 100:
+        raise argparse.ArgumentTypeError("must be a whole number from 1 to 100")
+    return number
+
+
+def run(args: argparse.Namespace, out: TextIO) -> None:
+    """Print the sessions; raise AdminError when the server cannot be asked or refuses."""
+    client = run_control.client_for(args, dict(os.environ))
+
+    def get(path: str) -> Any:
+        return request_json(f"{client.base_url}{path}", client.api_key, "GET", None, BETA)
+
+    sessions = get(f"/v1/agents/sessions?limit={args.limit}&order=desc")["data"]
+    sessions.sort(key=lambda s: s.get("last_active_at") or 0, reverse=True)
+    if args.json:
+        print(json.dumps(sessions, indent=2), file=out)
+        return
+    for session in sessions:
+        title = (session.get("metadata") or {}).get("title")
+        if not title:
+            first = get(f"/v1/agents/sessions/{session['id']}/items?limit=1&order=asc")["data"]
+            title = headline(first[0]) if first else ""
+        agent = session.get("agent") or {}
+        active = session.get("last_active_at") or session["created_at"]
+        print(
+            f"{session['id']}\t{session['status']}"
+            f"\t{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(active))}"
+            f"\t{agent.get('name') or agent.get('model') or '-'}\t{title or '-'}",
+            file=out,
+        )
+
+
+def headline(item: dict[str, Any]) -> str:
+    """A session's name from its first item: the first line of a user message that is not
+    a directive (else its first line), at most `LONGEST_NAME` characters; "" otherwise."""
+    if item.get("type") != "message" or item.get("role") != "user":
+        return ""
+    text = "".join(str(part.get("text") or "") for part in item.get("content") or [])
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    first = next((line for line in lines if not line.startswith("/")), lines[0] if lines else "")
+    return first if len(first) <= LONGEST_NAME else f"{first[:LONGEST_NAME]}…"
