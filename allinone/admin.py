@@ -18,8 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -83,6 +85,21 @@ def add_commands(commands: Any) -> None:
     revoke = actions.add_parser("revoke", parents=[common], help="revoke one key")
     revoke.add_argument("project_id")
     revoke.add_argument("key_id")
+
+
+def reporting(run: Callable[[argparse.Namespace, TextIO], None]) -> Callable[..., int]:
+    """A command group's `group_main`: `run` on standard output, with an AdminError said
+    on standard error in one line and exit status 1."""
+
+    def main(args: argparse.Namespace) -> int:
+        try:
+            run(args, sys.stdout)
+        except AdminError as exc:
+            print(f"corebox: error: {exc}", file=sys.stderr)
+            return 1
+        return 0
+
+    return main
 
 
 def request_json(

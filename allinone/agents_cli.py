@@ -14,12 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from typing import Any, TextIO
 
 from allinone import run_control
-from allinone.admin import AdminError
+from allinone.admin import reporting
 
 
 def add_commands(commands: Any) -> None:
@@ -37,7 +36,7 @@ def add_commands(commands: Any) -> None:
     agents = commands.add_parser(
         "agents", help="agent versions and deployments (needs a running server)"
     )
-    agents.set_defaults(group_main=main)
+    agents.set_defaults(group_main=reporting(run))
     actions = agents.add_subparsers(dest="action", required=True)
     versions = actions.add_parser("versions", parents=[common], help="list an agent's versions")
     versions.add_argument("agent_id")
@@ -59,15 +58,6 @@ def add_commands(commands: Any) -> None:
     rollback.add_argument("deployment")
     rollback.add_argument("--version", type=int, help="the version to go back to")
     rollback.add_argument("--expected", type=int, help="the pointer version you last saw")
-
-
-def main(args: argparse.Namespace) -> int:
-    try:
-        run(args, sys.stdout)
-    except AdminError as exc:
-        print(f"corebox: error: {exc}", file=sys.stderr)
-        return 1
-    return 0
 
 
 def run(args: argparse.Namespace, out: TextIO) -> None:

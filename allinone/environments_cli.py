@@ -25,7 +25,6 @@ from allinone.admin import AdminError, request_json
 from allinone.progress import Bar
 
 # The public routes under /v1/agents ask for the Agents API's beta header.
-BETA = {"OpenAI-Beta": "agents=v1"}
 POLL_SECONDS = 0.5
 DEFAULT_TIMEOUT_SECONDS = 1800.0
 
@@ -67,7 +66,9 @@ def main(args: argparse.Namespace) -> int:
         url = f"{client.base_url}/v1/agents/environments/{args.environment_id}"
 
         def fetch() -> dict[str, Any]:
-            environment: dict[str, Any] = request_json(url, client.api_key, "GET", None, BETA)
+            environment: dict[str, Any] = request_json(
+                url, client.api_key, "GET", None, run_control.BETA
+            )
             return environment
 
         if args.action == "show":

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any, TextIO
 
-from allinone.admin import AdminError, client_for
+from allinone.admin import client_for, reporting
 
 
 def add_commands(commands: Any) -> None:
@@ -30,7 +29,7 @@ def add_commands(commands: Any) -> None:
     overlays = commands.add_parser(
         "overlays", help="kill switch, tool disable, egress (needs a running server)"
     )
-    overlays.set_defaults(group_main=main)
+    overlays.set_defaults(group_main=reporting(run))
     actions = overlays.add_subparsers(dest="action", required=True)
     show = actions.add_parser("show", parents=[common], help="list the active overlays")
     show.add_argument("--all", action="store_true", help="also the cleared ones")
@@ -47,15 +46,6 @@ def add_commands(commands: Any) -> None:
         action="store_true",
         help="a pause kill switch: also resume the turns it paused",
     )
-
-
-def main(args: argparse.Namespace) -> int:
-    try:
-        run(args, sys.stdout)
-    except AdminError as exc:
-        print(f"corebox: error: {exc}", file=sys.stderr)
-        return 1
-    return 0
 
 
 def run(args: argparse.Namespace, out: TextIO) -> None:

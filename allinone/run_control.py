@@ -28,6 +28,8 @@ from allinone.config import ConfigError, load, server_url
 from allinone.credentials import KEY_FILE
 
 ACTIONS = ("pause", "resume", "cancel")
+# The header every `/v1/agents` request carries.
+BETA = {"OpenAI-Beta": "agents=v1"}
 
 
 def add_commands(commands: Any) -> Any:

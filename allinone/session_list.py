@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from typing import Any, TextIO
 
 from allinone import run_control
-from allinone.admin import AdminError, request_json
+from allinone.admin import reporting, request_json
+from allinone.run_control import BETA
 
-BETA = {"OpenAI-Beta": "agents=v1"}
 LONGEST_NAME = 72
 
 
@@ -43,16 +42,7 @@ def add_commands(actions: Any) -> None:
     parser.add_argument(
         "--limit", type=_limit, default=20, help="how many of the newest, 1 to 100 (default 20)"
     )
-    parser.set_defaults(group_main=main)
-
-
-def main(args: argparse.Namespace) -> int:
-    try:
-        run(args, sys.stdout)
-    except AdminError as exc:
-        print(f"corebox: error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    parser.set_defaults(group_main=reporting(run))
 
 
 def _limit(raw: str) -> int:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from typing import Any
 
-from allinone import environments_cli
+from allinone import environments_cli, run_control
 from allinone.admin import request_json
 from allinone.core.gateway.workspace_rules import wire_uuid
 from allinone.datadir.collection import WORKSPACES_DIR
@@ -23,7 +23,7 @@ class Terminal(io.StringIO):
 
 
 def create(server: Server, spec: dict[str, Any]) -> str:
-    owner = {"Authorization": f"Bearer {API_KEY}", **environments_cli.BETA}
+    owner = {"Authorization": f"Bearer {API_KEY}", **run_control.BETA}
     status, body, _ = http(
         server.base_url, "POST", "/v1/agents/environments", {"environment": spec}, owner
     )
@@ -58,7 +58,7 @@ def test_wait_draws_each_step_on_a_terminal_and_ends_with_the_outcome(server: Se
     release = server.data_dir / WORKSPACES_DIR / wire_uuid(environment_id) / "release"
 
     def fetch() -> dict[str, Any]:
-        environment: dict[str, Any] = request_json(url, API_KEY, "GET", None, environments_cli.BETA)
+        environment: dict[str, Any] = request_json(url, API_KEY, "GET", None, run_control.BETA)
         if (environment["x_corebox"]["setup"] or {}).get("phase") == "running_setup":
             release.touch()  # seen held at its setup command: let it finish
         return environment
