@@ -40,11 +40,7 @@ class AdminError(Exception):
 def add_commands(commands: Any) -> None:
     """Add the `projects` and `keys` command groups to the CLI's subparsers."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
-    common.add_argument("--config", help="a corebox.toml file")
-    common.add_argument(
-        "--url", help="the server's base URL (default: $COREBOX_URL, else from the configuration)"
-    )
+    server_options(common)
     common.add_argument("--json", action="store_true", help="print the API's JSON")
 
     projects = commands.add_parser("projects", help="manage projects (needs a running server)")
@@ -85,6 +81,16 @@ def add_commands(commands: Any) -> None:
     revoke = actions.add_parser("revoke", parents=[common], help="revoke one key")
     revoke.add_argument("project_id")
     revoke.add_argument("key_id")
+
+
+def server_options(parser: argparse.ArgumentParser) -> None:
+    """`--data-dir`, `--config` and `--url`: where a command that talks to a running server
+    finds the configuration, the keys and the server (`config.server_url`)."""
+    parser.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
+    parser.add_argument("--config", help="a corebox.toml file")
+    parser.add_argument(
+        "--url", help="the server's base URL (default: $COREBOX_URL, else from the configuration)"
+    )
 
 
 def reporting(run: Callable[[argparse.Namespace, TextIO], None]) -> Callable[..., int]:

@@ -22,17 +22,8 @@ from allinone.admin import reporting
 
 
 def add_commands(commands: Any) -> None:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
-    common.add_argument("--config", help="a corebox.toml file")
-    common.add_argument(
-        "--url", help="the server's base URL (default: $COREBOX_URL, else from the configuration)"
-    )
+    common = run_control.project_options()
     common.add_argument("--api-key", dest="api_key", help="a project API key")
-    common.add_argument(
-        "--api-key-file", dest="api_key_file", help="file holding a project API key"
-    )
-    common.add_argument("--json", action="store_true", help="print the API's JSON")
     agents = commands.add_parser(
         "agents", help="agent versions and deployments (needs a running server)"
     )

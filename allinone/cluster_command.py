@@ -33,11 +33,7 @@ def add_command(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.set_defaults(group_main=lambda args: run_command(args, sys.stdout))
-    parser.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
-    parser.add_argument("--config", help="a corebox.toml file")
-    parser.add_argument(
-        "--url", help="the server's base URL (default: $COREBOX_URL, else from the configuration)"
-    )
+    admin.server_options(parser)
     parser.add_argument("--json", action="store_true", help="print the answer as JSON")
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from allinone.admin import AdminError, client_for
+from allinone.admin import AdminError, client_for, server_options
 from allinone.credentials import write_secret_file
 from allinone.logs import add_format_flag
 
@@ -36,11 +36,7 @@ API_SUFFIX = "/api/v1"
 def add_commands(commands: Any) -> None:
     """Add the `devices` group and the `daemon` command to the CLI's subparsers."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
-    common.add_argument("--config", help="a corebox.toml file")
-    common.add_argument(
-        "--url", help="the server's base URL (default: $COREBOX_URL, else from the configuration)"
-    )
+    server_options(common)
     common.add_argument("--json", action="store_true", help="print the API's JSON")
 
     devices = commands.add_parser(

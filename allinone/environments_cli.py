@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from allinone import run_control
-from allinone.admin import AdminError, request_json
+from allinone.admin import AdminError, request_json, server_options
 from allinone.progress import Bar
 
 # The public routes under /v1/agents ask for the Agents API's beta header.
@@ -31,11 +31,7 @@ DEFAULT_TIMEOUT_SECONDS = 1800.0
 
 def add_commands(commands: Any) -> None:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
-    common.add_argument("--config", help="a corebox.toml file")
-    common.add_argument(
-        "--url", help="the server's base URL (default: $COREBOX_URL, else from the configuration)"
-    )
+    server_options(common)
     common.add_argument("--api-key", dest="api_key", help="a project API key")
     common.add_argument(
         "--api-key-file", dest="api_key_file", help="file holding a project API key"

@@ -15,16 +15,12 @@ import argparse
 import json
 from typing import Any, TextIO
 
-from allinone.admin import client_for, reporting
+from allinone.admin import client_for, reporting, server_options
 
 
 def add_commands(commands: Any) -> None:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
-    common.add_argument("--config", help="a corebox.toml file")
-    common.add_argument(
-        "--url", help="the server's base URL (default: $COREBOX_URL, else from the configuration)"
-    )
+    server_options(common)
     common.add_argument("--json", action="store_true", help="print the API's JSON")
     overlays = commands.add_parser(
         "overlays", help="kill switch, tool disable, egress (needs a running server)"

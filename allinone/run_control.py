@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from allinone.admin import AdminError, request_json
+from allinone.admin import AdminError, request_json, server_options
 from allinone.config import ConfigError, load, server_url
 from allinone.credentials import KEY_FILE
 
@@ -35,16 +35,7 @@ BETA = {"OpenAI-Beta": "agents=v1"}
 def add_commands(commands: Any) -> Any:
     """Add the `sessions` group to the CLI's subparsers; return the group's own
     subparsers, for the other session commands (fork, rewind)."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
-    common.add_argument("--config", help="a corebox.toml file")
-    common.add_argument(
-        "--url", help="the server's base URL (default: $COREBOX_URL, else from the configuration)"
-    )
-    common.add_argument(
-        "--api-key-file", dest="api_key_file", help="file holding a project API key"
-    )
-    common.add_argument("--json", action="store_true", help="print the API's JSON")
+    common = project_options()
     common.add_argument("session_id")
     group = commands.add_parser(
         "sessions",
@@ -64,6 +55,19 @@ def add_commands(commands: Any) -> Any:
         parser.add_argument("--idempotency-key", dest="idempotency_key")
     actions.add_parser("commands", parents=[common], help="list the session's commands")
     return actions
+
+
+def project_options() -> argparse.ArgumentParser:
+    """The options of a command that acts for a project (a parent parser): the server's
+    (`admin.server_options`), `--api-key-file` (the key as `project_key` finds it) and
+    `--json`."""
+    common = argparse.ArgumentParser(add_help=False)
+    server_options(common)
+    common.add_argument(
+        "--api-key-file", dest="api_key_file", help="file holding a project API key"
+    )
+    common.add_argument("--json", action="store_true", help="print the API's JSON")
+    return common
 
 
 @dataclass(frozen=True)

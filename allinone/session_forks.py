@@ -24,16 +24,7 @@ ACTIONS = ("fork", "rewind")
 
 def add_commands(actions: Any) -> None:
     """Add `fork` and `rewind` to the `sessions` group's subparsers."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
-    common.add_argument("--config", help="a corebox.toml file")
-    common.add_argument(
-        "--url", help="the server's base URL (default: $COREBOX_URL, else from the configuration)"
-    )
-    common.add_argument(
-        "--api-key-file", dest="api_key_file", help="file holding a project API key"
-    )
-    common.add_argument("--json", action="store_true", help="print the API's JSON")
+    common = run_control.project_options()
     fork = actions.add_parser(
         "fork",
         parents=[common],

@@ -28,17 +28,10 @@ LONGEST_NAME = 72
 def add_commands(actions: Any) -> None:
     """Add `list` to the `sessions` group's subparsers."""
     parser = actions.add_parser(
-        "list", help="list the project's newest sessions, most recently active first, named"
+        "list",
+        parents=[run_control.project_options()],
+        help="list the project's newest sessions, most recently active first, named",
     )
-    parser.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
-    parser.add_argument("--config", help="a corebox.toml file")
-    parser.add_argument(
-        "--url", help="the server's base URL (default: $COREBOX_URL, else from the configuration)"
-    )
-    parser.add_argument(
-        "--api-key-file", dest="api_key_file", help="file holding a project API key"
-    )
-    parser.add_argument("--json", action="store_true", help="print the API's JSON")
     parser.add_argument(
         "--limit", type=_limit, default=20, help="how many of the newest, 1 to 100 (default 20)"
     )

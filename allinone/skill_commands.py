@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from allinone.admin import AdminError, refusal, unreachable
-from allinone.run_control import client_for
+from allinone.run_control import client_for, project_options
 
 if TYPE_CHECKING:
     import openai
@@ -39,16 +39,7 @@ class SkillCommandError(Exception):
 
 
 def add_commands(commands: Any) -> None:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
-    common.add_argument("--config", help="a corebox.toml file")
-    common.add_argument(
-        "--url", help="the server's base URL (default: $COREBOX_URL, else from the configuration)"
-    )
-    common.add_argument(
-        "--api-key-file", dest="api_key_file", help="a file holding the project's API key"
-    )
-    common.add_argument("--json", action="store_true", help="print the API's JSON")
+    common = project_options()
     skills = commands.add_parser(COMMAND, help="manage a project's skills (needs a running server)")
     actions = skills.add_subparsers(dest="action", required=True)
     create = actions.add_parser("create", parents=[common], help="upload a new skill")

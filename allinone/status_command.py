@@ -32,11 +32,7 @@ def add_command(commands: Any) -> None:
         help="one screen about a running server (needs a running server)",
         description="Uptime, Runtimes, turns, storage and set-up of a running server.",
     )
-    parser.add_argument("--data-dir", dest="data_dir", help="the server's data directory")
-    parser.add_argument("--config", help="a corebox.toml file")
-    parser.add_argument(
-        "--url", help="the server's base URL (default: $COREBOX_URL, else from the configuration)"
-    )
+    admin.server_options(parser)
     parser.add_argument("--json", action="store_true", help="print the evidence as JSON")
 
 
