@@ -148,12 +148,14 @@ def running(client: Any, script: str) -> Any:
     return session
 
 
+def commands_path(client: Any, session_id: str) -> str:
+    """The session's `/x/v1` commands, on the server `client` talks to."""
+    return f"{str(client.base_url).removesuffix('/v1/')}/x/v1/sessions/{session_id}/commands"
+
+
 def send(client: Any, session_id: str, action: str) -> Any:
     """A command to the session's active turn, as its owner sends it; the command."""
-    root = str(client.base_url).removesuffix("/v1/")
-    return client.post(
-        f"{root}/x/v1/sessions/{session_id}/commands", body={"action": action}, cast_to=object
-    )
+    return client.post(commands_path(client, session_id), body={"action": action}, cast_to=object)
 
 
 def _applied(client: Any, root: str, command: Any) -> Any:
@@ -250,10 +252,10 @@ def phases_to_the_end(live: Iterator[Any]) -> tuple[list[str], str]:
     raise AssertionError("the stream ended first")
 
 
-def commands_of(client: Any, root: str, session_id: str) -> list[tuple[str, str, str]]:
+def commands_of(client: Any, session_id: str) -> list[tuple[str, str, str]]:
     """(actor, action, status) of the session's commands, oldest first; a client's actor
     (its key's id) as `key`."""
-    listed = client.get(f"{root}/x/v1/sessions/{session_id}/commands", cast_to=object)
+    listed = client.get(commands_path(client, session_id), cast_to=object)
     return [
         ("key" if c["actor"].startswith("key_") else c["actor"], c["action"], c["status"])
         for c in listed["data"]
@@ -264,7 +266,6 @@ def test_a_turn_still_pausing_when_its_kill_switch_is_cleared_with_resume_runs_o
     surface: Surface, tmp_path: Any
 ) -> None:
     client, session, live, kill = pausing(surface, tmp_path)
-    root = surface.server.base_url
     # A client's resume of a turn on its way to a pause is refused, as before.
     mine = send(client, session.id, "resume")
     assert (mine["status"], mine["reason"]) == ("rejected", "not_paused")  # type: ignore[index]
@@ -278,7 +279,7 @@ def test_a_turn_still_pausing_when_its_kill_switch_is_cleared_with_resume_runs_o
     phases, ended = phases_to_the_end(live)
     assert ended == "agent.session.turn.completed", phases
     assert phases[-2:] == ["resuming", "running"] and "paused" not in phases, phases
-    assert commands_of(client, root, session.id) == [
+    assert commands_of(client, session.id) == [
         ("kill_switch", "pause", "applied"),
         ("key", "resume", "rejected"),
         ("kill_switch", "resume", "applied"),
@@ -289,7 +290,6 @@ def test_a_pause_asked_after_a_kill_switch_resume_still_pauses_the_turn(
     surface: Surface, tmp_path: Any
 ) -> None:
     client, session, live, kill = pausing(surface, tmp_path)
-    root = surface.server.base_url
     status, cleared = surface.core("DELETE", f"/core/v1/overlays/{kill['id']}?resume=true")
     assert status == 200 and [c["status"] for c in cleared["resumed"]] == ["accepted"], cleared
     mine = send(client, session.id, "pause")
@@ -299,7 +299,7 @@ def test_a_pause_asked_after_a_kill_switch_resume_still_pauses_the_turn(
     assert (ended, "resuming" in phases) == ("paused", False), phases
     cancel = send(client, session.id, "cancel")
     assert cancel["status"] == "applied"  # type: ignore[index]
-    assert commands_of(client, root, session.id) == [
+    assert commands_of(client, session.id) == [
         ("kill_switch", "pause", "applied"),
         ("kill_switch", "resume", "expired"),
         ("key", "pause", "applied"),
