@@ -88,21 +88,24 @@ class Recovery:
         return await self._recover_all(running, f"core process {process_id} gone")
 
     async def _recover_all(self, running: list[dict[str, Any]], why: str) -> tuple[int, int]:
-        suspended = failed = 0
+        suspended = failed = paused = 0
         for row in running:
             if row.get("phase") == PAUSED:
+                paused += 1
                 continue
             if await self._db.write(partial(self._recover, row=row, token=None)):
                 suspended += 1
             else:
                 failed += 1
-        if running:
+        if suspended or failed:
             log.warning(
                 "%s: %d turn(s) continue from their checkpoint, %d failed",
                 why,
                 suspended,
                 failed,
             )
+        if paused:
+            log.info("%s: %d paused turn(s) stay paused until resumed", why, paused)
         return suspended, failed
 
     async def run_lost(self, run: RunProjection) -> bool:

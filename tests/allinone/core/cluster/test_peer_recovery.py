@@ -6,8 +6,11 @@ live peers' turns left alone."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from functools import partial
 from pathlib import Path
+
+import pytest
 
 from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
@@ -107,6 +110,37 @@ def test_a_gone_peer_has_its_turns_and_only_its_turns_recovered(tmp_path: Path) 
             }
             row = await db.read(partial(turns.get, turn_id="t_gone"))
             assert row is not None and row["error_code"] == "execution_interrupted"
+        finally:
+            await db.close()
+
+    asyncio.run(main())
+
+
+def test_a_paused_turn_stays_paused_at_start_up_and_the_log_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def main() -> None:
+        db = await Database.open(tmp_path / "db")
+        try:
+            await _claimed(db, "t_paused", "gone")
+
+            async def pause(tx: Tx) -> None:
+                await tx.execute("UPDATE turns SET phase = 'paused' WHERE id = 't_paused'")
+
+            await db.write(pause)
+            with caplog.at_level(logging.INFO, logger="allinone.core.orchestration.recovery"):
+                assert await _recovery(db).after_restart() == (0, 0)
+            assert [row["id"] for row in await db.read(turns.running)] == ["t_paused"]
+            # Nothing continued and nothing failed: no warning, one line for the pause.
+            assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+                ("INFO", "after a restart: 1 paused turn(s) stay paused until resumed")
+            ]
+            await _claimed(db, "t_running", "gone")
+            caplog.clear()
+            assert await _recovery(db).after_restart() == (0, 1)
+            assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+                "after a restart: 0 turn(s) continue from their checkpoint, 1 failed"
+            ]
         finally:
             await db.close()
 
