@@ -44,6 +44,17 @@ export function badge(status) {
   return h("span.badge", { dataset: { status: value } }, value.replace(/_/g, " "));
 }
 
+// Where a pause has a turn that has not ended, by its phase; its status says in_progress.
+const HELD = { pause_requested: "pausing", pausing: "pausing", paused: "paused", resuming: "resuming" };
+const ENDED = new Set(["completed", "failed", "cancelled"]);
+
+/** A turn's state as a person reads it: paused, pausing or resuming while a pause holds
+ * it, else its status. */
+export function turnState(turn) {
+  const held = HELD[(turn.x_corebox || {}).phase];
+  return held && !ENDED.has(turn.status) ? held : turn.status;
+}
+
 export function when(seconds) {
   if (!seconds) return "—";
   const date = new Date(seconds * 1000);

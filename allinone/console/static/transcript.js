@@ -1,7 +1,7 @@
 // The session transcript: items grouped by turn, built from a snapshot (the items and
 // turns lists) and then kept current by the session's event stream.
 
-import { badge, h, json, replace, short } from "./dom.js";
+import { badge, h, json, replace, short, turnState } from "./dom.js";
 
 const TURN_EVENTS = new Set([
   "agent.session.turn.created",
@@ -111,7 +111,7 @@ export class Transcript {
     const hidden = this.hidden.has(turn.id);
     entry.section.classList.toggle("hidden-turn", hidden);
     replace(entry.head,
-      h("div.turn-title", {}, h("span.turn-number", {}, `Turn ${number}`), badge(turn.status),
+      h("div.turn-title", {}, h("span.turn-number", {}, `Turn ${number}`), badge(turnState(turn)),
         duration ? h("span.muted", {}, duration) : null,
         hidden ? h("span.turn-hidden", { title: "A rewind hid this turn from the model's context. It stays in the history." }, "Hidden from the model") : null),
       h("div.turn-meta", { title: turn.id }, meta.join(" · ")),

@@ -415,6 +415,45 @@ def test_clicking_cancel_cancels_the_running_turn(page: Page, client: OpenAI) ->
     page.wait_for("!document.querySelector('[data-control=cancel]')")
 
 
+def test_clicking_pause_shows_the_turn_paused_until_resume_is_clicked(
+    page: Page, client: OpenAI, server: Server
+) -> None:
+    badges = (
+        "[...document.querySelectorAll('.session-title .badge, .turn .badge')]"
+        ".map(b => b.dataset.status)"
+    )
+    session_id = start(client, "/say Waiting for you\n/hang")
+    try:
+        sign_in(page, API_KEY)
+        open_session(page, session_id)
+        page.wait_for("document.querySelector('[data-control=pause]')")
+        page.click("[data-control=pause]")
+        # The pause arrives as the turn's phase; the page follows it without a reload:
+        # the session and the turn read paused, Resume replaces Pause, the composer says
+        # what a message does now.
+        page.wait_for("document.querySelector('[data-control=resume]')")
+        page.wait_for(f"({badges}).join() === 'paused,paused'")
+        assert page.evaluate("document.querySelector('[data-control=pause]')") is None
+        hint = page.evaluate("document.querySelector('.composer-hint').textContent")
+        assert hint.startswith("The turn is paused: your message steers it once it resumes")
+        shoot(page, "session-paused")
+        # The session list says so too (the session itself is still in progress).
+        page.evaluate("location.hash = '#/sessions'")
+        row = (
+            "[...document.querySelectorAll('.link-row')]"
+            f".find(r => r.textContent.includes('{session_id}'))"
+        )
+        page.wait_for(f"{row} && {row}.querySelector('.badge').dataset.status === 'paused'")
+        open_session(page, session_id)
+        page.wait_for("document.querySelector('[data-control=resume]')")
+        page.click("[data-control=resume]")
+        page.wait_for("document.querySelector('[data-control=pause]')")
+        page.wait_for(f"({badges}).join() === 'in_progress,in_progress'")
+    finally:
+        cancelled = command(server, session_id, "cancel")
+        assert settled_command(server, cancelled.json()["id"])["status"] == "applied"
+
+
 def check_shown(name: str, text: str) -> str:
     """A JS test: the overview's readiness row `name` reads exactly `text`."""
     return (

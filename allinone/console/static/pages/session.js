@@ -3,7 +3,7 @@
 
 import { showActions } from "../actions.js";
 import { ApiError, get, idempotencyKey, post, stream, supports } from "../api.js";
-import { badge, failure, h, replace, short, when } from "../dom.js";
+import { badge, failure, h, replace, short, turnState, when } from "../dom.js";
 import { files, runState, timeline, usage } from "../panels.js";
 import { watchSetup } from "../setup.js";
 import { Transcript } from "../transcript.js";
@@ -192,7 +192,6 @@ class SessionPage {
         this.meta);
     }
     this.titleText.textContent = this.title(s);
-    replace(this.statusSlot, badge(s.status));
     replace(this.meta,
       h("span", {}, h("code", {}, s.id)),
       s.agent && s.agent.name ? h("span", {}, `agent ${s.agent.name}`) : null,
@@ -204,11 +203,24 @@ class SessionPage {
     this.watchEnvironment(s.environment);
     this.transcript.setHidden(xc.hidden_turn_ids);
     showActions(this.actions, s);
-    const active = ["in_progress", "requires_action"].includes(s.status) || this.activeTurn();
-    this.sendButton.textContent = active ? "Steer" : "Send";
-    this.hint.textContent = active ? "A turn is running: your message steers it · Ctrl+Enter" : "Ctrl+Enter to send";
-    this.drawControls();
+    this.drawState();
     this.scheduleSide();
+  }
+
+  /** What follows the turns' run state as well as the session's: the session's badge
+   * (paused while a pause holds its turn), the composer's hint and the controls. */
+  drawState() {
+    const s = this.session;
+    if (!s || !this.statusSlot) return;
+    const turn = this.activeTurn();
+    const held = turn && turnState(turn) !== turn.status ? turnState(turn) : null;
+    replace(this.statusSlot, badge(held || s.status));
+    const active = ["in_progress", "requires_action"].includes(s.status) || turn;
+    this.sendButton.textContent = active ? "Steer" : "Send";
+    this.hint.textContent = held === "paused"
+      ? "The turn is paused: your message steers it once it resumes · Ctrl+Enter"
+      : active ? "A turn is running: your message steers it · Ctrl+Enter" : "Ctrl+Enter to send";
+    this.drawControls();
   }
 
   /** While a managed environment sets up, a progress line above the transcript; it goes
@@ -304,10 +316,11 @@ class SessionPage {
 
   scheduleSide() {
     if (this.sideTimer) return;
-    // At most one redraw per burst of events.
+    // At most one redraw per burst of events (a turn's phase moves the controls too).
     this.sideTimer = setTimeout(() => {
       this.sideTimer = null;
       this.drawSide();
+      this.drawState();
     }, 40);
   }
 

@@ -2,7 +2,7 @@
 // refreshed while shown.
 
 import { get, post } from "../api.js";
-import { badge, card, empty, failure, h, pageHead, replace, table, when } from "../dom.js";
+import { badge, card, empty, failure, h, pageHead, replace, table, turnState, when } from "../dom.js";
 import { headline } from "../transcript.js";
 
 const REFRESH_MS = 2000;
@@ -41,7 +41,23 @@ class Headlines {
   }
 }
 
-function columns(headlines) {
+// A running session's state as its latest turn has it: paused, pausing or resuming while
+// a pause holds that turn (the session itself says in_progress). Read at each refresh
+// for the sessions in progress only; a pause changes nothing on the session.
+async function heldStates(sessions) {
+  const held = new Map();
+  await Promise.all(sessions.filter((s) => s.status === "in_progress").map(async (s) => {
+    try {
+      const latest = (await get(`/v1/agents/sessions/${s.id}/turns?limit=1&order=desc`)).data[0];
+      if (latest && turnState(latest) !== latest.status) held.set(s.id, turnState(latest));
+    } catch {
+      // Its status as the session has it, this time.
+    }
+  }));
+  return held;
+}
+
+function columns(headlines, held) {
   return [
     { title: "Session", render: (s) => {
       const name = headlines.of(s);
@@ -49,7 +65,7 @@ function columns(headlines) {
         ? h("div.cell-main", {}, h("strong", {}, name), h("code.muted", {}, s.id))
         : h("code.session-id", {}, s.id);
     } },
-    { title: "Status", render: (s) => badge(s.status) },
+    { title: "Status", render: (s) => badge(held.get(s.id) || s.status) },
     { title: "Agent", render: (s) => h("span", {}, s.agent ? s.agent.name || s.agent.model : "—") },
     { title: "Last activity", class: "num", render: (s) => when(s.last_active_at) },
   ];
@@ -96,11 +112,11 @@ export function render(main) {
   const load = async () => {
     try {
       const page = await get("/v1/agents/sessions?limit=100&order=desc");
-      await headlines.read(page.data);
+      const [held] = await Promise.all([heldStates(page.data), headlines.read(page.data)]);
       if (stopped) return;
       const rows = [...page.data].sort((a, b) => (b.last_active_at || 0) - (a.last_active_at || 0));
       replace(list, rows.length
-        ? table(columns(headlines), rows, { label: "Sessions", onRow: (s) => { location.hash = `#/sessions/${s.id}`; } })
+        ? table(columns(headlines, held), rows, { label: "Sessions", onRow: (s) => { location.hash = `#/sessions/${s.id}`; } })
         : empty("No sessions yet. Start one above, or with the SDK."));
     } catch (error) {
       if (!stopped) replace(list, failure(error));
