@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -201,7 +202,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(arguments)
     if args.command == "serve":  # after options such as --version, which exit before
         return _serve(args)
-    return _run(args)
+    try:
+        return _run(args)
+    except BrokenPipeError:
+        # The reader left early (`corebox sessions list | head -1`): stop quietly, as a
+        # filter does, with the status of a process ended by SIGPIPE. Standard output
+        # goes to /dev/null so that the flush at exit cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -86,3 +86,22 @@ def test_zsh_loads_the_bash_script_through_bashcompinit() -> None:
     script = completion(_parser(), "zsh")
     assert script.startswith("autoload -U +X bashcompinit && bashcompinit\n")
     assert "complete -o default -F _corebox corebox" in script
+
+
+def test_a_reader_that_leaves_early_ends_a_command_quietly() -> None:
+    # `corebox completion bash | head -1`, made certain: the pipe's reader is gone
+    # before the command writes its first line.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "allinone", "completion", "bash"],
+            cwd=ROOT,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, "")
