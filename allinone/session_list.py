@@ -4,7 +4,9 @@ most recently active first, against a running server with a project key (the rul
 
     corebox sessions list [--limit N] [--json]
 
-One line per session: its id, status, last activity (UTC), agent and name. A session is
+One line per session: its id, status, last activity (UTC), agent and name. The status of
+a session in progress whose turn a pause holds is that turn's (`pausing`, `paused`,
+`resuming`), as the console shows it. A session is
 named as the console names it: by its `metadata.title`, else by its first message's
 first line that is not a directive (else its first line), at most 72 characters; a
 session with no message yet has no name (`-`).
@@ -16,6 +18,7 @@ import argparse
 import json
 import os
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from allinone import run_control
@@ -23,6 +26,14 @@ from allinone.admin import reporting, request_json
 from allinone.run_control import BETA
 
 LONGEST_NAME = 72
+# Where a pause holds a turn that has not ended, by its phase (its status says in_progress).
+HELD = {
+    "pause_requested": "pausing",
+    "pausing": "pausing",
+    "paused": "paused",
+    "resuming": "resuming",
+}
+ENDED = ("completed", "failed", "cancelled")
 
 
 def add_commands(actions: Any) -> None:
@@ -62,14 +73,26 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         if not title:
             first = get(f"/v1/agents/sessions/{session['id']}/items?limit=1&order=asc")["data"]
             title = headline(first[0]) if first else ""
+        status = _status(session, get)
         agent = session.get("agent") or {}
         active = session.get("last_active_at") or session["created_at"]
         print(
-            f"{session['id']}\t{session['status']}"
+            f"{session['id']}\t{status}"
             f"\t{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(active))}"
             f"\t{agent.get('name') or agent.get('model') or '-'}\t{title or '-'}",
             file=out,
         )
+
+
+def _status(session: dict[str, Any], get: Callable[[str], Any]) -> str:
+    """The session's status, or where a pause holds its latest turn while in progress."""
+    status = str(session["status"])
+    if status != "in_progress":
+        return status
+    latest = get(f"/v1/agents/sessions/{session['id']}/turns?limit=1&order=desc")["data"]
+    if not latest or latest[0]["status"] in ENDED:
+        return status
+    return HELD.get(str((latest[0].get("x_corebox") or {}).get("phase")), status)
 
 
 def headline(item: dict[str, Any]) -> str:

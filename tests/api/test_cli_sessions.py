@@ -13,6 +13,7 @@ import pytest
 from allinone import cli
 from allinone.session_list import headline
 from tests.api.support import Surface, surface
+from tests.api.test_overlays import running, send
 
 __all__ = ["surface"]
 
@@ -91,3 +92,31 @@ def test_a_session_name_is_cut_at_72_characters() -> None:
     }
     assert headline(long) == "x" * 72 + "…"
     assert headline({"type": "message", "role": "assistant", "content": []}) == ""
+
+
+def test_a_session_whose_turn_a_pause_holds_is_listed_paused(
+    surface: Surface, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, key = surface.project()
+    client = surface.client(key)
+    session = running(client, "/say Waiting for you\n/hang")
+    key_file = tmp_path / "key"
+    key_file.write_text(key, encoding="utf-8")
+    where = ["--url", surface.server.base_url, "--api-key-file", str(key_file)]
+
+    def listed() -> str:
+        assert cli.main(["sessions", "list", *where]) == 0
+        [row] = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+        return row[1]
+
+    assert listed() == "in_progress"
+    send(client, session.id, "pause")
+    while client.beta.agents.sessions.turns.list(session.id).data[0].x_corebox["phase"] != "paused":
+        pass
+    # The session itself is still in progress; the list says what holds its turn.
+    assert client.beta.agents.sessions.retrieve(session.id).status == "in_progress"
+    assert listed() == "paused"
+    send(client, session.id, "cancel")
+    while client.beta.agents.sessions.retrieve(session.id).status != "idle":
+        pass
+    assert listed() == "idle"
