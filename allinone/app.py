@@ -399,7 +399,7 @@ def _routes(d: _Domain) -> list[BaseRoute]:
     return [
         *d.health.routes(),
         *gateway.routes(),
-        *ProjectsApi(db, ids, clock, d.grants).routes(),
+        *ProjectsApi(db, ids, clock, d.grants, d.hub).routes(),
         *DevicesApi(db, ids, clock, registry, d.opened.runtime_device).routes(),
         *TemplatesApi(db, d.sealer, ids, clock).routes(),
         *EnvironmentsApi(db, d.environments, ids, clock).routes(),

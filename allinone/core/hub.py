@@ -38,6 +38,9 @@ class Hub:
         self._remembered = False
         # The latest sequence this process committed per session that has readers.
         self._latest: dict[str, int] = {}
+        # Moves when a project key is revoked or a project archived here: each stream
+        # then checks its key again before it reads on (`api.streams.KeyWatch`).
+        self.key_generation = 0
 
     def relay_through(self, notify: Callable[[str], None]) -> None:
         """From now on `notify` is `notify(session_id)`: it wakes this process's readers
@@ -71,6 +74,13 @@ class Hub:
         """The latest sequence of the session committed here while it had readers (0
         when none): memory that ends before it has a gap, which the journal fills."""
         return self._latest.get(session_id, 0)
+
+    def keys_changed(self) -> None:
+        """A key was revoked or a project archived: every reader checks its key again."""
+        self.key_generation += 1
+        for waiters in self._waiters.values():
+            for event in waiters:
+                event.set()
 
     def subscribe(self, session_id: str) -> Wake:
         event = Wake()

@@ -7,6 +7,7 @@ import json
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import openai
 import pytest
 from openai import OpenAI
 
+from allinone.core.api.streams import KEY_RECHECK_SECONDS
 from tests.api.support import Surface, http, surface
 from tests.conftest import ROOT, Server
 from tests.support import databases
@@ -316,3 +318,59 @@ def test_cli_grants_and_revokes_host_roots(server: Server, tmp_path: Path) -> No
     assert json.loads(revoked.stdout)["workspace_roots"] == []
     refused = _cli(server, "projects", "grant-root", project["id"], str(server.data_dir))
     assert refused.returncode == 1 and "HTTP 400" in refused.stderr
+
+
+def _said(client: OpenAI, session_id: str, text: str) -> None:
+    message = {"role": "user", "content": [{"type": "input_text", "text": f"/say {text}"}]}
+    client.beta.agents.sessions.events.create(
+        session_id, events=[{"type": "agent.session.input.message", "input": [message]}]
+    )
+
+
+def _texts_until_refused(live: Any) -> list[str]:
+    """The texts a stream delivered until it ended with `invalid_api_key`."""
+    texts = []
+    with pytest.raises(openai.APIError) as ended:
+        for event in live:
+            if event.type == "agent.session.turn.output_text.done":
+                texts.append(event.text)
+    assert ended.value.code == "invalid_api_key", ended.value
+    return texts
+
+
+@pytest.mark.parametrize("where", ["this server", "the database"])
+def test_a_revoked_key_stops_reading_the_streams_it_opened(surface: Surface, where: str) -> None:
+    project_id, key = surface.project("streams")
+    status, issued = surface.core("POST", f"/core/v1/projects/{project_id}/api_keys", {})
+    assert status == 200
+    writer, watcher = surface.client(key), surface.client(issued["key"])
+    session_id = writer.beta.agents.sessions.create(
+        agent={"model": "scripted"}, environment={"type": "none"}, input="ready"
+    ).id
+    while writer.beta.agents.sessions.retrieve(session_id).status != "idle":
+        pass
+    with watcher.beta.agents.sessions.events.stream(session_id) as live:
+        _said(writer, session_id, "before")
+        for event in live:
+            if event.type == "agent.session.turn.output_text.done":
+                assert event.text == "before"  # type: ignore[attr-defined]
+                break
+        if where == "this server":
+            # Revoked here: the stream ends at once (the turn that follows is written
+            # well within `KEY_RECHECK_SECONDS` of the stream's opening).
+            revoke = f"/core/v1/projects/{project_id}/api_keys/{issued['id']}/revoke"
+            assert surface.core("POST", revoke)[0] == 200
+            _said(writer, session_id, "after")
+            assert _texts_until_refused(live) == []
+        else:
+            # As another Core process sharing the database would revoke it: this server
+            # reads the key again before it reads on, once its last reading is older
+            # than `KEY_RECHECK_SECONDS`; the next turn's text never reaches the stream.
+            with databases.raw(databases.location(surface.server.data_dir)) as db:
+                db.execute("UPDATE api_keys SET revoked_at = 1 WHERE id = ?", (issued["id"],))
+            time.sleep(KEY_RECHECK_SECONDS)
+            _said(writer, session_id, "after")
+            assert _texts_until_refused(live) == []
+    with pytest.raises(openai.AuthenticationError):
+        watcher.beta.agents.sessions.retrieve(session_id)
+    assert writer.beta.agents.sessions.retrieve(session_id).id == session_id

@@ -21,6 +21,7 @@ from allinone.core.api.common import decode_body, json, keyset_page, list_params
 from allinone.core.api.errors import invalid
 from allinone.core.api.listing import page
 from allinone.core.host_grants import TRUSTED, WORKSPACE_ROOT, HostGrants
+from allinone.core.hub import Hub
 from allinone.core.ids import Clock, Ids
 from allinone.core.projects import ProjectStore
 from storage.database import Database
@@ -30,9 +31,10 @@ log = logging.getLogger(__name__)
 
 
 class ProjectsApi:
-    def __init__(self, db: Database, ids: Ids, clock: Clock, grants: HostGrants) -> None:
+    def __init__(self, db: Database, ids: Ids, clock: Clock, grants: HostGrants, hub: Hub) -> None:
         self._grants = grants
         self._db = db
+        self._hub = hub
         self._store = ProjectStore(db, ids, clock)
 
     def routes(self) -> list[Route]:
@@ -77,6 +79,7 @@ class ProjectsApi:
     async def archive_project(self, request: Request) -> Response:
         project_id = request.path_params["project_id"]
         await self._store.archive(project_id)
+        self._hub.keys_changed()  # its open streams end
         return json(shapes.project(await self._store.get(project_id)))
 
     async def create_key(self, request: Request) -> Response:
@@ -112,6 +115,7 @@ class ProjectsApi:
         project_id = request.path_params["project_id"]
         key_id = request.path_params["key_id"]
         await self._store.revoke_key(project_id, key_id)
+        self._hub.keys_changed()  # the streams it opened end
         return json(shapes.api_key(await self._store.key(project_id, key_id)))
 
     # Host grants.

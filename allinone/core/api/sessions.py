@@ -12,7 +12,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from allinone.core import render
-from allinone.core.api.auth import project_of
+from allinone.core.api.auth import Keys, bearer, project_of
 from allinone.core.api.common import (
     MAX_SESSION_BODY_BYTES,
     decode_body,
@@ -23,7 +23,7 @@ from allinone.core.api.common import (
     query_flag,
 )
 from allinone.core.api.errors import not_found
-from allinone.core.api.streams import SSE_HEADERS, CreationStop, journal_stream, never
+from allinone.core.api.streams import SSE_HEADERS, CreationStop, KeyWatch, journal_stream, never
 from allinone.core.hub import Hub
 from allinone.core.ids import Ids
 from allinone.core.recorder import current_view
@@ -40,6 +40,7 @@ class SessionsApi:
         self._admission = admission
         self._hub = hub
         self._ids = ids
+        self._keys = Keys(db)
 
     def routes(self) -> list[Route]:
         return [
@@ -63,6 +64,10 @@ class SessionsApi:
                 methods=["GET"],
             ),
         ]
+
+    def _watch(self, request: Request) -> KeyWatch:
+        """A stream goes on only while the key it was opened with still opens it."""
+        return KeyWatch(self._keys, self._hub, bearer(request))
 
     async def _session(self, project: str, session_id: str) -> dict[str, Any]:
         row = await self._db.read_now(lambda r: sessions.get(r, project, session_id))
@@ -90,7 +95,9 @@ class SessionsApi:
             stop = CreationStop(expect_turn=body.input not in (UNSET, None, ""))
             options = body.stream_options
             padded = options is UNSET or options.include_obfuscation is not False
-            stream = journal_stream(self._db, self._hub, self._ids, session_id, 0, stop, padded)
+            stream = journal_stream(
+                self._db, self._hub, self._ids, session_id, 0, stop, padded, self._watch(request)
+            )
             return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
         return json(await self._view(session_id, project))
 
@@ -136,7 +143,9 @@ class SessionsApi:
         # The stream starts after the session's latest event as the row just read has it
         # (`event_seq`, what `journal.latest_seq` reads): no second read.
         start = int(row["event_seq"])
-        stream = journal_stream(self._db, self._hub, self._ids, row["id"], start, never, padded)
+        stream = journal_stream(
+            self._db, self._hub, self._ids, row["id"], start, never, padded, self._watch(request)
+        )
         return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
 
     async def post_events(self, request: Request) -> Response:

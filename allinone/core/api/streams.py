@@ -6,7 +6,9 @@ after the starting sequence, in order, each as `event: <type>` + one `data:` lin
 event carries random `obfuscation` padding unless the reader turned it off. Once the
 session is deleted, the stream ends after its last journaled event. A reader
 whose next event was pruned from the journal gets one `error` event
-(`stream_interrupted`) and the stream closes. Events this process has just committed
+(`stream_interrupted`) and the stream closes; so does a reader whose key no longer opens
+the session (`invalid_api_key`: the key was revoked or its project archived), checked
+before each read (see `KeyWatch`). Events this process has just committed
 are taken whole from the hub's memory when they follow on without a gap; everything
 else is read from the journal.
 """
@@ -17,10 +19,12 @@ import asyncio
 import contextlib
 import os
 import string
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import Any
 
+from allinone.core.api.auth import Keys
 from allinone.core.hub import Hub
 from allinone.core.ids import Ids
 from allinone.core.recorder import decode_event
@@ -51,6 +55,41 @@ _TURN_ENDS = frozenset(
         "agent.session.turn.cancelled",
     )
 )
+
+
+INTERRUPTED = (
+    "stream_interrupted",
+    "The event stream fell behind the retained journal; reconnect and read the session state.",
+)
+KEY_GONE = (
+    "invalid_api_key",
+    "The API key this stream was opened with was revoked, or its project archived.",
+)
+# How long a stream goes on the strength of its key's last check, unless a key or a
+# project changed in this process (then at once): the bound for a revocation made
+# through another Core process sharing the database.
+KEY_RECHECK_SECONDS = 2.0
+
+
+class KeyWatch:
+    """Whether the project key a stream was opened with still opens it: read again when
+    a key or a project changed in this process (`Hub.keys_changed`), else at most every
+    `KEY_RECHECK_SECONDS` (so a stream of a few seconds reads nothing)."""
+
+    def __init__(self, keys: Keys, hub: Hub, key: str) -> None:
+        self._keys = keys
+        self._hub = hub
+        self._key = key
+        self._checked = time.monotonic()
+        self._generation = hub.key_generation
+
+    async def __call__(self) -> bool:
+        now = time.monotonic()
+        fresh = now - self._checked < KEY_RECHECK_SECONDS
+        if fresh and self._generation == self._hub.key_generation:
+            return True
+        self._checked, self._generation = now, self._hub.key_generation
+        return await self._keys.project_key(self._key) is not None
 
 
 def never(_type: str, _payload: str) -> bool:
@@ -103,12 +142,16 @@ async def journal_stream(
     after_seq: int,
     stop: StopRule,
     obfuscation: bool = True,
+    allowed: Callable[[], Awaitable[bool]] | None = None,
 ) -> AsyncIterator[bytes]:
     wake = hub.subscribe(session_id)
     try:
         yield b": connected\n\n"
         seq = after_seq
         while not hub.closing.is_set():
+            if allowed is not None and not await allowed():
+                yield _error(ids, session_id, "invalid_request_error", *KEY_GONE)
+                return
             from_journal, wake.journal = wake.journal, False
             wake.clear()
             rows, deleted = ([] if from_journal else _remembered(hub, session_id, seq)), False
@@ -123,7 +166,7 @@ async def journal_stream(
                     )
                 )
             if rows and rows[0]["seq"] != seq + 1:
-                yield _interrupted(ids, session_id)
+                yield _error(ids, session_id, "server_error", *INTERRUPTED)
                 return
             # The events of one read go out as one chunk: one send, not one per event.
             chunk, seq, stopped = _chunk(rows, seq, stop, obfuscation)
@@ -176,19 +219,14 @@ def _chunk(
     return "".join(lines).encode(), seq, False
 
 
-def _interrupted(ids: Ids, session_id: str) -> bytes:
+def _error(ids: Ids, session_id: str, kind: str, code: str, message: str) -> bytes:
+    """The `error` event that ends a stream (the SDK raises it as an `APIError`)."""
     import msgspec
 
     event = {
         "type": "error",
         "event_id": ids.new("evt"),
         "session_id": session_id,
-        "error": {
-            "type": "server_error",
-            "code": "stream_interrupted",
-            "message": "The event stream fell behind the retained journal; "
-            "reconnect and read the session state.",
-            "param": None,
-        },
+        "error": {"type": kind, "code": code, "message": message, "param": None},
     }
     return b"event: error\ndata: " + msgspec.json.encode(event) + b"\n\n"
