@@ -186,8 +186,17 @@ class Run:
         assert isinstance(result, FunctionOutcome)
         return result
 
+    async def _resumed_wait(self, pending: _Pending) -> object:
+        """Wait for the answer to what was asked before this Run resumed. Until the Run
+        sends a frame it is still at the checkpoint it resumed from, where a pause
+        (asked before this wait or during it) stops it, as at any checkpoint."""
+        if self.pause_requested and self._at_checkpoint:
+            self.paused = True
+            raise asyncio.CancelledError
+        return await pending.future
+
     async def wait_function(self, call_id: str) -> FunctionOutcome:
-        result = await self._pending_call(call_id).future
+        result = await self._resumed_wait(self._pending_call(call_id))
         assert isinstance(result, FunctionOutcome)
         return result
 
@@ -209,7 +218,7 @@ class Run:
         return bool(await self._wait(pending, "awaiting_approval", checkpoint))
 
     async def wait_permission(self, request_id: str) -> bool:
-        return bool(await self._pending_permission(request_id).future)
+        return bool(await self._resumed_wait(self._pending_permission(request_id)))
 
     def _pending_permission(self, request_id: str) -> _Pending:
         if not self.declaration.permissions:
@@ -230,7 +239,7 @@ class Run:
         return result
 
     async def wait_choice(self, ask_id: str, question_ids: tuple[str, ...]) -> ChoiceOutcome:
-        result = await self._pending_choice(ask_id, question_ids).future
+        result = await self._resumed_wait(self._pending_choice(ask_id, question_ids))
         assert isinstance(result, ChoiceOutcome)
         return result
 
@@ -396,6 +405,7 @@ class Run:
     # Lifecycle.
     def start(self, messages: MessageInput, resume: str = "") -> None:
         self.resume = resume
+        self._at_checkpoint = bool(resume)  # the one it continues from, until a frame
         # The task copies this context: every line logged while it drives the harness
         # (executors, adapters, tools) names the session and the turn.
         with turn_fields(self.session_id, self.run_id):

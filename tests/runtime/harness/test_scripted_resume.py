@@ -126,3 +126,41 @@ def test_a_pause_during_a_step_waits_for_the_next_checkpoint() -> None:
         assert [t for t, _ in recorder.sent] == ["checkpoint", "done"]
 
     asyncio.run(main())
+
+
+async def _waiting_cursor() -> str:
+    """The cursor of a Run's checkpoint while it waits for a function's result."""
+    first = Recorder()
+    run = await _run(first, '/call lookup {"q": 1}\n/say got {result}')
+    while not any(c.boundary == "awaiting_function_result" for c in first.checkpoints()):
+        first.checkpointed.clear()
+        await first.checkpointed.wait()
+    assert run.task is not None
+    run.task.cancel()  # the process dies: the Run is gone
+    await asyncio.wait({run.task})
+    return first.checkpoints()[-1].cursor
+
+
+def test_a_run_resumed_into_a_wait_stops_there_when_paused() -> None:
+    # Resumed at a wait, the Run sends nothing until the answer comes: it is still at
+    # the checkpoint it continues from, and a pause (a drain's, or a user's) stops it
+    # there, whether it came while the Run waited or before its task first ran.
+    async def main() -> None:
+        cursor = await _waiting_cursor()
+        for early in (False, True):
+            recorder = Recorder()
+            resumed = await _run(recorder, "ignored", cursor)
+            if early:
+                resumed.request_pause()
+            await asyncio.sleep(0)  # one loop turn: the resumed Run registers its wait
+            if not early:
+                resumed.request_pause()
+            assert resumed.task is not None
+            # A Run the pause missed would wait for its answer for good: a bound on that
+            # wait makes it a failure instead of a hang (not a measure of speed).
+            await asyncio.wait_for(resumed.task, 30)
+            assert [t for t, _ in recorder.sent] == ["done"], early
+            done = recorder.sent[-1][1]
+            assert isinstance(done, wire.Done) and done.metadata == {"paused": "true"}
+
+    asyncio.run(main())
