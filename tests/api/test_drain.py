@@ -8,6 +8,9 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+from openai import OpenAI
 
 from allinone.credentials import read_core_key
 from tests.api.test_run_control import (
@@ -115,3 +118,51 @@ def test_a_pause_kill_switch_holds_a_queued_turn_that_runs_once_it_is_cleared(
     with serving(data, server.port) as restarted, sdk(restarted) as client:
         wait_idle(client, queued.id)
         assert assistant(client, queued.id) == ["later"]
+
+
+def _reclaimed_or_paused(client: OpenAI, session_id: str) -> dict[str, Any]:
+    """The turn's run state once a start re-claimed it (phase `waiting`) or left it
+    `paused`."""
+    while (state := run_state(client, session_id))["phase"] not in ("waiting", "paused"):
+        pass
+    return state
+
+
+def test_a_turn_waiting_for_a_result_waits_through_every_drain_and_the_result_ends_it(
+    tmp_path: Path,
+) -> None:
+    # Each stop drains the turn at the checkpoint it waits at; each start re-claims it
+    # waiting. The second drain, of a Run resumed into its wait, once left it on its way
+    # to a pause no one asked for, and the next start paused it.
+    data = tmp_path / "data"
+    tool = {"type": "function", "name": "lookup", "description": "d", "parameters": {}}
+    with serving(data, sigterm=True) as server, sdk(server) as client:
+        session_id = client.beta.agents.sessions.create(
+            agent={"model": "scripted", "tools": [tool]},  # type: ignore[list-item]
+            environment={"type": "none"},
+            input='/call lookup {"q": 1}\n/say got {result}',
+        ).id
+        while run_state(client, session_id)["status"] != "waiting":
+            pass
+        epochs = [run_state(client, session_id)["worker_epoch"]]
+    for _ in range(2):
+        with serving(data, server.port, sigterm=True) as server, sdk(server) as client:
+            state = _reclaimed_or_paused(client, session_id)
+            assert (state["status"], state["phase"]) == ("waiting", "waiting"), state
+            epochs.append(state["worker_epoch"])
+    with serving(data, server.port) as server, sdk(server) as client:
+        state = _reclaimed_or_paused(client, session_id)
+        assert (state["status"], state["phase"]) == ("waiting", "waiting"), state
+        assert epochs == sorted(set(epochs)) and state["worker_epoch"] > epochs[-1]
+        action = client.beta.agents.sessions.retrieve(session_id).required_actions[0]
+        result = {
+            "type": "agent.session.input.tool_result",
+            "turn_id": action.turn_id,  # type: ignore[union-attr]
+            "call_id": action.call_id,  # type: ignore[union-attr]
+            "success": True,
+            "output": "42",
+        }
+        client.beta.agents.sessions.events.create(session_id, events=[result])  # type: ignore[list-item]
+        wait_idle(client, session_id)
+        assert assistant(client, session_id) == ["got 42"]
+        assert call(server, "GET", f"/x/v1/sessions/{session_id}/commands").json()["data"] == []

@@ -40,13 +40,16 @@ async def unknown_operation(tx: Tx, row: dict[str, Any]) -> str | None:
 
 async def suspend(tx: Tx, row: dict[str, Any], token: str | None, recorder: Recorder) -> bool:
     """Suspend a turn that can continue from its checkpoint: `resuming`, or `paused`
-    when a pause was under way (its open pause commands are then applied); the new
-    phase is announced on the session's stream."""
+    when a pause someone asked for was under way (the newest of its open pause and
+    resume commands is a pause; they are then applied). A drain's pause, which no
+    command asked for, leaves it `resuming`, as a drain that finished would have. The
+    new phase is announced on the session's stream."""
     pausing = row.get("phase") in ("pause_requested", "pausing")
-    phase = PAUSED if pausing else RESUMING
+    asked = await commands.open_pauses(tx, str(row["id"])) if pausing else []
+    phase = PAUSED if asked[:1] == ["pause"] else RESUMING
     if not await checkpoints.suspend(tx, row["id"], phase, token, row["state_version"]):
         return False
-    if pausing:
+    if "pause" in asked:
         now = int(row.get("checkpoint_at") or 0)
         await commands.settle(tx, row["id"], "pause", "applied", None, now)
     await recorder.emit_turn_phase(tx, str(row["id"]))

@@ -9,6 +9,7 @@ import asyncio
 import logging
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ from allinone.core.orchestration.recovery import Recovery
 from allinone.core.orchestration.transitions import move
 from allinone.core.recorder import Recorder
 from allinone.core.states import TurnStatus
-from storage import Database, cluster, sessions, turns
+from storage import Database, cluster, commands, sessions, turns
 from storage.database import Tx
 
 
@@ -145,3 +146,77 @@ def test_a_paused_turn_stays_paused_at_start_up_and_the_log_says_so(
             await db.close()
 
     asyncio.run(main())
+
+
+async def _pausing_at_a_checkpoint(db: Database, turn_id: str, asked: list[str]) -> None:
+    """A claimed turn with a restorable checkpoint, on its way to a pause (phase
+    `pausing`) when the process stopped, with open commands `asked` (oldest first)."""
+    await _claimed(db, turn_id, "gone")
+
+    async def job(tx: Tx) -> None:
+        await tx.execute(
+            "UPDATE turns SET phase = 'pausing', checkpoint_cursor = 'c',"
+            " checkpoint_token = fencing_token WHERE id = ?",
+            (turn_id,),
+        )
+        for n, action in enumerate(asked):
+            await commands.insert(
+                tx,
+                {
+                    "id": f"cmd_{turn_id}_{n}",
+                    "project_id": "p",
+                    "session_id": f"s_{turn_id}",
+                    "turn_id": turn_id,
+                    "action": action,
+                    "status": "accepted",
+                    "actor": "key_1",
+                    "request_hash": "h",
+                    "created_at": n,
+                    "updated_at": n,
+                },
+            )
+
+    await db.write(job)
+
+
+def test_a_drains_unfinished_pause_is_no_pause_at_the_next_start(tmp_path: Path) -> None:
+    # A drain pauses running turns with no command; one whose Run had not stopped when
+    # the process did is on its way to `resuming`, not to `paused`. A pause someone
+    # asked for (the newest of its open commands) is applied as before.
+    async def main() -> None:
+        db = await Database.open(tmp_path / "db")
+        try:
+            await _pausing_at_a_checkpoint(db, "t_drained", [])
+            await _pausing_at_a_checkpoint(db, "t_asked", ["pause"])
+            await _pausing_at_a_checkpoint(db, "t_overtaken", ["pause", "resume"])
+            assert await _recovery(db).after_restart() == (3, 0)
+            phases = {
+                turn_id: (await db.read(partial(turns.get, turn_id=turn_id)) or {})["phase"]
+                for turn_id in ("t_drained", "t_asked", "t_overtaken")
+            }
+            assert phases == {
+                "t_drained": "resuming",
+                "t_asked": "paused",
+                "t_overtaken": "resuming",
+            }
+            settled = {
+                row["id"]: row["status"]
+                for turn_id in ("t_asked", "t_overtaken")
+                for row in await db.read(partial(_commands_of, turn_id=turn_id))
+            }
+            assert settled == {
+                "cmd_t_asked_0": "applied",
+                "cmd_t_overtaken_0": "applied",  # the pause happened, then the resume
+                "cmd_t_overtaken_1": "accepted",  # applied by the re-claim
+            }
+        finally:
+            await db.close()
+
+    asyncio.run(main())
+
+
+async def _commands_of(r: Any, turn_id: str) -> list[dict[str, Any]]:
+    return [
+        dict(row)
+        for row in await r.fetchall("SELECT * FROM commands WHERE turn_id = ?", (turn_id,))
+    ]
