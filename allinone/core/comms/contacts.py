@@ -6,7 +6,9 @@ is not a reply) until the original recipient's primary instance accepts it, whic
 the total to ACCEPTED_REPLY_LIMIT. It expires CONTACT_TTL_SECONDS after creation whatever
 happens. Message writes need an idempotency key: a retry with the same key and body
 returns the first result (stored with the message, in the same transaction); the same
-key with another body is IDEMPOTENCY_CONFLICT.
+key with another body is IDEMPOTENCY_CONFLICT. A retried reply passes the same lease
+check as a first one, so on a claimed contact only the current lease holder gets the
+first result back.
 """
 
 from __future__ import annotations
@@ -188,11 +190,13 @@ class Contacts:
 
         async def job(tx: Tx) -> tuple[dict[str, Any], bool]:
             role = await writer_role(tx, caller, primary_only=True)
+            contact = await member_contact(tx, contact_id, role["id"])
+            # A retry passes the lease check a first request would: an earlier executor
+            # (or one without the lease) learns nothing through its old key.
+            await require_lease(tx, contact_id, role, lease, now)
             replay = await _replay(tx, role["id"], key, digest)
             if replay is not None:
                 return replay, True
-            contact = await member_contact(tx, contact_id, role["id"])
-            await require_lease(tx, contact_id, role, lease, now)
             check_writable(contact, now)
             if contact["replies_used"] >= contact["reply_limit"] or not await rows.count_reply(
                 tx, contact_id, contact["replies_used"]

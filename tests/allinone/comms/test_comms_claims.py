@@ -127,3 +127,30 @@ def test_claims_and_progress_are_primary_business_writes(server: Server) -> None
         f"/contacts/{contact}/claim", {"lease_id": new_lease(), "through_seq": seq}, epoch=9
     )
     assert answer.code == "PRIMARY_EPOCH_MISMATCH"
+
+
+def test_a_replayed_reply_needs_the_current_lease_like_a_new_one(server: Server) -> None:
+    _, bob, contact, seq = _opened(server)
+    first_id = new_lease()
+    first = (first_id, bob.claim(contact, first_id, seq).body["lease_epoch"])
+    sent = bob.reply(contact, "decision", key="dec-1", lease=first)
+    assert sent.status == 200
+    assert bob.progress(contact, seq, "failed", first).status == 200
+    second_id = new_lease()
+    resumed = bob.claim(contact, second_id, seq, resume=True, owner_confirmed=True)
+    assert resumed.status == 200 and resumed.body["lease_epoch"] == first[1] + 1
+    # The old executor cannot act, nor learn the message's fate, through its old key.
+    stale = bob.reply(contact, "decision", key="dec-1", lease=first)
+    assert stale.status == 409 and stale.code == "TASK_LEASE_EPOCH_STALE"
+    missing = bob.reply(contact, "decision", key="dec-1")
+    assert missing.status == 428 and missing.code == "TASK_LEASE_REQUIRED"
+    forged = bob.reply(
+        contact, "decision", key="dec-1", lease=(new_lease(), resumed.body["lease_epoch"])
+    )
+    assert forged.status == 409 and forged.code == "TASK_LEASE_INVALID"
+    # The current executor, resuming the owner-confirmed decision, gets the first result.
+    current = (second_id, resumed.body["lease_epoch"])
+    again = bob.reply(contact, "decision", key="dec-1", lease=current)
+    assert again.status == 200 and again.body == sent.body
+    assert again.headers["idempotent-replayed"] == "true"
+    assert bob.communication(contact)["replies_used"] == 1

@@ -72,9 +72,13 @@ def test_a_timed_out_handler_is_resolved_without_running_it_again(
         },
     )
     assert again.returncode == 1 and "only waiting_owner" in again.stderr
-    # The job's reply key is fixed: the same key with another body is a conflict.
-    key = side.store(f"SELECT reply_key FROM jobs WHERE job_id = '{job_id}'")[0][0]
-    assert bob.reply(contact, "changed", key=key).code == "IDEMPOTENCY_CONFLICT"
+    # The job's reply key is fixed: the same key with another body is a conflict, even
+    # for the holder of the job's current lease.
+    key, lease_id, lease_epoch = side.store(
+        f"SELECT reply_key, lease_id, lease_epoch FROM jobs WHERE job_id = '{job_id}'"
+    )[0]
+    changed = bob.reply(contact, "changed", key=key, lease=(lease_id, lease_epoch))
+    assert changed.code == "IDEMPOTENCY_CONFLICT"
 
 
 @pytest.mark.parametrize(
