@@ -43,6 +43,9 @@ LEASE_LOST = frozenset(
         "TASK_WATERMARK_MISMATCH",
     }
 )
+# Refusals after which nothing is left to do for a job: the batch was handled already,
+# or the contact is closed (or expired), where claims, renewals and progress all fail.
+SETTLED = frozenset({"TASK_ALREADY_HANDLED", "CONTACT_CLOSED"})
 Lease = tuple[str, int]
 LEASE_SECONDS = 300
 # A lease granted in this process less than this long ago is used without renewing it:
@@ -141,7 +144,7 @@ class Handling:
     def _claim_refused(
         self, job: dict[str, Any], exc: PlatformError, otherwise: JobState
     ) -> dict[str, Any]:
-        if exc.code == "TASK_ALREADY_HANDLED":
+        if exc.code in SETTLED:
             return self._move(job, JobState.DONE, code=exc.code)
         if exc.code == "OWNER_CONFIRMATION_REQUIRED":
             self._notify(
@@ -164,7 +167,7 @@ class Handling:
                 job["contact_id"], job["through_seq"], "processing", self._epoch, lease
             )
         except PlatformError as exc:
-            if exc.code in LEASE_LOST:
+            if exc.code in LEASE_LOST or exc.code == "CONTACT_CLOSED":
                 return self._move(job, JobState.ABANDONED, code=exc.code)
             raise
         payload = self._handler_input(job)
@@ -341,6 +344,8 @@ class Handling:
                 if claim["state"] == "leased":
                     return job, (job["lease_id"], int(job["lease_epoch"]))
             except PlatformError as exc:
+                if exc.code == "CONTACT_CLOSED":
+                    return self._move(job, JobState.DONE, code=exc.code), None
                 if exc.code not in LEASE_LOST:
                     raise
         lease_id = new_lease_id()
@@ -353,7 +358,7 @@ class Handling:
         except PlatformError as exc:
             if job["state"] == JobState.DECIDED:
                 return self._claim_refused(job, exc, JobState.DECIDED), None
-            if exc.code == "TASK_ALREADY_HANDLED":
+            if exc.code in SETTLED:
                 return self._move(job, JobState.DONE, code=exc.code), None
             raise
         epoch = int(claim["lease_epoch"])

@@ -8,14 +8,16 @@ one); a new lease increments `lease_epoch` (compare-and-set), so an earlier
 executor's writes are refused. A watermark at or below the role's `handled_seq` gets
 TASK_ALREADY_HANDLED; leaving waiting_owner or failed needs resume and owner_confirmed.
 `progress` reports a phase for exactly the claimed watermark; waiting_reply and completed
-make it the role's `handled_seq`. The transitions themselves are in states.py.
+make it the role's `handled_seq`. On a contact that either side closed, or that expired,
+claim, renewal and progress all get CONTACT_CLOSED: nothing more can be done there.
+The transitions themselves are in states.py.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from allinone.core.comms.contacts import member_contact
+from allinone.core.comms.contacts import check_writable, member_contact
 from allinone.core.comms.errors import CommsError, PreconditionRequired, Rejected
 from allinone.core.comms.events import emit
 from allinone.core.comms.identities import Caller, writer_role
@@ -175,8 +177,7 @@ class Claims:
         async def job(tx: Tx) -> dict[str, Any]:
             role = await writer_role(tx, caller, primary_only=True)
             contact = await member_contact(tx, contact_id, role["id"])
-            if now >= contact["expires_at"]:
-                raise Rejected("The contact has expired.", code="CONTACT_CLOSED")
+            check_writable(contact, now)
             claim = await require_lease(tx, contact_id, role, lease, now)
             if claim is None:
                 raise PreconditionRequired(
@@ -241,11 +242,10 @@ def _check_claim_body(body: Claim) -> None:
 
 
 async def _claimable(tx: Tx, contact_id: str, role_id: str, through_seq: int, now: int) -> None:
-    """The contact is the role's, still open, and `through_seq` names one of its inbound
-    events."""
+    """The contact is the role's, neither closed nor expired, and `through_seq` names one
+    of its inbound events."""
     contact = await member_contact(tx, contact_id, role_id)
-    if now >= contact["expires_at"]:
-        raise Rejected("The contact has expired.", code="CONTACT_CLOSED")
+    check_writable(contact, now)
     event = await event_rows.at(tx, role_id, through_seq)
     if event is None or event["contact_id"] != contact_id or event["direction"] != "inbound":
         raise CommsError(

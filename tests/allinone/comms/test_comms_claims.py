@@ -154,3 +154,27 @@ def test_a_replayed_reply_needs_the_current_lease_like_a_new_one(server: Server)
     assert again.status == 200 and again.body == sent.body
     assert again.headers["idempotent-replayed"] == "true"
     assert bob.communication(contact)["replies_used"] == 1
+
+
+def test_claim_renew_and_progress_on_a_closed_contact_get_contact_closed(
+    server: Server,
+) -> None:
+    alice, bob, contact, seq = _opened(server)
+    lease_id = new_lease()
+    lease = (lease_id, bob.claim(contact, lease_id, seq).body["lease_epoch"])
+    assert bob.progress(contact, seq, "processing", lease).status == 200
+    assert alice.post(f"/contacts/{contact}/close", {}).status == 200
+    refused = [
+        bob.progress(contact, seq, "completed", lease),
+        bob.claim(contact, lease_id, seq, renew=True, expected_lease_epoch=lease[1]),
+        bob.claim(contact, lease_id, seq),
+        bob.claim(contact, new_lease(), seq),
+    ]
+    assert [(a.status, a.code) for a in refused] == [(409, "CONTACT_CLOSED")] * 4
+    assert bob.communication(contact)["claim"]["phase"] == "processing"
+    # The same holds when the claiming role closed the contact itself.
+    _, bob2, contact2, seq2 = _opened(server)
+    lease_id2 = new_lease()
+    lease2 = (lease_id2, bob2.claim(contact2, lease_id2, seq2).body["lease_epoch"])
+    assert bob2.post(f"/contacts/{contact2}/close", {}, lease=lease2).status == 200
+    assert bob2.progress(contact2, seq2, "completed", lease2).code == "CONTACT_CLOSED"

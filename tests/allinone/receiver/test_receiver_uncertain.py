@@ -99,3 +99,26 @@ def test_bad_handler_results_are_uncertain_too(
     attention = status(side)["local"]["attention"]
     assert [(a["state"], a["code"]) for a in attention] == [("uncertain", code)]
     assert messages_from_peer(alice, contact) == []
+
+
+def test_a_resolved_job_on_a_contact_the_peer_closed_meanwhile_settles(
+    server: Server, tmp_path: Path
+) -> None:
+    alice, bob = pair(server.base_url)
+    work = tmp_path / "bob" / "work"
+    handler = script("record_handler.py", "hang", timeout_ms=1000, cwd=work)
+    side = make_side(server, bob, tmp_path / "bob", handler=handler)
+    contact = alice.open(bob.role_id, "slow question").body["contact_id"]
+    assert once(side)["settled"] == 0
+    job_id = status(side)["local"]["attention"][0]["job_id"]
+    assert alice.post(f"/contacts/{contact}/close", {}).status == 200
+    result = {"schema_version": 1, "action": "reply", "message": "too late"}
+    resolution = {"owner_confirmed": True, "job_id": job_id, "result": result}
+    assert resolve(side, {**resolution, "notification_delivered": True}).returncode == 0
+    # The platform refuses every write on the closed contact, renewing the lease
+    # included; the job settles instead of being retried forever.
+    assert once(side)["settled"] == 1
+    rows = side.store(f"SELECT state, code FROM jobs WHERE job_id = '{job_id}'")
+    assert rows == [("done", "CONTACT_CLOSED")]
+    assert status(side)["local"]["attention"] == []
+    assert messages_from_peer(alice, contact) == []
