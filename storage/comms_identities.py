@@ -33,6 +33,17 @@ async def role(q: Queryable, role_id: str) -> dict[str, Any] | None:
     return record(await q.fetchone("SELECT * FROM comms_roles WHERE id = ?", (role_id,)))
 
 
+async def live_role(q: Queryable, role_id: str) -> dict[str, Any] | None:
+    """The role if its project is not archived: an archived project's roles neither act
+    nor take new contacts."""
+    row = await q.fetchone(
+        "SELECT r.* FROM comms_roles r JOIN projects p ON p.id = r.project_id"
+        " WHERE r.id = ? AND p.archived_at IS NULL",
+        (role_id,),
+    )
+    return record(row)
+
+
 async def project_role(q: Queryable, project_id: str, role_id: str) -> dict[str, Any] | None:
     row = await q.fetchone(
         "SELECT * FROM comms_roles WHERE project_id = ? AND id = ?", (project_id, role_id)
@@ -99,7 +110,14 @@ async def instance(q: Queryable, instance_id: str) -> dict[str, Any] | None:
 
 
 async def instance_for_token(q: Queryable, digest: str) -> dict[str, Any] | None:
-    row = await q.fetchone("SELECT * FROM comms_instances WHERE token_digest = ?", (digest,))
+    """The instance a runtime token belongs to, unless its role's project is archived
+    (archiving revokes the project's credentials, its runtime tokens included)."""
+    row = await q.fetchone(
+        "SELECT i.* FROM comms_instances i JOIN comms_roles r ON r.id = i.role_id"
+        " JOIN projects p ON p.id = r.project_id"
+        " WHERE i.token_digest = ? AND p.archived_at IS NULL",
+        (digest,),
+    )
     return record(row)
 
 

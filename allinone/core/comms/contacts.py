@@ -163,7 +163,7 @@ class Contacts:
                 return replay, True
             if body.to_role_id == role["id"]:
                 raise CommsError("A role cannot open a contact to itself.", param="to_role_id")
-            if await role_rows.role(tx, body.to_role_id) is None:
+            if await role_rows.live_role(tx, body.to_role_id) is None:
                 raise NotFound("No such role.", code="ROLE_NOT_FOUND", param="to_role_id")
             contact = {
                 "id": contact_id,

@@ -5,6 +5,7 @@ Each instance gets its own runtime bearer token, returned once and stored only a
 SHA-256 digest. The first instance of a role becomes its primary at epoch 1; after
 that only the owner's explicit `set_primary` (a compare-and-set on the epoch) changes
 the primary, and every change increments the epoch. Nothing here switches it by itself.
+Archiving a project revokes its instances' tokens and hides its roles from openers.
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from allinone.core.comms.errors import Forbidden, NotFound, PreconditionRequired, Rejected
+from allinone.core.comms.errors import (
+    Forbidden,
+    NotFound,
+    PreconditionRequired,
+    Rejected,
+    Unauthenticated,
+)
 from allinone.core.comms.limits import PROTOCOL_VERSION
 from allinone.core.comms.models import InstanceCreate, PrimarySet, RoleCreate, StreamRotate
 from allinone.core.ids import Clock, Ids
@@ -43,9 +50,9 @@ class Caller:
 async def writer_role(tx: Tx, caller: Caller, *, primary_only: bool) -> dict[str, Any]:
     """Load the caller's role for a write: the epoch it sent must be the current one, and
     business writes (`primary_only`) must come from the primary instance."""
-    role = await rows.role(tx, caller.role_id)
-    if role is None:
-        raise NotFound("The role no longer exists.", code="ROLE_NOT_FOUND")
+    role = await rows.live_role(tx, caller.role_id)
+    if role is None:  # its project was archived since the token was checked
+        raise Unauthenticated("A valid instance runtime bearer token is required.")
     if caller.primary_epoch is None:
         raise PreconditionRequired(
             "Writes must carry X-A2A-Primary-Epoch from GET /api/v1/me.",

@@ -7,6 +7,7 @@ import sqlite3
 from openai import OpenAI
 
 from tests.allinone.comms.comms_helpers import PROTOCOL, Inst, Owner, call, pair
+from tests.api.support import core_key
 from tests.conftest import API_KEY, Server
 
 
@@ -115,3 +116,40 @@ def test_runtime_tokens_are_shown_once_and_stored_as_digests(server: Server) -> 
         p.read_bytes() for p in server.data_dir.iterdir() if p.name.startswith("corebox.db")
     )
     assert token.encode() not in raw
+
+
+def test_an_archived_projects_roles_neither_authenticate_nor_take_contacts(
+    server: Server,
+) -> None:
+    core = core_key(server.data_dir)
+    made = call(server.base_url, "POST", "/core/v1/projects", bearer=core, body={"name": "gone"})
+    project_id = made.body["id"]
+    path = f"/core/v1/projects/{project_id}/api_keys"
+    key = call(server.base_url, "POST", path, bearer=core, body={}).body["key"]
+    owner = Owner(server.base_url, key=key)
+    role = owner.role("carol")
+    view, token = owner.instance(role["id"], "carol-1")
+    carol = Inst(server.base_url, token, role["id"], view["id"])
+    alice, _ = pair(server.base_url)
+    contact = alice.open(carol.role_id, "before the archive").body["contact_id"]
+    epoch = carol.me()["primary_epoch"]
+    archive = f"/core/v1/projects/{project_id}/archive"
+    assert call(server.base_url, "POST", archive, bearer=core).status == 200
+    # Its runtime tokens are refused like an unknown one, reads and writes alike.
+    receiver = {"mode": "polling", "handler_state": "configured", "enabled": True}
+    refused = [
+        carol.get("/me"),
+        carol.events(),
+        carol.get(f"/contacts/{contact}/communication"),
+        carol.post(f"/contacts/{contact}/reply", {"message": "late"}, epoch=epoch, key="k1"),
+        carol.post("/communication/receiver", receiver, epoch=epoch, method="PUT"),
+        carol.post(
+            "/contacts", {"to_role_id": alice.role_id, "message": "x"}, epoch=epoch, key="k2"
+        ),
+    ]
+    assert [(a.status, a.code) for a in refused] == [(401, "UNAUTHENTICATED")] * 6
+    # Its roles take no new contact: the answer is that of a role that never existed.
+    to_archived = alice.open(carol.role_id, "anyone there?")
+    to_missing = alice.open("role_missing", "anyone there?")
+    assert (to_archived.status, to_archived.code) == (404, "ROLE_NOT_FOUND")
+    assert (to_missing.status, to_missing.code) == (404, "ROLE_NOT_FOUND")
