@@ -256,19 +256,34 @@ def list_directory(binding: Binding, relative: str, max_entries: int) -> Directo
 
 
 def write_new_file(binding: Binding, relative: str, data: bytes) -> None:
-    """Create `relative` with `data` (parents created); refuse to replace anything."""
-    path = _destination(binding, relative)
-    if path.exists() or path.is_symlink():
-        raise WorkspaceError("write_rejected", "the destination exists", "unsafe_destination")
-    temporary = _staged(path, data)
+    """Create `relative` with `data` (parents created); refuse to replace anything.
+
+    Any failure is a `WorkspaceError` and means the file was not written: it appears only
+    through one link(2), which either makes the name or fails having made nothing. The
+    OS refusing the path (a name over NAME_MAX, a path over PATH_MAX, a full disk) is
+    such a definite failure, and the directories this call made for the file are
+    removed again."""
+    created: list[Path] = []
     try:
-        os.link(temporary, path)  # fails if something appeared at the destination meanwhile
-    except FileExistsError as exc:
-        raise WorkspaceError(
-            "write_rejected", "the destination exists", "unsafe_destination"
-        ) from exc
-    finally:
-        temporary.unlink(missing_ok=True)
+        path = _destination(binding, relative, created)
+        if path.exists() or path.is_symlink():
+            raise WorkspaceError("write_rejected", "the destination exists", "unsafe_destination")
+        temporary = _staged(path, data)
+        try:
+            os.link(temporary, path)  # fails if something appeared at the destination meanwhile
+        except FileExistsError as exc:
+            raise WorkspaceError(
+                "write_rejected", "the destination exists", "unsafe_destination"
+            ) from exc
+        finally:
+            _discard(temporary)
+    except OSError as exc:
+        _remove_directories(created)
+        refused = f"the file system refused it: {exc.strerror}"
+        raise WorkspaceError("write_rejected", refused) from exc
+    except WorkspaceError:
+        _remove_directories(created)
+        raise
 
 
 def replace_file(binding: Binding, relative: str, data: bytes) -> None:
@@ -279,10 +294,10 @@ def replace_file(binding: Binding, relative: str, data: bytes) -> None:
     try:
         os.replace(temporary, path)  # replaces the link itself if one appeared meanwhile
     finally:
-        temporary.unlink(missing_ok=True)
+        _discard(temporary)
 
 
-def _destination(binding: Binding, relative: str) -> Path:
+def _destination(binding: Binding, relative: str, created: list[Path] | None = None) -> Path:
     path = resolve(binding, relative)
     if path == binding.root:
         raise WorkspaceError("write_rejected", "a directory is there", "destination_directory")
@@ -291,15 +306,16 @@ def _destination(binding: Binding, relative: str) -> Path:
     if path.is_dir():
         raise WorkspaceError("write_rejected", "a directory is there", "destination_directory")
     try:
-        _make_parents(binding, path.parent)
+        _make_parents(binding, path.parent, [] if created is None else created)
     except (FileExistsError, NotADirectoryError) as exc:
         raise WorkspaceError("write_rejected", "a parent is a file", "unsafe_destination") from exc
     return path
 
 
-def _make_parents(binding: Binding, directory: Path) -> None:
+def _make_parents(binding: Binding, directory: Path, created: list[Path]) -> None:
     """Create the missing directories from the workspace root down, one at a time, so a
-    symlink that appears on the way is never followed."""
+    symlink that appears on the way is never followed; each one made is added to
+    `created`."""
     current = binding.root
     for part in directory.relative_to(binding.root).parts:
         current = current / part
@@ -309,16 +325,43 @@ def _make_parents(binding: Binding, directory: Path) -> None:
             if current.is_symlink() or not current.is_dir():
                 raise
             continue
+        created.append(current)
+
+
+def _remove_directories(created: list[Path]) -> None:
+    """Remove the directories a failed write made, deepest first; one something else
+    has put an entry in meanwhile stays."""
+    for directory in reversed(created):
+        try:
+            directory.rmdir()
+        except OSError:
+            return
 
 
 def _staged(path: Path, data: bytes) -> Path:
-    temporary = path.with_name(f".{path.name}.corebox-partial")
+    """`data` in a new file beside `path`, flushed to disk. The staging name is short
+    whatever `path`'s name is, so any name the file system holds can be written; a
+    failure leaves no staging file behind."""
+    temporary = path.with_name(f".corebox-partial-{os.urandom(8).hex()}")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        _discard(temporary)
+        raise
     return temporary
+
+
+def _discard(temporary: Path) -> None:
+    """Remove a staging file; failing to changes no outcome (the write itself already
+    happened or did not), so it is logged, not raised."""
+    try:
+        temporary.unlink(missing_ok=True)
+    except OSError as exc:
+        log.warning("could not remove a staging file: %s", exc.strerror)
 
 
 def export_outputs(binding: Binding) -> bytes:

@@ -65,6 +65,15 @@ RESERVED = ("/workspace/.codex", "/workspace/.managed-agents", "/workspace/.skil
 DEFAULT_HARNESS = "scripted"
 # A tree listing reads at most this many directories.
 MAX_LISTED_DIRECTORIES = 1000
+_UNSAFE_WRITE = (
+    "The file could not be written: a file or directory already exists there, or the path "
+    "is unsafe."
+)
+# What a definite refusal of a file write tells the client, by the Runtime's code.
+_REFUSED_WRITE = {
+    "write_rejected": "The file could not be written: the workspace's file system refused "
+    "the path (too long there, or not allowed). Nothing was written.",
+}
 INTERRUPTED = (
     "initialization interrupted: the server stopped during set-up; its effects are unknown"
 )
@@ -613,11 +622,7 @@ class Environments:
                 ) from exc
             # Refused, so nothing was written: the request leaves no row behind.
             await self._db.write(partial(env_rows.drop_reservation, file_row_id=row_id))
-            raise InvalidRequest(
-                "The file could not be written: a file or directory already exists "
-                "there, or the path is unsafe.",
-                "path",
-            ) from exc
+            raise InvalidRequest(_REFUSED_WRITE.get(exc.code, _UNSAFE_WRITE), "path") from exc
 
     async def _set_file(self, row_id: str, state: str) -> None:
         async def job(tx: Tx) -> None:

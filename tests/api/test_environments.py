@@ -110,6 +110,8 @@ def test_file_upload_then_file_id_staging(client: OpenAI) -> None:
         "/workspace/.codex/x",
         "relative.txt",
         "/workspace/a//b",
+        pytest.param("/workspace/" + "b" * 256, id="a-name-over-255-bytes"),
+        pytest.param("/workspace/d/" + "\u00e9" * 128, id="a-name-over-255-utf8-bytes"),
     ],
 )
 def test_bad_file_paths_are_refused(client: OpenAI, path: str) -> None:
@@ -119,6 +121,28 @@ def test_bad_file_paths_are_refused(client: OpenAI, path: str) -> None:
             environment.id, type="inline", path=path, data=base64.b64encode(b"x").decode()
         )
     assert caught.value.param == "path"
+    # The refusal changed nothing: the next write is accepted.
+    client.beta.agents.environments.files.create(
+        environment.id, type="inline", path="/workspace/next.txt", data="T0s="
+    )
+
+
+def test_a_name_of_255_bytes_is_written_and_refusals_block_nothing(client: OpenAI) -> None:
+    environment = client.beta.agents.environments.create(environment={"type": "openai_hosted"})
+    files = client.beta.agents.environments.files
+    longest = "/workspace/" + "n" * 255
+    assert files.create(environment.id, type="inline", path=longest, data="T0s=").path == longest
+    # The workspace's own file system refuses a path it cannot hold (the host's path to
+    # the workspace makes this one longer than the OS allows): a definite 400, not an
+    # unknown outcome, and later writes go through.
+    deep = "/workspace/" + "/".join(["d" * 203] * 20)
+    assert len(deep.encode()) <= 4096
+    with pytest.raises(openai.BadRequestError) as caught:
+        files.create(environment.id, type="inline", path=deep, data="T0s=")
+    assert caught.value.param == "path"
+    files.create(environment.id, type="inline", path="/workspace/after.txt", data="T0s=")
+    listed = sorted(f.path for f in files.list(environment.id))
+    assert listed == ["/workspace/after.txt", longest]
 
 
 def test_inline_files_over_5_mib_are_refused(client: OpenAI) -> None:

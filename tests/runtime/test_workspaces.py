@@ -4,12 +4,16 @@ path or symlink followed for reads, writes, listings and exports."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import tarfile
 from pathlib import Path
 
 import pytest
 
+from runtime.operations import WorkspaceOperations
+from runtime.proto.transfers import TransferOutcome, TransferStep
+from runtime.proto.writes import WorkspaceWrite
 from runtime.workspaces import (
     Binding,
     WorkspaceError,
@@ -115,3 +119,53 @@ def test_exports_skip_symlinks(layout: dict[str, Path]) -> None:
     (outputs / "all").symlink_to(layout["data"])
     with tarfile.open(fileobj=io.BytesIO(export_outputs(binding))) as archive:
         assert archive.getnames() == ["outputs/real.txt"]
+
+
+def test_names_up_to_255_bytes_are_written(layout: dict[str, Path]) -> None:
+    binding = Binding("e", "self_hosted", layout["ws"].resolve())
+    name = "n" * 255
+    write_new_file(binding, f"deep/{name}", b"longest")
+    assert (layout["ws"] / "deep" / name).read_bytes() == b"longest"
+    assert sorted(p.name for p in (layout["ws"] / "deep").iterdir()) == [name]
+
+
+def test_a_path_the_file_system_cannot_hold_is_a_definite_refusal(
+    layout: dict[str, Path],
+) -> None:
+    """The OS refuses the name before anything is written: a WorkspaceError (the write
+    certainly did not happen), not an OSError, and no directory is left behind."""
+    binding = Binding("e", "self_hosted", layout["ws"].resolve())
+    for relative in ("b" * 256, "new/" + "b" * 256, "/".join(["d" * 250] * 17)):
+        with pytest.raises(WorkspaceError) as caught:
+            write_new_file(binding, relative, b"x")
+        assert caught.value.code == "write_rejected", relative[:20]
+        assert list(layout["ws"].iterdir()) == [], relative[:20]
+
+
+def test_a_refused_name_is_rejected_on_the_wire_and_blocks_nothing(
+    layout: dict[str, Path],
+) -> None:
+    environment = "0b7d1c52-6f6e-4c1e-9d43-5f1a8f1f2a01"
+    served = workspaces(layout)
+    served.bind(environment, "self_hosted", str(layout["ws"]))
+    operations = WorkspaceOperations(served, lambda _handle, _run: None)
+
+    def write(mutation_id: str, path: str) -> list[tuple[TransferOutcome, str]]:
+        begin = WorkspaceWrite(
+            step=TransferStep.BEGIN,
+            environment_id=environment,
+            session_id="6a1e3f0c-8d52-4b7e-a1c9-2e4f5d6a7b02",
+            path=path,
+            size_bytes=2,
+            sha256=hashlib.sha256(b"OK").hexdigest(),
+        )
+        steps = [begin, WorkspaceWrite(step=TransferStep.CHUNK, data=b"OK")]
+        steps.append(WorkspaceWrite(step=TransferStep.COMMIT))
+        results = [operations.write(mutation_id, step) for step in steps]
+        return [(r.outcome, r.error_code) for r in results if r is not None]
+
+    refused = write("m1", "b" * 256)
+    assert refused[-1] == (TransferOutcome.REJECTED, "write_rejected")
+    assert not operations.writing(environment)
+    assert write("m2", "ok.txt")[-1] == (TransferOutcome.COMPLETED, "")
+    assert [p.name for p in layout["ws"].iterdir()] == ["ok.txt"]
