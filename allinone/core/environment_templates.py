@@ -21,6 +21,7 @@ from msgspec import UNSET
 from allinone.core.errors import InvalidRequest
 from allinone.core.shapes import template_models as m
 from allinone.core.skills.bundles import normalise
+from allinone.core.workspace_paths import check_size
 
 DEFAULT_NETWORK: dict[str, Any] = {"access": "disabled", "allowed_domains": []}
 WORKSPACE = "/workspace"
@@ -123,7 +124,7 @@ def template_body(environment: Any) -> m.TemplateBody:
 
 def check_path(path: str, param: str) -> str:
     """An absolute POSIX path under /workspace/ without `.`, `..` or empty segments,
-    outside the reserved subtrees."""
+    outside the reserved subtrees, that a file system can hold."""
     segments = path.split("/")
     if (
         not path.startswith(WORKSPACE + "/")
@@ -133,6 +134,7 @@ def check_path(path: str, param: str) -> str:
         or path.startswith("/workspace/.managed-agents-")
     ):
         raise InvalidRequest("path must be an absolute, unreserved path under /workspace/.", param)
+    check_size(path, param)
     return path
 
 

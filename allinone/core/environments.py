@@ -5,7 +5,8 @@ directory itself; every operation goes to a Runtime over the protocol.
 
 A file write is reserved durably before any Runtime work; a write whose outcome is
 unknown stays `unknown` and blocks further writes to that Environment (409), because
-replaying it could change the workspace twice.
+replaying it could change the workspace twice. One left unknown at a path no file system
+holds (older builds did so) certainly did not happen: the next write settles it.
 """
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ from allinone.core.recorder import Recorder
 from allinone.core.sealing import Sealer
 from allinone.core.skills.catalog import Catalog
 from allinone.core.tasks import cancel_and_wait
+from allinone.core.workspace_paths import (
+    WORKSPACE,
+    check_path,
+    never_held,
+    reserved,
+)
 from storage import environments as env_rows
 from storage import sessions
 from storage.blobs import BlobStore
@@ -60,8 +67,6 @@ from storage.rows import dumps
 log = logging.getLogger(__name__)
 
 INLINE_LIMIT = 5 * 1024 * 1024
-WORKSPACE = "/workspace"
-RESERVED = ("/workspace/.codex", "/workspace/.managed-agents", "/workspace/.skills")
 DEFAULT_HARNESS = "scripted"
 # A tree listing reads at most this many directories.
 MAX_LISTED_DIRECTORIES = 1000
@@ -77,32 +82,6 @@ _REFUSED_WRITE = {
 INTERRUPTED = (
     "initialization interrupted: the server stopped during set-up; its effects are unknown"
 )
-
-
-def _reserved(path: str) -> bool:
-    return any(path == r or path.startswith(r + "/") for r in RESERVED)
-
-
-def check_listing_path(path: Any, param: str) -> str:
-    """A directory to list: `/workspace` itself, `/workspace/outputs`, or any path
-    `check_path` accepts."""
-    if path in (WORKSPACE, WORKSPACE + "/outputs"):
-        return str(path)
-    return check_path(path, param)
-
-
-def check_path(path: Any, param: str) -> str:
-    """An absolute POSIX path under /workspace/ with no empty, `.` or `..` segments."""
-    if not isinstance(path, str) or not path.startswith(WORKSPACE + "/") or len(path) > 4096:
-        raise InvalidRequest("path must be an absolute path under /workspace/.", param)
-    segments = path[len(WORKSPACE) + 1 :].split("/")
-    if any(s in ("", ".", "..") for s in segments) or any(c in path for c in "\\\0\r\n"):
-        raise InvalidRequest("path must not contain empty, '.' or '..' segments.", param)
-    if path == WORKSPACE + "/outputs" or any(
-        path == r or path.startswith(r + "/") or path.startswith(r + "-") for r in RESERVED
-    ):
-        raise InvalidRequest("path is reserved.", param)
-    return path
 
 
 def decode_inline(data: Any, param: str) -> bytes:
@@ -128,6 +107,19 @@ def _regular_files(archive: bytes) -> list[tuple[str, bytes]]:
             return [(m.name, handle.read()) for m, handle in members if handle is not None]
     except tarfile.TarError as exc:
         raise WorkspaceUnavailable("outputs_unreadable") from exc
+
+
+async def _settle_never_held(tx: Tx, environment_id: str) -> None:
+    """Settle the writes an older build left unknown at a path no file system holds:
+    they certainly did not happen, so they no longer block the environment's writes."""
+    for row in await env_rows.unknown_files(tx, environment_id):
+        if never_held(row["path"]):
+            await env_rows.drop_unknown(tx, row["id"])
+            log.warning(
+                "environment %s: a file write left unknown at a name no file system holds "
+                "is settled as not written",
+                environment_id,
+            )
 
 
 class Environments:
@@ -565,6 +557,7 @@ class Environments:
         file already exists at `path`."""
 
         async def reserve(tx: Tx) -> None:
+            await _settle_never_held(tx, environment_id)
             if await env_rows.unsettled_files(tx, environment_id):
                 raise TurnConflict("An earlier file write to this environment is unsettled.")
             await env_rows.reserve_file(
@@ -673,7 +666,7 @@ class Environments:
                 raise
             for entry in listing.entries:
                 full = f"{directory}/{entry.name}"
-                if entry.kind == "directory" and not _reserved(full):
+                if entry.kind == "directory" and not reserved(full):
                     pending.append(full)
                 elif entry.kind == "file":
                     found.append(

@@ -11,6 +11,7 @@ import openai
 import pytest
 from openai import OpenAI
 
+from tests.api.support import Surface
 from tests.support import databases
 from tests.support.sdk import send_and_settle
 
@@ -143,6 +144,57 @@ def test_a_name_of_255_bytes_is_written_and_refusals_block_nothing(client: OpenA
     files.create(environment.id, type="inline", path="/workspace/after.txt", data="T0s=")
     listed = sorted(f.path for f in files.list(environment.id))
     assert listed == ["/workspace/after.txt", longest]
+
+
+def test_a_write_left_unknown_at_a_name_no_file_system_holds_is_settled(
+    client: OpenAI, server: Any
+) -> None:
+    """An older build left a write to a name over 255 bytes `unknown`, and refused every
+    later write to the environment (409). No file system holds such a name, so that
+    write certainly did not happen: the next write settles it and goes through. A write
+    left unknown at a possible path still blocks."""
+    environments = client.beta.agents.environments
+    stuck = environments.create(environment={"type": "openai_hosted"})
+    blocked = environments.create(environment={"type": "openai_hosted"})
+    left = [(stuck.id, "/workspace/" + "b" * 256), (blocked.id, "/workspace/maybe.txt")]
+    with databases.raw(databases.location(server.data_dir)) as db:
+        for index, (environment_id, path) in enumerate(left):
+            db.execute(
+                "INSERT INTO environment_files (id, environment_id, path, type, file_id,"
+                " size_bytes, sha256, state, created_at)"
+                " VALUES (?, ?, ?, 'inline', NULL, 2, ?, 'unknown', 1)",
+                (f"envfile_left{index}", environment_id, path, "0" * 64),
+            )
+    written = environments.files.create(
+        stuck.id, type="inline", path="/workspace/ok.txt", data="T0s="
+    )
+    assert written.path == "/workspace/ok.txt"
+    assert [f.path for f in environments.files.list(stuck.id)] == ["/workspace/ok.txt"]
+    with pytest.raises(openai.ConflictError):
+        environments.files.create(blocked.id, type="inline", path="/workspace/ok.txt", data="T0s=")
+
+
+def test_inline_environment_files_with_impossible_paths_are_refused(surface: Surface) -> None:
+    client = surface.new_client()
+    for path in (
+        "/workspace/" + "b" * 256,
+        "/workspace/" + "/".join(["\u00e9" * 120] * 18),  # 2,188 characters, 4,348 bytes
+    ):
+        bad = {"type": "inline", "data": "T0s=", "path": path}
+        with pytest.raises(openai.BadRequestError) as created:
+            client.beta.agents.environments.create(
+                environment={"type": "openai_hosted", "files": [bad]}
+            )
+        assert created.value.param == "environment.files[0].path"
+        with pytest.raises(openai.BadRequestError) as session:
+            client.beta.agents.sessions.create(
+                agent={"model": "scripted"},
+                environment={"type": "openai_hosted", "files": [bad]},  # type: ignore[list-item]
+                input="hi",
+            )
+        assert session.value.param == "environment.files[0].path"
+    assert client.beta.agents.sessions.list().data == []
+    assert client.beta.agents.environments.list().data == []
 
 
 def test_inline_files_over_5_mib_are_refused(client: OpenAI) -> None:

@@ -81,6 +81,10 @@ def test_template_shape_defaults_and_confidential_inputs(surface: Surface) -> No
             "files[0].path",
         ),
         ({"files": [{"type": "inline", "data": "***", "path": "/workspace/x"}]}, "files[0].data"),
+        (
+            {"files": [{"type": "inline", "data": "aGk=", "path": "/workspace/" + "b" * 256}]},
+            "files[0].path",
+        ),
         ({"network": {"access": "enabled", "allowed_domains": ["a.com"]}}, "network.access"),
         (
             {

@@ -27,14 +27,7 @@ from allinone.core.api.common import (
 from allinone.core.api.decoding import convert
 from allinone.core.api.errors import invalid, not_found
 from allinone.core.api.listing import single
-from allinone.core.environments import (
-    WORKSPACE,
-    Environments,
-    artifact_body,
-    check_listing_path,
-    check_path,
-    decode_inline,
-)
+from allinone.core.environments import Environments, artifact_body, decode_inline
 from allinone.core.errors import NotFound
 from allinone.core.ids import Clock, Ids
 from allinone.core.sessions.idempotency import digest
@@ -44,6 +37,7 @@ from allinone.core.shapes.template_models import (
     FileParam,
     InlineFileParam,
 )
+from allinone.core.workspace_paths import WORKSPACE, check_listing_path, check_path
 from storage import environments as env_rows
 from storage import sessions
 from storage.database import Database
