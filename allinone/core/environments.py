@@ -79,6 +79,10 @@ _REFUSED_WRITE = {
     "write_rejected": "The file could not be written: the workspace's file system refused "
     "the path (too long there, or not allowed). Nothing was written.",
 }
+UNLISTABLE = (
+    "path cannot be listed: it is a symbolic link or lies behind one (listings do not "
+    "follow links), or it cannot be read."
+)
 INTERRUPTED = (
     "initialization interrupted: the server stopped during set-up; its effects are unknown"
 )
@@ -627,8 +631,10 @@ class Environments:
         self, project_id: str, environment_id: str, path: str
     ) -> list[dict[str, Any]]:
         """Every regular file in the tree under `path` (a workspace directory), walked
-        breadth first without following symlinks; the reserved folders are left out.
-        At most `MAX_LISTED_DIRECTORIES` directories are read."""
+        breadth first without following symlinks; the reserved folders and directories
+        that cannot be read are left out. At most `MAX_LISTED_DIRECTORIES` directories
+        are read. A `path` that is a file or missing lists nothing; one that is a
+        symlink, lies behind one or cannot be read is refused (400 naming `path`)."""
         environment = await self._db.read(lambda r: env_rows.get(r, project_id, environment_id))
         if environment is None:
             raise NotFound()
@@ -650,7 +656,8 @@ class Environments:
         self, connection: Connection, handle: str, environment: dict[str, Any], path: str
     ) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
-        pending = [path.rstrip("/")]
+        top = path.rstrip("/")
+        pending = [top]
         visited = 0
         while pending and visited < MAX_LISTED_DIRECTORIES:
             directory = pending.pop(0)
@@ -661,8 +668,11 @@ class Environments:
                     connection, handle, environment, relative
                 )
             except WorkspaceUnavailable as exc:
-                if exc.code == "not_directory" and directory != path.rstrip("/"):
-                    continue  # replaced by a file while the walk ran
+                # The Runtime refuses a symlink (or a path through one) as permission_denied.
+                if exc.code == "permission_denied" and directory == top:
+                    raise InvalidRequest(UNLISTABLE, "path") from exc
+                if exc.code in ("not_directory", "permission_denied") and directory != top:
+                    continue  # replaced by a file or a link while the walk ran, or unreadable
                 raise
             for entry in listing.entries:
                 full = f"{directory}/{entry.name}"
