@@ -35,6 +35,10 @@ log = logging.getLogger(__name__)
 DeviceLookup = Callable[[str], Awaitable[str | None]]
 MAX_BOOTSTRAP_BYTES = 64 * 1024
 READ_DEADLINE_SLACK_SECONDS = 1.0
+# The one answer to a device id and credential that do not match a registered device
+# (wire-protocol.md lists unknown_device and bad_credential; one is used for both).
+NOT_ACCEPTED = "unknown_device"
+_NO_DIGEST = "0" * 64  # compared against when the device has no digest
 
 
 def _error(status: int, code: str, detail: str) -> JSONResponse:
@@ -92,13 +96,15 @@ class Gateway:
         ]
 
     async def _authenticate(self, device_id: str, credential: str) -> str | None:
-        """Return an error code, or None when the credential belongs to the device."""
+        """Return an error code, or None when the credential belongs to the device.
+
+        A device that does not exist (or was revoked) and a wrong credential get the
+        same code, and go through the same comparison, so a caller without the
+        credential cannot tell which device ids exist."""
         digest = await self._device_digest(device_id)
-        if digest is None:
-            return "unknown_device"
         offered = hashlib.sha256(credential.encode()).hexdigest()
-        if not hmac.compare_digest(offered, digest):
-            return "bad_credential"
+        if not hmac.compare_digest(offered, digest or _NO_DIGEST) or digest is None:
+            return NOT_ACCEPTED
         return None
 
     async def bootstrap(self, request: Request) -> Response:

@@ -57,13 +57,20 @@ def test_bootstrap_answers_finite_errors(tmp_path: Path) -> None:
                 (b"{not json", bearer, 400, "bad_json"),
                 (b"{}", bearer, 400, "missing_device_id"),
                 (json.dumps({"device_id": "other"}).encode(), bearer, 401, "unknown_device"),
-                (body, {"Authorization": "Bearer wrong"}, 401, "bad_credential"),
+                (body, {"Authorization": "Bearer wrong"}, 401, "unknown_device"),
                 (b" " * (MAX_BOOTSTRAP_BYTES + 1), bearer, 413, "too_large"),
             ]
             for data, headers, status, code in cases:
                 got = await asyncio.to_thread(post, url, data, headers)
                 assert got[0] == status and got[1]["error"] == code, got
                 assert CREDENTIAL not in json.dumps(got[1])
+            # A caller without the credential cannot tell which device ids exist: an
+            # unknown device and a wrong credential get the same answer.
+            unknown = await asyncio.to_thread(
+                post, url, json.dumps({"device_id": "other"}).encode(), bearer
+            )
+            wrong = await asyncio.to_thread(post, url, body, {"Authorization": "Bearer wrong"})
+            assert unknown == wrong
             status, info = await asyncio.to_thread(post, url, body, bearer)
             assert status == 200
             assert info == {
@@ -82,7 +89,7 @@ def test_upgrade_checks_the_version_before_the_credential(tmp_path: Path) -> Non
             wrong = ScriptedRuntime(host.base_url, DEVICE, "wrong")
             for version, status, code in (
                 (f"{VERSION}-dev", 426, "incompatible_version"),
-                (VERSION, 401, "bad_credential"),
+                (VERSION, 401, "unknown_device"),
                 ("", 400, "missing_params"),
             ):
                 with pytest.raises(InvalidStatus) as refused:
@@ -90,6 +97,13 @@ def test_upgrade_checks_the_version_before_the_credential(tmp_path: Path) -> Non
                 response = refused.value.response
                 assert response.status_code == status
                 assert json.loads(response.body)["error"] == code
+            # An unknown device is refused exactly as a wrong credential is.
+            with pytest.raises(InvalidStatus) as unknown:
+                await ScriptedRuntime(host.base_url, "other", CREDENTIAL).dial(host.ws_url, VERSION)
+            with pytest.raises(InvalidStatus) as refused:
+                await wrong.dial(host.ws_url, VERSION)
+            denials = [unknown.value.response, refused.value.response]
+            assert len({(r.status_code, bytes(r.body or b"")) for r in denials}) == 1
             assert not list(host.registry)
 
     asyncio.run(main())
