@@ -12,10 +12,12 @@ JSON_COLUMNS = ("config", "secrets", "setup")
 
 
 async def insert(tx: Tx, row: dict[str, Any]) -> None:
+    """Insert one environment; `row["owner"]` is `session` (made by a session for itself,
+    purged with the last session that uses it) or `project` (`environments.create`)."""
     await tx.execute(
         "INSERT INTO environments (id, project_id, wire_id, type, status, config, secrets,"
-        " workspace_directory, created_at, idempotency_key, request_hash)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " workspace_directory, created_at, idempotency_key, request_hash, owner)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             row["id"],
             row["project_id"],
@@ -28,6 +30,7 @@ async def insert(tx: Tx, row: dict[str, Any]) -> None:
             row["created_at"],
             row.get("idempotency_key"),
             row.get("request_hash"),
+            row["owner"],
         ),
     )
 

@@ -55,7 +55,8 @@ PURGED = frozenset(
 KEPT: dict[tuple[str, str], str] = {
     ("sessions", "agent_id"): "a session keeps its frozen copy of the agent",
     ("turns", "agent_id"): "purged with its session, not with the agent",
-    ("sessions", "environment_id"): "the environment is purged with its last session",
+    ("sessions", "environment_id"): "an environment a session made for itself is purged"
+    " with the last session that uses it; one made through environments.create stays",
     ("artifacts", "environment_id"): "purged with its session",
     ("automation_invocations", "session_id"): "an automation's history names the session"
     " it started; the id stays a dangling reference",
@@ -101,8 +102,9 @@ async def collect(tx: Tx, cutoff: int, *, now: int, dry_run: bool = False) -> Co
 
 
 async def purge_session(tx: Tx, session_id: str, done: Collected, *, dry_run: bool) -> None:
-    """Remove one session, its rows in `SESSION_CASCADE`, and its environment when no
-    other session uses it."""
+    """Remove one session, its rows in `SESSION_CASCADE`, and the environment it made for
+    itself (`owner = 'session'`) when no other session uses it. An environment made
+    through `environments.create` (`owner = 'project'`) is the project's and stays."""
     done.sessions.append(session_id)
     for table in SESSION_CASCADE:
         where = SESSION_WHERE.get(table, "session_id = ?")
@@ -117,14 +119,17 @@ async def purge_session(tx: Tx, session_id: str, done: Collected, *, dry_run: bo
 async def _orphan_environment(
     tx: Tx, environment_id: str, session_id: str, done: Collected, dry_run: bool
 ) -> None:
-    others = await tx.fetchone(
-        "SELECT 1 FROM sessions WHERE environment_id = ? AND id != ? LIMIT 1",
+    environment = await tx.fetchone(
+        "SELECT wire_id, type, owner FROM environments WHERE id = ?", (environment_id,)
+    )
+    if environment is None or environment["owner"] != "session":
+        return
+    others = await tx.fetchall(
+        "SELECT id FROM sessions WHERE environment_id = ? AND id != ?",
         (environment_id, session_id),
     )
-    environment = await tx.fetchone(
-        "SELECT wire_id, type FROM environments WHERE id = ?", (environment_id,)
-    )
-    if others is not None or environment is None:
+    # A dry run leaves the rows of the sessions it already took: they do not count.
+    if others and {str(row["id"]) for row in others} - set(done.sessions):
         return
     for table in ENVIRONMENT_CASCADE:
         where = "environment_id = ?"

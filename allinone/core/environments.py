@@ -228,6 +228,7 @@ class Environments:
         files: list[dict[str, Any]],
         key: str | None = None,
         request_hash: str | None = None,
+        owner: str = "session",
     ) -> str:
         environment_id = self._ids.new("env")
         now = self._clock.now()
@@ -244,6 +245,7 @@ class Environments:
                 "created_at": now,
                 "idempotency_key": key,
                 "request_hash": request_hash,
+                "owner": owner,
             },
         )
         for entry in files:
@@ -303,6 +305,7 @@ class Environments:
                 "config": config,
                 "workspace_directory": directory,
                 "created_at": self._clock.now(),
+                "owner": "session",
             },
         )
         return environment_id
@@ -470,7 +473,8 @@ class Environments:
         self, project_id: str, spec: dict[str, Any], key: str | None, request_hash: str
     ) -> str:
         """Create a hosted environment outside any session and start initializing it;
-        replay-safe by idempotency `key` (the same request gives the same environment)."""
+        replay-safe by idempotency `key` (the same request gives the same environment).
+        The project owns it: retention never purges it with the sessions that use it."""
         config, secrets, files = await self.hosted_config(project_id, spec, "environment")
 
         async def job(tx: Tx) -> tuple[str, bool]:
@@ -483,7 +487,7 @@ class Environments:
                         )
                     return str(earlier["id"]), False
             environment_id = await self.insert_hosted(
-                tx, project_id, config, secrets, files, key, request_hash
+                tx, project_id, config, secrets, files, key, request_hash, owner="project"
             )
             return environment_id, True
 

@@ -1,4 +1,4 @@
--- corebox schema at version 35: what the numbered files make of a new database,
+-- corebox schema at version 36: what the numbered files make of a new database,
 -- which starts from here. Written by `make schema` (storage.migrations.snapshot()); not edited by hand.
 
 CREATE TABLE projects (
@@ -297,7 +297,8 @@ CREATE TABLE environments (
     failure TEXT,
     created_at INTEGER NOT NULL,
     idempotency_key TEXT,
-    request_hash TEXT, seed_wire_id TEXT, seed_snapshot TEXT, archived_at INTEGER, setup TEXT,
+    request_hash TEXT, seed_wire_id TEXT, seed_snapshot TEXT, archived_at INTEGER, setup TEXT, owner TEXT NOT NULL DEFAULT 'session'
+    CHECK (owner IN ('session', 'project')),
     UNIQUE (project_id, idempotency_key)
 );
 

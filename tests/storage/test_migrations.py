@@ -106,3 +106,27 @@ def test_a_snapshot_cut_short_is_refused(tmp_path: Path) -> None:
         with pytest.raises(sqlite3.OperationalError, match="incomplete input"):
             migrations.apply(conn, cut)
         assert conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 1
+
+
+def test_environments_made_through_their_own_api_become_the_projects(tmp_path: Path) -> None:
+    """Schema 36 tells an existing environment made by `environments.create` (the only
+    one with a request hash) from one a session made for itself."""
+    with closing(_open(tmp_path / "older.db")) as conn:
+        conn.execute(
+            "CREATE TABLE schema_version ("
+            " version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)"
+        )
+        conn.executescript(migrations.snapshot(35))
+        numbers = [number for number, _ in migrations.available() if number <= 35]
+        conn.executemany("INSERT INTO schema_version VALUES (?, 0)", [(n,) for n in numbers])
+        conn.execute("INSERT INTO projects (id, name, created_at) VALUES ('p', 'p', 0)")
+        for environment_id, request_hash in (("env_made", "sha"), ("env_inline", None)):
+            conn.execute(
+                "INSERT INTO environments (id, project_id, wire_id, type, status, config,"
+                " created_at, request_hash) VALUES (?, 'p', ?, 'openai_hosted', 'ready', '{}',"
+                " 0, ?)",
+                (environment_id, environment_id, request_hash),
+            )
+        assert migrations.apply(conn) >= 36
+        owners = dict(conn.execute("SELECT id, owner FROM environments"))
+    assert owners == {"env_made": "project", "env_inline": "session"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from storage import Database, purge, sessions
+from storage import Database, environments, purge, sessions
 from storage.database import Tx
 from tests.storage.conftest import Target
 
@@ -110,3 +110,62 @@ def test_collect_purges_only_what_retention_releases(target: Target) -> None:
     assert items_after_dry_run == 3
     assert left == ["live", "recent"]
     assert removed_plus_items == 7 + 2
+
+
+async def _environment(tx: Tx, environment_id: str, owner: str, *session_ids: str) -> None:
+    """An `openai_hosted` environment owned by `owner` (`session` or `project`), bound to
+    each of `session_ids`."""
+    await environments.insert(
+        tx,
+        {
+            "id": environment_id,
+            "project_id": "p",
+            "wire_id": f"wire_{environment_id}",
+            "type": "openai_hosted",
+            "status": "ready",
+            "config": {},
+            "created_at": 0,
+            "owner": owner,
+        },
+    )
+    for session_id in session_ids:
+        await tx.execute(
+            "UPDATE sessions SET environment_id = ? WHERE id = ?", (environment_id, session_id)
+        )
+
+
+def test_a_purged_session_takes_its_own_environment_and_leaves_the_projects(
+    target: Target,
+) -> None:
+    async def main() -> tuple[list[str], list[str], list[str]]:
+        db = await Database.open(target("owners.db"))
+        try:
+
+            async def setup(tx: Tx) -> None:
+                for session_id in ("alone", "first", "shared", "user"):
+                    await _deleted_session(tx, session_id, 100)
+                await _deleted_session(tx, "live", None)
+                await _environment(tx, "env_own", "session", "alone")
+                await _environment(tx, "env_both", "session", "first", "shared")
+                await _environment(tx, "env_kept", "session", "live")
+                await tx.execute(
+                    "UPDATE sessions SET environment_id = 'env_kept' WHERE id = 'user'"
+                )
+                await _environment(tx, "env_project", "project", "user")
+                await _environment(tx, "env_archived", "project")
+                await tx.execute(
+                    "UPDATE environments SET archived_at = 50 WHERE id = 'env_archived'"
+                )
+
+            await db.write(setup)
+            dry = await db.write(lambda tx: purge.collect(tx, 500, now=500, dry_run=True))
+            done = await db.write(lambda tx: purge.collect(tx, 500, now=500))
+            left = await db.read(lambda r: r.fetchall("SELECT id FROM environments ORDER BY id"))
+            return dry.workspaces, done.workspaces, [str(row["id"]) for row in left]
+        finally:
+            await db.close()
+
+    would, removed, left = asyncio.run(main())
+    # Two sessions on one environment of their own: it goes with the last of them.
+    assert would == removed == ["wire_env_own", "wire_env_both"]
+    assert left == ["env_archived", "env_kept", "env_project"]

@@ -12,10 +12,11 @@ What a fork copies, in one transaction:
     the items              up to the fork point (the fork turn's last item, or the
                            named item), with new ids, in the same order
     hidden turns           the parent's rewinds, as one marker over the copied turns
-    the environment        `openai_hosted`: a new managed environment whose workspace
-                           starts from the snapshot the Runtime took at the end of the
-                           fork turn (refused when there is none, or it is no longer
-                           kept); `self_hosted`: the same directory, shared; `none`: none
+    the environment        `openai_hosted`: a new managed environment, the fork's own
+                           (purged with it), whose workspace starts from the snapshot
+                           the Runtime took at the end of the fork turn (refused when
+                           there is none, or it is no longer kept); `self_hosted`:
+                           the same directory, shared; `none`: none
 
 The fork turn must have finished. Nothing of the parent changes. An `Idempotency-Key`
 makes a retried fork answer the session the first attempt made.
@@ -259,6 +260,7 @@ class Forks:
                 "request_hash": None,
                 "seed_wire_id": source["wire_id"],
                 "seed_snapshot": snapshot,
+                "owner": "session",  # the fork's own, whoever owns the parent's
             },
         )
         row = await env_rows.get_any(tx, new_env)

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
+from allinone.core.gateway.workspace import wire_uuid
 from tests.api.support import database_state, http
 from tests.conftest import API_KEY, ROOT, Server, start_server
 from tests.support.sdk import sdk_client
@@ -212,6 +213,66 @@ def test_gc_purges_a_deleted_agent_with_its_versions_and_pointers(own_server: Se
             ).fetchone()[0]
             == 1
         )
+
+
+def _hosted_session(client: OpenAI, environment: dict[str, str]) -> str:
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment=environment,  # type: ignore[arg-type]
+            input="/write a.txt kept",
+            stream=True,
+        )
+    )
+    assert events[-2].type == "agent.session.turn.completed", [e.type for e in events]
+    return str(events[0].session.id)  # type: ignore[attr-defined]
+
+
+def _environment_status(server: Server, environment_id: str) -> int:
+    return http(server.base_url, "GET", f"/v1/agents/environments/{environment_id}", None, BETA)[0]
+
+
+def test_gc_keeps_environments_created_on_their_own_and_purges_those_sessions_made(
+    own_server: Server, request: pytest.FixtureRequest
+) -> None:
+    client = sdk_client(base_url=own_server.base_url + "/v1", api_key=API_KEY, max_retries=0)
+    request.addfinalizer(client.close)
+    hosted = {"type": "openai_hosted"}
+    used, unused, archived = (
+        client.beta.agents.environments.create(environment=hosted).id  # type: ignore[arg-type]
+        for _ in range(3)
+    )
+    on_used = _hosted_session(client, {**hosted, "environment_id": used})
+    on_archived = _hosted_session(client, {**hosted, "environment_id": archived})
+    implicit = _hosted_session(client, hosted)
+    made = client.beta.agents.sessions.retrieve(implicit).environment.id  # type: ignore[union-attr]
+    # A fork copies the workspace into a new environment: the fork's own.
+    status, fork, _ = http(own_server.base_url, "POST", f"/x/v1/sessions/{on_used}/fork", {}, BETA)
+    assert status == 200, fork
+    forked = fork["environment"]["id"]
+    assert forked != used
+    status, body, _ = http(
+        own_server.base_url, "POST", f"/x/v1/environments/{archived}/archive", {}, BETA
+    )
+    assert status == 200 and body["archived"] is True, body
+    for session_id in (on_used, on_archived, implicit, fork["id"]):
+        client.beta.agents.sessions.delete(session_id)
+
+    run = corebox(own_server.data_dir, "gc", "--retention-days", "0")
+    assert run.returncode == 0, run.stderr
+    assert "(4 sessions)" in run.stdout, run.stdout
+
+    statuses = {e: _environment_status(own_server, e) for e in (used, unused, archived, made)}
+    assert statuses | {forked: _environment_status(own_server, forked)} == {
+        used: 200,
+        unused: 200,
+        archived: 200,
+        made: 404,
+        forked: 404,
+    }
+    assert workspace_names(own_server.data_dir) == {wire_uuid(e) for e in (used, unused, archived)}
+    again = _hosted_session(client, {**hosted, "environment_id": used})
+    assert client.beta.agents.sessions.retrieve(again).environment.id == used  # type: ignore[union-attr]
 
 
 def test_export_shows_progress_on_a_terminal_and_nothing_extra_through_a_pipe(
