@@ -13,18 +13,35 @@ from storage.database import Tx
 from storage.rows import Queryable, dumps, loads
 
 
-async def insert(tx: Tx, row: dict[str, Any]) -> None:
+async def insert(
+    tx: Tx, row: dict[str, Any], idempotency_key: str | None = None, request_hash: str | None = None
+) -> None:
     await tx.execute(
-        "INSERT INTO session_rewinds (id, session_id, turns, hidden_turn_ids, created_at)"
-        " VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO session_rewinds (id, session_id, turns, hidden_turn_ids, created_at,"
+        " idempotency_key, request_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
         (
             row["id"],
             row["session_id"],
             row["turns"],
             dumps(row["hidden_turn_ids"]),
             row["created_at"],
+            idempotency_key,
+            request_hash,
         ),
     )
+
+
+async def by_key(q: Queryable, session_id: str, idempotency_key: str) -> dict[str, Any] | None:
+    """The session's marker made with `idempotency_key` (its `request_hash` beside it)."""
+    row = await q.fetchone(
+        "SELECT * FROM session_rewinds WHERE session_id = ? AND idempotency_key = ?",
+        (session_id, idempotency_key),
+    )
+    if row is None:
+        return None
+    marker = dict(row)
+    marker["hidden_turn_ids"] = loads(marker["hidden_turn_ids"])
+    return marker
 
 
 async def of_session(q: Queryable, session_id: str) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
--- corebox schema at version 36: what the numbered files make of a new database,
+-- corebox schema at version 37: what the numbered files make of a new database,
 -- which starts from here. Written by `make schema` (storage.migrations.snapshot()); not edited by hand.
 
 CREATE TABLE projects (
@@ -357,7 +357,7 @@ CREATE TABLE session_rewinds (
     turns INTEGER NOT NULL CHECK (turns >= 1),
     hidden_turn_ids TEXT NOT NULL,
     created_at INTEGER NOT NULL
-);
+, idempotency_key TEXT, request_hash TEXT);
 
 CREATE TABLE agent_versions (
     agent_id TEXT NOT NULL REFERENCES agents(id),
@@ -705,6 +705,9 @@ CREATE INDEX files_expiry ON files(expires_at) WHERE expires_at IS NOT NULL;
 
 CREATE INDEX turns_resuming ON turns(id)
     WHERE status IN ('in_progress', 'waiting') AND phase = 'resuming';
+
+CREATE UNIQUE INDEX session_rewinds_idempotency ON session_rewinds(session_id, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
 
 CREATE VIEW turns_full AS
     SELECT t.*, m.body AS manifest, c.body AS context, g.body AS config_digest,

@@ -332,3 +332,45 @@ def test_a_forks_usage_is_the_sum_over_its_own_turns(
     assert usage.input_tokens == sum(t.usage.input_tokens for t in copied)  # type: ignore[union-attr]
     parent_usage = client.beta.agents.sessions.retrieve(parent).usage
     assert parent_usage is not None and parent_usage.total_tokens > usage.total_tokens
+
+
+def scripted_session(client: OpenAI, text: str) -> str:
+    """A scripted session whose first turn (`text`) has ended."""
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"}, environment={"type": "none"}, input=text, stream=True
+        )
+    )
+    return str(events[0].session.id)  # type: ignore[attr-defined]
+
+
+def test_a_retried_rewind_with_its_idempotency_key_hides_nothing_more(
+    client: OpenAI, surface: Surface
+) -> None:
+    session_id = scripted_session(client, "one")
+    for text in ("two", "three"):
+        scripted_turn(client, session_id, text)
+    ids = turn_ids(client, session_id)
+    path = f"{surface.server.base_url}/x/v1/sessions/{session_id}/rewind"
+
+    def rewind(body: dict[str, Any], key: str) -> Any:
+        headers = {"Idempotency-Key": key}
+        return client.post(path, cast_to=object, body=body, options={"headers": headers})
+
+    first = rewind({"turns": 1}, "rewind-once")
+    again = rewind({"turns": 1}, "rewind-once")  # the answer was lost; the client retries
+    assert again == first and first["hidden_turn_ids"] == ids[2:]
+    session = client.beta.agents.sessions.retrieve(session_id)
+    assert session.x_corebox["hidden_turn_ids"] == ids[2:]  # type: ignore[attr-defined]
+    with pytest.raises(openai.ConflictError):
+        rewind({"turns": 2}, "rewind-once")  # the key names another request
+    assert rewind({"turns": 1}, "rewind-twice")["hidden_turn_ids"] == ids[1:2]
+    # Keys are the session's own: the same key on another session is a new rewind.
+    other = scripted_session(client, "x")
+    elsewhere = client.post(
+        f"{surface.server.base_url}/x/v1/sessions/{other}/rewind",
+        cast_to=object,
+        body={"turns": 1},
+        options={"headers": {"Idempotency-Key": "rewind-once"}},
+    )
+    assert elsewhere["session_id"] == other and elsewhere["id"] != first["id"]

@@ -71,5 +71,7 @@ class ForksApi:
     async def rewind(self, request: Request) -> Response:
         project = project_of(request)
         body = await decode_body(request, RewindBody)
-        marker = await self._rewinds.rewind(project, request.path_params["session_id"], body.turns)
+        marker = await self._rewinds.rewind(
+            project, request.path_params["session_id"], body.turns, idempotency_key(request)
+        )
         return json(marker)

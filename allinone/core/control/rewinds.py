@@ -4,18 +4,20 @@ A rewind is a persisted marker (`storage.rewinds`) naming the turns it hides: th
 `turns` turns the model still sees. Nothing is deleted: the turns and their items stay
 listed; the next turn's context is rebuilt without them (orchestration/context.py), and
 the session shows them in `x_corebox.hidden_turn_ids`. A session with an active turn
-cannot be rewound (409 `turn_conflict`).
+cannot be rewound (409 `turn_conflict`). An `Idempotency-Key` (scoped to the session)
+makes a retried rewind answer the marker it made.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
-from allinone.core.errors import InvalidRequest, NotFound, TurnConflict
+from allinone.core.errors import IdempotencyConflict, InvalidRequest, NotFound, TurnConflict
 from allinone.core.ids import Clock, Ids
 from storage import rewinds, sessions, turns
 from storage.database import Database, Tx
-from storage.rows import Queryable
+from storage.rows import Queryable, dumps
 
 
 def render(marker: dict[str, Any]) -> dict[str, Any]:
@@ -44,12 +46,25 @@ class Rewinds:
         self._ids = ids
         self._clock = clock
 
-    async def rewind(self, project_id: str, session_id: str, count: int) -> dict[str, Any]:
-        """Hide the session's last `count` visible turns; returns the marker."""
+    async def rewind(
+        self, project_id: str, session_id: str, count: int, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """Hide the session's last `count` visible turns; returns the marker. A repeated
+        `idempotency_key` with the same request answers the marker it made and hides
+        nothing more; with another request it is an IdempotencyConflict."""
+        request = hashlib.sha256(dumps({"turns": count}).encode()).hexdigest()
 
         async def job(tx: Tx) -> dict[str, Any]:
             if await sessions.get(tx, project_id, session_id) is None:
                 raise NotFound(param="session_id")
+            if idempotency_key is not None:
+                earlier = await rewinds.by_key(tx, session_id, idempotency_key)
+                if earlier is not None:
+                    if earlier["request_hash"] != request:
+                        raise IdempotencyConflict(
+                            "This Idempotency-Key was used for another request."
+                        )
+                    return render(earlier)
             if await turns.active(tx, session_id) is not None:
                 raise TurnConflict("The session has an active turn; rewind it once it ends.")
             visible = await visible_turn_ids(tx, session_id)
@@ -66,7 +81,7 @@ class Rewinds:
                 "hidden_turn_ids": visible[len(visible) - count :],
                 "created_at": self._clock.now(),
             }
-            await rewinds.insert(tx, marker)
+            await rewinds.insert(tx, marker, idempotency_key, request)
             return render(marker)
 
         return await self._db.write(job)
