@@ -334,6 +334,63 @@ def test_a_disabled_tool_answers_tool_disabled_with_the_overlay_version(
     }
 
 
+def test_a_refused_call_and_its_result_are_items_in_the_order_the_model_saw_them(
+    surface: Surface, model: ModelServer
+) -> None:
+    project_id, key = surface.project()
+    client = surface.client(key)
+    provider = {"protocol": "chat_completions", "base_url": model.base_url, "api_key": "sk-x"}
+    disabled = overlay(surface, project_id, "tool_disabled", "get_weather")
+    model.queue(Reply.call("get_weather", {"city": "Paris"}), Reply.say("It is disabled."))
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": MODEL, "tools": [WEATHER]},  # type: ignore[list-item]
+            environment={"type": "none"},
+            input="Weather?",
+            stream=True,
+            extra_body={"x_corebox": {"model_provider": provider}},
+        )
+    )
+    session_id = events[0].session.id  # type: ignore[union-attr]
+    refusal = {
+        "error": "tool_disabled",
+        "tool": "get_weather",
+        "overlay_version": disabled["version"],
+    }
+    items = client.beta.agents.sessions.items.list(session_id, order="asc").data
+    assert [i.type for i in items] == [
+        "message",
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
+    call, output = items[1], items[2]
+    assert call.type == "function_call" and output.type == "function_call_output"
+    assert (call.name, json.loads(str(call.arguments)), call.status) == (
+        "get_weather",
+        {"city": "Paris"},
+        "completed",
+    )
+    assert (output.call_id, output.status, output.output) == (call.call_id, "failed", None)
+    assert json.loads(str(output.error)) == refusal
+    assert not events[-1].session.required_actions  # type: ignore[union-attr]
+    turn_items = client.beta.agents.sessions.turns.items.list(
+        items[1].turn_id, session_id=session_id
+    ).data
+    assert {call.id, output.id} <= {i.id for i in turn_items}
+    streamed = [
+        (e.type, e.item.type)  # type: ignore[union-attr]
+        for e in events
+        if e.type in ("agent.session.turn.item.added", "agent.session.turn.item.done")
+        and e.item.type.startswith("function_call")  # type: ignore[union-attr]
+    ]
+    assert streamed == [
+        ("agent.session.turn.item.added", "function_call"),
+        ("agent.session.turn.item.done", "function_call"),
+        ("agent.session.turn.item.added", "function_call_output"),
+    ]
+
+
 def test_loopback_only_fails_a_turn_on_a_remote_model(surface: Surface) -> None:
     project_id, key = surface.project()
     client = surface.client(key)
@@ -456,6 +513,19 @@ def test_disabling_run_command_mid_turn_answers_the_next_call(
         "tool": "run_command",
         "overlay_version": disabled["version"],
     }
+    items = client.beta.agents.sessions.items.list(session.id, order="asc").data
+    assert [i.type for i in items] == [
+        "message",
+        "command_execution",
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
+    call, output = items[2], items[3]
+    assert call.type == "function_call" and output.type == "function_call_output"
+    assert (call.name, json.loads(str(call.arguments))) == ("run_command", {"command": "echo two"})
+    assert (output.call_id, output.status) == (call.call_id, "failed")
+    assert json.loads(str(output.error)) == json.loads(told[1]["content"])
 
 
 def test_loopback_only_runs_commands_without_network(

@@ -10,6 +10,7 @@ is in the database.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -298,10 +299,16 @@ class Projector:
         await self._recorder.emit_item(tx, "agent.session.turn.item.done", item)
 
     async def _tool_call(self, tx: Tx, run: RunProjection, frame: wire.ToolCall) -> None:
-        """Observations with a public item: `command_execution`, and `mcp_tool_call` as
-        an `mcp_call` item. Other kinds (file reads and writes) have none."""
+        """Observations with a public item: `command_execution`, `mcp_tool_call` as an
+        `mcp_call` item, and `function_call` (a call the Runtime answered itself) as a
+        `function_call` item and its `function_call_output`. Other kinds (file reads and
+        writes) have none."""
         observation = frame.observation
         if observation is None:
+            return
+        if observation.kind == "function_call":
+            if frame.stage == "after":
+                await self._answered_call(tx, run, frame.id, observation)
             return
         if observation.kind == "command_execution":
             type_, prefix = "command_execution", "cmd"
@@ -400,24 +407,55 @@ class Projector:
             return
         await interactions.set_call_state(tx, run.session_id, call["call_id"], "applied")
         result = call["result"] or {}
+        output = {
+            "call_id": call["call_id"],
+            "output": result.get("output"),
+            "error": result.get("error"),
+        }
+        await self._call_output(tx, run, output, bool(result.get("success")))
+        await self.resume_if_clear(tx, run.session_id, run.turn_id, run.fencing_token)
+
+    async def _answered_call(
+        self, tx: Tx, run: RunProjection, call_id: str, observation: wire.ToolObservation
+    ) -> None:
+        """A function call the Runtime answered itself (a tool a safety overlay
+        disables): its `function_call` item, then the `function_call_output` with the
+        answer the model saw (an input item like a client's result: `item.added` only,
+        as the public item events allow). No client is asked."""
+        payload = {
+            "call_id": call_id,
+            "name": observation.name,
+            "arguments": _text(observation.arguments),
+        }
+        item = await self._new_item(
+            tx, "function_call", "completed", payload, call_id, "fc", run=run
+        )
+        await self._recorder.emit_item(tx, "agent.session.turn.item.done", item)
+        failed = observation.error is not None
+        output = {
+            "call_id": call_id,
+            "output": None if failed else _text(observation.output),
+            "error": _text(observation.error) if failed else None,
+        }
+        await self._call_output(tx, run, output, not failed)
+
+    async def _call_output(
+        self, tx: Tx, run: RunProjection, payload: dict[str, Any], success: bool
+    ) -> None:
+        """Store and announce (`item.added`) a `function_call_output` item."""
         item = {
             "id": self._ids.new("fco"),
             "session_id": run.session_id,
             "turn_id": run.turn_id,
             "created_at": self._clock.now(),
             "type": "function_call_output",
-            "status": "completed" if result.get("success") else "failed",
+            "status": "completed" if success else "failed",
             "output_index": None,
             "native_id": None,
-            "payload": {
-                "call_id": call["call_id"],
-                "output": result.get("output"),
-                "error": result.get("error"),
-            },
+            "payload": payload,
         }
         await item_rows.insert(tx, item)
         await self._recorder.emit_item(tx, "agent.session.turn.item.added", item)
-        await self.resume_if_clear(tx, run.session_id, run.turn_id, run.fencing_token)
 
     async def resume_if_clear(
         self, tx: Tx, session_id: str, turn_id: str, fencing_token: str
@@ -462,6 +500,11 @@ def operation_of(frame: Frame) -> str:
     if isinstance(payload, InteractionDecisionAck):
         return f"the input delivered as {payload.delivery_id}"
     return frame.type
+
+
+def _text(value: Any) -> str:
+    """An observed value as the text a function call item carries."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 async def _disabled_refusal(tx: Tx, session_id: str, tool: str) -> str | None:

@@ -14,7 +14,7 @@
 Tools a safety overlay disables (`harness_config.disabled_tools`: a tool name or an
 MCP server label -> the overlay's version) stay offered, so the model's call of one gets
 the structured result `{"error": "tool_disabled", "tool", "overlay_version"}` instead of
-a vanished tool.
+a vanished tool; the refused call and that result are reported to Core (refusals.py).
 
 `run` never raises for a bad call from the model (unknown tool, arguments that are not a
 JSON object, a failing MCP call): it returns text saying what went wrong, so the model
@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runtime.harness.base import FunctionOutcome, NativeFailure, RunContext
+from runtime.harness.builtin import refusals
 from runtime.harness.builtin.delegation import NAME as DELEGATE
 from runtime.harness.builtin.delegation import SPEC as DELEGATE_SPEC
 from runtime.harness.builtin.delegation import Delegation
@@ -100,6 +101,8 @@ class Toolbox:
             return "error: the arguments must be a JSON object"
         refusal = self._disabled_result(request.name)
         if refusal is not None:
+            server = self._mcp_server(request.name)
+            await refusals.report(context, request.name, arguments, refusal, server)
             return refusal
         if request.name in self._functions:
             call_id = f"call_{secrets.token_hex(12)}"
@@ -132,6 +135,17 @@ class Toolbox:
             raise NativeFailure("the checkpoint waits for an approval this turn cannot ask")
         arguments = json.loads(request.arguments or "{}")
         return await self._workspace.resume_command(arguments, request_id, context)
+
+    def _mcp_server(self, name: str) -> str:
+        """The label of the MCP server a call of `name` goes to ("" when none does: no
+        MCP tool has the name, or another tool took it)."""
+        if self._mcp is None or name not in self._mcp.tools:
+            return ""
+        if name in self._functions or name in self._workspace_names:
+            return ""
+        if self._delegation is not None and name == DELEGATE:
+            return ""
+        return self._mcp.tools[name].server
 
     def _disabled_result(self, name: str) -> str | None:
         version = self._disabled.get(name)

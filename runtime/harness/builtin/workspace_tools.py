@@ -7,7 +7,8 @@ symlinks. Every use is reported as a `tool_call` observation (`before`, then `af
 kind `command_execution` for commands (Core shows it as a command_execution item),
 `file_read`, `file_write` or `directory_list` otherwise. A command first asks for
 permission (`permission_request`, tool `shell`) unless the tool policy allows commands;
-a denied command is not run and the model is told so. A command runs through
+a denied command is not run and the model is told so (one denied by a safety overlay is
+reported as a refused call, refusals.py). A command runs through
 `runtime.harness.commands` (confined, with the Run's credential variables, which are
 blanked out of its output).
 Results given back to the model are capped; file content and command output are never
@@ -25,6 +26,7 @@ from typing import Any
 
 from runtime.confinement import Sandbox
 from runtime.harness.base import RunContext
+from runtime.harness.builtin import refusals
 from runtime.harness.builtin.model import ToolSpec
 from runtime.harness.commands import CommandRunner
 from runtime.proto import run as wire
@@ -166,7 +168,7 @@ class WorkspaceTools:
                 checkpoint=asking(request_id) if asking is not None else "",
             )
             if not approved:
-                return _denied(context, request_id)
+                return await _denied(context, request_id, command)
         return await self._execute(command, context)
 
     async def resume_command(
@@ -175,7 +177,7 @@ class WorkspaceTools:
         """Continue a command whose approval a checkpoint waited for (on a new Run):
         wait for the decision on `request_id`, then run it when approved."""
         if not await context.wait_permission(request_id):
-            return _denied(context, request_id)
+            return await _denied(context, request_id, str(arguments.get("command") or ""))
         return await self._execute(str(arguments.get("command") or ""), context)
 
     async def _execute(self, command: str, context: RunContext) -> str:
@@ -228,6 +230,11 @@ class WorkspaceTools:
         )
 
 
-def _denied(context: RunContext, request_id: str) -> str:
-    # A denial by a safety overlay carries its structured result.
-    return context.denial(request_id) or "The user denied running this command."
+async def _denied(context: RunContext, request_id: str, command: str) -> str:
+    """The result of a command whose approval was denied. A denial by a safety overlay
+    carries its structured result, and the refused call is reported with it."""
+    refusal = context.denial(request_id)
+    if not refusal:
+        return "The user denied running this command."
+    await refusals.report(context, "run_command", {"command": command}, refusal)
+    return refusal
