@@ -307,34 +307,7 @@ def test_a_pause_asked_after_a_kill_switch_resume_still_pauses_the_turn(
     ]
 
 
-def test_a_disabled_tool_answers_tool_disabled_with_the_overlay_version(
-    surface: Surface, model: ModelServer
-) -> None:
-    project_id, key = surface.project()
-    client = surface.client(key)
-    provider = {"protocol": "chat_completions", "base_url": model.base_url, "api_key": "sk-x"}
-    disabled = overlay(surface, project_id, "tool_disabled", "get_weather")
-    model.queue(Reply.call("get_weather", {"city": "Paris"}), Reply.say("It is disabled."))
-    events = list(
-        client.beta.agents.sessions.create(
-            agent={"model": MODEL, "tools": [WEATHER]},  # type: ignore[list-item]
-            environment={"type": "none"},
-            input="Weather?",
-            stream=True,
-            extra_body={"x_corebox": {"model_provider": provider}},
-        )
-    )
-    assert events[-1].type == "agent.session.idle"
-    output = model.requests[-1].body["messages"][-1]
-    assert output["role"] == "tool"
-    assert json.loads(output["content"]) == {
-        "error": "tool_disabled",
-        "tool": "get_weather",
-        "overlay_version": disabled["version"],
-    }
-
-
-def test_a_refused_call_and_its_result_are_items_in_the_order_the_model_saw_them(
+def test_a_disabled_tool_answers_tool_disabled_and_the_call_and_answer_are_items(
     surface: Surface, model: ModelServer
 ) -> None:
     project_id, key = surface.project()
@@ -352,11 +325,15 @@ def test_a_refused_call_and_its_result_are_items_in_the_order_the_model_saw_them
         )
     )
     session_id = events[0].session.id  # type: ignore[union-attr]
+    # The model is answered tool_disabled, with the overlay's version...
     refusal = {
         "error": "tool_disabled",
         "tool": "get_weather",
         "overlay_version": disabled["version"],
     }
+    output = model.requests[-1].body["messages"][-1]
+    assert output["role"] == "tool" and json.loads(output["content"]) == refusal
+    # ... and the call and that answer are items, in the order the model saw them.
     items = client.beta.agents.sessions.items.list(session_id, order="asc").data
     assert [i.type for i in items] == [
         "message",

@@ -12,6 +12,12 @@ def _opened(server: Server) -> tuple[Inst, Inst, str, int]:
     return alice, bob, contact, bob.inbound(contact)[0]["seq"]
 
 
+def _claimed(bob: Inst, contact: str, seq: int) -> tuple[str, int]:
+    """`bob` claims the contact through `seq` with a new lease: (lease id, epoch)."""
+    lease_id = new_lease()
+    return lease_id, bob.claim(contact, lease_id, seq).body["lease_epoch"]
+
+
 def test_claim_retry_renew_and_competition(server: Server) -> None:
     _, bob, contact, seq = _opened(server)
     lease_id = new_lease()
@@ -81,8 +87,8 @@ def test_progress_reports_only_the_claimed_watermark_and_marks_it_handled(
     server: Server,
 ) -> None:
     alice, bob, contact, seq = _opened(server)
-    lease_id = new_lease()
-    lease = (lease_id, bob.claim(contact, lease_id, seq).body["lease_epoch"])
+    lease = _claimed(bob, contact, seq)
+    lease_id = lease[0]
     assert bob.progress(contact, seq, "processing", lease).status == 200
     other = bob.progress(contact, seq + 1, "processing", lease)
     assert other.status == 409 and other.code == "TASK_WATERMARK_MISMATCH"
@@ -105,8 +111,7 @@ def test_progress_reports_only_the_claimed_watermark_and_marks_it_handled(
 
 def test_waiting_owner_is_left_only_with_owner_confirmation(server: Server) -> None:
     _, bob, contact, seq = _opened(server)
-    lease_id = new_lease()
-    lease = (lease_id, bob.claim(contact, lease_id, seq).body["lease_epoch"])
+    lease = _claimed(bob, contact, seq)
     assert bob.progress(contact, seq, "waiting_owner", lease).status == 200
     blocked = bob.claim(contact, new_lease(), seq)
     assert blocked.status == 409 and blocked.code == "OWNER_CONFIRMATION_REQUIRED"
@@ -160,8 +165,8 @@ def test_claim_renew_and_progress_on_a_closed_contact_get_contact_closed(
     server: Server,
 ) -> None:
     alice, bob, contact, seq = _opened(server)
-    lease_id = new_lease()
-    lease = (lease_id, bob.claim(contact, lease_id, seq).body["lease_epoch"])
+    lease = _claimed(bob, contact, seq)
+    lease_id = lease[0]
     assert bob.progress(contact, seq, "processing", lease).status == 200
     assert alice.post(f"/contacts/{contact}/close", {}).status == 200
     refused = [

@@ -58,12 +58,14 @@ def managed_session(client: OpenAI, payload: bytes) -> str:
         "type": "openai_hosted",
         "files": [{"type": "inline", "data": data, "path": "/workspace/outputs/big.bin"}],
     }
+    return hosted_session(client, environment, "done")
+
+
+def hosted_session(client: OpenAI, environment: Any, text: str = "/write a.txt kept") -> str:
+    """A session in `environment` whose first turn (`text`) completed."""
     events = list(
         client.beta.agents.sessions.create(
-            agent={"model": "scripted"},
-            environment=environment,  # type: ignore[arg-type]
-            input="done",
-            stream=True,
+            agent={"model": "scripted"}, environment=environment, input=text, stream=True
         )
     )
     assert events[-2].type == "agent.session.turn.completed", [e.type for e in events]
@@ -215,19 +217,6 @@ def test_gc_purges_a_deleted_agent_with_its_versions_and_pointers(own_server: Se
         )
 
 
-def _hosted_session(client: OpenAI, environment: dict[str, str]) -> str:
-    events = list(
-        client.beta.agents.sessions.create(
-            agent={"model": "scripted"},
-            environment=environment,  # type: ignore[arg-type]
-            input="/write a.txt kept",
-            stream=True,
-        )
-    )
-    assert events[-2].type == "agent.session.turn.completed", [e.type for e in events]
-    return str(events[0].session.id)  # type: ignore[attr-defined]
-
-
 def _environment_status(server: Server, environment_id: str) -> int:
     return http(server.base_url, "GET", f"/v1/agents/environments/{environment_id}", None, BETA)[0]
 
@@ -242,9 +231,9 @@ def test_gc_keeps_environments_created_on_their_own_and_purges_those_sessions_ma
         client.beta.agents.environments.create(environment=hosted).id  # type: ignore[arg-type]
         for _ in range(3)
     )
-    on_used = _hosted_session(client, {**hosted, "environment_id": used})
-    on_archived = _hosted_session(client, {**hosted, "environment_id": archived})
-    implicit = _hosted_session(client, hosted)
+    on_used = hosted_session(client, {**hosted, "environment_id": used})
+    on_archived = hosted_session(client, {**hosted, "environment_id": archived})
+    implicit = hosted_session(client, hosted)
     made = client.beta.agents.sessions.retrieve(implicit).environment.id  # type: ignore[union-attr]
     # A fork copies the workspace into a new environment: the fork's own.
     status, fork, _ = http(own_server.base_url, "POST", f"/x/v1/sessions/{on_used}/fork", {}, BETA)
@@ -271,7 +260,7 @@ def test_gc_keeps_environments_created_on_their_own_and_purges_those_sessions_ma
         forked: 404,
     }
     assert workspace_names(own_server.data_dir) == {wire_uuid(e) for e in (used, unused, archived)}
-    again = _hosted_session(client, {**hosted, "environment_id": used})
+    again = hosted_session(client, {**hosted, "environment_id": used})
     assert client.beta.agents.sessions.retrieve(again).environment.id == used  # type: ignore[union-attr]
 
 
