@@ -145,6 +145,31 @@ async def unsettled_files(q: Queryable, environment_id: str) -> int:
     return 0 if row is None else int(row["n"])
 
 
+async def unsettled_rows(q: Queryable, environment_id: str) -> list[dict[str, Any]]:
+    """The environment's file writes still `reserved` or `unknown`, oldest first."""
+    rows = await q.fetchall(
+        "SELECT id, path, state, size_bytes, sha256, created_at FROM environment_files"
+        " WHERE environment_id = ? AND state IN ('reserved', 'unknown') ORDER BY created_at, id",
+        (environment_id,),
+    )
+    return [dict(row) for row in rows]
+
+
+async def settle_file(tx: Tx, file_row_id: str, was: str, written: bool) -> bool:
+    """Settle an unsettled write still in state `was` (compare-and-set): mark it `written`,
+    or forget it when it did not happen. Returns whether this call settled it."""
+    if written:
+        changed = await tx.execute(
+            "UPDATE environment_files SET state = 'written' WHERE id = ? AND state = ?",
+            (file_row_id, was),
+        )
+    else:
+        changed = await tx.execute(
+            "DELETE FROM environment_files WHERE id = ? AND state = ?", (file_row_id, was)
+        )
+    return changed > 0
+
+
 async def files_of(q: Queryable, environment_id: str) -> list[dict[str, Any]]:
     """Files reserved or written into the environment, for its public description."""
     rows = await q.fetchall(

@@ -5,8 +5,8 @@ directory itself; every operation goes to a Runtime over the protocol.
 
 A file write is reserved durably before any Runtime work; a write whose outcome is
 unknown stays `unknown` and blocks further writes to that Environment (409), because
-replaying it could change the workspace twice. One left unknown at a path no file system
-holds (older builds did so) certainly did not happen: the next write settles it.
+replaying it could change the workspace twice, until the workspace shows what happened
+(`file_writes`).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from allinone.core.errors import (
     NotFound,
     OutcomeUnknown,
     Refused,
-    TurnConflict,
     Unavailable,
 )
 from allinone.core.file_bodies import FileBodies
+from allinone.core.file_writes import FileWrites
 from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
@@ -55,7 +55,6 @@ from allinone.core.tasks import cancel_and_wait
 from allinone.core.workspace_paths import (
     WORKSPACE,
     check_path,
-    never_held,
     reserved,
 )
 from storage import environments as env_rows
@@ -113,19 +112,6 @@ def _regular_files(archive: bytes) -> list[tuple[str, bytes]]:
         raise WorkspaceUnavailable("outputs_unreadable") from exc
 
 
-async def _settle_never_held(tx: Tx, environment_id: str) -> None:
-    """Settle the writes an older build left unknown at a path no file system holds:
-    they certainly did not happen, so they no longer block the environment's writes."""
-    for row in await env_rows.unknown_files(tx, environment_id):
-        if never_held(row["path"]):
-            await env_rows.drop_unknown(tx, row["id"])
-            log.warning(
-                "environment %s: a file write left unknown at a name no file system holds "
-                "is settled as not written",
-                environment_id,
-            )
-
-
 class Environments:
     def __init__(
         self,
@@ -155,6 +141,7 @@ class Environments:
         self._ids = ids
         self._clock = clock
         self._client = WorkspaceClient(preparations)
+        self._writes = FileWrites(db, self._client, clock, DEFAULT_HARNESS)
         self._initializing: dict[str, asyncio.Task[None]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -542,9 +529,20 @@ class Environments:
                 "The environment failed to initialize.", code="environment_unavailable"
             ) from exc
         row_id = self._ids.new("envfile")
-        await self._reserve_file(environment_id, row_id, path, type_, file_id, data)
-        await self._transfer(connection, environment, environment_id, row_id, path, data)
-        await self._set_file(row_id, "written")
+        row = {
+            "id": row_id,
+            "environment_id": environment_id,
+            "path": path,
+            "type": type_,
+            "file_id": file_id,
+            "size_bytes": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "created_at": self._clock.now(),
+        }
+        with self._writes.owning(row_id):
+            await self._reserve_file(connection, environment, row)
+            await self._transfer(connection, environment, environment_id, row_id, path, data)
+            await self._set_file(row_id, "written")
         return {
             "environment_id": environment_id,
             "object": "agent.environment.file",
@@ -553,37 +551,12 @@ class Environments:
         }
 
     async def _reserve_file(
-        self,
-        environment_id: str,
-        row_id: str,
-        path: str,
-        type_: str,
-        file_id: str | None,
-        data: bytes,
+        self, connection: Connection, environment: dict[str, Any], row: dict[str, Any]
     ) -> None:
-        """Reserve the file's row; refused while an earlier write is unsettled or when a
-        file already exists at `path`."""
-
-        async def reserve(tx: Tx) -> None:
-            await _settle_never_held(tx, environment_id)
-            if await env_rows.unsettled_files(tx, environment_id):
-                raise TurnConflict("An earlier file write to this environment is unsettled.")
-            await env_rows.reserve_file(
-                tx,
-                {
-                    "id": row_id,
-                    "environment_id": environment_id,
-                    "path": path,
-                    "type": type_,
-                    "file_id": file_id,
-                    "size_bytes": len(data),
-                    "sha256": hashlib.sha256(data).hexdigest(),
-                    "created_at": self._clock.now(),
-                },
-            )
-
+        """Reserve the file's row; refused while an earlier write is unsettled (after
+        settling what the workspace shows) or when a file already exists at its path."""
         try:
-            await self._db.write(reserve)
+            await self._writes.reserve(connection, environment, row)
         except Refused:
             raise
         except Exception as exc:
@@ -618,7 +591,7 @@ class Environments:
                 raise OutcomeUnknown(
                     f"The file write's outcome is unknown ({exc.code}); it was not recorded "
                     "as written and will not be retried. Further writes to this environment "
-                    "are refused until it is settled.",
+                    "are refused until it is settled; each checks the workspace for it.",
                     code="file_transfer_unavailable",
                 ) from exc
             # Refused, so nothing was written: the request leaves no row behind.

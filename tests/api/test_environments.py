@@ -11,6 +11,8 @@ import openai
 import pytest
 from openai import OpenAI
 
+from allinone.core.gateway.workspace_rules import wire_uuid
+from allinone.datadir.collection import WORKSPACES_DIR
 from tests.api.support import Surface
 from tests.support import databases
 from tests.support.sdk import send_and_settle
@@ -152,11 +154,13 @@ def test_a_write_left_unknown_at_a_name_no_file_system_holds_is_settled(
     """An older build left a write to a name over 255 bytes `unknown`, and refused every
     later write to the environment (409). No file system holds such a name, so that
     write certainly did not happen: the next write settles it and goes through. A write
-    left unknown at a possible path still blocks."""
+    left unknown at a possible path where the workspace holds other bytes still blocks."""
     environments = client.beta.agents.environments
     stuck = environments.create(environment={"type": "openai_hosted"})
     blocked = environments.create(environment={"type": "openai_hosted"})
     left = [(stuck.id, "/workspace/" + "b" * 256), (blocked.id, "/workspace/maybe.txt")]
+    environments.files.list(blocked.id)  # initialized: its workspace exists
+    (server.data_dir / WORKSPACES_DIR / wire_uuid(blocked.id) / "maybe.txt").write_bytes(b"?")
     with databases.raw(databases.location(server.data_dir)) as db:
         for index, (environment_id, path) in enumerate(left):
             db.execute(

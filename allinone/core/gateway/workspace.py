@@ -164,6 +164,33 @@ class WorkspaceClient:
         listing: DirectoryListing = result.directory
         return listing
 
+    async def read_file(
+        self,
+        connection: Connection,
+        handle: str,
+        environment: dict[str, Any],
+        path: str,
+        max_bytes: int,
+    ) -> tuple[bytes, bool]:
+        """Up to `max_bytes` (1..1 MiB) of the regular file at `path` (workspace-relative)
+        and whether more follows. A refusal raises WorkspaceUnavailable with the Runtime's
+        code (`not_found` when no regular file is there, `permission_denied` for a
+        symlink); a reply that proves nothing raises it with `unknown` set."""
+        operation_id = self._new_id("op")
+        request = WorkspaceRead(
+            environment_id=environment["wire_id"], path=path, handle=handle, max_bytes=max_bytes
+        )
+        with self._operation(connection, operation_id, "read_unconfirmed") as queue:
+            result = await self._exchange(
+                connection, operation_id, "workspace_read", request, queue
+            )
+            result.check(request)
+        if result.outcome == ReadOutcome.UNKNOWN:
+            raise WorkspaceUnavailable(result.error_code, unknown=True)
+        if result.outcome != ReadOutcome.COMPLETED:
+            raise WorkspaceUnavailable(result.error_code or "read_failed")
+        return bytes(result.data), bool(result.truncated)
+
     async def write(
         self,
         connection: Connection,

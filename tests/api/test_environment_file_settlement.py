@@ -1,0 +1,113 @@
+"""A file write left unsettled (`unknown`, or `reserved` by a Core that stopped) is settled
+from what the workspace shows at the next write, never replayed and never blocking forever."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+from openai import OpenAI
+
+from allinone.core.gateway.workspace_rules import wire_uuid
+from allinone.datadir.collection import WORKSPACES_DIR
+from tests.support import databases
+
+
+def _environment(client: OpenAI, server: Any) -> tuple[str, Path]:
+    """A hosted environment, initialized, and its workspace directory on disk."""
+    environment = client.beta.agents.environments.create(environment={"type": "openai_hosted"})
+    client.beta.agents.environments.files.list(environment.id)  # waits for initialization
+    return environment.id, server.data_dir / WORKSPACES_DIR / wire_uuid(environment.id)
+
+
+def _leave(server: Any, environment_id: str, path: str, state: str, data: bytes, at: int) -> str:
+    """Leave a write of `data` at `path` in `state`, reserved at `at`, as a build whose
+    transfer's outcome went unknown (or that stopped mid-write) leaves it; its row id."""
+    row_id = f"envfile_left_{environment_id}"
+    with databases.raw(databases.location(server.data_dir)) as db:
+        db.execute(
+            "INSERT INTO environment_files (id, environment_id, path, type, file_id,"
+            " size_bytes, sha256, state, created_at)"
+            " VALUES (?, ?, ?, 'inline', NULL, ?, ?, ?, ?)",
+            (row_id, environment_id, path, len(data), hashlib.sha256(data).hexdigest(), state, at),
+        )
+    return row_id
+
+
+def _state(server: Any, row_id: str) -> str | None:
+    with databases.raw(databases.location(server.data_dir)) as db:
+        rows = db.execute("SELECT state FROM environment_files WHERE id = ?", (row_id,))
+    return None if not rows else str(rows[0]["state"])
+
+
+def _write(client: OpenAI, environment_id: str, path: str = "/workspace/next.txt") -> str:
+    files = client.beta.agents.environments.files
+    return str(files.create(environment_id, type="inline", path=path, data="T0s=").path)
+
+
+def test_an_unknown_write_with_nothing_at_its_path_is_settled_as_not_written(
+    client: OpenAI, server: Any
+) -> None:
+    environment_id, workspace = _environment(client, server)
+    left = _leave(server, environment_id, "/workspace/lost/a.txt", "unknown", b"lost", 1)
+    assert _write(client, environment_id) == "/workspace/next.txt"
+    assert _state(server, left) is None
+    assert not (workspace / "lost").exists()  # settled, never replayed
+    assert _write(client, environment_id, "/workspace/lost/a.txt") == "/workspace/lost/a.txt"
+
+
+def test_an_unknown_write_whose_bytes_are_there_is_settled_as_written(
+    client: OpenAI, server: Any
+) -> None:
+    environment_id, workspace = _environment(client, server)
+    (workspace / "data").mkdir()
+    (workspace / "data" / "made.txt").write_bytes(b"made it")
+    left = _leave(server, environment_id, "/workspace/data/made.txt", "unknown", b"made it", 1)
+    assert _write(client, environment_id) == "/workspace/next.txt"
+    assert _state(server, left) == "written"
+    shown = client.beta.agents.environments.retrieve(environment_id).files
+    assert sorted(f.path for f in shown) == ["/workspace/data/made.txt", "/workspace/next.txt"]
+
+
+@pytest.mark.parametrize("there", ["other bytes", "a directory"])
+def test_an_unknown_write_with_something_else_at_its_path_still_blocks(
+    client: OpenAI, server: Any, there: str
+) -> None:
+    environment_id, workspace = _environment(client, server)
+    if there == "a directory":
+        (workspace / "maybe.txt").mkdir()
+    else:
+        (workspace / "maybe.txt").write_bytes(b"other bytes")
+    left = _leave(server, environment_id, "/workspace/maybe.txt", "unknown", b"mine", 1)
+    for _ in range(2):  # looked at again at each write, and still unsettled
+        with pytest.raises(openai.ConflictError) as caught:
+            _write(client, environment_id)
+        assert "/workspace/maybe.txt (unknown)" in caught.value.message
+        assert "checked again at the next write" in caught.value.message
+        assert _state(server, left) == "unknown"
+    assert not (workspace / "next.txt").exists()
+
+
+def test_a_reservation_older_than_any_transfer_is_settled(client: OpenAI, server: Any) -> None:
+    """A Core that stopped mid-write left its row `reserved`; no transfer lives that long."""
+    environment_id, _ = _environment(client, server)
+    left = _leave(server, environment_id, "/workspace/crashed.txt", "reserved", b"crashed", 1)
+    assert _write(client, environment_id) == "/workspace/next.txt"
+    assert _state(server, left) is None
+
+
+def test_a_fresh_reservation_is_left_to_its_owner(client: OpenAI, server: Any) -> None:
+    """A reservation as young as a live transfer may belong to a request still running
+    (here or in another Core process): it is never looked at, and still blocks."""
+    environment_id, _ = _environment(client, server)
+    left = _leave(
+        server, environment_id, "/workspace/live.txt", "reserved", b"live", int(time.time())
+    )
+    with pytest.raises(openai.ConflictError) as caught:
+        _write(client, environment_id)
+    assert "/workspace/live.txt (reserved)" in caught.value.message
+    assert _state(server, left) == "reserved"
