@@ -26,6 +26,35 @@ export function onKeysChange(listener) {
   listeners.add(listener);
 }
 
+// A key this tab held that corebox then refused (401: revoked, or its project archived) is
+// forgotten at once, and the shell told, so that no page goes on asking with it.
+const droppedListeners = new Set();
+let dropped = "";
+
+export function onKeyDropped(listener) {
+  droppedListeners.add(listener);
+}
+
+/** Why a key was forgotten since the last call ("" when none was). */
+export function droppedNotice() {
+  const notice = dropped;
+  dropped = "";
+  return notice;
+}
+
+function refusedKey(response, key) {
+  if (response.status !== 401 || !key) return;
+  const kind = keys.project === key ? "project" : keys.core === key ? "Core" : null;
+  if (kind === null) return; // a key being tried at sign-in, not one this tab holds
+  if (kind === "project") keys.project = null;
+  else keys.core = null;
+  probes.clear();
+  dropped = `corebox no longer accepts the ${kind} key this tab signed in with ` +
+    "(it was revoked, or its project archived). Sign in again with a key that works.";
+  listeners.forEach((fn) => fn());
+  droppedListeners.forEach((fn) => fn());
+}
+
 export function signOut() {
   keys.project = null;
   keys.core = null;
@@ -56,7 +85,9 @@ async function call(path, { method = "GET", body, key, headers, signal } = {}) {
     init.body = JSON.stringify(body);
     init.headers["Content-Type"] = "application/json";
   }
-  return fetch(path, init);
+  const response = await fetch(path, init);
+  refusedKey(response, key);
+  return response;
 }
 
 async function parse(response) {

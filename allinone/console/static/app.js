@@ -1,7 +1,7 @@
 // The console's shell: sign-in, navigation and a hash router. Each page module exports
 // `render(main, params)` and may return a function that stops what it started.
 
-import { onKeysChange, signIn, signOut, signedIn } from "./api.js";
+import { droppedNotice, onKeyDropped, onKeysChange, signIn, signOut, signedIn } from "./api.js";
 import { h, replace } from "./dom.js";
 import * as agents from "./pages/agents.js";
 import * as automations from "./pages/automations.js";
@@ -86,10 +86,12 @@ function signInPage() {
     },
   }, h("label.label", { for: "key" }, "Key"), input, error, button);
   const keys = signedIn();
+  const notice = droppedNotice();
   replace(main, h("div.signin", {},
     h("div.signin-card", {},
       h("img", { src: "/console/mark.svg", alt: "", width: 40, height: 40 }),
       h("h1", {}, keys.project || keys.core ? "Add a key" : "Sign in to corebox"),
+      notice ? h("p.notice.error.key-dropped", { role: "alert" }, notice) : null,
       h("p.subtitle", {},
         "A project key shows that project's sessions, agents and automations; the Core key " +
         "(printed at first start, in the data directory's secrets) opens the owner pages. " +
@@ -138,4 +140,10 @@ document.getElementById("menu-toggle").addEventListener("click", (event) => {
 });
 window.addEventListener("hashchange", route);
 onKeysChange(() => {});
+// A key corebox stopped accepting: the sign-in page says so (and the page that used it
+// stops, as at any navigation).
+onKeyDropped(() => {
+  if (location.hash === "#/signin") route();
+  else location.hash = "#/signin";
+});
 route();

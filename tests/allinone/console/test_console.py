@@ -631,6 +631,33 @@ def test_revoking_a_key_on_the_owner_page_asks_first_and_the_key_stops_working(
     assert_contained(page, server, [made["key"]])
 
 
+@pytest.mark.parametrize("where", ["sessions", "session"])
+def test_a_key_revoked_while_the_console_uses_it_signs_the_tab_out_and_says_why(
+    page: Page, server: Server, where: str
+) -> None:
+    owner, project = own_project(server, "Revoked")
+    keys = f"/core/v1/projects/{project['id']}/api_keys"
+    status, made, _ = http(server.base_url, "POST", keys, {"name": "tab"}, owner)
+    assert status == 200, made
+    client = OpenAI(base_url=server.base_url + "/v1", api_key=made["key"], max_retries=0)
+    session_id = idle_session(client)
+    sign_in(page, made["key"])
+    if where == "session":
+        open_session(page, session_id)  # its live stream is what learns of it first
+    else:
+        page.wait_for(f"document.body.textContent.includes({json.dumps(session_id)})")
+    revoke = f"{keys}/{made['id']}/revoke"
+    assert http(server.base_url, "POST", revoke, {}, owner)[0] == 200
+    # The next request with the key (the list's refresh, the stream's reconnection) is
+    # refused: the tab forgets the key and says why, instead of retrying it for good.
+    page.wait_for("location.hash === '#/signin' && document.querySelector('.key-dropped')")
+    said = page.evaluate("document.querySelector('.key-dropped').textContent")
+    assert said.startswith("corebox no longer accepts the project key this tab signed in with")
+    assert page.evaluate("document.getElementById('app').dataset.state") == "signin"
+    shoot(page, "signin-key-dropped")
+    assert_contained(page, server, [made["key"]])
+
+
 def test_an_overlay_added_on_the_owner_page_shows_its_value_and_asks_before_it_is_removed(
     page: Page, server: Server
 ) -> None:
