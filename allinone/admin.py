@@ -189,6 +189,7 @@ def client_for(args: argparse.Namespace) -> CoreClient:
     flags = {"data_dir": args.data_dir, "config": args.config}
     try:
         config = load(flags, os.environ, Path.cwd())
+        url = server_url(args.url, os.environ, config)
     except ConfigError as exc:
         raise AdminError(str(exc)) from exc
     try:
@@ -198,7 +199,7 @@ def client_for(args: argparse.Namespace) -> CoreClient:
             f"no Core key at {core_key_path(config.data_dir)}; start `corebox serve` with this"
             " data directory first"
         ) from exc
-    return CoreClient(server_url(args.url, os.environ, config), key)
+    return CoreClient(url, key)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> None:

@@ -66,7 +66,19 @@ def server_url(given: str | None, environ: Mapping[str, str], config: Config) ->
     """The running server a client command talks to, without a trailing slash: `--url`
     (`given`), else `COREBOX_URL`, else the configured host and port on this machine."""
     url = given or environ.get("COREBOX_URL") or local_base_url(config.host, config.port)
-    return url.rstrip("/")
+    return checked_url(url, "--url" if given else "COREBOX_URL")
+
+
+def checked_url(url: str, name: str) -> str:
+    """`url` without a trailing slash, or ConfigError when it is not an http(s) address
+    (`127.0.0.1:8800` without its scheme is the usual slip)."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"{name} must be an http:// or https:// address, such as http://127.0.0.1:8800;"
+            f" got {url!r}"
+        )
+    return url.strip().rstrip("/")
 
 
 class ConfigError(ValueError):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from allinone import doctor
-from allinone.config import ConfigError, load
+from allinone.config import ConfigError, checked_url, load
 from allinone.credentials import read_core_key
 from allinone.doctor import Check
 
@@ -66,6 +66,7 @@ def run_command(args: argparse.Namespace, out: TextIO) -> int:
     )
     try:
         config = load({k: getattr(args, k) for k in keys}, os.environ, Path.cwd())
+        url = checked_url(args.url, "--url") if args.url else None
     except ConfigError as exc:
         print(f"corebox: error: {exc}", file=sys.stderr)
         return 2
@@ -74,8 +75,8 @@ def run_command(args: argparse.Namespace, out: TextIO) -> int:
     checks = doctor.local_checks(config, host_confinement())
     checks.append(doctor.model_check(config))
     checks.extend(doctor.mcp_checks(config.data_dir))
-    if args.url:
-        checks.extend(server_checks(args.url.rstrip("/"), config.data_dir))
+    if url:
+        checks.extend(server_checks(url, config.data_dir))
     else:
         checks.append(doctor.port_check(config.host, config.port))
     healthy = doctor.passed(checks)

@@ -86,9 +86,9 @@ def client_for(args: argparse.Namespace, environ: Mapping[str, str]) -> ProjectC
     flags = {"data_dir": args.data_dir, "config": args.config}
     try:
         config = load(flags, environ, Path.cwd())
+        url = server_url(args.url, environ, config)
     except ConfigError as exc:
         raise AdminError(str(exc)) from exc
-    url = server_url(args.url, environ, config)
     given = getattr(args, "api_key", None)  # `--api-key`, where a command has it, comes first
     key = given.strip() if given else project_key(args.api_key_file, environ, url, config.data_dir)
     return ProjectClient(url, key)

@@ -44,9 +44,10 @@ def address(args: argparse.Namespace) -> tuple[str, Path]:
     flags = {"data_dir": args.data_dir, "config": args.config}
     try:
         config = load(flags, os.environ, Path.cwd())
+        url = server_url(args.url, os.environ, config)
     except ConfigError as exc:
         raise ConsoleError(str(exc)) from exc
-    return server_url(args.url, os.environ, config) + "/", core_key_path(config.data_dir)
+    return url + "/", core_key_path(config.data_dir)
 
 
 def check(url: str) -> None:

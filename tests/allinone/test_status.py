@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from openai import OpenAI
 
 from allinone import __version__
@@ -175,3 +176,30 @@ def test_status_names_each_active_overlay_by_kind_value_and_scope(tmp_path: Path
         )
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("command", ["status", "sessions list", "projects list", "doctor"])
+def test_an_address_without_its_scheme_is_refused_in_one_line(server: Server, command: str) -> None:
+    # `127.0.0.1:8800` for `http://127.0.0.1:8800` is the usual slip: one line naming the
+    # option and the form it takes, never a traceback, nor a "cannot reach" that blames
+    # a server which is running.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COREBOX_")}
+    env["PYTHONPATH"] = str(ROOT)
+    data = ["--data-dir", str(server.data_dir)]
+    bare = server.base_url.removeprefix("http://")
+    for flags, named in (([*data, "--url", bare], "--url"), (data, "COREBOX_URL")):
+        done = subprocess.run(
+            [sys.executable, "-m", "allinone", *command.split(), *flags],
+            env={**env, "COREBOX_URL": bare} if named == "COREBOX_URL" else env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if command == "doctor" and named == "COREBOX_URL":
+            continue  # doctor reads only --url: without it, it checks the configured port
+        assert done.returncode in (1, 2), done
+        assert done.stderr == (
+            f"corebox: error: {named} must be an http:// or https:// address, such as"
+            f" http://127.0.0.1:8800; got {bare!r}\n"
+        ), done.stderr
