@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from allinone.datadir.bundle import default_project
+from allinone.datadir.collection import DATABASE_FILE
 from tests.allinone.datadir.test_gc import corebox
 from tests.conftest import Server
 
@@ -69,3 +70,28 @@ def test_backup_and_restore_refuse_a_path_they_cannot_use(server: Server, tmp_pa
         f"{text} is not a corebox backup (not a tar archive)",
     )
     assert not target.exists()
+
+
+def test_restore_replace_refuses_a_data_directory_a_server_is_serving(
+    server: Server, tmp_path: Path
+) -> None:
+    # Replaced under a running server, the database file would be swapped out from under
+    # it: every write it acknowledged afterwards would go to a file no longer there.
+    backup = tmp_path / "corebox.backup"
+    made = corebox(server.data_dir, "backup", str(backup))
+    assert made.returncode == 0, made.stderr
+    database = server.data_dir / DATABASE_FILE
+    before = database.stat().st_ino
+    done = corebox(server.data_dir, "restore", str(backup), "--replace")
+    assert (done.returncode, done.stdout) == (1, ""), done
+    pid = server.process.pid
+    assert done.stderr == (
+        f"corebox: error: the database {database} is served by another corebox (process"
+        f" {pid}); stop it first, or give this one another --data-dir\n"
+    )
+    assert database.stat().st_ino == before  # the served file is the one still there
+    # Stopped, the same directory is replaced.
+    stopped = tmp_path / "stopped"
+    assert corebox(stopped, "restore", str(backup)).returncode == 0
+    again = corebox(stopped, "restore", str(backup), "--replace")
+    assert again.returncode == 0, again.stderr
