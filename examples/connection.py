@@ -1,10 +1,13 @@
-"""How the examples reach a local corebox, in this order:
+"""How the examples reach a local corebox.
 
-1. `COREBOX_API_KEY` (and `COREBOX_BASE_URL`, default `http://127.0.0.1:8800/v1`);
-2. `OPENAI_BASE_URL` and `OPENAI_API_KEY`, which the banner's `next` line exports and the
-   SDK reads by itself;
-3. the default project's key file that the first `make run` saved
-   (`$XDG_DATA_HOME/corebox/default-project.key`, else under `~/.local/share`).
+The key, the first of: `COREBOX_API_KEY`; `OPENAI_API_KEY` with `OPENAI_BASE_URL`, which
+the banner's `next` line exports; the default project's key file that the first
+`make run` saved (`$XDG_DATA_HOME/corebox/default-project.key`, else under
+`~/.local/share`).
+
+The API's address, the first of: `COREBOX_BASE_URL`; `OPENAI_BASE_URL`; `COREBOX_URL`
+(the server's address, as the `corebox` commands take it) with `/v1`;
+`http://127.0.0.1:8800/v1`.
 """
 
 from __future__ import annotations
@@ -25,17 +28,26 @@ HOW = (
 
 def client() -> OpenAI | None:
     """A client for corebox, or None (and how to give a key, on stderr) when there is no key."""
-    base_url = os.environ.get("COREBOX_BASE_URL", DEFAULT_BASE_URL)
+    base_url = _base_url()
     key = os.environ.get("COREBOX_API_KEY")
     if key:
         return OpenAI(base_url=base_url, api_key=key)
     if os.environ.get("OPENAI_BASE_URL") and os.environ.get("OPENAI_API_KEY"):
-        return OpenAI()
+        return OpenAI(base_url=base_url)
     saved = _default_data_dir() / "default-project.key"
     if saved.is_file():
         return OpenAI(base_url=base_url, api_key=saved.read_text().strip())
     print(HOW, file=sys.stderr)
     return None
+
+
+def _base_url() -> str:
+    """The API's address (see the module's docstring)."""
+    for name in ("COREBOX_BASE_URL", "OPENAI_BASE_URL"):
+        if os.environ.get(name):
+            return os.environ[name]
+    server = os.environ.get("COREBOX_URL")
+    return f"{server.rstrip('/')}/v1" if server else DEFAULT_BASE_URL
 
 
 def run(main: Callable[[], int]) -> int:

@@ -17,7 +17,13 @@ EXAMPLES = ROOT / "examples"
 
 
 # The variables the examples read a key or an address from (`examples/connection.py`).
-CONNECTION = ("COREBOX_API_KEY", "COREBOX_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL")
+CONNECTION = (
+    "COREBOX_API_KEY",
+    "COREBOX_BASE_URL",
+    "COREBOX_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+)
 
 
 def run_example(server: Server, name: str, *args: str) -> str:
@@ -72,6 +78,22 @@ def test_examples_use_the_variables_the_banner_exports(server: Server, tmp_path:
         "OPENAI_API_KEY": API_KEY,
         "XDG_DATA_HOME": str(tmp_path),  # no saved key file to fall back on
     }
+    done = start("quickstart.py", (), env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello from corebox!\nand again\n"
+
+
+@pytest.mark.parametrize(
+    "address", [("OPENAI_BASE_URL", "/v1"), ("COREBOX_URL", ""), ("COREBOX_BASE_URL", "/v1")]
+)
+def test_a_corebox_key_goes_to_the_address_the_environment_names(
+    server: Server, address: tuple[str, str]
+) -> None:
+    # With COREBOX_API_KEY set (as the README's messaging walk-through exports it), the
+    # address still comes from what the shell says: the banner's OPENAI_BASE_URL, or
+    # COREBOX_URL as the corebox commands take it, not a default port.
+    name, suffix = address
+    env = {"COREBOX_API_KEY": API_KEY, name: f"{server.base_url}{suffix}"}
     done = start("quickstart.py", (), env)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Hello from corebox!\nand again\n"
