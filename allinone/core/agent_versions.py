@@ -233,11 +233,11 @@ class Deployments:
         await self.version(project, agent_id, version)
         now = self._clock.now()
 
-        async def job(tx: Tx) -> dict[str, Any] | None:
+        async def job(tx: Tx) -> dict[str, Any]:
             before = await version_rows.deployment(tx, agent_id, name)
             pointer = await version_rows.move_deployment(tx, agent_id, name, version, expected, now)
             if pointer is None:
-                return None
+                raise _stale(name, expected, before)
             await version_rows.audit(
                 tx,
                 {
@@ -253,13 +253,25 @@ class Deployments:
                     "created_at": now,
                 },
             )
-            return await version_rows.deployment(tx, agent_id, name)
+            moved = await version_rows.deployment(tx, agent_id, name)
+            assert moved is not None  # written in this transaction
+            return moved
 
         moved = await self._db.write(job)
-        if moved is None:
-            raise Conflict(
-                f"Deployment {name!r} has moved since pointer version {expected}.",
-                code="stale_pointer_version",
-            )
         log.info("%s of agent %s: %s -> version %d", action, agent_id, name, version)
         return moved
+
+
+def _stale(name: str, expected: int | None, current: dict[str, Any] | None) -> Conflict:
+    """The refusal of a move whose expected pointer version is not the pointer's."""
+    if current is None:
+        said = (
+            f"Deployment {name!r} does not exist yet, so no pointer version {expected} can be"
+            " expected; create it with an expected pointer version of 0 (or none)."
+        )
+    else:
+        said = (
+            f"Deployment {name!r} has moved since pointer version {expected}: it is at"
+            f" pointer version {current['pointer_version']} (version {current['version']})."
+        )
+    return Conflict(said, code="stale_pointer_version")

@@ -98,11 +98,22 @@ def test_versions_pins_promotion_and_rollback(
     assert turn.x_corebox["agent_version"] == 2  # type: ignore[attr-defined]
 
     promote = f"/x/v1/agents/{agent_id}/deployments/production/promote"
+    # A pointer that does not exist yet cannot have moved: the refusal says what it is.
+    status, error = x(surface, "POST", promote, {"version": 3, "expected_pointer_version": 1})
+    assert (status, error["error"]["code"]) == (409, "stale_pointer_version"), error
+    assert error["error"]["message"] == (
+        "Deployment 'production' does not exist yet, so no pointer version 1 can be expected;"
+        " create it with an expected pointer version of 0 (or none)."
+    )
     status, moved = x(surface, "POST", promote, {"version": 3})
     assert (status, moved["version"], moved["pointer_version"]) == (200, 3, 1)
     status, error = x(surface, "POST", promote, {"version": 2, "expected_pointer_version": 0})
     assert status == 409, error
     assert error["error"]["code"] == "stale_pointer_version"
+    assert error["error"]["message"] == (
+        "Deployment 'production' has moved since pointer version 0: it is at pointer"
+        " version 1 (version 3)."
+    )
 
     model.queue(Reply.say("production"))
     run_turn(client, agent_id=agent_id, extra_body={"x_corebox": {"deployment": "production"}})
