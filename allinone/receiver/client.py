@@ -82,10 +82,19 @@ class Http:
             exc.close()
             raise _platform_error(exc.code, raw) from None
         except (TimeoutError, urllib.error.URLError, OSError) as exc:
-            raise TransportError(f"{method} {path}: {type(exc).__name__}") from exc
+            raise TransportError(f"{method} {url}: {_unreachable(exc)}") from exc
         if not 200 <= status < 300:
             raise TransportError(f"{method} {path}: unexpected status {status}")
         return _decode(raw, f"{method} {path}"), found
+
+
+def _unreachable(exc: BaseException) -> str:
+    """Why a request got no answer, in words: `connection refused`, `timed out`."""
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if isinstance(reason, TimeoutError):
+        return "no answer (timed out)"
+    said = getattr(reason, "strerror", None) or str(reason) or type(reason).__name__
+    return f"no answer ({str(said).lower()})"
 
 
 def _decode(raw: bytes, what: str) -> dict[str, Any]:

@@ -5,6 +5,7 @@ issues nothing, so no device or instance is left whose secret nobody holds."""
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 from tests.api.test_run_control import corebox
@@ -56,3 +57,12 @@ def test_an_instance_whose_token_cannot_be_saved_is_not_registered(
     listed = corebox(*comms, "instances", "list", "--role", role_id)
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout)["data"] == []
+
+
+def test_comms_with_nothing_at_its_address_says_where_and_why() -> None:
+    with socket.socket() as held:  # bound, never listening: nothing answers there
+        held.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{held.getsockname()[1]}"
+        done = corebox("comms", "--url", nowhere, "contacts")
+    said = f"GET {nowhere}/core/v1/comms/contacts: no answer (connection refused)"
+    assert (done.returncode, done.stderr) == (1, f"corebox: error: {said}\n")
