@@ -136,15 +136,6 @@ async def drop_unknown(tx: Tx, file_row_id: str) -> None:
     )
 
 
-async def unsettled_files(q: Queryable, environment_id: str) -> int:
-    row = await q.fetchone(
-        "SELECT COUNT(*) AS n FROM environment_files WHERE environment_id = ?"
-        " AND state IN ('reserved', 'unknown')",
-        (environment_id,),
-    )
-    return 0 if row is None else int(row["n"])
-
-
 async def unsettled_rows(q: Queryable, environment_id: str) -> list[dict[str, Any]]:
     """The environment's file writes still `reserved` or `unknown`, oldest first."""
     rows = await q.fetchall(
