@@ -120,22 +120,6 @@ async def drop_reservation(tx: Tx, file_row_id: str) -> None:
     )
 
 
-async def unknown_files(q: Queryable, environment_id: str) -> list[dict[str, Any]]:
-    """The environment's file writes whose outcome is unknown (id and path)."""
-    rows = await q.fetchall(
-        "SELECT id, path FROM environment_files WHERE environment_id = ? AND state = 'unknown'",
-        (environment_id,),
-    )
-    return [dict(row) for row in rows]
-
-
-async def drop_unknown(tx: Tx, file_row_id: str) -> None:
-    """Forget a file write left unknown that is now known not to have happened."""
-    await tx.execute(
-        "DELETE FROM environment_files WHERE id = ? AND state = 'unknown'", (file_row_id,)
-    )
-
-
 async def unsettled_rows(q: Queryable, environment_id: str) -> list[dict[str, Any]]:
     """The environment's file writes still `reserved` or `unknown`, oldest first."""
     rows = await q.fetchall(

@@ -66,24 +66,22 @@ def transfer_bound(size_bytes: int) -> float:
     return 2 * OPERATION_TIMEOUT_SECONDS + steps * TRANSFER_TIMEOUT_SECONDS + OWNER_SLACK_SECONDS
 
 
-async def _settle_never_held(tx: Tx, environment_id: str) -> None:
-    """Settle the writes an older build left unknown at a path no file system holds:
-    they certainly did not happen, so they no longer block the environment's writes."""
-    for row in await env_rows.unknown_files(tx, environment_id):
-        if never_held(row["path"]):
-            await env_rows.drop_unknown(tx, row["id"])
+async def _reserve(tx: Tx, row: dict[str, Any]) -> list[dict[str, Any]]:
+    """Reserve `row` unless earlier writes to its environment are unsettled; returns
+    those (nothing reserved) or [] (reserved). A write an older build left unknown at a
+    path no file system holds certainly did not happen: it is settled here, in the same
+    read, and no longer blocks."""
+    unsettled = []
+    for earlier in await env_rows.unsettled_rows(tx, row["environment_id"]):
+        if earlier["state"] == "unknown" and never_held(earlier["path"]):
+            await env_rows.settle_file(tx, earlier["id"], "unknown", written=False)
             log.warning(
                 "environment %s: a file write left unknown at a name no file system holds "
                 "is settled as not written",
-                environment_id,
+                row["environment_id"],
             )
-
-
-async def _reserve(tx: Tx, row: dict[str, Any]) -> list[dict[str, Any]]:
-    """Reserve `row` unless earlier writes to its environment are unsettled; returns
-    those (nothing reserved) or [] (reserved)."""
-    await _settle_never_held(tx, row["environment_id"])
-    unsettled = await env_rows.unsettled_rows(tx, row["environment_id"])
+        else:
+            unsettled.append(earlier)
     if not unsettled:
         await env_rows.reserve_file(tx, row)
     return unsettled
