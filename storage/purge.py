@@ -7,9 +7,11 @@ Which tables belong to what is written out below, table by table: a table that h
 `KEPT` with the reason it outlives its owner (a layout test reads the schema and holds
 this rule, so a new table is never forgotten).
 
-`collect` returns what it removed (or, with `dry_run`, would remove): row counts per
-table and the wire ids of managed environments whose workspace directories the caller
-must remove after the commit.
+`collect` returns what it removed: row counts per table and the wire ids of managed
+environments whose workspace directories the caller must remove after the commit. A dry
+run removes the same rows inside a savepoint, counts them and the blobs still referenced
+without them, and rolls the savepoint back: what it reports is what a collection at the
+same moment removes, by construction.
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ class Collected:
     rows: dict[str, int] = field(default_factory=dict)
     sessions: list[str] = field(default_factory=list)
     workspaces: list[str] = field(default_factory=list)
+    # The blobs a row still names once the collection is done (read by a dry run only).
+    referenced: set[str] = field(default_factory=set)
 
     def add(self, table: str, count: int) -> None:
         if count:
@@ -85,78 +89,93 @@ class Collected:
 
 async def collect(tx: Tx, cutoff: int, *, now: int, dry_run: bool = False) -> Collected:
     """Purge everything deleted at or before `cutoff` (Unix seconds), and the uploaded
-    files expired at or before `now`. With `dry_run`, count it and change nothing."""
+    files expired at or before `now`. With `dry_run`, do the same inside a savepoint, read
+    what it left referenced, and roll it back: nothing changes."""
+    if not dry_run:
+        return await _collect(tx, cutoff, now)
+    await tx.execute("SAVEPOINT gc_dry_run")
+    try:
+        done = await _collect(tx, cutoff, now)
+        done.referenced = await referenced_blobs(tx)
+    finally:
+        await tx.execute("ROLLBACK TO SAVEPOINT gc_dry_run")
+        await tx.execute("RELEASE SAVEPOINT gc_dry_run")
+    return done
+
+
+async def referenced_blobs(tx: Tx) -> set[str]:
+    """The blobs an artifact or an uploaded file names."""
+    rows = await tx.fetchall(
+        "SELECT blob FROM artifacts WHERE blob IS NOT NULL"
+        " UNION SELECT blob FROM files WHERE blob IS NOT NULL"
+    )
+    return {str(row["blob"]) for row in rows}
+
+
+async def _collect(tx: Tx, cutoff: int, now: int) -> Collected:
     done = Collected()
-    done.add("files", await _rows(tx, "files", "expires_at <= ?", (now,), dry_run))
+    done.add("files", await _rows(tx, "files", "expires_at <= ?", (now,)))
     doomed = await tx.fetchall(
         "SELECT id FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at <= ? ORDER BY id",
         (cutoff,),
     )
     for row in doomed:
-        await purge_session(tx, str(row["id"]), done, dry_run=dry_run)
+        await purge_session(tx, str(row["id"]), done)
     for table in ("agents", "environment_templates", "automations", "vault_credentials", "vaults"):
-        await _tombstones(tx, table, cutoff, done, dry_run)
-    await _deleted_artifacts(tx, cutoff, done, dry_run)
-    done.add("turn_documents", await turn_documents.collect(tx, dry_run=dry_run))
+        await _tombstones(tx, table, cutoff, done)
+    await _deleted_artifacts(tx, cutoff, done)
+    done.add("turn_documents", await turn_documents.collect(tx))
     return done
 
 
-async def purge_session(tx: Tx, session_id: str, done: Collected, *, dry_run: bool) -> None:
+async def purge_session(tx: Tx, session_id: str, done: Collected) -> None:
     """Remove one session, its rows in `SESSION_CASCADE`, and the environment it made for
     itself (`owner = 'session'`) when no other session uses it. An environment made
     through `environments.create` (`owner = 'project'`) is the project's and stays."""
     done.sessions.append(session_id)
     for table in SESSION_CASCADE:
         where = SESSION_WHERE.get(table, "session_id = ?")
-        done.add(table, await _rows(tx, table, where, (session_id,), dry_run))
+        done.add(table, await _rows(tx, table, where, (session_id,)))
     row = await tx.fetchone("SELECT environment_id FROM sessions WHERE id = ?", (session_id,))
-    done.add("sessions", await _rows(tx, "sessions", "id = ?", (session_id,), dry_run))
+    done.add("sessions", await _rows(tx, "sessions", "id = ?", (session_id,)))
     environment_id = None if row is None else row["environment_id"]
     if environment_id is not None:
-        await _orphan_environment(tx, str(environment_id), session_id, done, dry_run)
+        await _orphan_environment(tx, str(environment_id), done)
 
 
-async def _orphan_environment(
-    tx: Tx, environment_id: str, session_id: str, done: Collected, dry_run: bool
-) -> None:
+async def _orphan_environment(tx: Tx, environment_id: str, done: Collected) -> None:
     environment = await tx.fetchone(
         "SELECT wire_id, type, owner FROM environments WHERE id = ?", (environment_id,)
     )
     if environment is None or environment["owner"] != "session":
         return
-    others = await tx.fetchall(
-        "SELECT id FROM sessions WHERE environment_id = ? AND id != ?",
-        (environment_id, session_id),
+    others = await tx.fetchone(
+        "SELECT COUNT(*) AS n FROM sessions WHERE environment_id = ?", (environment_id,)
     )
-    # A dry run leaves the rows of the sessions it already took: they do not count.
-    if others and {str(row["id"]) for row in others} - set(done.sessions):
+    if others is not None and int(others["n"]):
         return
     for table in ENVIRONMENT_CASCADE:
-        where = "environment_id = ?"
-        done.add(table, await _rows(tx, table, where, (environment_id,), dry_run))
-    done.add("environments", await _rows(tx, "environments", "id = ?", (environment_id,), dry_run))
+        done.add(table, await _rows(tx, table, "environment_id = ?", (environment_id,)))
+    done.add("environments", await _rows(tx, "environments", "id = ?", (environment_id,)))
     if environment["type"] == "openai_hosted":
         done.workspaces.append(str(environment["wire_id"]))
 
 
-async def _tombstones(tx: Tx, table: str, cutoff: int, done: Collected, dry_run: bool) -> None:
+async def _tombstones(tx: Tx, table: str, cutoff: int, done: Collected) -> None:
     where = "deleted_at IS NOT NULL AND deleted_at <= ?"
     if table == "agents":
         for row in await tx.fetchall(f"SELECT id FROM agents WHERE {where}", (cutoff,)):
             for child in AGENT_CASCADE:
-                done.add(child, await _rows(tx, child, "agent_id = ?", (row["id"],), dry_run))
-    done.add(table, await _rows(tx, table, where, (cutoff,), dry_run))
+                done.add(child, await _rows(tx, child, "agent_id = ?", (row["id"],)))
+    done.add(table, await _rows(tx, table, where, (cutoff,)))
 
 
-async def _deleted_artifacts(tx: Tx, cutoff: int, done: Collected, dry_run: bool) -> None:
+async def _deleted_artifacts(tx: Tx, cutoff: int, done: Collected) -> None:
     where = "deleted_at IS NOT NULL AND deleted_at <= ?"
-    done.add("artifacts", await _rows(tx, "artifacts", where, (cutoff,), dry_run))
+    done.add("artifacts", await _rows(tx, "artifacts", where, (cutoff,)))
 
 
-async def _rows(tx: Tx, table: str, where: str, params: tuple[object, ...], dry_run: bool) -> int:
-    if dry_run:
-        row = await tx.fetchone(f"SELECT COUNT(*) AS n FROM {table} WHERE {where}", params)
-        return 0 if row is None else int(row["n"])
+async def _rows(tx: Tx, table: str, where: str, params: tuple[object, ...]) -> int:
     return await tx.execute(f"DELETE FROM {table} WHERE {where}", params)
 
 

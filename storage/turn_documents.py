@@ -52,10 +52,6 @@ _UNUSED = (
 )
 
 
-async def collect(tx: Tx, *, dry_run: bool = False) -> int:
-    """Remove the documents no turn names (one pass over the turns); return how many
-    (with `dry_run`, how many would go, removing nothing)."""
-    if dry_run:
-        row = await tx.fetchone(f"SELECT COUNT(*) AS n FROM ({_UNUSED}) AS unused")
-        return 0 if row is None else int(row["n"])
+async def collect(tx: Tx) -> int:
+    """Remove the documents no turn names (one pass over the turns); return how many."""
     return await tx.execute(f"DELETE FROM turn_documents WHERE key IN ({_UNUSED})")

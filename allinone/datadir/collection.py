@@ -5,8 +5,8 @@ of `storage.purge`) in one transaction, then removes what lives outside the data
 the managed workspace directories of purged environments, and any directory under
 `workspaces/` that no environment names any more. Last, it returns freed pages to the
 filesystem (incremental vacuum; a database created before incremental vacuum existed is
-switched over by one full VACUUM). With `dry_run` nothing changes: the report says what
-would go.
+switched over by one full VACUUM). With `dry_run` nothing changes: the purge runs and is
+rolled back, so the report says what a collection at that moment would remove.
 """
 
 from __future__ import annotations
@@ -82,7 +82,10 @@ async def collect(
 
     done = await db.write(job)
     report.rows, report.sessions = done.rows, len(done.sessions)
-    report.blobs = await db.write(partial(_sweep_blobs, data_dir=data_dir, dry_run=dry_run))
+    if dry_run:
+        report.blobs = BlobStore(data_dir / BLOBS_DIR).sweep(done.referenced, dry_run=True)
+    else:
+        report.blobs = await db.write(partial(_sweep_blobs, data_dir=data_dir))
     on_progress(1, 3)
     live = await db.read(lambda r: r.fetchall("SELECT wire_id FROM environments"))
     keep = {str(row["wire_id"]) for row in live} - set(done.workspaces)
@@ -98,21 +101,10 @@ async def collect(
     return report
 
 
-async def _sweep_blobs(tx: Tx, data_dir: Path, dry_run: bool) -> list[str]:
+async def _sweep_blobs(tx: Tx, data_dir: Path) -> list[str]:
     """Remove the blobs no row references, holding the writer's lock (see
-    `storage.blobs`). A dry run sees the references a purge would have left."""
-    rows = await tx.fetchall(
-        "SELECT blob FROM artifacts WHERE blob IS NOT NULL"
-        " UNION SELECT blob FROM files WHERE blob IS NOT NULL"
-    )
-    referenced = {str(row["blob"]) for row in rows}
-    if dry_run:
-        doomed = await tx.fetchall(
-            "SELECT DISTINCT blob FROM artifacts WHERE blob IS NOT NULL AND (deleted_at IS NOT"
-            " NULL OR session_id IN (SELECT id FROM sessions WHERE deleted_at IS NOT NULL))"
-        )
-        referenced -= {str(row["blob"]) for row in doomed}
-    return BlobStore(data_dir / BLOBS_DIR).sweep(referenced, dry_run=dry_run)
+    `storage.blobs`)."""
+    return BlobStore(data_dir / BLOBS_DIR).sweep(await purge.referenced_blobs(tx))
 
 
 def _stale_workspaces(data_dir: Path, live: set[str]) -> list[str]:

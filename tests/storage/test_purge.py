@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from storage import Database, environments, purge, sessions
+from storage import Database, environments, purge, sessions, turn_documents
 from storage.database import Tx
 from tests.storage.conftest import Target
 
@@ -110,6 +110,47 @@ def test_collect_purges_only_what_retention_releases(target: Target) -> None:
     assert items_after_dry_run == 3
     assert left == ["live", "recent"]
     assert removed_plus_items == 7 + 2
+
+
+async def _artifact(tx: Tx, artifact_id: str, session_id: str, deleted_at: int | None) -> None:
+    await tx.execute(
+        "INSERT INTO artifacts (id, session_id, turn_id, environment_id, path, size_bytes,"
+        " sha256, content, created_at, deleted_at, blob) VALUES (?, ?, ?, 'e', 'a.txt', 1,"
+        " 'x', ?, 0, ?, ?)",
+        (artifact_id, session_id, f"turn_{session_id}", b"", deleted_at, f"blob_{artifact_id}"),
+    )
+
+
+def test_a_dry_run_reports_exactly_what_the_collection_then_removes(target: Target) -> None:
+    """A deleted session's turn documents count (its turns still name them until the
+    purge), and an artifact both deleted and in a purged session counts once."""
+
+    async def main() -> tuple[purge.Collected, purge.Collected, int]:
+        db = await Database.open(target("dry.db"))
+        try:
+
+            async def setup(tx: Tx) -> None:
+                await _deleted_session(tx, "old", 100)
+                await _deleted_session(tx, "live", None)
+                key = await turn_documents.key_of(tx, '{"manifest": "old"}')
+                await tx.execute("UPDATE turns SET manifest_key = ? WHERE id = 'turn_old'", (key,))
+                await _artifact(tx, "in_old", "old", 50)
+                await _artifact(tx, "deleted", "live", 50)
+                await _artifact(tx, "kept", "live", None)
+
+            await db.write(setup)
+            dry = await db.write(lambda tx: purge.collect(tx, 500, now=500, dry_run=True))
+            items = await db.read(lambda r: r.fetchone("SELECT COUNT(*) AS n FROM items"))
+            done = await db.write(lambda tx: purge.collect(tx, 500, now=500))
+            return dry, done, int(items["n"])
+        finally:
+            await db.close()
+
+    dry, done, items_after_dry_run = asyncio.run(main())
+    assert done.rows["turn_documents"] == 1 and done.rows["artifacts"] == 2
+    assert dry.rows == done.rows and dry.sessions == done.sessions == ["old"]
+    assert dry.referenced == {"blob_kept"}
+    assert items_after_dry_run == 2
 
 
 async def _environment(tx: Tx, environment_id: str, owner: str, *session_ids: str) -> None:
