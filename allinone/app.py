@@ -245,8 +245,9 @@ def build(config: Config, opened: Opened, timers: Timers, redactor: Redactor) ->
     preparations = Preparations(ids.new)  # shared by turns and workspace operations
     skills = Catalog(db, ids, clock)
     environments = _environments(
-        config, db, registry, ids, clock, recorder, ws_url, sealer, grants, preparations, skills
-    )
+        config, db, registry, ids, clock, recorder, ws_url, sealer, grants, preparations, skills,
+        seat.membership,
+    )  # fmt: skip
     reveal = redactor.add  # secrets opened for runs are kept out of the log
     providers = ModelProviders(sealer, default_provider(config), reveal)
     credentials = RunCredentials(providers, VaultSecrets(db, sealer, reveal))
@@ -299,6 +300,7 @@ def _environments(
     grants: HostGrants,
     preparations: Preparations,
     skills: Catalog,
+    membership: Membership,
 ) -> Environments:
     """Managed environments, with the blob store that holds artifact bodies and, on
     SQLite, uploaded file bodies (PostgreSQL keeps those itself, for every process)."""
@@ -307,6 +309,7 @@ def _environments(
     return Environments(
         db, registry, ids, clock, remote_url=ws_url, sealer=sealer, grants=grants,
         preparations=preparations, skills=skills, blobs=blobs, bodies=bodies, recorder=recorder,
+        membership=membership,
     )  # fmt: skip
 
 

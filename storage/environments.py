@@ -94,7 +94,7 @@ async def fail_running_initializations(tx: Tx, failure: str) -> int:
 async def reserve_file(tx: Tx, row: dict[str, Any]) -> None:
     await tx.execute(
         "INSERT INTO environment_files (id, environment_id, path, type, file_id, size_bytes,"
-        " sha256, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'reserved', ?)",
+        " sha256, state, created_at, reserved_by) VALUES (?, ?, ?, ?, ?, ?, ?, 'reserved', ?, ?)",
         (
             row["id"],
             row["environment_id"],
@@ -104,6 +104,7 @@ async def reserve_file(tx: Tx, row: dict[str, Any]) -> None:
             row["size_bytes"],
             row["sha256"],
             row["created_at"],
+            row.get("reserved_by"),
         ),
     )
 
@@ -123,7 +124,8 @@ async def drop_reservation(tx: Tx, file_row_id: str) -> None:
 async def unsettled_rows(q: Queryable, environment_id: str) -> list[dict[str, Any]]:
     """The environment's file writes still `reserved` or `unknown`, oldest first."""
     rows = await q.fetchall(
-        "SELECT id, path, state, size_bytes, sha256, created_at FROM environment_files"
+        "SELECT id, path, state, size_bytes, sha256, created_at, reserved_by"
+        " FROM environment_files"
         " WHERE environment_id = ? AND state IN ('reserved', 'unknown') ORDER BY created_at, id",
         (environment_id,),
     )

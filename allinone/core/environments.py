@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
+from allinone.core.cluster.membership import Membership
 from allinone.core.environment_setup import environment_event
 from allinone.core.errors import (
     Conflict,
@@ -128,6 +129,7 @@ class Environments:
         bodies: FileBodies,
         blobs: BlobStore | None = None,
         recorder: Recorder | None = None,
+        membership: Membership,
     ) -> None:
         self.grants = grants
         self._recorder = recorder  # tells waiting sessions how set-up goes
@@ -141,7 +143,7 @@ class Environments:
         self._ids = ids
         self._clock = clock
         self._client = WorkspaceClient(preparations)
-        self._writes = FileWrites(db, self._client, clock, DEFAULT_HARNESS)
+        self._writes = FileWrites(db, self._client, clock, DEFAULT_HARNESS, membership)
         self._initializing: dict[str, asyncio.Task[None]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 

@@ -11,8 +11,12 @@ anything else (other bytes, a symlink, a directory, a file too large to read who
 failed or unproven read) leaves it unsettled, to be looked at again at the next write.
 
 A `reserved` row is owned by the request that made it until that request ends. Rows
-owned in this process are never looked at; a row another process (sharing the database)
-may own is looked at only once it is older than the longest its transfer may take.
+owned in this process are never looked at. A row records the Core process that reserved
+it: once that process is no longer live (it stopped, or its peers found it gone; on the
+embedded SQLite default, every process before this one), no transfer of it can still
+run, and the row is looked at at once. Any other row (this process's, once its request
+ended, or a live peer's, or one from before rows named their process) is looked at only
+once it is older than the longest its transfer may take.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from enum import StrEnum
 from functools import partial
 from typing import Any
 
+from allinone.core.cluster.membership import Membership
 from allinone.core.errors import TurnConflict
 from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.workspace import (
@@ -39,6 +44,7 @@ from allinone.core.gateway.workspace import (
 from allinone.core.ids import Clock
 from allinone.core.workspace_paths import WORKSPACE, never_held
 from runtime.proto import limits
+from storage import cluster
 from storage import environments as env_rows
 from storage.database import Database, Tx
 
@@ -102,11 +108,19 @@ def _refusal(unsettled: list[dict[str, Any]]) -> TurnConflict:
 class FileWrites:
     """Reservations of environment file writes and their settlement (see the module)."""
 
-    def __init__(self, db: Database, client: WorkspaceClient, clock: Clock, harness: str) -> None:
+    def __init__(
+        self,
+        db: Database,
+        client: WorkspaceClient,
+        clock: Clock,
+        harness: str,
+        membership: Membership,
+    ) -> None:
         self._db = db
         self._client = client
         self._clock = clock
         self._harness = harness
+        self._membership = membership
         self._owned: set[str] = set()  # rows of the writes in flight in this process
 
     @contextlib.contextmanager
@@ -124,6 +138,7 @@ class FileWrites:
         """Reserve `row` (call under `owning(row["id"])`). While earlier writes are
         unsettled, settle what the workspace shows first; refuse (409) if any remain.
         A broken uniqueness rule (a file already reserved at the path) propagates."""
+        row = {**row, "reserved_by": self._membership.process_id}
         unsettled = await self._db.write(partial(_reserve, row=row))
         if not unsettled:
             return
@@ -132,18 +147,29 @@ class FileWrites:
         if unsettled:
             raise _refusal(unsettled)
 
-    def _settleable(self, row: dict[str, Any]) -> bool:
+    def _settleable(self, row: dict[str, Any], live: set[str]) -> bool:
         if row["id"] in self._owned:
             return False
         if row["state"] == "unknown":
             return True
+        owner = row["reserved_by"]
+        if owner is not None and owner not in live:
+            return True  # its process is gone, and every transfer of it
         age = self._clock.now() - int(row["created_at"])
         return age > transfer_bound(int(row["size_bytes"]))
+
+    async def _live(self) -> set[str]:
+        """The Core processes that may still own a reservation. Without peers a process
+        counts as live until it stops (it writes no heartbeat), and every earlier one was
+        closed when this one joined."""
+        since = self._membership.since() if self._membership.shared else 0
+        return {str(p["id"]) for p in await self._db.read(partial(cluster.live, since=since))}
 
     async def _settle(
         self, connection: Connection, environment: dict[str, Any], rows: list[dict[str, Any]]
     ) -> None:
-        rows = [row for row in rows if self._settleable(row)]
+        live = await self._live()
+        rows = [row for row in rows if self._settleable(row, live)]
         if not rows:
             return
         try:

@@ -1,4 +1,4 @@
--- corebox schema at version 37: what the numbered files make of a new database,
+-- corebox schema at version 38: what the numbered files make of a new database,
 -- which starts from here. Written by `make schema` (storage.migrations.snapshot()); not edited by hand.
 
 CREATE TABLE projects (
@@ -312,7 +312,7 @@ CREATE TABLE environment_files (
     sha256 TEXT NOT NULL,
     state TEXT NOT NULL CHECK (state IN ('reserved', 'written', 'rejected', 'unknown')),
     created_at INTEGER NOT NULL
-);
+, reserved_by TEXT);
 
 CREATE TABLE artifacts (
     id TEXT PRIMARY KEY,

@@ -24,18 +24,40 @@ def _environment(client: OpenAI, server: Any) -> tuple[str, Path]:
     return environment.id, server.data_dir / WORKSPACES_DIR / wire_uuid(environment.id)
 
 
-def _leave(server: Any, environment_id: str, path: str, state: str, data: bytes, at: int) -> str:
-    """Leave a write of `data` at `path` in `state`, reserved at `at`, as a build whose
-    transfer's outcome went unknown (or that stopped mid-write) leaves it; its row id."""
+def _leave(
+    server: Any,
+    environment_id: str,
+    path: str,
+    state: str,
+    data: bytes,
+    at: int,
+    by: str | None = None,
+) -> str:
+    """Leave a write of `data` at `path` in `state`, reserved at `at` by the Core process
+    `by`, as a build whose transfer's outcome went unknown (or that stopped mid-write)
+    leaves it; its row id."""
     row_id = f"envfile_left_{environment_id}"
+    digest = hashlib.sha256(data).hexdigest()
     with databases.raw(databases.location(server.data_dir)) as db:
         db.execute(
             "INSERT INTO environment_files (id, environment_id, path, type, file_id,"
-            " size_bytes, sha256, state, created_at)"
-            " VALUES (?, ?, ?, 'inline', NULL, ?, ?, ?, ?)",
-            (row_id, environment_id, path, len(data), hashlib.sha256(data).hexdigest(), state, at),
+            " size_bytes, sha256, state, created_at, reserved_by)"
+            " VALUES (?, ?, ?, 'inline', NULL, ?, ?, ?, ?, ?)",
+            (row_id, environment_id, path, len(data), digest, state, at, by),
         )
     return row_id
+
+
+def _process(server: Any, process_id: str, stopped: bool) -> str:
+    """A Core process row: one that stopped, or one still live."""
+    now = int(time.time())
+    with databases.raw(databases.location(server.data_dir)) as db:
+        db.execute(
+            "INSERT INTO core_processes (id, host, pid, started_at, heartbeat_at, stopped_at,"
+            " stop_reason) VALUES (?, 'elsewhere', 1, ?, ?, ?, ?)",
+            (process_id, now, now, now if stopped else None, "lapsed" if stopped else None),
+        )
+    return process_id
 
 
 def _state(server: Any, row_id: str) -> str | None:
@@ -110,4 +132,45 @@ def test_a_fresh_reservation_is_left_to_its_owner(client: OpenAI, server: Any) -
     with pytest.raises(openai.ConflictError) as caught:
         _write(client, environment_id)
     assert "/workspace/live.txt (reserved)" in caught.value.message
+    assert _state(server, left) == "reserved"
+
+
+def test_a_fresh_reservation_of_a_process_that_is_gone_is_settled_at_once(
+    client: OpenAI, server: Any
+) -> None:
+    """A Core killed mid-write left its row `reserved` seconds ago: no transfer of a gone
+    process can still run, so the next write settles it without waiting out the bound."""
+    environment_id, workspace = _environment(client, server)
+    gone = _process(server, "proc_gone", stopped=True)
+    now = int(time.time())
+    left = _leave(server, environment_id, "/workspace/big.bin", "reserved", b"big", now, gone)
+    assert _write(client, environment_id) == "/workspace/next.txt"
+    assert _state(server, left) is None
+    assert not (workspace / "big.bin").exists()
+
+
+def test_a_fresh_reservation_of_a_live_process_is_left_to_it(client: OpenAI, server: Any) -> None:
+    environment_id, _ = _environment(client, server)
+    live = _process(server, "proc_live", stopped=False)
+    now = int(time.time())
+    left = _leave(server, environment_id, "/workspace/live.txt", "reserved", b"live", now, live)
+    with pytest.raises(openai.ConflictError):
+        _write(client, environment_id)
+    assert _state(server, left) == "reserved"
+
+
+def test_a_fresh_reservation_of_this_process_waits_for_the_bound(
+    client: OpenAI, server: Any
+) -> None:
+    """A row this process reserved, whose request is over, may still have a transfer
+    finishing in the Runtime: it waits out the bound, however long ago this process
+    started (the embedded default writes no heartbeat, and is live until it stops)."""
+    environment_id, _ = _environment(client, server)
+    with databases.raw(databases.location(server.data_dir)) as db:
+        [me] = db.execute("SELECT id FROM core_processes WHERE stopped_at IS NULL")
+        db.execute("UPDATE core_processes SET heartbeat_at = 1 WHERE id = ?", (me["id"],))
+    now = int(time.time())
+    left = _leave(server, environment_id, "/workspace/mine.txt", "reserved", b"m", now, me["id"])
+    with pytest.raises(openai.ConflictError):
+        _write(client, environment_id)
     assert _state(server, left) == "reserved"
