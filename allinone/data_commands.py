@@ -123,7 +123,7 @@ def _bundle(args: argparse.Namespace, data_dir: Path) -> str:
         except OSError as exc:
             staged.unlink(missing_ok=True)
             raise bundles.BundleError(f"cannot write {target}: {exc.strerror}") from exc
-        return f"export {target}: {len(data)} bytes"
+        return f"export {target}: {len(data)} bytes from project {project}"
     try:
         data = Path(args.file).read_bytes()
     except OSError as exc:
@@ -131,11 +131,12 @@ def _bundle(args: argparse.Namespace, data_dir: Path) -> str:
     with Bar("import", sys.stderr, unit="sessions") as bar:
         added = bundles.import_bundle(data_dir, data, project, on_progress=bar)
     total = sum(added.values())
+    into = f"import {args.file} into project {project}"
     if not added:
-        return f"import {args.file}: 0 rows added (the bundle holds no rows)"
+        return f"{into}: 0 rows added (the bundle holds no rows)"
     if total == 0:  # ids are kept, so a row already on this server is not added
-        return f"import {args.file}: 0 rows added (every row in it is already on this server)"
-    return f"import {args.file}: {total} rows added"
+        return f"{into}: 0 rows added (every row in it is already on this server)"
+    return f"{into}: {total} rows added"
 
 
 async def _gc(

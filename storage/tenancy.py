@@ -15,9 +15,9 @@ async def insert_project(tx: Tx, project_id: str, name: str, now: int) -> None:
 
 
 async def default_project(q: Queryable) -> dict[str, Any] | None:
-    row = await q.fetchone(
-        "SELECT * FROM projects WHERE archived_at IS NULL ORDER BY created_at, id LIMIT 1"
-    )
+    """The first project created, archived or not: archiving it hands what it was granted
+    as the default to no other project."""
+    row = await q.fetchone("SELECT * FROM projects ORDER BY created_at, id LIMIT 1")
     return record(row)
 
 

@@ -375,16 +375,21 @@ def _named(rows: list[sqlite3.Row], ids: list[str] | None, none: str) -> list[sq
 
 
 def default_project(data_dir: Path) -> str:
-    """The data directory's default project (its oldest live one)."""
+    """The data directory's default project (its first one); refused when it is archived,
+    since no other project takes its place."""
     conn = _connect(data_dir)
     try:
         row = conn.execute(
-            "SELECT id FROM projects WHERE archived_at IS NULL ORDER BY created_at, id LIMIT 1"
+            "SELECT id, archived_at FROM projects ORDER BY created_at, id LIMIT 1"
         ).fetchone()
     finally:
         conn.close()
     if row is None:
         raise BundleError(f"no project in {data_dir}")
+    if row["archived_at"] is not None:
+        raise BundleError(
+            f"the default project {row['id']} is archived; name a project with --project"
+        )
     return str(row["id"])
 
 

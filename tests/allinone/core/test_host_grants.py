@@ -64,3 +64,39 @@ def test_grants_decide_roots_and_unconfined_commands(tmp_path: Path) -> None:
             await db.close()
 
     asyncio.run(main())
+
+
+def test_archiving_the_default_project_hands_its_grants_to_no_other(tmp_path: Path) -> None:
+    """The default project is the first one created: once it is archived, the next start
+    neither gives a later project its roots and trust nor makes a new default."""
+    data, home = tmp_path / "data", tmp_path / "home"
+    for path in (data, home / "src"):
+        path.mkdir(parents=True)
+
+    async def main() -> None:
+        db = await Database.open(data / "corebox.db")
+        clock = Clock()
+        ids = Ids(clock)
+        try:
+            first = await ensure_default_project(db, ids, clock, data, "cbx-test-key")
+
+            async def archive_first(tx: Tx) -> None:
+                await tenancy.insert_project(tx, "proj_other", "other", clock.now() + 1)
+                await tx.execute(
+                    "UPDATE projects SET archived_at = ? WHERE id = ?",
+                    (clock.now(), first.project_id),
+                )
+
+            await db.write(archive_first)
+            again = await ensure_default_project(db, ids, clock, data, "cbx-test-key")
+            assert again.project_id == first.project_id
+            count = await db.read(lambda r: r.fetchone("SELECT COUNT(*) AS n FROM projects"))
+            assert count is not None and count["n"] == 2
+            grants = HostGrants(db, clock, (home,), data, {"kind": "none"})
+            await grants.load()
+            assert grants.refusal("proj_other", str(home / "src")) is not None
+            assert not grants.commands_allowed("proj_other")
+        finally:
+            await db.close()
+
+    asyncio.run(main())

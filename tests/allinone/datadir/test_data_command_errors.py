@@ -4,12 +4,14 @@ exit status 1: no traceback, no temporary file's name, no file left half made.""
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 from allinone.datadir.bundle import default_project
 from allinone.datadir.collection import DATABASE_FILE
 from tests.allinone.datadir.test_gc import corebox
-from tests.conftest import Server
+from tests.conftest import Server, start_server
+from tests.support import databases
 
 
 def refused(done: subprocess.CompletedProcess[str], said: str) -> None:
@@ -35,12 +37,32 @@ def test_export_refuses_what_it_cannot_find_or_write(server: Server, tmp_path: P
     project = corebox(data_dir, "export", "-o", str(bundle), "--project", "proj_missing")
     refused(project, "there is no project proj_missing")
     made = corebox(data_dir, "export", "-o", str(bundle))
-    assert made.returncode == 0, made.stderr
     project_id = default_project(data_dir)
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.endswith(f" bytes from project {project_id}\n"), made.stdout
     for flag, kind in (("--sessions", "session"), ("--agents", "agent")):
         mistyped = corebox(data_dir, "export", "-o", str(bundle), flag, "x_nope", "x_gone")
         refused(mistyped, f"project {project_id} has no {kind} x_gone, x_nope (or it is deleted)")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.bundle"]
+
+
+def test_export_and_import_refuse_an_archived_default_project(tmp_path: Path) -> None:
+    """No other project stands in for an archived default: a bundle without --project
+    would silently be another project's."""
+    data_dir = tmp_path / "data"
+    start_server(data_dir).stop()
+    project_id = default_project(data_dir)
+    with databases.raw(databases.location(data_dir)) as db:
+        db.execute(
+            "INSERT INTO projects (id, name, created_at) VALUES ('proj_second', 'second', ?)",
+            (int(time.time()) + 1,),
+        )
+        db.execute("UPDATE projects SET archived_at = 1 WHERE id = ?", (project_id,))
+    said = f"the default project {project_id} is archived; name a project with --project"
+    bundle = tmp_path / "demo.bundle"
+    refused(corebox(data_dir, "export", "-o", str(bundle)), said)
+    bundle.write_text("{}")
+    refused(corebox(data_dir, "import", str(bundle)), said)
 
 
 def test_import_names_a_file_it_cannot_read(server: Server, tmp_path: Path) -> None:
