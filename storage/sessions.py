@@ -125,13 +125,15 @@ async def is_deleted(q: Queryable, session_id: str) -> bool:
     return row is None or row["deleted_at"] is not None
 
 
-async def next_event_seq(tx: Tx, session_id: str) -> int:
-    """Take the session's next journal sequence (one statement)."""
+async def next_event_seq(tx: Tx, session_id: str, now: int) -> int:
+    """Take the session's next journal sequence (one statement); something happened in
+    the session, so it was active at `now` (never moved back)."""
     # fetchall steps the statement to its end, so nothing is left open in the transaction.
     rows = await tx.fetchall(
-        "UPDATE sessions SET event_seq = event_seq + 1 WHERE id = ?"
+        "UPDATE sessions SET event_seq = event_seq + 1, last_active_at ="
+        " CASE WHEN last_active_at < ? THEN ? ELSE last_active_at END WHERE id = ?"
         " RETURNING event_seq, journal_key",
-        (session_id,),
+        (now, now, session_id),
     )
     assert rows
     # The job's appends then name the session by its key instead of looking it up.
@@ -145,10 +147,6 @@ async def set_event_seq(tx: Tx, session_id: str, seq: int) -> None:
     await tx.execute(
         "UPDATE sessions SET event_seq = ? WHERE id = ? AND event_seq < ?", (seq, session_id, seq)
     )
-
-
-async def touch(tx: Tx, session_id: str, now: int) -> None:
-    await tx.execute("UPDATE sessions SET last_active_at = ? WHERE id = ?", (now, session_id))
 
 
 async def update(

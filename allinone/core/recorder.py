@@ -210,7 +210,7 @@ class Recorder:
         key = (_SEQ, session_id)
         seq: int | None = tx.memo.get(key)
         if seq is None:
-            seq = await sessions.next_event_seq(tx, session_id)
+            seq = await sessions.next_event_seq(tx, session_id, self._clock.now())
         else:
             seq += 1
             tx.before_end(key, partial(sessions.set_event_seq, tx, session_id, seq))

@@ -95,3 +95,16 @@ def test_a_session_cannot_reference_another_projects_vault(surface: Surface) -> 
         agent={"model": "scripted"}, environment={"type": "none"}, input="x", vault_ids=[vault.id]
     )
     assert session.vault_ids == [vault.id]
+
+
+def test_a_session_was_last_active_when_its_turn_ended(client: OpenAI) -> None:
+    """`last_active_at` is when the session was last active (the SDK's words): a turn
+    that runs on after its input moves it, up to the turn's end."""
+    session_id = _session(client, "/sleep 2100\n/say done", agent={"model": "scripted"})
+    session = client.beta.agents.sessions.retrieve(session_id)
+    turn = client.beta.agents.sessions.turns.list(session_id).data[0]
+    assert turn.status == "completed" and turn.completed_at is not None
+    assert turn.completed_at > session.created_at
+    assert session.last_active_at >= turn.completed_at
+    listed = [s for s in client.beta.agents.sessions.list(limit=100) if s.id == session_id]
+    assert listed[0].last_active_at == session.last_active_at

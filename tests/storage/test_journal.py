@@ -116,7 +116,7 @@ async def _append_all(
         async def job(tx: Tx, start: int = start) -> list[str]:
             out = []
             for index in range(start, min(start + 7, count)):
-                seq = await sessions.next_event_seq(tx, "s")
+                seq = await sessions.next_event_seq(tx, "s", 0)
                 event_id = f"evt_{index:028x}"
                 type_ = rng.choice(TYPES)
                 body = _body(rng, index)
@@ -169,7 +169,7 @@ def test_a_delta_whose_latest_delta_is_not_the_stored_row_is_still_stored(
         async def job(tx: Tx) -> list[str]:
             out = []
             for text in texts:
-                seq = await sessions.next_event_seq(tx, "s")
+                seq = await sessions.next_event_seq(tx, "s", 0)
                 body = {"session_id": "s", "turn_id": "t", "item_id": "m", "delta": text}
                 event = (f"evt_{next(ids):028x}", delta, body)
                 await journal.append_compact(tx, bases, "s", seq, event)

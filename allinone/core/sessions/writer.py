@@ -10,7 +10,7 @@ from allinone.core.ids import Clock, Ids
 from allinone.core.recorder import Recorder
 from allinone.core.sessions.batch import Slot
 from storage import items as item_rows
-from storage import sessions, turn_inputs, turns
+from storage import turn_inputs, turns
 from storage.database import Tx
 from storage.errors import Conflict as StorageConflict
 
@@ -37,7 +37,6 @@ class Writer:
         await self._recorder.emit_turn(tx, "agent.session.turn.created", turn_id)
         await self._recorder.emit_session(tx, session_id, "agent.session.in_progress")
         await self.user_items(tx, session_id, turn_id, messages, announce=False)
-        await sessions.touch(tx, session_id, now)
         return turn_id
 
     async def record(
