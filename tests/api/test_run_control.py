@@ -76,14 +76,21 @@ def command(
     return call(server, "POST", path, {"action": action, **body}, key)
 
 
+# A command still `accepted` after this long never settles: the test fails, not hangs.
+NEVER_SETTLES = 60.0
+
+
 def settled(server: Server, command_id: str) -> dict[str, Any]:
     """The command once it left `accepted`."""
+    give_up = time.monotonic() + NEVER_SETTLES
     while True:
         reply = call(server, "GET", f"/x/v1/commands/{command_id}")
         assert reply.status_code == 200
         row: dict[str, Any] = reply.json()
         if row["status"] != "accepted":
             return row
+        assert time.monotonic() < give_up, f"command {command_id} is still accepted: {row}"
+        time.sleep(0.02)
 
 
 def start(client: OpenAI, script: str) -> str:
@@ -211,6 +218,33 @@ def test_two_concurrent_resumes_apply_exactly_once_and_cancel_ends_a_paused_turn
             late = command(server, session_id, "resume", turn_id=cancel.json()["turn_id"])
             assert (late.json()["status"], late.json()["reason"]) == ("rejected", "terminal")
             assert assistant(client, session_id) == ["a"]
+    finally:
+        server.stop()
+
+
+def test_a_cancel_asked_while_a_pause_is_under_way_ends_the_turn_cancelled(
+    tmp_path: Path,
+) -> None:
+    """Pause, then cancel at once, on running turns: the Run stops at its checkpoint for
+    the pause, before or after the cancel reaches it; either way the turn ends cancelled
+    there (never `completed` with the rest of its script unrun, never left paused with
+    the cancel open), the cancel applied and the pause expired by it."""
+    server = start_server(tmp_path / "data")
+    try:
+        with sdk(server) as client:
+            sessions = [start(client, "/say a\n/sleep 1500\n/say b") for _ in range(4)]
+            asked = []
+            for session_id in sessions:
+                pause = command(server, session_id, "pause")
+                cancel = command(server, session_id, "cancel")
+                assert (pause.status_code, cancel.status_code) == (202, 202)
+                asked.append((session_id, pause.json()["id"], cancel.json()["id"]))
+            for session_id, pause_id, cancel_id in asked:
+                assert settled(server, cancel_id)["status"] == "applied", session_id
+                pause = settled(server, pause_id)
+                assert (pause["status"], pause["reason"]) == ("expired", "turn_cancelled")
+                assert run_state(client, session_id)["status"] == "cancelled"
+                assert assistant(client, session_id) == ["a"]
     finally:
         server.stop()
 

@@ -24,7 +24,7 @@ from allinone.core.gateway.subscriptions import ObservationError, RunSubscriptio
 from allinone.core.gateway.workspace import WorkspaceUnavailable
 from allinone.core.orchestration.collaborators import Collaborators
 from allinone.core.orchestration.delivery import Delivery
-from allinone.core.orchestration.pausing import Pausing
+from allinone.core.orchestration.pausing import CANCEL_ASKED, Pausing
 from allinone.core.orchestration.projector import ContractViolation, Fenced, RunProjection
 from allinone.core.orchestration.recovery import Recovery
 from runtime.proto import run as wire_run
@@ -193,15 +193,21 @@ class Observation:
                 "The cancellation was not confirmed in time; the turn's effects are unknown.",
             )
             return
-        if self._cancellation is None and self._pausing.paused(done):
-            self.paused = await self._pausing.apply()
-            return
+        # A Run that stopped at a checkpoint for a pause, with nothing since, ends there
+        # cancelled when a cancel was asked meanwhile, whatever the cancel's receipt says
+        # (it may come after the Run ended).
+        stopped = self._pausing.paused(done)
+        if stopped and self._cancellation is None:
+            phase = await self._pausing.apply()
+            if phase != CANCEL_ASKED:
+                self.paused = phase == "paused"
+                return
         # Capture and settlement are bounded by their own timers; the lease is kept
         # while they run.
         keeper = asyncio.create_task(self._keep_lease(), name=f"lease-{self._run.turn_id}")
         try:
             captured = await self._capture()
-            await self._settle(done, captured)
+            await self._settle(done, captured, cancelled_at_checkpoint=stopped)
         finally:
             keeper.cancel()
             await asyncio.wait({keeper})  # re-raises only this task's own cancellation
@@ -349,9 +355,12 @@ class Observation:
             return None
         return ack.applied
 
-    async def _settle(self, done: wire_run.Done, captured: bool) -> None:
-        """Settle from `done`; after a cancellation the receipt decides the outcome."""
-        confirmed = await self._confirmed()
+    async def _settle(
+        self, done: wire_run.Done, captured: bool, cancelled_at_checkpoint: bool = False
+    ) -> None:
+        """Settle from `done`; after a cancellation the receipt decides the outcome,
+        unless the Run stopped at a checkpoint, where a cancel asked ends it cancelled."""
+        confirmed = True if cancelled_at_checkpoint else await self._confirmed()
         try:
             # Through a storage fault the settlement is retried until storage is back,
             # rather than left for the lease to expire.

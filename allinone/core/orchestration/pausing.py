@@ -7,8 +7,11 @@ is then suspended `paused` (no lease, no device, its status kept) and the open p
 commands are applied, all in one fenced transaction. A resume accepted meanwhile (only a
 pause kill switch cleared with `resume` sends one to a turn still pausing,
 control/commands.py) and newer than every open pause leaves the turn `resuming` instead,
-to be re-claimed at once; the re-claim applies it. A Run that ends otherwise settles as
-it would have, and the pause and resume commands expire with it.
+to be re-claimed at once; the re-claim applies it. A cancel asked while the pause was
+under way wins: the Run stopped at a checkpoint with nothing since, so the turn ends
+cancelled there (`CANCEL_ASKED`; the observation settles it), the cancel applied and the
+pause expired. A Run that ends otherwise settles as it would have, and the pause and
+resume commands expire with it.
 
 A drain pauses the same way, but leaves the turn `resuming` (no pause command asked for
 it): a later start re-claims it and it continues.
@@ -25,10 +28,13 @@ from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.orchestration.collaborators import Collaborators
 from allinone.core.orchestration.projector import RunProjection
 from runtime.proto import run as wire_run
-from storage import checkpoints, commands
+from storage import checkpoints, commands, turns
 from storage.database import Tx
 
 log = logging.getLogger(__name__)
+
+# What `Pausing.apply` answers when a cancel was asked before the pause applied.
+CANCEL_ASKED = "cancel_asked"
 
 
 class Pausing:
@@ -71,12 +77,17 @@ class Pausing:
         said = (done.metadata or {}).get(wire_run.PAUSED_METADATA_KEY) == "true"
         return self.sent and said and not self._run.inflight
 
-    async def apply(self) -> bool:
-        """Suspend the turn `paused` and apply its open pause commands (fenced)."""
+    async def apply(self) -> str | None:
+        """Suspend the turn `paused` (or `resuming`) and apply its open pause commands
+        (fenced); the phase, `CANCEL_ASKED` when a cancel came first (nothing is changed
+        then), or None when the Run no longer holds the turn."""
         run = self._run
         now = self._parts.clock.now()
 
         async def job(tx: Tx) -> str | None:
+            row = await turns.get(tx, run.turn_id)
+            if row is not None and row["cancel_requested_at"] is not None:
+                return CANCEL_ASKED
             asked = await commands.open_pauses(tx, run.turn_id)
             # A resume sent while the pause was under way (a pause kill switch cleared
             # with `resume`), and no pause asked since: re-claimed at once, as after a
@@ -91,6 +102,6 @@ class Pausing:
             return phase
 
         phase = await self._parts.db.write_durably(job)
-        if phase is not None:
+        if phase not in (None, CANCEL_ASKED):
             log.info("turn %s stopped at its checkpoint (%s)", run.turn_id, phase)
-        return phase == "paused"
+        return phase
