@@ -21,6 +21,7 @@ import pytest
 from openai import OpenAI
 
 from allinone.core.gateway.workspace import wire_uuid
+from allinone.datadir.bundle import default_project
 from tests.api.support import database_state, http
 from tests.conftest import API_KEY, ROOT, Server, start_server
 from tests.support.sdk import sdk_client
@@ -280,9 +281,10 @@ def test_export_shows_progress_on_a_terminal_and_nothing_extra_through_a_pipe(
     piped = corebox(own_server.data_dir, "export", "-o", str(tmp_path / "piped.bundle"))
     assert piped.returncode == 0, piped.stderr
     assert piped.stderr == ""
+    project = default_project(own_server.data_dir)
     assert piped.stdout.splitlines() == [
         f"export {tmp_path / 'piped.bundle'}: "
-        + (f"{(tmp_path / 'piped.bundle').stat().st_size} bytes")
+        + f"{(tmp_path / 'piped.bundle').stat().st_size} bytes from project {project}"
     ]
 
     main, terminal = pty.openpty()
