@@ -18,14 +18,18 @@ Rows carry their columns as readers see them (JSON columns as text; a turn as th
 secrets, run-state tokens, idempotency keys. Secrets are never exported: a session's
 sealed model key, an environment's secrets and the vaults a session names are listed in
 `needs_reentry` instead (an environment's sealed inputs are listed for every
-environment). Sessions with an active turn are left out (listed as such). Environment
-templates, automations and uploaded files (`/v1/files`) are the project's own: carried
-when the export is not narrowed to named agents or sessions. A file's row travels
-without its body, which is in `file_bodies` under its sha256, once however many files
-share it. The sealed parts of templates and automations stay behind (listed in
-`needs_reentry`): an imported template has no confidential inputs until they are set
-again, and an imported automation keeps its schedule and status but fails each run,
-naming why, until its target is updated. Version 1 bundles (without templates and
+environment). Sessions with an active turn are left out (listed as such). The
+environments carried are those the exported sessions use and, in a whole-project
+export, every one the project made through `environments.create` (`owner` `project`),
+used or not; each keeps its owner (one from a bundle written before environments had
+owners imports as a session's own, the schema's default). Environment templates,
+automations and uploaded files (`/v1/files`) are the project's own: carried when the
+export is not narrowed to named agents or sessions. A file's row travels without its
+body, which is in `file_bodies` under its sha256, once however many files share it.
+The sealed parts of templates and automations stay behind (listed in `needs_reentry`):
+an imported template has no confidential inputs until they are set again, and an
+imported automation keeps its schedule and status but fails each run, naming why,
+until its target is updated. Version 1 bundles (without templates and
 automations) and version 2 bundles (without files) still import.
 
 Import is idempotent: a row whose id exists is left as it is, so importing twice adds
@@ -239,14 +243,9 @@ def _export(
         session = _session(conn, blobs, row, reentry)
         if session is not None:
             exported.append(session)
-    environment_ids = sorted({r["environment_id"] for r in session_rows if r["environment_id"]})
-    environments = [
-        _environment(r, reentry)
-        for r in _select(conn, "environments", "project_id = ?", project_id)
-        if r["id"] in environment_ids
-    ]
     on_progress(len(session_rows), len(session_rows))
     whole_project = agent_ids is None and session_ids is None
+    environments = _environments(conn, project_id, exported, whole_project, reentry)
     return {
         "header": {
             "format": FORMAT,
@@ -353,6 +352,23 @@ def _child(table: str, row: sqlite3.Row, blobs: BlobStore) -> dict[str, Any]:
         body = blobs.read(row["blob"]) if row["blob"] else bytes(row["content"] or b"")
         data["content_base64"] = base64.b64encode(body).decode()
     return data
+
+
+def _environments(
+    conn: sqlite3.Connection,
+    project_id: str,
+    sessions: list[dict[str, Any]],
+    whole_project: bool,
+    reentry: list[dict[str, str]],
+) -> list[dict[str, Any]]:
+    """The environments the exported `sessions` use and, for a whole-project export,
+    every one the project owns (made through `environments.create`), used or not."""
+    used = {s["environment_id"] for s in sessions if s["environment_id"]}
+    return [
+        _environment(r, reentry)
+        for r in _select(conn, "environments", "project_id = ?", project_id)
+        if r["id"] in used or (whole_project and r["owner"] == "project")
+    ]
 
 
 def _environment(row: sqlite3.Row, reentry: list[dict[str, str]]) -> dict[str, Any]:
