@@ -204,7 +204,9 @@ def export(
     sessions: list[str] | None = None,
     on_progress: Progress = no_progress,
 ) -> bytes:
-    """The bundle of the project's live agents and sessions (or only those named)."""
+    """The bundle of the project's live agents and sessions, or of only those named and
+    what the sessions named need (the saved agents they run, the environments they use);
+    see `_export`."""
     conn = _connect(data_dir)
     try:
         conn.execute("BEGIN")  # one snapshot for the whole bundle
@@ -224,27 +226,23 @@ def _export(
     session_ids: list[str] | None,
     on_progress: Progress,
 ) -> dict[str, Any]:
+    """The whole project when neither `agent_ids` nor `session_ids` is given; else the
+    agents and sessions named, with what those sessions need: the saved agents they run
+    and the environments they use."""
     reentry: list[dict[str, str]] = []
     if conn.execute("SELECT 1 FROM projects WHERE id = ?", (project_id,)).fetchone() is None:
         raise BundleError(f"there is no project {project_id}")
-    agent_rows = _named(
-        _select(conn, "agents", "project_id = ? AND deleted_at IS NULL", project_id),
-        agent_ids,
-        f"project {project_id} has no agent",
-    )
+    whole_project = agent_ids is None and session_ids is None
+    agent_rows = _live(conn, "agents", project_id)
+    named = _named(agent_rows, agent_ids, f"project {project_id} has no agent", whole_project)
     session_rows = _named(
-        _select(conn, "sessions", "project_id = ? AND deleted_at IS NULL", project_id),
+        _live(conn, "sessions", project_id),
         session_ids,
         f"project {project_id} has no session",
+        whole_project,
     )
-    exported = []
-    for index, row in enumerate(session_rows):
-        on_progress(index, len(session_rows))
-        session = _session(conn, blobs, row, reentry)
-        if session is not None:
-            exported.append(session)
-    on_progress(len(session_rows), len(session_rows))
-    whole_project = agent_ids is None and session_ids is None
+    exported = _sessions(conn, blobs, session_rows, reentry, on_progress)
+    needed = {r["id"] for r in named} | {s["agent_id"] for s in exported}
     environments = _environments(conn, project_id, exported, whole_project, reentry)
     return {
         "header": {
@@ -252,7 +250,7 @@ def _export(
             "version": VERSION,
             "created_at": int(time.time()),
         },
-        "agents": [_agent(conn, r) for r in agent_rows],
+        "agents": [_agent(conn, r) for r in agent_rows if r["id"] in needed],
         "environments": environments,
         "sessions": exported,
         **{
@@ -263,6 +261,25 @@ def _export(
         **(_files(conn, blobs, project_id) if whole_project else {}),
         "needs_reentry": sorted(reentry, key=lambda e: (e["kind"], e["id"], e["what"])),
     }
+
+
+def _sessions(
+    conn: sqlite3.Connection,
+    blobs: BlobStore,
+    rows: list[sqlite3.Row],
+    reentry: list[dict[str, str]],
+    on_progress: Progress,
+) -> list[dict[str, Any]]:
+    """The sessions of `rows` with everything under them, less those with an active
+    turn (listed in `reentry`)."""
+    exported = []
+    for index, row in enumerate(rows):
+        on_progress(index, len(rows))
+        session = _session(conn, blobs, row, reentry)
+        if session is not None:
+            exported.append(session)
+    on_progress(len(rows), len(rows))
+    return exported
 
 
 def _files(conn: sqlite3.Connection, blobs: BlobStore, project_id: str) -> dict[str, Any]:
@@ -379,11 +396,14 @@ def _environment(row: sqlite3.Row, reentry: list[dict[str, str]]) -> dict[str, A
     return _row("environments", row)
 
 
-def _named(rows: list[sqlite3.Row], ids: list[str] | None, none: str) -> list[sqlite3.Row]:
-    """The rows `ids` names (all of them when None); refuse an id none of them has, so
-    that a mistyped id is not exported as an empty bundle."""
+def _named(
+    rows: list[sqlite3.Row], ids: list[str] | None, none: str, whole_project: bool
+) -> list[sqlite3.Row]:
+    """The rows `ids` names; when it is None, all of them in a whole-project export and
+    none in a narrowed one. Refuse an id none of them has, so that a mistyped id is not
+    exported as an empty bundle."""
     if ids is None:
-        return rows
+        return rows if whole_project else []
     missing = sorted(set(ids) - {r["id"] for r in rows})
     if missing:
         raise BundleError(f"{none} {', '.join(missing)} (or it is deleted)")

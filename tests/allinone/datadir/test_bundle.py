@@ -16,7 +16,7 @@ from typing import Any
 
 from openai import OpenAI
 
-from tests.allinone.datadir.test_gc import corebox, managed_session
+from tests.allinone.datadir.test_gc import corebox, hosted_session, managed_session
 from tests.conftest import API_KEY, Server, start_server
 
 SECRET = "vault-secret-" + "7f3a9c" * 4
@@ -253,3 +253,95 @@ def _new_turn(target: OpenAI, session_id: str) -> None:
     with target.beta.agents.sessions.stream(session_id, input="after the move") as stream:
         result = stream.get_final_result()
     assert (result.turn.status, result.output_text) == ("completed", "after the move")
+
+
+def _narrowed(data_dir: Path, tmp_path: Path, *flags: str) -> dict[str, Any]:
+    """The bundle `corebox export` writes with `flags`."""
+    path = tmp_path / "narrowed.bundle"
+    made = corebox(data_dir, "export", "-o", str(path), *flags)
+    assert made.returncode == 0, made.stderr
+    document: dict[str, Any] = json.loads(path.read_bytes())
+    return document
+
+
+def _scope(document: dict[str, Any]) -> dict[str, list[str]]:
+    reentry = [(e["kind"], e["id"]) for e in document["needs_reentry"]]
+    return {
+        "agents": [a["id"] for a in document["agents"]],
+        "environments": [e["id"] for e in document["environments"]],
+        "sessions": [s["id"] for s in document["sessions"]],
+        "reentry": [f"{kind} {id_}" for kind, id_ in reentry],
+        "project tables": sorted(
+            t for t in ("environment_templates", "automations", "files") if t in document
+        ),
+    }
+
+
+def test_a_narrowed_export_carries_only_what_its_sessions_need(tmp_path: Path) -> None:
+    """`--sessions` carries those sessions, the saved agents they run and the
+    environments they use; `--agents` those agents and no session; neither carries the
+    project's other agents and environments. A session's bundle imported elsewhere
+    exports again as it was."""
+    for side in ("a", "b"):
+        (tmp_path / side).mkdir()
+    server = start_server(tmp_path / "a" / "data")
+    try:
+        with OpenAI(base_url=server.base_url + "/v1", api_key=API_KEY, max_retries=0) as client:
+            run, idle = (client.beta.agents.create(model="scripted", name=n).id for n in "ri")
+            shared = client.beta.agents.environments.create(environment={"type": "openai_hosted"})
+            client.beta.agents.environments.create(environment={"type": "openai_hosted"})
+            named: Any = {"type": "openai_hosted", "environment_id": shared.id}
+            events = list(
+                client.beta.agents.sessions.create(
+                    agent_id=run,
+                    environment=named,
+                    input="/say saved",
+                    stream=True,
+                )
+            )
+            first = events[0].session.id  # type: ignore[union-attr]
+            second = hosted_session(client, {"type": "openai_hosted"})  # an inline agent
+            own = client.beta.agents.sessions.retrieve(second).environment.id  # type: ignore[union-attr]
+        data_dir = server.data_dir
+        first_only = _narrowed(data_dir, tmp_path, "--sessions", first)
+        assert _scope(first_only) == {
+            "agents": [run],
+            "environments": [shared.id],
+            "sessions": [first],
+            "reentry": [f"environment {shared.id}"],
+            "project tables": [],
+        }
+        assert _scope(_narrowed(data_dir, tmp_path, "--sessions", second)) == {
+            "agents": [],
+            "environments": [own],
+            "sessions": [second],
+            "reentry": [f"environment {own}"],
+            "project tables": [],
+        }
+        assert _scope(_narrowed(data_dir, tmp_path, "--agents", idle)) == {
+            "agents": [idle],
+            "environments": [],
+            "sessions": [],
+            "reentry": [],
+            "project tables": [],
+        }
+        both = _narrowed(data_dir, tmp_path, "--agents", idle, "--sessions", first)
+        assert _scope(both)["agents"] == sorted([run, idle])
+    finally:
+        server.stop()
+    _carried_elsewhere(tmp_path, first_only, first)
+
+
+def _carried_elsewhere(tmp_path: Path, document: dict[str, Any], session_id: str) -> None:
+    """`document` imported into a fresh server, then exported by its session, is the same
+    apart from the header time."""
+    other = start_server(tmp_path / "b" / "data")
+    try:
+        path = tmp_path / "session.bundle"
+        path.write_text(json.dumps(document))
+        imported = corebox(other.data_dir, "import", str(path))
+        assert imported.returncode == 0, imported.stderr
+        again = _narrowed(other.data_dir, tmp_path, "--sessions", session_id)
+    finally:
+        other.stop()
+    assert {**again, "header": None} == {**document, "header": None}
