@@ -60,8 +60,18 @@ def add_commands(commands: Any) -> None:
     out = commands.add_parser("export", parents=[common], help="write a bundle of agents/sessions")
     out.add_argument("-o", "--output", required=True, help="the bundle file to write")
     out.add_argument("--project", help="the project (default: the default project)")
-    out.add_argument("--agents", nargs="+", help="only these agents")
-    out.add_argument("--sessions", nargs="+", help="only these sessions")
+    out.add_argument(
+        "--agents",
+        nargs="+",
+        help="only these agents, with their versions and deployments (and no sessions"
+        " unless --sessions names some)",
+    )
+    out.add_argument(
+        "--sessions",
+        nargs="+",
+        help="only these sessions, with the saved agents they run and the environments they"
+        " use (without --agents, no other agent); with neither, the whole project",
+    )
     into = commands.add_parser("import", parents=[common], help="import a bundle (idempotent)")
     into.add_argument("file")
     into.add_argument("--project", help="the project (default: the default project)")

@@ -18,14 +18,18 @@ Rows carry their columns as readers see them (JSON columns as text; a turn as th
 secrets, run-state tokens, idempotency keys. Secrets are never exported: a session's
 sealed model key, an environment's secrets and the vaults a session names are listed in
 `needs_reentry` instead (an environment's sealed inputs are listed for every
-environment). Sessions with an active turn are left out (listed as such). Environment
-templates, automations and uploaded files (`/v1/files`) are the project's own: carried
-when the export is not narrowed to named agents or sessions. A file's row travels
-without its body, which is in `file_bodies` under its sha256, once however many files
-share it. The sealed parts of templates and automations stay behind (listed in
-`needs_reentry`): an imported template has no confidential inputs until they are set
-again, and an imported automation keeps its schedule and status but fails each run,
-naming why, until its target is updated. Version 1 bundles (without templates and
+environment). Sessions with an active turn are left out (listed as such). The
+environments carried are those the exported sessions use and, in a whole-project
+export, every one the project made through `environments.create` (`owner` `project`),
+used or not; each keeps its owner (one from a bundle written before environments had
+owners imports as a session's own, the schema's default). Environment templates,
+automations and uploaded files (`/v1/files`) are the project's own: carried when the
+export is not narrowed to named agents or sessions. A file's row travels without its
+body, which is in `file_bodies` under its sha256, once however many files share it.
+The sealed parts of templates and automations stay behind (listed in `needs_reentry`):
+an imported template has no confidential inputs until they are set again, and an
+imported automation keeps its schedule and status but fails each run, naming why,
+until its target is updated. Version 1 bundles (without templates and
 automations) and version 2 bundles (without files) still import.
 
 Import is idempotent: a row whose id exists is left as it is, so importing twice adds
@@ -200,7 +204,9 @@ def export(
     sessions: list[str] | None = None,
     on_progress: Progress = no_progress,
 ) -> bytes:
-    """The bundle of the project's live agents and sessions (or only those named)."""
+    """The bundle of the project's live agents and sessions, or of only those named and
+    what the sessions named need (the saved agents they run, the environments they use);
+    see `_export`."""
     conn = _connect(data_dir)
     try:
         conn.execute("BEGIN")  # one snapshot for the whole bundle
@@ -220,40 +226,31 @@ def _export(
     session_ids: list[str] | None,
     on_progress: Progress,
 ) -> dict[str, Any]:
+    """The whole project when neither `agent_ids` nor `session_ids` is given; else the
+    agents and sessions named, with what those sessions need: the saved agents they run
+    and the environments they use."""
     reentry: list[dict[str, str]] = []
     if conn.execute("SELECT 1 FROM projects WHERE id = ?", (project_id,)).fetchone() is None:
         raise BundleError(f"there is no project {project_id}")
-    agent_rows = _named(
-        _select(conn, "agents", "project_id = ? AND deleted_at IS NULL", project_id),
-        agent_ids,
-        f"project {project_id} has no agent",
-    )
+    whole_project = agent_ids is None and session_ids is None
+    agent_rows = _live(conn, "agents", project_id)
+    named = _named(agent_rows, agent_ids, f"project {project_id} has no agent", whole_project)
     session_rows = _named(
-        _select(conn, "sessions", "project_id = ? AND deleted_at IS NULL", project_id),
+        _live(conn, "sessions", project_id),
         session_ids,
         f"project {project_id} has no session",
+        whole_project,
     )
-    exported = []
-    for index, row in enumerate(session_rows):
-        on_progress(index, len(session_rows))
-        session = _session(conn, blobs, row, reentry)
-        if session is not None:
-            exported.append(session)
-    environment_ids = sorted({r["environment_id"] for r in session_rows if r["environment_id"]})
-    environments = [
-        _environment(r, reentry)
-        for r in _select(conn, "environments", "project_id = ?", project_id)
-        if r["id"] in environment_ids
-    ]
-    on_progress(len(session_rows), len(session_rows))
-    whole_project = agent_ids is None and session_ids is None
+    exported = _sessions(conn, blobs, session_rows, reentry, on_progress)
+    needed = {r["id"] for r in named} | {s["agent_id"] for s in exported}
+    environments = _environments(conn, project_id, exported, whole_project, reentry)
     return {
         "header": {
             "format": FORMAT,
             "version": VERSION,
             "created_at": int(time.time()),
         },
-        "agents": [_agent(conn, r) for r in agent_rows],
+        "agents": [_agent(conn, r) for r in agent_rows if r["id"] in needed],
         "environments": environments,
         "sessions": exported,
         **{
@@ -264,6 +261,25 @@ def _export(
         **(_files(conn, blobs, project_id) if whole_project else {}),
         "needs_reentry": sorted(reentry, key=lambda e: (e["kind"], e["id"], e["what"])),
     }
+
+
+def _sessions(
+    conn: sqlite3.Connection,
+    blobs: BlobStore,
+    rows: list[sqlite3.Row],
+    reentry: list[dict[str, str]],
+    on_progress: Progress,
+) -> list[dict[str, Any]]:
+    """The sessions of `rows` with everything under them, less those with an active
+    turn (listed in `reentry`)."""
+    exported = []
+    for index, row in enumerate(rows):
+        on_progress(index, len(rows))
+        session = _session(conn, blobs, row, reentry)
+        if session is not None:
+            exported.append(session)
+    on_progress(len(rows), len(rows))
+    return exported
 
 
 def _files(conn: sqlite3.Connection, blobs: BlobStore, project_id: str) -> dict[str, Any]:
@@ -355,6 +371,23 @@ def _child(table: str, row: sqlite3.Row, blobs: BlobStore) -> dict[str, Any]:
     return data
 
 
+def _environments(
+    conn: sqlite3.Connection,
+    project_id: str,
+    sessions: list[dict[str, Any]],
+    whole_project: bool,
+    reentry: list[dict[str, str]],
+) -> list[dict[str, Any]]:
+    """The environments the exported `sessions` use and, for a whole-project export,
+    every one the project owns (made through `environments.create`), used or not."""
+    used = {s["environment_id"] for s in sessions if s["environment_id"]}
+    return [
+        _environment(r, reentry)
+        for r in _select(conn, "environments", "project_id = ?", project_id)
+        if r["id"] in used or (whole_project and r["owner"] == "project")
+    ]
+
+
 def _environment(row: sqlite3.Row, reentry: list[dict[str, str]]) -> dict[str, Any]:
     # Its confidential inputs (environment variables, set-up commands, initial file
     # bodies) are sealed and never carried, whether or not it had any.
@@ -363,11 +396,14 @@ def _environment(row: sqlite3.Row, reentry: list[dict[str, str]]) -> dict[str, A
     return _row("environments", row)
 
 
-def _named(rows: list[sqlite3.Row], ids: list[str] | None, none: str) -> list[sqlite3.Row]:
-    """The rows `ids` names (all of them when None); refuse an id none of them has, so
-    that a mistyped id is not exported as an empty bundle."""
+def _named(
+    rows: list[sqlite3.Row], ids: list[str] | None, none: str, whole_project: bool
+) -> list[sqlite3.Row]:
+    """The rows `ids` names; when it is None, all of them in a whole-project export and
+    none in a narrowed one. Refuse an id none of them has, so that a mistyped id is not
+    exported as an empty bundle."""
     if ids is None:
-        return rows
+        return rows if whole_project else []
     missing = sorted(set(ids) - {r["id"] for r in rows})
     if missing:
         raise BundleError(f"{none} {', '.join(missing)} (or it is deleted)")

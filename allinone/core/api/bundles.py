@@ -1,7 +1,10 @@
 """`/core/v1/export` and `/core/v1/import`: bundles over HTTP for a console (Core key).
 
     POST /core/v1/export   {"project_id", "agents": [id]|null, "sessions": [id]|null}
-                           -> the bundle (application/json), as `corebox export` writes it
+                           -> the bundle (application/json), as `corebox export` writes it:
+                              the whole project when both are null; else the agents and
+                              sessions named (null naming none), with the saved agents
+                              those sessions run and the environments they use
     POST /core/v1/import?project_id=P   body: a bundle
                            -> {"object": "x_corebox.import", "project_id", "added": {...}}
 
