@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from allinone.admin import AdminError, client_for, server_options
+from allinone.admin import AdminError, client_for, server_options, url_path
 from allinone.credentials import write_secret_file
 from allinone.logs import add_format_flag
 
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     elif args.action == "list":
         result = client.all_pages("/devices")
     else:
-        result = client.call("DELETE", f"/devices/{args.device_id}")
+        result = client.call("DELETE", url_path("/devices/{}", args.device_id))
     if args.json:
         shown = dict(result) if isinstance(result, dict) else result
         if args.action == "create" and args.credential_file:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from allinone import run_control
-from allinone.admin import AdminError, request_json, server_options
+from allinone.admin import AdminError, request_json, server_options, url_path
 from allinone.progress import Bar
 
 # The public routes under /v1/agents ask for the Agents API's beta header.
@@ -59,7 +59,7 @@ def add_commands(commands: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     try:
         client = run_control.client_for(args, os.environ)
-        url = f"{client.base_url}/v1/agents/environments/{args.environment_id}"
+        url = client.base_url + url_path("/v1/agents/environments/{}", args.environment_id)
 
         def fetch() -> dict[str, Any]:
             environment: dict[str, Any] = request_json(
