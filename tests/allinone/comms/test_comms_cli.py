@@ -54,3 +54,16 @@ def test_the_servers_options_may_follow_the_subcommand(server: Server, corebox: 
         status, out, err = corebox(*argv)
         assert (status, err) == (0, ""), argv
         assert json.loads(out)["object"] == "list"
+
+
+def test_a_wrong_expected_stream_id_is_said_not_to_match(server: Server, corebox: Corebox) -> None:
+    where = ("--url", server.base_url)
+    made = corebox("roles", "create", "--name", "rotated", *where)
+    role = json.loads(made[1])
+    wrong = ("--role", role["id"], "--expected-stream-id", "cstream_wrong", *where)
+    status, out, err = corebox("stream", "rotate", *wrong)
+    assert (status, out) == (1, "")
+    assert (
+        "The expected stream id cstream_wrong does not match the role's current stream id"
+        f" {role['stream_id']}." in err
+    ), err
