@@ -126,6 +126,9 @@ def _can_save(path: Path) -> None:
     """Refuse before a device is issued when its credential file could not be written."""
     if path.exists():
         raise AdminError(f"{path} already exists; choose a new credential file")
+    if not path.parent.is_dir():
+        missing = "is not a directory" if path.parent.exists() else "does not exist"
+        raise AdminError(f"cannot write {path}: {path.parent} {missing}")
     if not os.access(path.parent, os.W_OK | os.X_OK):
         raise AdminError(f"cannot write {path}: {path.parent} is not a writable directory")
 

@@ -144,6 +144,9 @@ def _register(http: Http, args: argparse.Namespace) -> dict[str, Any]:
     target = Path(args.token_file)
     if target.exists():
         raise ConfigError(f"{target} already exists; choose a new token file")
+    if not target.parent.is_dir():
+        missing = "is not a directory" if target.parent.exists() else "does not exist"
+        raise ConfigError(f"cannot write {target}: {target.parent} {missing}")
     if not os.access(target.parent, os.W_OK | os.X_OK):
         raise ConfigError(f"cannot write {target}: {target.parent} is not a writable directory")
     found = http.call("POST", _role(args.role) + "/instances", body={"name": args.name})[0]
