@@ -53,6 +53,7 @@ KEYS = (
     "database_url",
 )
 MODEL_PROTOCOLS = ("chat_completions", "responses")
+MAX_RETENTION_DAYS = 36500
 
 
 def local_base_url(host: str, port: int) -> str:
@@ -293,8 +294,8 @@ def _retention(value: Any) -> int:
         days = float(value)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"retention_days must be a number, not {value!r}") from exc
-    if not 0 <= days <= 36500:
-        raise ConfigError(f"retention_days {days} is out of range (0 to 36500)")
+    if not 0 <= days <= MAX_RETENTION_DAYS:
+        raise ConfigError(f"retention_days {days} is out of range (0 to {MAX_RETENTION_DAYS})")
     return int(days * 86400)
 
 
