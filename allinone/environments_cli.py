@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -50,10 +51,21 @@ def add_commands(commands: Any) -> None:
     wait.add_argument("environment_id")
     wait.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         default=DEFAULT_TIMEOUT_SECONDS,
         help="give up after this many seconds (default 1800)",
     )
+
+
+def _seconds(raw: str) -> float:
+    """`--timeout`: a number of seconds more than 0."""
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds more than 0, not {raw!r}")
+    return seconds
 
 
 def main(args: argparse.Namespace) -> int:
