@@ -46,14 +46,18 @@ def add_commands(commands: Any) -> None:
     show.add_argument("environment_id")
     show.add_argument("--json", action="store_true", help="print the API's JSON")
     wait = actions.add_parser(
-        "wait", parents=[common], help="follow an environment's set-up until it ends"
+        "wait",
+        parents=[common],
+        help="follow an environment's set-up until it ends",
+        description="Follow an environment's set-up until it ends. Exit status: 0 ready,"
+        " 1 failed, 2 when the timeout passes or the server cannot be asked.",
     )
     wait.add_argument("environment_id")
     wait.add_argument(
         "--timeout",
         type=_seconds,
         default=DEFAULT_TIMEOUT_SECONDS,
-        help="give up after this many seconds (default 1800)",
+        help="give up after this many seconds, with exit status 2 (default 1800)",
     )
 
 

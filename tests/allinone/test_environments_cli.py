@@ -99,3 +99,14 @@ def test_a_timeout_that_is_not_more_than_0_seconds_is_refused(
     assert stopped.value.code == 2
     said = f"argument --timeout: must be a number of seconds more than 0, not {given!r}"
     assert capsys.readouterr().err.endswith(f"corebox environments wait: error: {said}\n")
+
+
+def test_help_and_readme_give_the_exit_status_of_a_timeout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        corebox(["environments", "wait", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "Exit status: 0 ready, 1 failed, 2 when the timeout passes" in shown
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "2 when --timeout (default 1800 s) passes or no server answers" in readme
