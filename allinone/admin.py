@@ -20,6 +20,7 @@ import json
 import os
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -108,6 +109,18 @@ def reporting(run: Callable[[argparse.Namespace, TextIO], None]) -> Callable[...
     return main
 
 
+def url_path(template: str, *ids: str) -> str:
+    """`template` with each `{}` replaced by the next of `ids`, percent-encoded as one
+    path segment, so that an id the user typed is never read as `/`, a query or a control
+    character: the server answers a bad id with its own 404 or 400. Every CLI command puts
+    an id into a URL path through here. Raises AdminError for an id that cannot be a
+    segment at all (empty, `.` or `..`)."""
+    for value in ids:
+        if value in ("", ".", ".."):
+            raise AdminError(f"{value!r} is not an id")
+    return template.format(*(urllib.parse.quote(value, safe="") for value in ids))
+
+
 def request_json(
     url: str,
     key: str,
@@ -116,8 +129,9 @@ def request_json(
     headers: dict[str, str] | None = None,
 ) -> Any:
     """One JSON request to a running server with `key`; its decoded answer. Raises
-    AdminError naming the server's own message, or why the server could not be reached.
-    (Every CLI command that talks to a running server goes through here.)"""
+    AdminError naming the server's own message, or why the server could not be reached
+    (or `url` could not be sent at all; ids go into it through `url_path`). (Every CLI
+    command that talks to a running server goes through here.)"""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(
         url,
@@ -131,7 +145,7 @@ def request_json(
     )
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as reply:
-            return json.loads(reply.read())
+            answer = reply.read()
     except urllib.error.HTTPError as exc:
         with exc:
             try:
@@ -142,6 +156,9 @@ def request_json(
     except (urllib.error.URLError, OSError) as exc:
         base = url.split("/", 3)[:3]
         raise AdminError(unreachable("/".join(base), exc)) from exc
+    except ValueError as exc:  # http.client.InvalidURL: an address no request can carry
+        raise AdminError(f"no request can go to {url!r}: {exc}") from exc
+    return json.loads(answer)
 
 
 def refusal(status: int, error: Any, fallback: str) -> str:
@@ -182,7 +199,7 @@ class CoreClient:
             items.extend(page["data"])
             if not page["has_more"] or not page["data"]:
                 return items
-            after = f"&after={page['data'][-1]['id']}"
+            after = "&" + urllib.parse.urlencode({"after": page["data"][-1]["id"]})
 
 
 def client_for(args: argparse.Namespace) -> CoreClient:
@@ -209,14 +226,14 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     if args.command == "projects":
         result = _projects(client, args)
     else:
-        base = f"/projects/{args.project_id}/api_keys"
+        base = url_path("/projects/{}/api_keys", args.project_id)
         if args.action == "create":
             body = {} if args.name is None else {"name": args.name}
             result = client.call("POST", base, body)
         elif args.action == "list":
             result = client.all_pages(base)
         else:
-            result = client.call("POST", f"{base}/{args.key_id}/revoke")
+            result = client.call("POST", base + url_path("/{}/revoke", args.key_id))
     if args.json:
         print(json.dumps(result, indent=2), file=out)
         return
@@ -233,8 +250,8 @@ def _projects(client: CoreClient, args: argparse.Namespace) -> Any:
     if args.action == "list":
         return client.all_pages("/projects")
     if args.action == "archive":
-        return client.call("POST", f"/projects/{args.project_id}/archive")
-    grants = f"/projects/{args.project_id}/host_grants"
+        return client.call("POST", url_path("/projects/{}/archive", args.project_id))
+    grants = url_path("/projects/{}/host_grants", args.project_id)
     if args.action == "grants":
         return client.call("GET", grants)
     if args.action == "trust":

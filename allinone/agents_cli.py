@@ -18,7 +18,7 @@ import time
 from typing import Any, TextIO
 
 from allinone import run_control
-from allinone.admin import reporting
+from allinone.admin import reporting, url_path
 
 
 def add_commands(commands: Any) -> None:
@@ -54,7 +54,7 @@ def add_commands(commands: Any) -> None:
 def run(args: argparse.Namespace, out: TextIO) -> None:
     """Run one `agents` command; raise AdminError on failure."""
     client = run_control.client_for(args, os.environ)
-    agent = f"/x/v1/agents/{args.agent_id}"
+    agent = url_path("/x/v1/agents/{}", args.agent_id)
     result: Any
     if args.action == "versions":
         result = client.call("GET", f"{agent}/versions?order=asc&limit=100")["data"]
@@ -62,7 +62,9 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         result = client.call("GET", f"{agent}/deployments")["data"]
     else:
         body = {"version": args.version, "expected_pointer_version": args.expected}
-        result = client.call("POST", f"{agent}/deployments/{args.deployment}/{args.action}", body)
+        result = client.call(
+            "POST", agent + url_path("/deployments/{}/{}", args.deployment, args.action), body
+        )
     if args.json:
         print(json.dumps(result, indent=2), file=out)
         return

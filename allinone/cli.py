@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from allinone import __version__, cli_help, logs
 from allinone.banner import Facts, banner, machine_lines
-from allinone.config import Config, ConfigError, load
+from allinone.config import Config, ConfigError, load, server_url
 from allinone.core.agents import CLI_HARNESSES
 from allinone.credentials import KEY_FILE
 
@@ -231,7 +231,7 @@ def _run(args: argparse.Namespace) -> int:
     if callable(group_main):  # command groups that dispatch themselves
         return int(group_main(args))
     if args.command in comms_commands.COMMANDS:
-        return comms_commands.run_command(args, os.environ)
+        return _receiver(args)
     if args.command in data_commands.COMMANDS:
         return data_commands.run_command(args, os.environ, sys.stdout)
     if args.command in ("projects", "keys"):
@@ -271,6 +271,22 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "daemon":
         return _daemon(args)
     return 2
+
+
+def _receiver(args: argparse.Namespace) -> int:
+    """`receiver`, `handler` and `comms`; `comms` talks to the server every such command
+    finds (`server_url`: the receiver package does not read corebox's configuration)."""
+    from allinone.receiver import commands as comms_commands
+
+    if args.command != "comms":
+        return comms_commands.run_command(args, os.environ)
+    try:
+        config = load({"config": args.config}, os.environ, Path.cwd())
+        server = server_url(args.url, os.environ, config)
+    except ConfigError as exc:
+        print(f"corebox: error: {exc}", file=sys.stderr)
+        return 1
+    return comms_commands.run_command(args, os.environ, server)
 
 
 def _serve(args: argparse.Namespace) -> int:

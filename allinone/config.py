@@ -53,6 +53,7 @@ KEYS = (
     "database_url",
 )
 MODEL_PROTOCOLS = ("chat_completions", "responses")
+MAX_RETENTION_DAYS = 36500
 
 
 def local_base_url(host: str, port: int) -> str:
@@ -70,15 +71,18 @@ def server_url(given: str | None, environ: Mapping[str, str], config: Config) ->
 
 
 def checked_url(url: str, name: str) -> str:
-    """`url` without a trailing slash, or ConfigError when it is not an http(s) address
-    (`127.0.0.1:8800` without its scheme is the usual slip)."""
+    """The server's address `url` names, without a trailing slash, or ConfigError when it
+    is not an http(s) address (`127.0.0.1:8800` without its scheme is the usual slip).
+    An address ending in `/v1` (the banner's OPENAI_BASE_URL, the API's address) names
+    the server that serves that API: `http://127.0.0.1:8800/v1` is
+    `http://127.0.0.1:8800`."""
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
             f"{name} must be an http:// or https:// address, such as http://127.0.0.1:8800;"
             f" got {url!r}"
         )
-    return url.strip().rstrip("/")
+    return url.strip().rstrip("/").removesuffix("/v1")
 
 
 class ConfigError(ValueError):
@@ -290,8 +294,8 @@ def _retention(value: Any) -> int:
         days = float(value)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"retention_days must be a number, not {value!r}") from exc
-    if not 0 <= days <= 36500:
-        raise ConfigError(f"retention_days {days} is out of range (0 to 36500)")
+    if not 0 <= days <= MAX_RETENTION_DAYS:
+        raise ConfigError(f"retention_days {days} is out of range (0 to {MAX_RETENTION_DAYS})")
     return int(days * 86400)
 
 

@@ -18,13 +18,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from allinone.config import ConfigError, load
+from allinone.config import MAX_RETENTION_DAYS, ConfigError, load
 from allinone.datadir import backup as backups
 from allinone.datadir import bundle as bundles
 from allinone.datadir import collection, usage
@@ -45,7 +46,7 @@ def add_commands(commands: Any) -> None:
     gc.add_argument(
         "--retention-days",
         dest="retention_days",
-        type=float,
+        type=_days,
         help="keep deleted data this long (default: the configured retention_days)",
     )
     report = commands.add_parser("storage", parents=[common], help="where the bytes are")
@@ -75,6 +76,19 @@ def add_commands(commands: Any) -> None:
     into = commands.add_parser("import", parents=[common], help="import a bundle (idempotent)")
     into.add_argument("file")
     into.add_argument("--project", help="the project (default: the default project)")
+
+
+def _days(raw: str) -> float:
+    """`--retention-days`: 0 to 36500 days, as `retention_days` in the configuration."""
+    try:
+        days = float(raw)
+    except ValueError:
+        days = math.nan
+    if not 0 <= days <= MAX_RETENTION_DAYS:
+        raise argparse.ArgumentTypeError(
+            f"must be a number of days from 0 to {MAX_RETENTION_DAYS}, not {raw!r}"
+        )
+    return days
 
 
 def run_command(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -> int:

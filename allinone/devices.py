@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from allinone.admin import AdminError, client_for, server_options
+from allinone.admin import AdminError, client_for, server_options, url_path
 from allinone.credentials import write_secret_file
 from allinone.logs import add_format_flag
 
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     elif args.action == "list":
         result = client.all_pages("/devices")
     else:
-        result = client.call("DELETE", f"/devices/{args.device_id}")
+        result = client.call("DELETE", url_path("/devices/{}", args.device_id))
     if args.json:
         shown = dict(result) if isinstance(result, dict) else result
         if args.action == "create" and args.credential_file:
@@ -126,6 +126,9 @@ def _can_save(path: Path) -> None:
     """Refuse before a device is issued when its credential file could not be written."""
     if path.exists():
         raise AdminError(f"{path} already exists; choose a new credential file")
+    if not path.parent.is_dir():
+        missing = "is not a directory" if path.parent.exists() else "does not exist"
+        raise AdminError(f"cannot write {path}: {path.parent} {missing}")
     if not os.access(path.parent, os.W_OK | os.X_OK):
         raise AdminError(f"cannot write {path}: {path.parent} is not a writable directory")
 

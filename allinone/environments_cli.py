@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -21,7 +22,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from allinone import run_control
-from allinone.admin import AdminError, request_json, server_options
+from allinone.admin import AdminError, request_json, server_options, url_path
 from allinone.progress import Bar
 
 # The public routes under /v1/agents ask for the Agents API's beta header.
@@ -45,21 +46,36 @@ def add_commands(commands: Any) -> None:
     show.add_argument("environment_id")
     show.add_argument("--json", action="store_true", help="print the API's JSON")
     wait = actions.add_parser(
-        "wait", parents=[common], help="follow an environment's set-up until it ends"
+        "wait",
+        parents=[common],
+        help="follow an environment's set-up until it ends",
+        description="Follow an environment's set-up until it ends. Exit status: 0 ready,"
+        " 1 failed, 2 when the timeout passes or the server cannot be asked.",
     )
     wait.add_argument("environment_id")
     wait.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         default=DEFAULT_TIMEOUT_SECONDS,
-        help="give up after this many seconds (default 1800)",
+        help="give up after this many seconds, with exit status 2 (default 1800)",
     )
+
+
+def _seconds(raw: str) -> float:
+    """`--timeout`: a number of seconds more than 0."""
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds more than 0, not {raw!r}")
+    return seconds
 
 
 def main(args: argparse.Namespace) -> int:
     try:
         client = run_control.client_for(args, os.environ)
-        url = f"{client.base_url}/v1/agents/environments/{args.environment_id}"
+        url = client.base_url + url_path("/v1/agents/environments/{}", args.environment_id)
 
         def fetch() -> dict[str, Any]:
             environment: dict[str, Any] = request_json(

@@ -15,7 +15,7 @@ import argparse
 import json
 from typing import Any, TextIO
 
-from allinone.admin import client_for, reporting, server_options
+from allinone.admin import client_for, reporting, server_options, url_path
 
 
 def add_commands(commands: Any) -> None:
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         result = client.call("POST", "/overlays", body)
     else:
         resume = "?resume=true" if args.resume else ""
-        result = client.call("DELETE", f"/overlays/{args.overlay_id}{resume}")
+        result = client.call("DELETE", url_path("/overlays/{}", args.overlay_id) + resume)
     if args.json:
         print(json.dumps(result, indent=2), file=out)
         return

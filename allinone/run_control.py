@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from allinone.admin import AdminError, request_json, server_options
+from allinone.admin import AdminError, request_json, server_options, url_path
 from allinone.config import ConfigError, load, server_url
 from allinone.credentials import KEY_FILE
 
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace, out: TextIO, environ: dict[str, str] | None = 
     rejected the command). Raises AdminError when the server cannot be asked or refused
     the request itself."""
     client = client_for(args, dict(os.environ if environ is None else environ))
-    base = f"/x/v1/sessions/{args.session_id}/commands"
+    base = url_path("/x/v1/sessions/{}/commands", args.session_id)
     if args.action == "commands":
         rows = client.call("GET", f"{base}?limit=100")["data"]
         if args.json:

@@ -18,6 +18,7 @@ import os
 from typing import Any, TextIO
 
 from allinone import run_control
+from allinone.admin import url_path
 
 ACTIONS = ("fork", "rewind")
 
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     """Run `sessions fork` or `sessions rewind`; raise AdminError on failure (the client is
     `sessions pause|resume|cancel`'s: the same key and address rules)."""
     client = run_control.client_for(args, dict(os.environ))
-    path = f"/x/v1/sessions/{args.session_id}/{args.action}"
+    path = url_path("/x/v1/sessions/{}/{}", args.session_id, args.action)
     if args.action == "fork":
         body: dict[str, Any] = {"turn_id": args.turn_id, "item_id": args.item_id}
     else:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from allinone import run_control
-from allinone.admin import reporting, request_json
+from allinone.admin import reporting, request_json, url_path
 from allinone.run_control import BETA
 
 LONGEST_NAME = 72
@@ -71,7 +71,8 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     for session in sessions:
         title = (session.get("metadata") or {}).get("title")
         if not title:
-            first = get(f"/v1/agents/sessions/{session['id']}/items?limit=1&order=asc")["data"]
+            items = url_path("/v1/agents/sessions/{}/items", session["id"])
+            first = get(f"{items}?limit=1&order=asc")["data"]
             title = headline(first[0]) if first else ""
         status = _status(session, get)
         agent = session.get("agent") or {}
@@ -89,7 +90,8 @@ def _status(session: dict[str, Any], get: Callable[[str], Any]) -> str:
     status = str(session["status"])
     if status != "in_progress":
         return status
-    latest = get(f"/v1/agents/sessions/{session['id']}/turns?limit=1&order=desc")["data"]
+    turns = url_path("/v1/agents/sessions/{}/turns", session["id"])
+    latest = get(f"{turns}?limit=1&order=desc")["data"]
     if not latest or latest[0]["status"] in ENDED:
         return status
     return HELD.get(str((latest[0].get("x_corebox") or {}).get("phase")), status)

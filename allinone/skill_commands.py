@@ -79,6 +79,8 @@ def run(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -> No
         raise SkillCommandError(refusal(exc.status_code, exc.body, exc.message)) from exc
     except openai.APIConnectionError as exc:
         raise SkillCommandError(unreachable(target.base_url, _os_error(exc))) from exc
+    except ValueError as exc:  # the SDK refuses an id no URL path can hold ("", "..")
+        raise SkillCommandError(f"{getattr(args, 'skill_id', '')!r} is not an id") from exc
     items = result if isinstance(result, list) else [result]
     if args.json:
         print(json.dumps([i.model_dump() for i in items], indent=2), file=out)

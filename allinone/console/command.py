@@ -55,6 +55,9 @@ def check(url: str) -> None:
     try:
         with urllib.request.urlopen(url, timeout=PROBE_SECONDS) as response:
             page = response.read(4096)
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        raise ConsoleError(f"{url} does not serve the corebox console (HTTP {exc.code})") from exc
     except (urllib.error.URLError, OSError) as exc:
         raise ConsoleError(f"nothing answers at {url}; start it with `corebox serve`") from exc
     if b"corebox console" not in page:

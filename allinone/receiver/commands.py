@@ -85,7 +85,11 @@ def _print(value: Any) -> None:
     sys.stdout.flush()
 
 
-def run_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+def run_command(
+    args: argparse.Namespace, environ: Mapping[str, str], server: str | None = None
+) -> int:
+    """Run one command; `server` is the address `comms` talks to (the CLI resolves it as
+    for every command that talks to a running server; the others do not use it)."""
     level = getattr(args, "log_level", "warning")
     logging.basicConfig(
         level=level.upper(),
@@ -93,7 +97,7 @@ def run_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
-        return _dispatch(args, environ)
+        return _dispatch(args, environ, server)
     except Halted as exc:
         print(f"corebox: halted: {exc}", file=sys.stderr)
         return 3
@@ -105,9 +109,11 @@ def run_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         return 1
 
 
-def _dispatch(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+def _dispatch(args: argparse.Namespace, environ: Mapping[str, str], server: str | None) -> int:
     if args.command == "comms":
-        _print(owner.run(args, environ))
+        if server is None:
+            raise ReceiverError("comms needs the server's address")
+        _print(owner.run(args, environ, server))
         return 0
     if args.command == "handler":
         # A static import PyInstaller sees; deferred so that only the handler pays for

@@ -7,9 +7,13 @@ sends a new random Idempotency-Key unless `--idempotency-key` names one to retry
 message's status (`sent`, or `received` once the peer's receiver saved it) and the
 project's claims on it.
 
-The key comes from `--api-key-file` or the COREBOX_API_KEY environment variable, never
-from a command-line value. A new instance's runtime token is written once to a new
-private file (`--token-file`, mode 0600, never overwritten) and never printed.
+The server is the one every command that talks to a running server finds (`--url`, else
+COREBOX_URL, else the configured host and port; `--config` names a corebox.toml): the
+CLI resolves it and passes it to `run`. `--url`, `--config` and `--api-key-file` may be
+given after `comms` or after the subcommand. The key comes from `--api-key-file` or the
+COREBOX_API_KEY environment variable, never from a command-line value. A new instance's
+runtime token is written once to a new private file (`--token-file`, mode 0600, never
+overwritten) and never printed.
 """
 
 from __future__ import annotations
@@ -25,46 +29,70 @@ from typing import Any
 from allinone.receiver.client import Http, check_origin
 from allinone.receiver.errors import ConfigError
 
-DEFAULT_URL = "http://127.0.0.1:8800"
 PREFIX = "/core/v1/comms/roles"
 CONTACTS = "/core/v1/comms/contacts"
 INSTANCES = "/core/v1/comms/instances"
 
 
+def _options(parser: argparse.ArgumentParser, default: Any = None) -> None:
+    """`--url`, `--config` and `--api-key-file`."""
+    parser.add_argument(
+        "--url",
+        default=default,
+        help="the server's base URL (default: $COREBOX_URL, else from the configuration)",
+    )
+    parser.add_argument("--config", default=default, help="a corebox.toml file")
+    parser.add_argument(
+        "--api-key-file",
+        default=default,
+        help="file holding a project API key (default: $COREBOX_API_KEY)",
+    )
+
+
 def add_parser(commands: Any) -> None:
     comms = commands.add_parser("comms", help="communication roles, instances and conversations")
-    comms.add_argument("--url", help=f"the corebox server (default $COREBOX_URL or {DEFAULT_URL})")
-    comms.add_argument(
-        "--api-key-file", help="file holding a project API key (default: $COREBOX_API_KEY)"
-    )
+    _options(comms)
+    # The same options after the subcommand; suppressed defaults leave what was given
+    # after `comms` in place.
+    common = argparse.ArgumentParser(add_help=False)
+    _options(common, argparse.SUPPRESS)
     what = comms.add_subparsers(dest="comms_command", required=True)
+    _add_identities(what, common)
+    _add_conversations(what, common)
 
+
+def _add_identities(what: Any, common: argparse.ArgumentParser) -> None:
+    """`roles`, `instances`, `primary` and `stream`."""
     roles = what.add_parser("roles", help="communication roles").add_subparsers(
         dest="action", required=True
     )
-    create = roles.add_parser("create", help="create a role")
+    create = roles.add_parser("create", parents=[common], help="create a role")
     create.add_argument("--name", required=True)
     create.add_argument("--agent-id", help="a saved Agent that owns the role")
-    roles.add_parser("list", help="list the project's roles")
-    show = roles.add_parser("show", help="show one role")
+    roles.add_parser("list", parents=[common], help="list the project's roles")
+    show = roles.add_parser("show", parents=[common], help="show one role")
     show.add_argument("--role", required=True)
 
     instances = what.add_parser("instances", help="instances of a role").add_subparsers(
         dest="action", required=True
     )
-    register = instances.add_parser("create", help="register an instance; writes its token")
+    register = instances.add_parser(
+        "create", parents=[common], help="register an instance; writes its token"
+    )
     register.add_argument("--role", required=True)
     register.add_argument("--name", required=True)
     register.add_argument(
         "--token-file", required=True, help="new file to receive the runtime token (mode 0600)"
     )
-    listing = instances.add_parser("list", help="list a role's instances")
+    listing = instances.add_parser("list", parents=[common], help="list a role's instances")
     listing.add_argument("--role", required=True)
 
     primary = what.add_parser("primary", help="the role's primary instance").add_subparsers(
         dest="action", required=True
     )
-    switch = primary.add_parser("set", help="make another instance primary (epoch + 1)")
+    switch = primary.add_parser(
+        "set", parents=[common], help="make another instance primary (epoch + 1)"
+    )
     switch.add_argument("--role", required=True)
     switch.add_argument("--instance", required=True)
     switch.add_argument("--expected-epoch", type=int, required=True)
@@ -72,19 +100,30 @@ def add_parser(commands: Any) -> None:
     stream = what.add_parser("stream", help="the role's event stream").add_subparsers(
         dest="action", required=True
     )
-    rotate = stream.add_parser("rotate", help="start a new stream id after a restore")
+    rotate = stream.add_parser(
+        "rotate", parents=[common], help="start a new stream id after a restore"
+    )
     rotate.add_argument("--role", required=True)
     rotate.add_argument("--expected-stream-id", required=True)
 
-    opening = what.add_parser("open", help="open a contact from one of your instances")
+
+def _add_conversations(what: Any, common: argparse.ArgumentParser) -> None:
+    """`open`, `contacts`, `show` and `close`."""
+    opening = what.add_parser(
+        "open", parents=[common], help="open a contact from one of your instances"
+    )
     opening.add_argument("--from-instance", required=True, help="the sending instance's id")
     opening.add_argument("--to-role", required=True, help="the recipient role's id")
     opening.add_argument("--idempotency-key", help="retry an earlier open with its key")
     opening.add_argument("text", help="the opening message")
-    what.add_parser("contacts", help="list the project's contacts")
-    shown = what.add_parser("show", help="one conversation, with message statuses")
+    what.add_parser("contacts", parents=[common], help="list the project's contacts")
+    shown = what.add_parser(
+        "show", parents=[common], help="one conversation, with message statuses"
+    )
     shown.add_argument("contact", help="the contact's id")
-    closing = what.add_parser("close", help="close a contact from one of your instances")
+    closing = what.add_parser(
+        "close", parents=[common], help="close a contact from one of your instances"
+    )
     closing.add_argument("--from-instance", required=True, help="the closing instance's id")
     closing.add_argument("contact", help="the contact's id")
 
@@ -105,6 +144,9 @@ def _register(http: Http, args: argparse.Namespace) -> dict[str, Any]:
     target = Path(args.token_file)
     if target.exists():
         raise ConfigError(f"{target} already exists; choose a new token file")
+    if not target.parent.is_dir():
+        missing = "is not a directory" if target.parent.exists() else "does not exist"
+        raise ConfigError(f"cannot write {target}: {target.parent} {missing}")
     if not os.access(target.parent, os.W_OK | os.X_OK):
         raise ConfigError(f"cannot write {target}: {target.parent} is not a writable directory")
     found = http.call("POST", _role(args.role) + "/instances", body={"name": args.name})[0]
@@ -144,11 +186,13 @@ def _conversations(http: Http, args: argparse.Namespace) -> dict[str, Any]:
     return {**found, "idempotency_key": key}
 
 
-def run(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, Any]:
+def run(args: argparse.Namespace, environ: Mapping[str, str], server: str) -> dict[str, Any]:
+    """Run one `comms` command against the server at `server` (as `config.server_url`
+    finds it); its JSON answer."""
     try:
-        origin = check_origin(args.url or environ.get("COREBOX_URL") or DEFAULT_URL)
+        origin = check_origin(server)
     except ValueError as exc:
-        raise ConfigError(f"--url: {exc}") from exc
+        raise ConfigError(f"the server's address {server}: {exc}") from exc
     http = Http(origin, _key(args, environ))
     command = args.comms_command
     if command in ("open", "contacts", "show", "close"):

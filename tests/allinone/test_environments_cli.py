@@ -8,8 +8,11 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+
 from allinone import environments_cli, run_control
 from allinone.admin import request_json
+from allinone.cli import main as corebox
 from allinone.core.gateway.workspace_rules import wire_uuid
 from allinone.datadir.collection import WORKSPACES_DIR
 from tests.api.support import http
@@ -85,3 +88,25 @@ def test_wait_through_a_pipe_prints_only_the_outcome_and_its_exit_code(server: S
     assert result.stderr == ""
     shown = cli(server, "show", failed)
     assert shown.stdout == result.stdout
+
+
+@pytest.mark.parametrize("given", ["-5", "0", "nan", "soon"])
+def test_a_timeout_that_is_not_more_than_0_seconds_is_refused(
+    given: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        corebox(["environments", "wait", "env_x", "--timeout", given])
+    assert stopped.value.code == 2
+    said = f"argument --timeout: must be a number of seconds more than 0, not {given!r}"
+    assert capsys.readouterr().err.endswith(f"corebox environments wait: error: {said}\n")
+
+
+def test_help_and_readme_give_the_exit_status_of_a_timeout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        corebox(["environments", "wait", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "Exit status: 0 ready, 1 failed, 2 when the timeout passes" in shown
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "2 when --timeout (default 1800 s) passes or no server answers" in readme

@@ -27,7 +27,7 @@ def test_a_device_whose_credential_cannot_be_saved_is_not_issued(
     taken = tmp_path / "taken.json"
     taken.write_text("kept\n")
     for target, said in (
-        (missing, f"cannot write {missing}: {missing.parent} is not a writable directory"),
+        (missing, f"cannot write {missing}: {missing.parent} does not exist"),
         (taken, f"{taken} already exists; choose a new credential file"),
     ):
         made = corebox("devices", "create", "unsaved", *where, "--credential-file", str(target))
@@ -52,7 +52,7 @@ def test_an_instance_whose_token_cannot_be_saved_is_not_registered(
         *comms, "instances", "create", "--role", role_id, "--name", "first",
         "--token-file", str(missing),
     )  # fmt: skip
-    said = f"cannot write {missing}: {missing.parent} is not a writable directory"
+    said = f"cannot write {missing}: {missing.parent} does not exist"
     assert (made.returncode, made.stderr) == (1, f"corebox: error: {said}\n")
     listed = corebox(*comms, "instances", "list", "--role", role_id)
     assert listed.returncode == 0, listed.stderr

@@ -247,8 +247,10 @@ class Identities:
             if role is None:
                 raise NotFound("No such role in this project.", code="ROLE_NOT_FOUND")
             if not await rows.rotate_stream(tx, role_id, body.expected_stream_id, stream_id):
+                # Only the current id is kept: a stale id and a wrong one look the same.
                 raise Rejected(
-                    "The stream id has already changed.",
+                    f"The expected stream id {body.expected_stream_id} does not match the"
+                    f" role's current stream id {role['stream_id']}.",
                     code="STREAM_CHANGED",
                     param="expected_stream_id",
                 )

@@ -7,6 +7,9 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
+from allinone import cli
 from allinone.datadir.bundle import default_project
 from allinone.datadir.collection import DATABASE_FILE
 from tests.allinone.datadir.test_gc import corebox
@@ -117,3 +120,14 @@ def test_restore_replace_refuses_a_data_directory_a_server_is_serving(
     assert corebox(stopped, "restore", str(backup)).returncode == 0
     again = corebox(stopped, "restore", str(backup), "--replace")
     assert again.returncode == 0, again.stderr
+
+
+@pytest.mark.parametrize("given", ["-1", "36501", "nan", "a week"])
+def test_retention_days_out_of_range_are_refused_naming_the_option(
+    given: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["gc", "--retention-days", given])
+    assert stopped.value.code == 2
+    said = f"argument --retention-days: must be a number of days from 0 to 36500, not {given!r}"
+    assert capsys.readouterr().err.endswith(f"corebox gc: error: {said}\n")
