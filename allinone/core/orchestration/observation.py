@@ -26,7 +26,7 @@ from allinone.core.orchestration.collaborators import Collaborators
 from allinone.core.orchestration.delivery import Delivery
 from allinone.core.orchestration.pausing import CANCEL_ASKED, Pausing
 from allinone.core.orchestration.projector import ContractViolation, Fenced, RunProjection
-from allinone.core.orchestration.recovery import Recovery
+from allinone.core.orchestration.recovery import CONTINUES, INTERRUPTED, Recovery
 from runtime.proto import run as wire_run
 from runtime.proto.codec import Frame
 from runtime.proto.errors import ValidationError
@@ -168,13 +168,22 @@ class Observation:
         await self._delivery.stop()
         # Only a closed connection proves the Run is gone with it; a Run that may still
         # be running (a subscriber overflow) is never continued by a second one.
-        closed = self._connection.closed.is_set()
-        if closed and await Recovery(self._parts.db, self._parts.outcomes).run_lost(self._run):
-            log.info(
-                "turn %s: observation lost (%s); continues from its checkpoint",
-                self._run.turn_id,
-                reason,
-            )
+        if self._connection.closed.is_set():
+            recovery = Recovery(self._parts.db, self._parts.outcomes)
+            outcome = await recovery.run_lost(self._run, reason)
+            if outcome == CONTINUES:
+                log.info(
+                    "turn %s: observation lost (%s); continues from its checkpoint",
+                    self._run.turn_id,
+                    reason,
+                )
+            elif outcome == INTERRUPTED:
+                log.warning(
+                    "turn %s: observation lost (%s) with work in flight; failed as "
+                    "event_stream_incomplete",
+                    self._run.turn_id,
+                    reason,
+                )
             return
         await self._fail(
             "event_stream_incomplete",

@@ -70,7 +70,8 @@ class Outcomes:
         fencing_token: str | None,
         fields: dict[str, object],
     ) -> bool:
-        fields = {"completed_at": self._clock.now(), **fields}
+        # An ended turn is settled, whatever phase its Run left it in.
+        fields = {"completed_at": self._clock.now(), "phase": "settled", **fields}
         steering = await interactions.unsettled_steering(tx, turn_id)
         unknown = [row for row in steering if row["state"] not in _NEVER_DELIVERED]
         if unknown:
@@ -223,15 +224,27 @@ class Outcomes:
         return expired
 
     async def interrupt(self, tx: Tx, row: dict[str, Any], operation: str | None) -> bool:
-        """Fail a running turn whose Run was lost with something in flight: its unfinished
-        items end incomplete, its open requests are withdrawn, and the error names the
-        operation whose outcome is unknown. Nothing is replayed."""
+        """Fail a running turn whose Run was lost with something in flight (Core stopped):
+        its unfinished items end incomplete, its open requests are withdrawn, and the error
+        names the operation whose outcome is unknown. Nothing is replayed."""
+        unknown = _unknown(operation)
+        message = f"The execution stopped while this turn was running; {unknown}."
+        return await self._stop(tx, row, "execution_interrupted", message)
+
+    async def observation_lost(
+        self, tx: Tx, row: dict[str, Any], run: RunProjection, operation: str | None, reason: str
+    ) -> bool:
+        """Fail a running turn whose Runtime went away (its connection closed) with
+        something in flight, as `interrupt` does, keeping what this process observed of
+        `run`: `event_stream_incomplete`, since the Run may still have gone on."""
+        await self._projector.close_unfinished(tx, run)
+        message = f"Observation of the execution stopped ({reason}); {_unknown(operation)}."
+        return await self._stop(tx, row, "event_stream_incomplete", message)
+
+    async def _stop(self, tx: Tx, row: dict[str, Any], code: str, message: str) -> bool:
         turn_id = str(row["id"])
         await leases.interrupt_items(tx, turn_id)
         await interactions.withdraw_open(tx, turn_id)
-        unknown = (
-            f"the outcome of {operation} is unknown" if operation else "its effects are unknown"
-        )
         return await self._end(
             tx,
             turn_id,
@@ -239,12 +252,12 @@ class Outcomes:
             TurnStatus.FAILED,
             (TurnStatus.IN_PROGRESS, TurnStatus.WAITING),
             None,
-            {
-                "error_code": "execution_interrupted",
-                "error_message": f"The execution stopped while this turn was running; {unknown}.",
-                "phase": "settled",
-            },
+            {"error_code": code, "error_message": message},
         )
+
+
+def _unknown(operation: str | None) -> str:
+    return f"the outcome of {operation} is unknown" if operation else "its effects are unknown"
 
 
 DEADLINE_CODE = "turn_deadline_exceeded"

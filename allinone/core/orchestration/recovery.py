@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 
 RESUMING = "resuming"
 PAUSED = "paused"
+# What `Recovery.run_lost` did with the turn of a lost Run.
+CONTINUES = "continues"
+INTERRUPTED = "interrupted"
 
 
 async def unknown_operation(tx: Tx, row: dict[str, Any]) -> str | None:
@@ -111,21 +114,27 @@ class Recovery:
             log.info("%s: %d paused turn(s) stay paused until resumed", why, paused)
         return suspended, failed
 
-    async def run_lost(self, run: RunProjection) -> bool:
-        """The Run's observation was lost (its Runtime disconnected): suspend the turn
-        for a re-claim when it can continue from its checkpoint and return True;
-        otherwise change nothing and return False (the caller fails it). Fenced on the
-        Run's token."""
+    async def run_lost(self, run: RunProjection, reason: str) -> str | None:
+        """The Run's observation was lost (its Runtime's connection closed): suspend the
+        turn for a re-claim when it can continue from its checkpoint (`CONTINUES`), else
+        fail it `event_stream_incomplete` naming the operation whose outcome is unknown
+        (`INTERRUPTED`); None when the Run no longer holds the turn. Fenced on the Run's
+        token."""
 
-        async def job(tx: Tx) -> bool:
+        async def job(tx: Tx) -> str | None:
             row = await turns.get(tx, run.turn_id)
             if row is None or row.get("fencing_token") != run.fencing_token:
-                return False
-            if await unknown_operation(tx, row) is not None:
-                return False
-            return await suspend(tx, row, run.fencing_token, self._outcomes.recorder)
+                return None
+            operation = await unknown_operation(tx, row)
+            if operation is None and await suspend(
+                tx, row, run.fencing_token, self._outcomes.recorder
+            ):
+                return CONTINUES
+            if await self._outcomes.observation_lost(tx, row, run, operation, reason):
+                return INTERRUPTED
+            return None
 
-        return bool(await self._db.write_durably(job))
+        return await self._db.write_durably(job)
 
     async def _recover(self, tx: Tx, row: dict[str, Any], token: str | None) -> bool:
         fresh = await turns.get(tx, str(row["id"]))
