@@ -287,6 +287,32 @@ def test_sigterm_stops_the_server_with_exit_status_zero(server: Server) -> None:
     assert code == 0, server.output()
 
 
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
+
+
+def test_kill_9_of_the_started_process_stops_the_server(server: Server) -> None:
+    """The one-file executable is two processes: the one started (which unpacks the
+    program) and the server it runs. A kill -9 of the started one, as a supervisor sends
+    it, must not leave the server running on with its port and database."""
+    served_by = children_of(server.process.pid)
+    assert served_by, "the started process runs the server as its child"
+    server.process.send_signal(signal.SIGKILL)
+    server.process.wait(timeout=EXIT_DEADLINE_SECONDS)
+    deadline = time.monotonic() + EXIT_DEADLINE_SECONDS
+    while any(Path(f"/proc/{pid}").exists() for pid in served_by):
+        assert time.monotonic() < deadline, f"the server {served_by} outlived its launcher"
+        time.sleep(POLL_SECONDS)
+    assert readyz(server.port) is None
+
+
 def test_a_busy_port_is_one_clear_error_line(tmp_path: Path) -> None:
     executable = binary()
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as blocker:
