@@ -94,19 +94,32 @@ TALLEST_FIELD = """Math.max(0, ...[...document.querySelectorAll('input.input, se
   .map((field) => field.getBoundingClientRect().height))"""
 
 
+# What in the page is wider than the screen, or than the box that holds it (a table's
+# wrapper scrolling sideways, a clipped line): each as its tag, class and first text.
+SIDEWAYS = """[...document.querySelectorAll('#main *')].filter((el) => {
+  const box = el.getBoundingClientRect();
+  if (!box.width || el.closest('[hidden]')) return false;
+  const clips = getComputedStyle(el).overflowX !== 'visible';
+  return box.right > innerWidth + 1 || (clips && el.scrollWidth > el.clientWidth + 1);
+}).map((el) => `${el.tagName.toLowerCase()}.${el.className}: ${el.textContent.slice(0, 40)}`)"""
+
+
 def shoot(tab: Page, name: str) -> None:
-    """Screenshots at both widths; at the phone width nothing may overflow sideways, and
-    at either no one-line field is stretched taller than a line."""
+    """Screenshots at both widths; at the phone width nothing may overflow sideways (the
+    page, or any part of it inside its box), and at either no one-line field is stretched
+    taller than a line."""
     tab.screenshot(SHOTS / f"{name}-desktop.png")
     tallest = {"desktop": tab.evaluate(TALLEST_FIELD)}
     tab.resize(*PHONE, mobile=True)
     tab.wait_for(f"innerWidth === {PHONE[0]}")
     overflow = tab.evaluate("document.documentElement.scrollWidth - innerWidth")
+    sideways = tab.evaluate(SIDEWAYS)
     tallest["phone"] = tab.evaluate(TALLEST_FIELD)
     tab.screenshot(SHOTS / f"{name}-phone.png")
     tab.resize(*DESKTOP)
     tab.wait_for(f"innerWidth === {DESKTOP[0]}")
     assert overflow <= 0, f"{name} scrolls sideways at {PHONE[0]} px"
+    assert sideways == [], f"{name} is wider than its box at {PHONE[0]} px: {sideways}"
     assert max(tallest.values()) <= FIELD_HEIGHT, f"{name} stretches a field: {tallest}"
 
 
@@ -372,6 +385,53 @@ def test_every_page_renders_at_both_widths(page: Page, client: OpenAI, server: S
     page.evaluate("location.hash = '#/overview'")
     page.wait_for("document.querySelector('.matrix') && document.querySelector('.runtime')")
     shoot(page, "overview-owner")
+
+
+def test_long_unbroken_text_is_broken_or_shortened_at_phone_width(
+    page: Page, client: OpenAI, server: Server, tmp_path: Path
+) -> None:
+    long = "LONGWORD" * 400  # one word, wider than any screen
+    name = "AGENTNAME" * 7
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    first = f"{long}\n{'lorem ipsum ' * 2000}"
+    idle_session(client, first)  # named after its first line, cut to 72 characters
+    client.beta.agents.sessions.create(
+        agent={"model": "scripted"},
+        environment={"type": "none"},
+        input="titled",
+        metadata={"title": "TITLE" * 100},  # a title is shown whole
+    )
+    script = (
+        f"/think {long[:600]}\n/command echo {long[:600]}\n"
+        f"/write outputs/{'x' * 200}.txt done\n/say {long[:600]}"
+    )
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment={"type": "self_hosted", "workspace_directory": str(workspace)},
+            input=script,
+            stream=True,
+        )
+    )
+    session_id = events[0].session.id  # type: ignore[attr-defined]
+    client.beta.agents.create(model="scripted", name=name)
+    own_project(server, "PROJECTNAME" * 10)
+    sign_in(page, API_KEY)
+    page.wait_for("document.querySelectorAll('.table .link-row').length >= 3")
+    shoot(page, "sessions-long")
+    open_session(page, session_id)
+    page.wait_for("document.querySelector('.command') && document.querySelector('.file-list')")
+    shoot(page, "session-long")
+    page.evaluate("location.hash = '#/agents'")
+    page.wait_for(f"document.querySelector('.table .link-row') && {LOADED}")
+    shoot(page, "agents-long")
+    page.evaluate("location.hash = '#/signin'")
+    sign_in(page, core_key(server.data_dir))
+    page.evaluate("location.hash = '#/owner'")
+    named = "[...document.querySelectorAll('.card h2')].some(h => h.textContent.length > 100)"
+    page.wait_for(f"{named} && {LOADED}")
+    shoot(page, "owner-long")
 
 
 def test_a_rewound_turn_is_marked_hidden_from_the_model(page: Page, client: OpenAI) -> None:
