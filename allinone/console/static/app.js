@@ -26,6 +26,7 @@ const DETAIL = { sessions: session, agents, environments };
 const main = document.getElementById("main");
 const sidebar = document.getElementById("sidebar");
 const app = document.getElementById("app");
+const menuToggle = document.getElementById("menu-toggle");
 let stop = null;
 
 function allowed(page) {
@@ -105,7 +106,7 @@ function route() {
     stop();
     stop = null;
   }
-  app.classList.remove("nav-open");
+  setMenu(false);
   const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
   const keys = signedIn();
   const signed = keys.project || keys.core;
@@ -134,10 +135,13 @@ function route() {
   main.focus({ preventScroll: true });
 }
 
-document.getElementById("menu-toggle").addEventListener("click", (event) => {
-  const open = app.classList.toggle("nav-open");
-  event.currentTarget.setAttribute("aria-expanded", String(open));
-});
+// The phone-width menu: open or closed, as its button says (aria-expanded).
+function setMenu(open) {
+  app.classList.toggle("nav-open", open);
+  menuToggle.setAttribute("aria-expanded", String(open));
+}
+
+menuToggle.addEventListener("click", () => setMenu(!app.classList.contains("nav-open")));
 window.addEventListener("hashchange", route);
 onKeysChange(() => {});
 // A key corebox stopped accepting: the sign-in page says so (and the page that used it

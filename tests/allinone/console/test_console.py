@@ -890,14 +890,18 @@ def test_the_menu_opens_and_navigates_at_phone_width(page: Page) -> None:
     page.resize(*PHONE, mobile=True)
     page.wait_for(f"innerWidth === {PHONE[0]}")
     try:
+        expanded = "document.getElementById('menu-toggle').getAttribute('aria-expanded')"
+        assert page.evaluate(expanded) == "false"
         page.click("#menu-toggle")
         page.wait_for("document.getElementById('app').classList.contains('nav-open')")
+        assert page.evaluate(expanded) == "true"
         page.screenshot(SHOTS / "menu-phone.png")
         page.click(".nav-link[href='#/overview']")
         page.wait_for("document.getElementById('main').dataset.page === 'overview'")
         assert (
             page.evaluate("document.getElementById('app').classList.contains('nav-open')") is False
         )
+        assert page.evaluate(expanded) == "false"  # the button says the menu closed
     finally:
         page.resize(*DESKTOP)
 
