@@ -2,7 +2,7 @@
 // `render(main, params)` and may return a function that stops what it started.
 
 import { droppedNotice, onKeyDropped, onKeysChange, signIn, signOut, signedIn } from "./api.js";
-import { h, replace } from "./dom.js";
+import { h, notFound, replace } from "./dom.js";
 import * as agents from "./pages/agents.js";
 import * as automations from "./pages/automations.js";
 import * as contacts from "./pages/contacts.js";
@@ -117,7 +117,16 @@ function route() {
     signInPage();
     return;
   }
-  const page = PAGES.find((p) => p.path === parts[0]) || PAGES[keys.project ? 1 : 0];
+  const named = PAGES.find((p) => p.path === parts[0]);
+  if (parts.length && (!named || (parts.length > 1 && !DETAIL[named.path]))) {
+    // A route the console has no page for: say so, with the way to the nearest page.
+    const near = named || PAGES[keys.project ? 1 : 0];
+    drawNav(named ? named.path : "");
+    main.dataset.page = "not-found";
+    replace(main, notFound(`The console has no page ${location.hash}.`, `#/${near.path}`, near.title));
+    return;
+  }
+  const page = named || PAGES[keys.project ? 1 : 0];
   drawNav(page.path);
   main.dataset.page = page.path;
   if (!allowed(page)) {

@@ -434,6 +434,43 @@ def test_long_unbroken_text_is_broken_or_shortened_at_phone_width(
     shoot(page, "owner-long")
 
 
+@pytest.mark.parametrize(
+    ("route", "said", "back"),
+    [
+        (
+            "#/sessions/sess_doesnotexist",
+            "No session sess_doesnotexist in this project.",
+            "#/sessions",
+        ),
+        ("#/agents/agent_nope", "No agent agent_nope in this project.", "#/agents"),
+        ("#/environments/env_nope", "No environment env_nope in this project.", "#/environments"),
+        (
+            "#/automations/auto_nope",
+            "The console has no page #/automations/auto_nope.",
+            "#/automations",
+        ),
+        ("#/nonsense/page", "The console has no page #/nonsense/page.", "#/sessions"),
+    ],
+)
+def test_what_does_not_exist_shows_a_not_found_page_with_a_link_back(
+    page: Page, route: str, said: str, back: str
+) -> None:
+    sign_in(page, API_KEY)
+    page.evaluate(f"location.hash = {json.dumps(route)}")
+    page.wait_for("document.querySelector('.not-found')")
+    assert page.evaluate("document.querySelector('.not-found h1').textContent") == "Not found"
+    assert page.evaluate("document.querySelector('.not-found p').textContent") == said
+    link = "document.querySelector('.not-found a').getAttribute('href')"
+    assert page.evaluate(link) == back
+    # Nothing that would act on what is not there: no composer, no transcript, no list.
+    shown = "document.querySelector('.composer, .transcript, .table, .session-page, .card')"
+    assert page.evaluate(f"!{shown}")
+    if route.startswith("#/sessions/"):
+        shoot(page, "session-not-found")
+    page.click(".not-found a")
+    page.wait_for(f"document.getElementById('main').dataset.page === {json.dumps(back[2:])}")
+
+
 def test_a_rewound_turn_is_marked_hidden_from_the_model(page: Page, client: OpenAI) -> None:
     sign_in(page, API_KEY)
     session_id = idle_session(client, "first")

@@ -3,7 +3,7 @@
 
 import { showActions } from "../actions.js";
 import { ApiError, get, idempotencyKey, post, stream, supports } from "../api.js";
-import { badge, failure, h, replace, short, turnState, when } from "../dom.js";
+import { badge, h, notFound, replace, short, turnState, when } from "../dom.js";
 import { files, runState, timeline, usage } from "../panels.js";
 import { watchSetup } from "../setup.js";
 import { Transcript } from "../transcript.js";
@@ -41,6 +41,8 @@ class SessionPage {
     this.filesBox = h("div");
     this.selected = null;
     this.composer = this.buildComposer();
+    this.composer.hidden = true; // until the session is read: none for one that is not there
+    this.main = main;
     main.append(h("div.session-page", {},
       this.header,
       h("div.session-grid", {},
@@ -108,7 +110,7 @@ class SessionPage {
     } catch (error) {
       if (this.abort.signal.aborted) return;
       if (error instanceof ApiError && error.status === 404) {
-        replace(this.header, failure(new Error(`No session ${this.id} in this project.`)));
+        replace(this.main, notFound(`No session ${this.id} in this project.`, "#/sessions", "Sessions"));
         return;
       }
     }
@@ -177,6 +179,7 @@ class SessionPage {
 
   showSession(session) {
     this.session = { ...this.session, ...session };
+    this.composer.hidden = false;
     const s = this.session;
     const xc = s.x_corebox || {};
     const forked = xc.forked_from;
