@@ -519,6 +519,10 @@ def test_clicking_pause_shows_the_turn_paused_until_resume_is_clicked(
         "[...document.querySelectorAll('.session-title .badge, .turn .badge')]"
         ".map(b => b.dataset.status)"
     )
+    run_status = (
+        "[...document.querySelectorAll('.session-side .facts dt')]"
+        ".find(dt => dt.textContent === 'Status').nextElementSibling.textContent"
+    )
     session_id = start(client, "/say Waiting for you\n/hang")
     try:
         sign_in(page, API_KEY)
@@ -533,6 +537,8 @@ def test_clicking_pause_shows_the_turn_paused_until_resume_is_clicked(
         assert page.evaluate("document.querySelector('[data-control=pause]')") is None
         hint = page.evaluate("document.querySelector('.composer-hint').textContent")
         assert hint.startswith("The turn is paused: your message steers it once it resumes")
+        # The run state panel says both: the API's status and the pause that holds it.
+        page.wait_for(f"{run_status} === 'in progress · paused'")
         shoot(page, "session-paused")
         # The session list says so too (the session itself is still in progress).
         page.evaluate("location.hash = '#/sessions'")
@@ -546,6 +552,7 @@ def test_clicking_pause_shows_the_turn_paused_until_resume_is_clicked(
         page.click("[data-control=resume]")
         page.wait_for("document.querySelector('[data-control=pause]')")
         page.wait_for(f"({badges}).join() === 'in_progress,in_progress'")
+        page.wait_for(f"{run_status} === 'in progress'")
     finally:
         cancelled = command(server, session_id, "cancel")
         assert settled_command(server, cancelled.json()["id"])["status"] == "applied"
