@@ -523,12 +523,16 @@ def test_clicking_pause_shows_the_turn_paused_until_resume_is_clicked(
         "[...document.querySelectorAll('.session-side .facts dt')]"
         ".find(dt => dt.textContent === 'Status').nextElementSibling.textContent"
     )
+    line = "document.querySelector('.stream-state').textContent"
     session_id = start(client, "/say Waiting for you\n/hang")
+    ended = False
     try:
         sign_in(page, API_KEY)
         open_session(page, session_id)
         page.wait_for("document.querySelector('[data-control=pause]')")
         page.click("[data-control=pause]")
+        # The status line says what became of the command once it settled, beside Live.
+        page.wait_for(f"{line} === 'Live · pause applied'")
         # The pause arrives as the turn's phase; the page follows it without a reload:
         # the session and the turn read paused, Resume replaces Pause, the composer says
         # what a message does now.
@@ -553,8 +557,15 @@ def test_clicking_pause_shows_the_turn_paused_until_resume_is_clicked(
         page.wait_for("document.querySelector('[data-control=pause]')")
         page.wait_for(f"({badges}).join() === 'in_progress,in_progress'")
         page.wait_for(f"{run_status} === 'in progress'")
-    finally:
+        page.wait_for(f"{line} === 'Live · resume applied'")
+        # A cancel through the API ends the turn: the line is back to the live state.
+        ended = True
         cancelled = command(server, session_id, "cancel")
+        page.wait_for("document.querySelector('.turn .badge[data-status=cancelled]')")
+        page.wait_for(f"{line} === 'Live'")
+    finally:
+        if not ended:
+            cancelled = command(server, session_id, "cancel")
         assert settled_command(server, cancelled.json()["id"])["status"] == "applied"
 
 

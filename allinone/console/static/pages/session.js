@@ -22,6 +22,18 @@ async function all(path, limit = 1000) {
   return found;
 }
 
+// What a settled pause or resume command came to, as the status line says it.
+const ENDINGS = { turn_completed: "completed", turn_failed: "failed", turn_cancelled: "was cancelled" };
+
+function outcome(command) {
+  const what = command.action;
+  if (command.status === "applied") return `${what} applied`;
+  if (command.status === "expired") {
+    return `${what} not applied: the turn ${ENDINGS[command.reason] || "ended"} first`;
+  }
+  return `${what} rejected${command.reason ? ` (${command.reason.replace(/_/g, " ")})` : ""}`;
+}
+
 class SessionPage {
   constructor(main, sessionId) {
     this.id = sessionId;
@@ -35,6 +47,10 @@ class SessionPage {
     this.controls = h("div.controls", { role: "toolbar", "aria-label": "Session controls" });
     this.actions = h("div.actions", { "aria-live": "assertive" });
     this.notice = h("div.stream-state", { role: "status" });
+    this.connection = null; // "live" once the stream is read, "reconnecting" while it is not
+    this.said = null; // { text, error } beside it: what the last action came to
+    this.pending = null; // the pause or resume command not yet settled: { id, action }
+    this.turnStates = ""; // the turns' states as last read (a change clears `said`)
     this.setupBox = h("div.setup-box");
     this.stopSetup = null;
     this.side = h("aside.session-side");
@@ -89,7 +105,23 @@ class SessionPage {
   }
 
   flash(message) {
-    replace(this.notice, h("span.error", {}, message));
+    this.say(message, true);
+  }
+
+  /** Say `text` on the status line, beside the stream's state, until the turns change
+   * or something else is said. */
+  say(text, error = false) {
+    this.said = text ? { text, error } : null;
+    this.drawNotice();
+  }
+
+  drawNotice() {
+    const state = this.connection === "live" ? h("span.live", {}, "Live")
+      : this.connection === "reconnecting" ? h("span.muted", {}, "Reconnecting…") : null;
+    const pending = this.pending ? `${this.pending.action} requested: waiting for it to apply` : null;
+    const said = this.said || (pending ? { text: pending, error: false } : null);
+    replace(this.notice, state,
+      said ? h(said.error ? "span.error" : "span.muted", {}, state ? ` · ${said.text}` : said.text) : null);
   }
 
   async connect(attempt) {
@@ -102,7 +134,8 @@ class SessionPage {
           await this.snapshot();
           ready = true;
           queued.splice(0).forEach((event) => this.apply(event));
-          replace(this.notice, h("span.live", {}, "Live"));
+          this.connection = "live";
+          this.drawNotice();
           attempt = 0;
         },
         onEvent: (event) => (ready ? this.apply(event) : queued.push(event)),
@@ -115,7 +148,8 @@ class SessionPage {
       }
     }
     if (this.abort.signal.aborted) return;
-    replace(this.notice, h("span.muted", {}, "Reconnecting…"));
+    this.connection = "reconnecting";
+    this.drawNotice();
     const delay = Math.min(500 * 2 ** attempt, 5000);
     setTimeout(() => this.connect(attempt + 1), delay);
   }
@@ -167,9 +201,26 @@ class SessionPage {
       const before = this.transcript.turnList().map((t) => t.status).join();
       (await all(`${this.base}/turns?order=asc`)).forEach((turn) => this.transcript.upsertTurn(turn));
       if (this.transcript.turnList().map((t) => t.status).join() !== before) this.refresh();
+      const states = this.transcript.turnList().map(turnState).join();
+      if (states !== this.turnStates) {
+        // What the last action came to is old news once the turns moved on.
+        this.turnStates = states;
+        if (!this.pending) this.say(null);
+      }
+      await this.settleCommand();
     } catch (error) {
       this.flash(error.message);
     }
+  }
+
+  /** Read the pending command again; once it left `accepted`, say what it came to. */
+  async settleCommand() {
+    const pending = this.pending;
+    if (!pending) return;
+    const command = await get(`/x/v1/commands/${pending.id}`);
+    if (command.status === "accepted" || this.pending !== pending) return;
+    this.pending = null;
+    this.say(outcome(command), command.status !== "applied");
   }
 
   activeTurn() {
@@ -298,10 +349,14 @@ class SessionPage {
     const turn = action === "resume" ? paused || this.activeTurn() : this.activeTurn();
     if (!turn) return;
     const state = turn.x_corebox || {};
-    await post(`/x/v1/sessions/${this.id}/commands`, {
+    const sent = await post(`/x/v1/sessions/${this.id}/commands`, {
       action, turn_id: turn.id, expected_state_version: state.state_version ?? null, reason: "console",
     }, { "Idempotency-Key": idempotencyKey() });
-    replace(this.notice, h("span.muted", {}, `${action} requested`));
+    this.said = null;
+    this.pending = sent.status === "accepted" ? { id: sent.id, action } : null;
+    if (this.pending) this.drawNotice();
+    else this.say(outcome(sent), sent.status !== "applied");
+    // It may have applied before this page heard of it: the turns read now say so.
     this.refreshTurns();
   }
 
@@ -312,7 +367,7 @@ class SessionPage {
 
   async rewind() {
     const result = await post(`/x/v1/sessions/${this.id}/rewind`, { turns: 1 });
-    replace(this.notice, h("span.muted", {}, `Rewound: ${result.hidden_turn_ids.length} turn hidden from the model`));
+    this.say(`Rewound: ${result.hidden_turn_ids.length} turn hidden from the model`);
     // A rewind writes no event; the session read again says which turns are hidden now.
     this.showSession(await get(this.base));
   }
