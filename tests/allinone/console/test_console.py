@@ -620,7 +620,7 @@ def test_draining_from_the_overview_asks_first_and_shows_on_its_readiness_row(
     suspended = "1 active · 0 queued · 1 of them suspended at a checkpoint"
     try:
         with sdk(own) as own_client:
-            start(own_client, "/say Waiting for you\n/hang")  # a drain suspends it
+            stopped = start(own_client, "/say Waiting for you\n/hang")  # a drain suspends it
         browser.navigate(own.base_url + "/")
         sign_in(browser, core_key(own.data_dir))
         browser.evaluate("location.hash = '#/overview'")
@@ -649,8 +649,31 @@ def test_draining_from_the_overview_asks_first_and_shows_on_its_readiness_row(
         browser.wait_for(check_shown("turns", suspended))
         assert browser.evaluate("document.querySelector('[data-drain=ask]')") is None
         shoot(browser, "overview-draining-reloaded")
+        # The session pages say what the drain does to their turns: the one it stopped
+        # and one started since wait for a restart, and a message waits with them.
+        with sdk(own) as own_client:
+            queued = own_client.beta.agents.sessions.create(
+                agent={"model": "scripted"}, environment={"type": "none"}, input="hello"
+            ).id
+        browser.evaluate("location.hash = '#/signin'")
+        sign_in(browser, API_KEY)
+        open_session(browser, stopped)
+        browser.wait_for(f"({HELD_BY}).startsWith('corebox is draining')")
+        assert "continues from its checkpoint when corebox restarts" in browser.evaluate(HELD_BY)
+        assert browser.evaluate(HINT).startswith("The turn is held until corebox restarts")
+        shoot(browser, "session-draining")
+        open_session(browser, queued)
+        browser.wait_for(f"({HELD_BY}).startsWith('corebox is draining')")
+        assert "queued: it starts when corebox restarts" in browser.evaluate(HELD_BY)
+        assert browser.evaluate(HINT).startswith("The turn is queued: your message joins")
+        assert (
+            browser.evaluate("document.querySelector('.composer [type=submit]').textContent")
+            == "Send"
+        )
+        shoot(browser, "session-queued-draining")
         assert_contained(browser, own, [API_KEY, core_key(own.data_dir)])
     finally:
+        browser.navigate("about:blank")  # nothing of this server's pages asks on
         browser.requests.clear()
         own.stop()
 
@@ -900,6 +923,52 @@ def test_a_pause_kill_switch_can_be_removed_with_the_turns_it_paused_resumed(
     actions = [(c["action"], c["actor"]) for c in listed["data"]]  # type: ignore[index]
     assert actions == [("pause", "kill_switch"), ("resume", "kill_switch")]
     client.close()
+
+
+# The session page's line that says what holds its turn (a kill switch, a drain).
+HELD_BY = "document.querySelector('.hold-note:not([hidden])')?.textContent || ''"
+HINT = "document.querySelector('.composer-hint').textContent"
+
+
+def test_a_session_under_a_kill_switch_says_the_switch_holds_it_and_offers_no_resume(
+    page: Page, server: Server
+) -> None:
+    owner, project = own_project(server, "Held by a switch")
+    client = project_client(server, owner, project)
+    session = running(client, "/say a\n/hang")
+    body = {"kind": "kill_switch", "value": "pause", "project_id": project["id"], "reason": "r"}
+    status, kill, _ = http(server.base_url, "POST", "/core/v1/overlays", body, owner)
+    assert status == 200, kill
+    until(
+        lambda: (
+            client.beta.agents.sessions.turns.list(session.id, limit=1).data[0].x_corebox["phase"]  # type: ignore[attr-defined]
+            == "paused"
+        ),
+        60,
+    )
+    try:
+        sign_in(page, client.api_key)
+        open_session(page, session.id)
+        page.wait_for(f"({HELD_BY}).startsWith('A kill switch (pause) holds this session')")
+        # A resume would wait for the switch: it is not offered, and a message (refused
+        # while the switch holds) cannot be sent; a cancel still can.
+        page.wait_for("document.querySelector('[data-control=cancel]')")
+        assert page.evaluate("document.querySelector('[data-control=resume]')") is None
+        assert page.evaluate("document.querySelector('[data-control=pause]')") is None
+        assert page.evaluate("document.querySelector('.composer [type=submit]').disabled")
+        assert page.evaluate(HINT).startswith("New messages are refused while the kill switch")
+        shoot(page, "session-kill-switch")
+        # Removed with its turns resumed: the page says nothing holds the turn any more.
+        path = f"/core/v1/overlays/{kill['id']}?resume=true"
+        assert http(server.base_url, "DELETE", path, headers=owner)[0] == 200
+        page.wait_for(f"({HELD_BY}) === '' && document.querySelector('[data-control=pause]')")
+        assert not page.evaluate("document.querySelector('.composer [type=submit]').disabled")
+    finally:
+        http(server.base_url, "DELETE", f"/core/v1/overlays/{kill['id']}", headers=owner)
+        cancel = {"type": "agent.session.input.cancel"}
+        client.beta.agents.sessions.events.create(session.id, events=[cancel])  # type: ignore[list-item]
+        client.close()
+    assert_contained(page, server, [client.api_key])
 
 
 def test_an_overlays_scope_names_its_project_and_the_agent_it_is_narrowed_to(
