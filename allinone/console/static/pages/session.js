@@ -230,9 +230,13 @@ class SessionPage {
   }
 
   async refreshTurns() {
+    const read = (this.turnReads = (this.turnReads || 0) + 1);
     try {
       const before = this.transcript.turnList().map((t) => t.status).join();
-      (await all(`${this.base}/turns?order=asc`)).forEach((turn) => this.transcript.upsertTurn(turn));
+      const turns = await all(`${this.base}/turns?order=asc`);
+      // A read that started before a later one is older than it: it would undo it.
+      if (read !== this.turnReads) return;
+      turns.forEach((turn) => this.transcript.upsertTurn(turn));
       if (this.transcript.turnList().map((t) => t.status).join() !== before) this.refresh();
       const states = this.transcript.turnList().map(turnState).join();
       if (states !== this.turnStates) {
