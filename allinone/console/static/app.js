@@ -2,7 +2,7 @@
 // `render(main, params)` and may return a function that stops what it started.
 
 import { droppedNotice, onKeyDropped, onKeysChange, signIn, signOut, signedIn } from "./api.js";
-import { h, replace } from "./dom.js";
+import { h, notFound, replace } from "./dom.js";
 import * as agents from "./pages/agents.js";
 import * as automations from "./pages/automations.js";
 import * as contacts from "./pages/contacts.js";
@@ -26,6 +26,7 @@ const DETAIL = { sessions: session, agents, environments };
 const main = document.getElementById("main");
 const sidebar = document.getElementById("sidebar");
 const app = document.getElementById("app");
+const menuToggle = document.getElementById("menu-toggle");
 let stop = null;
 
 function allowed(page) {
@@ -105,7 +106,7 @@ function route() {
     stop();
     stop = null;
   }
-  app.classList.remove("nav-open");
+  setMenu(false);
   const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
   const keys = signedIn();
   const signed = keys.project || keys.core;
@@ -116,7 +117,16 @@ function route() {
     signInPage();
     return;
   }
-  const page = PAGES.find((p) => p.path === parts[0]) || PAGES[keys.project ? 1 : 0];
+  const named = PAGES.find((p) => p.path === parts[0]);
+  if (parts.length && (!named || (parts.length > 1 && !DETAIL[named.path]))) {
+    // A route the console has no page for: say so, with the way to the nearest page.
+    const near = named || PAGES[keys.project ? 1 : 0];
+    drawNav(named ? named.path : "");
+    main.dataset.page = "not-found";
+    replace(main, notFound(`The console has no page ${location.hash}.`, `#/${near.path}`, near.title));
+    return;
+  }
+  const page = named || PAGES[keys.project ? 1 : 0];
   drawNav(page.path);
   main.dataset.page = page.path;
   if (!allowed(page)) {
@@ -134,10 +144,13 @@ function route() {
   main.focus({ preventScroll: true });
 }
 
-document.getElementById("menu-toggle").addEventListener("click", (event) => {
-  const open = app.classList.toggle("nav-open");
-  event.currentTarget.setAttribute("aria-expanded", String(open));
-});
+// The phone-width menu: open or closed, as its button says (aria-expanded).
+function setMenu(open) {
+  app.classList.toggle("nav-open", open);
+  menuToggle.setAttribute("aria-expanded", String(open));
+}
+
+menuToggle.addEventListener("click", () => setMenu(!app.classList.contains("nav-open")));
 window.addEventListener("hashchange", route);
 onKeysChange(() => {});
 // A key corebox stopped accepting: the sign-in page says so (and the page that used it

@@ -115,6 +115,11 @@ export function card(title, ...children) {
   return h("section.card", {}, title ? h("h2", {}, title) : null, children);
 }
 
+/** The page for something that is not there: what was not found, and a link back. */
+export function notFound(what, href, back) {
+  return h("div.not-found", {}, h("h1", {}, "Not found"), h("p", {}, what), h("p", {}, h("a", { href }, `Back to ${back}`)));
+}
+
 export function empty(text) {
   return h("p.empty", {}, text);
 }

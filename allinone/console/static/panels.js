@@ -2,17 +2,20 @@
 // scale, artifacts and environment files.
 
 import { get, raw } from "./api.js";
-import { badge, bytes, card, empty, field, h, replace, short, stamp } from "./dom.js";
+import { badge, bytes, card, empty, field, h, replace, short, stamp, turnState } from "./dom.js";
 
 export function runState(turn, session) {
   if (!turn) return card("Run state", empty("No turn yet."));
   const state = turn.x_corebox || {};
   const checkpoint = state.checkpoint;
   const notes = state.capability_notes || ((session || {}).x_corebox || {}).capability_notes || [];
+  // The API's status, and beside it the pause that holds the turn (its status stays
+  // in_progress while it is paused), as the header and the turn card name it.
+  const held = turnState(turn) !== turn.status ? turnState(turn) : null;
   return card("Run state",
     h("dl.facts", {},
       field("Turn", h("code", { title: turn.id }, short(turn.id))),
-      field("Status", badge(turn.status)),
+      field("Status", h("span", {}, badge(turn.status), held ? h("span.held", {}, ` · ${held}`) : null)),
       field("Phase", state.phase ? state.phase.replace(/_/g, " ") : null),
       field("State version", state.state_version),
       field("Worker epoch", state.worker_epoch),

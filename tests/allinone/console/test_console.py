@@ -94,19 +94,32 @@ TALLEST_FIELD = """Math.max(0, ...[...document.querySelectorAll('input.input, se
   .map((field) => field.getBoundingClientRect().height))"""
 
 
+# What in the page is wider than the screen, or than the box that holds it (a table's
+# wrapper scrolling sideways, a clipped line): each as its tag, class and first text.
+SIDEWAYS = """[...document.querySelectorAll('#main *')].filter((el) => {
+  const box = el.getBoundingClientRect();
+  if (!box.width || el.closest('[hidden]')) return false;
+  const clips = getComputedStyle(el).overflowX !== 'visible';
+  return box.right > innerWidth + 1 || (clips && el.scrollWidth > el.clientWidth + 1);
+}).map((el) => `${el.tagName.toLowerCase()}.${el.className}: ${el.textContent.slice(0, 40)}`)"""
+
+
 def shoot(tab: Page, name: str) -> None:
-    """Screenshots at both widths; at the phone width nothing may overflow sideways, and
-    at either no one-line field is stretched taller than a line."""
+    """Screenshots at both widths; at the phone width nothing may overflow sideways (the
+    page, or any part of it inside its box), and at either no one-line field is stretched
+    taller than a line."""
     tab.screenshot(SHOTS / f"{name}-desktop.png")
     tallest = {"desktop": tab.evaluate(TALLEST_FIELD)}
     tab.resize(*PHONE, mobile=True)
     tab.wait_for(f"innerWidth === {PHONE[0]}")
     overflow = tab.evaluate("document.documentElement.scrollWidth - innerWidth")
+    sideways = tab.evaluate(SIDEWAYS)
     tallest["phone"] = tab.evaluate(TALLEST_FIELD)
     tab.screenshot(SHOTS / f"{name}-phone.png")
     tab.resize(*DESKTOP)
     tab.wait_for(f"innerWidth === {DESKTOP[0]}")
     assert overflow <= 0, f"{name} scrolls sideways at {PHONE[0]} px"
+    assert sideways == [], f"{name} is wider than its box at {PHONE[0]} px: {sideways}"
     assert max(tallest.values()) <= FIELD_HEIGHT, f"{name} stretches a field: {tallest}"
 
 
@@ -374,6 +387,90 @@ def test_every_page_renders_at_both_widths(page: Page, client: OpenAI, server: S
     shoot(page, "overview-owner")
 
 
+def test_long_unbroken_text_is_broken_or_shortened_at_phone_width(
+    page: Page, client: OpenAI, server: Server, tmp_path: Path
+) -> None:
+    long = "LONGWORD" * 400  # one word, wider than any screen
+    name = "AGENTNAME" * 7
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    first = f"{long}\n{'lorem ipsum ' * 2000}"
+    idle_session(client, first)  # named after its first line, cut to 72 characters
+    client.beta.agents.sessions.create(
+        agent={"model": "scripted"},
+        environment={"type": "none"},
+        input="titled",
+        metadata={"title": "TITLE" * 100},  # a title is shown whole
+    )
+    script = (
+        f"/think {long[:600]}\n/command echo {long[:600]}\n"
+        f"/write outputs/{'x' * 200}.txt done\n/say {long[:600]}"
+    )
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment={"type": "self_hosted", "workspace_directory": str(workspace)},
+            input=script,
+            stream=True,
+        )
+    )
+    session_id = events[0].session.id  # type: ignore[attr-defined]
+    client.beta.agents.create(model="scripted", name=name)
+    own_project(server, "PROJECTNAME" * 10)
+    sign_in(page, API_KEY)
+    page.wait_for("document.querySelectorAll('.table .link-row').length >= 3")
+    shoot(page, "sessions-long")
+    open_session(page, session_id)
+    page.wait_for("document.querySelector('.command') && document.querySelector('.file-list')")
+    shoot(page, "session-long")
+    page.evaluate("location.hash = '#/agents'")
+    page.wait_for(f"document.querySelector('.table .link-row') && {LOADED}")
+    shoot(page, "agents-long")
+    page.evaluate("location.hash = '#/signin'")
+    sign_in(page, core_key(server.data_dir))
+    page.evaluate("location.hash = '#/owner'")
+    named = "[...document.querySelectorAll('.card h2')].some(h => h.textContent.length > 100)"
+    page.wait_for(f"{named} && {LOADED}")
+    shoot(page, "owner-long")
+
+
+@pytest.mark.parametrize(
+    ("route", "said", "back"),
+    [
+        (
+            "#/sessions/sess_doesnotexist",
+            "No session sess_doesnotexist in this project.",
+            "#/sessions",
+        ),
+        ("#/agents/agent_nope", "No agent agent_nope in this project.", "#/agents"),
+        ("#/environments/env_nope", "No environment env_nope in this project.", "#/environments"),
+        (
+            "#/automations/auto_nope",
+            "The console has no page #/automations/auto_nope.",
+            "#/automations",
+        ),
+        ("#/nonsense/page", "The console has no page #/nonsense/page.", "#/sessions"),
+    ],
+)
+def test_what_does_not_exist_shows_a_not_found_page_with_a_link_back(
+    page: Page, route: str, said: str, back: str
+) -> None:
+    sign_in(page, API_KEY)
+    page.evaluate(f"location.hash = {json.dumps(route)}")
+    page.wait_for("document.querySelector('.not-found')")
+    assert page.evaluate("document.querySelector('.not-found h1').textContent") == "Not found"
+    assert page.evaluate("document.querySelector('.not-found p').textContent") == said
+    link = "document.querySelector('.not-found a').getAttribute('href')"
+    assert page.evaluate(link) == back
+    # Nothing that would act on what is not there: no composer, no transcript, no list.
+    shown = "document.querySelector('.composer, .transcript, .table, .session-page, .card')"
+    assert page.evaluate(f"!{shown}")
+    if route.startswith("#/sessions/"):
+        shoot(page, "session-not-found")
+    page.click(".not-found a")
+    page.wait_for(f"document.getElementById('main').dataset.page === {json.dumps(back[2:])}")
+
+
 def test_a_rewound_turn_is_marked_hidden_from_the_model(page: Page, client: OpenAI) -> None:
     sign_in(page, API_KEY)
     session_id = idle_session(client, "first")
@@ -422,12 +519,20 @@ def test_clicking_pause_shows_the_turn_paused_until_resume_is_clicked(
         "[...document.querySelectorAll('.session-title .badge, .turn .badge')]"
         ".map(b => b.dataset.status)"
     )
+    run_status = (
+        "[...document.querySelectorAll('.session-side .facts dt')]"
+        ".find(dt => dt.textContent === 'Status').nextElementSibling.textContent"
+    )
+    line = "document.querySelector('.stream-state').textContent"
     session_id = start(client, "/say Waiting for you\n/hang")
+    ended = False
     try:
         sign_in(page, API_KEY)
         open_session(page, session_id)
         page.wait_for("document.querySelector('[data-control=pause]')")
         page.click("[data-control=pause]")
+        # The status line says what became of the command once it settled, beside Live.
+        page.wait_for(f"{line} === 'Live · pause applied'")
         # The pause arrives as the turn's phase; the page follows it without a reload:
         # the session and the turn read paused, Resume replaces Pause, the composer says
         # what a message does now.
@@ -436,6 +541,8 @@ def test_clicking_pause_shows_the_turn_paused_until_resume_is_clicked(
         assert page.evaluate("document.querySelector('[data-control=pause]')") is None
         hint = page.evaluate("document.querySelector('.composer-hint').textContent")
         assert hint.startswith("The turn is paused: your message steers it once it resumes")
+        # The run state panel says both: the API's status and the pause that holds it.
+        page.wait_for(f"{run_status} === 'in progress · paused'")
         shoot(page, "session-paused")
         # The session list says so too (the session itself is still in progress).
         page.evaluate("location.hash = '#/sessions'")
@@ -449,8 +556,16 @@ def test_clicking_pause_shows_the_turn_paused_until_resume_is_clicked(
         page.click("[data-control=resume]")
         page.wait_for("document.querySelector('[data-control=pause]')")
         page.wait_for(f"({badges}).join() === 'in_progress,in_progress'")
-    finally:
+        page.wait_for(f"{run_status} === 'in progress'")
+        page.wait_for(f"{line} === 'Live · resume applied'")
+        # A cancel through the API ends the turn: the line is back to the live state.
+        ended = True
         cancelled = command(server, session_id, "cancel")
+        page.wait_for("document.querySelector('.turn .badge[data-status=cancelled]')")
+        page.wait_for(f"{line} === 'Live'")
+    finally:
+        if not ended:
+            cancelled = command(server, session_id, "cancel")
         assert settled_command(server, cancelled.json()["id"])["status"] == "applied"
 
 
@@ -505,7 +620,7 @@ def test_draining_from_the_overview_asks_first_and_shows_on_its_readiness_row(
     suspended = "1 active · 0 queued · 1 of them suspended at a checkpoint"
     try:
         with sdk(own) as own_client:
-            start(own_client, "/say Waiting for you\n/hang")  # a drain suspends it
+            stopped = start(own_client, "/say Waiting for you\n/hang")  # a drain suspends it
         browser.navigate(own.base_url + "/")
         sign_in(browser, core_key(own.data_dir))
         browser.evaluate("location.hash = '#/overview'")
@@ -534,8 +649,31 @@ def test_draining_from_the_overview_asks_first_and_shows_on_its_readiness_row(
         browser.wait_for(check_shown("turns", suspended))
         assert browser.evaluate("document.querySelector('[data-drain=ask]')") is None
         shoot(browser, "overview-draining-reloaded")
+        # The session pages say what the drain does to their turns: the one it stopped
+        # and one started since wait for a restart, and a message waits with them.
+        with sdk(own) as own_client:
+            queued = own_client.beta.agents.sessions.create(
+                agent={"model": "scripted"}, environment={"type": "none"}, input="hello"
+            ).id
+        browser.evaluate("location.hash = '#/signin'")
+        sign_in(browser, API_KEY)
+        open_session(browser, stopped)
+        browser.wait_for(f"({HELD_BY}).startsWith('corebox is draining')")
+        assert "continues from its checkpoint when corebox restarts" in browser.evaluate(HELD_BY)
+        assert browser.evaluate(HINT).startswith("The turn is held until corebox restarts")
+        shoot(browser, "session-draining")
+        open_session(browser, queued)
+        browser.wait_for(f"({HELD_BY}).startsWith('corebox is draining')")
+        assert "queued: it starts when corebox restarts" in browser.evaluate(HELD_BY)
+        assert browser.evaluate(HINT).startswith("The turn is queued: your message joins")
+        assert (
+            browser.evaluate("document.querySelector('.composer [type=submit]').textContent")
+            == "Send"
+        )
+        shoot(browser, "session-queued-draining")
         assert_contained(browser, own, [API_KEY, core_key(own.data_dir)])
     finally:
+        browser.navigate("about:blank")  # nothing of this server's pages asks on
         browser.requests.clear()
         own.stop()
 
@@ -787,6 +925,52 @@ def test_a_pause_kill_switch_can_be_removed_with_the_turns_it_paused_resumed(
     client.close()
 
 
+# The session page's line that says what holds its turn (a kill switch, a drain).
+HELD_BY = "document.querySelector('.hold-note:not([hidden])')?.textContent || ''"
+HINT = "document.querySelector('.composer-hint').textContent"
+
+
+def test_a_session_under_a_kill_switch_says_the_switch_holds_it_and_offers_no_resume(
+    page: Page, server: Server
+) -> None:
+    owner, project = own_project(server, "Held by a switch")
+    client = project_client(server, owner, project)
+    session = running(client, "/say a\n/hang")
+    body = {"kind": "kill_switch", "value": "pause", "project_id": project["id"], "reason": "r"}
+    status, kill, _ = http(server.base_url, "POST", "/core/v1/overlays", body, owner)
+    assert status == 200, kill
+    until(
+        lambda: (
+            client.beta.agents.sessions.turns.list(session.id, limit=1).data[0].x_corebox["phase"]  # type: ignore[attr-defined]
+            == "paused"
+        ),
+        60,
+    )
+    try:
+        sign_in(page, client.api_key)
+        open_session(page, session.id)
+        page.wait_for(f"({HELD_BY}).startsWith('A kill switch (pause) holds this session')")
+        # A resume would wait for the switch: it is not offered, and a message (refused
+        # while the switch holds) cannot be sent; a cancel still can.
+        page.wait_for("document.querySelector('[data-control=cancel]')")
+        assert page.evaluate("document.querySelector('[data-control=resume]')") is None
+        assert page.evaluate("document.querySelector('[data-control=pause]')") is None
+        assert page.evaluate("document.querySelector('.composer [type=submit]').disabled")
+        assert page.evaluate(HINT).startswith("New messages are refused while the kill switch")
+        shoot(page, "session-kill-switch")
+        # Removed with its turns resumed: the page says nothing holds the turn any more.
+        path = f"/core/v1/overlays/{kill['id']}?resume=true"
+        assert http(server.base_url, "DELETE", path, headers=owner)[0] == 200
+        page.wait_for(f"({HELD_BY}) === '' && document.querySelector('[data-control=pause]')")
+        assert not page.evaluate("document.querySelector('.composer [type=submit]').disabled")
+    finally:
+        http(server.base_url, "DELETE", f"/core/v1/overlays/{kill['id']}", headers=owner)
+        cancel = {"type": "agent.session.input.cancel"}
+        client.beta.agents.sessions.events.create(session.id, events=[cancel])  # type: ignore[list-item]
+        client.close()
+    assert_contained(page, server, [client.api_key])
+
+
 def test_an_overlays_scope_names_its_project_and_the_agent_it_is_narrowed_to(
     page: Page, server: Server
 ) -> None:
@@ -830,14 +1014,18 @@ def test_the_menu_opens_and_navigates_at_phone_width(page: Page) -> None:
     page.resize(*PHONE, mobile=True)
     page.wait_for(f"innerWidth === {PHONE[0]}")
     try:
+        expanded = "document.getElementById('menu-toggle').getAttribute('aria-expanded')"
+        assert page.evaluate(expanded) == "false"
         page.click("#menu-toggle")
         page.wait_for("document.getElementById('app').classList.contains('nav-open')")
+        assert page.evaluate(expanded) == "true"
         page.screenshot(SHOTS / "menu-phone.png")
         page.click(".nav-link[href='#/overview']")
         page.wait_for("document.getElementById('main').dataset.page === 'overview'")
         assert (
             page.evaluate("document.getElementById('app').classList.contains('nav-open')") is False
         )
+        assert page.evaluate(expanded) == "false"  # the button says the menu closed
     finally:
         page.resize(*DESKTOP)
 

@@ -1,8 +1,8 @@
 // Agents: the list, and one agent's configuration, versions and deployment pointers
 // (promote and rollback where the server supports them).
 
-import { get, post, supports } from "../api.js";
-import { badge, card, empty, failure, field, h, json, pageHead, replace, short, stamp, table, when } from "../dom.js";
+import { ApiError, get, post, supports } from "../api.js";
+import { badge, card, empty, failure, field, h, json, notFound, pageHead, replace, short, stamp, table, when } from "../dom.js";
 
 export function render(main) {
   const list = h("div", {}, h("p.muted", {}, "Loading…"));
@@ -93,7 +93,8 @@ export function renderOne(main, params) {
         pageHead(agent.name || "Agent", agent.id, version ? badge(`version ${version}`) : null),
         h("div.grid-2", {}, h("div.col", {}, configuration(agent)), h("div.col", {}, extra.filter(Boolean))));
     } catch (error) {
-      replace(body, failure(error));
+      replace(body, error instanceof ApiError && error.status === 404
+        ? notFound(`No agent ${agentId} in this project.`, "#/agents", "Agents") : failure(error));
     }
   };
   load();

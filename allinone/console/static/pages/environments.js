@@ -1,8 +1,8 @@
 // Environments: the list with each one's set-up, and one environment with a live
 // set-up line (package n of N) while it is being set up, and its files.
 
-import { get } from "../api.js";
-import { badge, card, empty, failure, field, h, pageHead, replace, short, table } from "../dom.js";
+import { ApiError, get } from "../api.js";
+import { badge, card, empty, failure, field, h, notFound, pageHead, replace, short, table } from "../dom.js";
 import { describe, watchSetup } from "../setup.js";
 
 const REFRESH_MS = 2000;
@@ -60,6 +60,12 @@ export function renderOne(main, params) {
   get(`/v1/agents/environments/${environmentId}`).then((environment) => {
     draw(environment);
     stopWatch = watchSetup(environmentId, setupBox, draw);
-  }).catch((error) => replace(head, failure(error)));
+  }).catch((error) => {
+    if (error instanceof ApiError && error.status === 404) {
+      replace(main, notFound(`No environment ${environmentId} in this project.`, "#/environments", "Environments"));
+    } else {
+      replace(head, failure(error));
+    }
+  });
   return () => stopWatch();
 }

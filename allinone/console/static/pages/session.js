@@ -2,13 +2,27 @@
 // with run state, usage, timeline and files beside it.
 
 import { showActions } from "../actions.js";
-import { ApiError, get, idempotencyKey, post, stream, supports } from "../api.js";
-import { badge, failure, h, replace, short, turnState, when } from "../dom.js";
+import { ApiError, get, idempotencyKey, look, post, stream, supports } from "../api.js";
+import { badge, h, notFound, replace, short, turnState, when } from "../dom.js";
 import { files, runState, timeline, usage } from "../panels.js";
 import { watchSetup } from "../setup.js";
 import { Transcript } from "../transcript.js";
 
 const ACTIVE = new Set(["queued", "in_progress", "waiting"]);
+// While a kill switch holds the session, how often it is read again: removing one
+// announces nothing on the session's stream.
+const HELD_REFRESH_MS = 5000;
+
+/** The kill switch that holds `session` (its `x_corebox.overlays`), or null. */
+function killSwitch(session) {
+  return ((session.x_corebox || {}).overlays || []).find((o) => o.kind === "kill_switch" && !o.cleared_at) || null;
+}
+
+/** A turn a drain keeps from running until corebox restarts: queued (no turn is claimed)
+ * or stopped at a checkpoint to be claimed again (phase resuming). */
+function drainable(turn) {
+  return Boolean(turn) && (turn.status === "queued" || (turn.x_corebox || {}).phase === "resuming");
+}
 
 async function all(path, limit = 1000) {
   const found = [];
@@ -20,6 +34,18 @@ async function all(path, limit = 1000) {
     after = page.last_id;
   }
   return found;
+}
+
+// What a settled pause or resume command came to, as the status line says it.
+const ENDINGS = { turn_completed: "completed", turn_failed: "failed", turn_cancelled: "was cancelled" };
+
+function outcome(command) {
+  const what = command.action;
+  if (command.status === "applied") return `${what} applied`;
+  if (command.status === "expired") {
+    return `${what} not applied: the turn ${ENDINGS[command.reason] || "ended"} first`;
+  }
+  return `${what} rejected${command.reason ? ` (${command.reason.replace(/_/g, " ")})` : ""}`;
 }
 
 class SessionPage {
@@ -35,19 +61,28 @@ class SessionPage {
     this.controls = h("div.controls", { role: "toolbar", "aria-label": "Session controls" });
     this.actions = h("div.actions", { "aria-live": "assertive" });
     this.notice = h("div.stream-state", { role: "status" });
+    this.connection = null; // "live" once the stream is read, "reconnecting" while it is not
+    this.said = null; // { text, error } beside it: what the last action came to
+    this.pending = null; // the pause or resume command not yet settled: { id, action }
+    this.turnStates = ""; // the turns' states as last read (a change clears `said`)
+    this.holdNote = h("p.notice.hold-note", { role: "status", hidden: true });
+    this.draining = false; // corebox is draining (its /readyz), asked while a turn waits
+    this.heldTimer = null;
     this.setupBox = h("div.setup-box");
     this.stopSetup = null;
     this.side = h("aside.session-side");
     this.filesBox = h("div");
     this.selected = null;
     this.composer = this.buildComposer();
+    this.composer.hidden = true; // until the session is read: none for one that is not there
+    this.main = main;
     main.append(h("div.session-page", {},
       this.header,
       h("div.session-grid", {},
         h("div.session-main", {},
           this.setupBox,
           h("div.transcript-scroll", {}, this.transcript.node),
-          this.actions, this.composer, this.notice),
+          this.actions, this.holdNote, this.composer, this.notice),
         this.side)));
     this.connect(0);
   }
@@ -57,6 +92,7 @@ class SessionPage {
     if (this.stopSetup) this.stopSetup();
     clearTimeout(this.sideTimer);
     clearInterval(this.clock);
+    clearInterval(this.heldTimer);
   }
 
   buildComposer() {
@@ -87,7 +123,23 @@ class SessionPage {
   }
 
   flash(message) {
-    replace(this.notice, h("span.error", {}, message));
+    this.say(message, true);
+  }
+
+  /** Say `text` on the status line, beside the stream's state, until the turns change
+   * or something else is said. */
+  say(text, error = false) {
+    this.said = text ? { text, error } : null;
+    this.drawNotice();
+  }
+
+  drawNotice() {
+    const state = this.connection === "live" ? h("span.live", {}, "Live")
+      : this.connection === "reconnecting" ? h("span.muted", {}, "Reconnecting…") : null;
+    const pending = this.pending ? `${this.pending.action} requested: waiting for it to apply` : null;
+    const said = this.said || (pending ? { text: pending, error: false } : null);
+    replace(this.notice, state,
+      said ? h(said.error ? "span.error" : "span.muted", {}, state ? ` · ${said.text}` : said.text) : null);
   }
 
   async connect(attempt) {
@@ -100,7 +152,8 @@ class SessionPage {
           await this.snapshot();
           ready = true;
           queued.splice(0).forEach((event) => this.apply(event));
-          replace(this.notice, h("span.live", {}, "Live"));
+          this.connection = "live";
+          this.drawNotice();
           attempt = 0;
         },
         onEvent: (event) => (ready ? this.apply(event) : queued.push(event)),
@@ -108,12 +161,13 @@ class SessionPage {
     } catch (error) {
       if (this.abort.signal.aborted) return;
       if (error instanceof ApiError && error.status === 404) {
-        replace(this.header, failure(new Error(`No session ${this.id} in this project.`)));
+        replace(this.main, notFound(`No session ${this.id} in this project.`, "#/sessions", "Sessions"));
         return;
       }
     }
     if (this.abort.signal.aborted) return;
-    replace(this.notice, h("span.muted", {}, "Reconnecting…"));
+    this.connection = "reconnecting";
+    this.drawNotice();
     const delay = Math.min(500 * 2 ** attempt, 5000);
     setTimeout(() => this.connect(attempt + 1), delay);
   }
@@ -126,6 +180,21 @@ class SessionPage {
     this.showSession(session);
     files(session, this.filesBox);
     this.transcript.follow();
+    this.checkDrain();
+  }
+
+  /** Whether corebox is draining, asked while a turn waits in a way a drain holds. */
+  async checkDrain() {
+    let draining = false;
+    if (drainable(this.activeTurn())) {
+      const ready = await look("/readyz").catch(() => null);
+      const check = ready && ready.body && ready.body.checks ? ready.body.checks.drain : null;
+      draining = Boolean(check && !check.ok);
+    }
+    if (draining !== this.draining) {
+      this.draining = draining;
+      this.drawState();
+    }
   }
 
   apply(event) {
@@ -161,13 +230,37 @@ class SessionPage {
   }
 
   async refreshTurns() {
+    const read = (this.turnReads = (this.turnReads || 0) + 1);
     try {
       const before = this.transcript.turnList().map((t) => t.status).join();
-      (await all(`${this.base}/turns?order=asc`)).forEach((turn) => this.transcript.upsertTurn(turn));
+      const turns = await all(`${this.base}/turns?order=asc`);
+      // A read that started before a later one is older than it: it would undo it.
+      if (read !== this.turnReads) return;
+      turns.forEach((turn) => this.transcript.upsertTurn(turn));
       if (this.transcript.turnList().map((t) => t.status).join() !== before) this.refresh();
+      const states = this.transcript.turnList().map(turnState).join();
+      if (states !== this.turnStates) {
+        // What the last action came to is old news once the turns moved on; what holds
+        // them (an overlay, a drain) is read again.
+        this.turnStates = states;
+        if (!this.pending) this.say(null);
+        this.refresh();
+        this.checkDrain();
+      }
+      await this.settleCommand();
     } catch (error) {
       this.flash(error.message);
     }
+  }
+
+  /** Read the pending command again; once it left `accepted`, say what it came to. */
+  async settleCommand() {
+    const pending = this.pending;
+    if (!pending) return;
+    const command = await get(`/x/v1/commands/${pending.id}`);
+    if (command.status === "accepted" || this.pending !== pending) return;
+    this.pending = null;
+    this.say(outcome(command), command.status !== "applied");
   }
 
   activeTurn() {
@@ -177,6 +270,7 @@ class SessionPage {
 
   showSession(session) {
     this.session = { ...this.session, ...session };
+    this.composer.hidden = false;
     const s = this.session;
     const xc = s.x_corebox || {};
     const forked = xc.forked_from;
@@ -216,11 +310,49 @@ class SessionPage {
     const held = turn && turnState(turn) !== turn.status ? turnState(turn) : null;
     replace(this.statusSlot, badge(held || s.status));
     const active = ["in_progress", "requires_action"].includes(s.status) || turn;
-    this.sendButton.textContent = active ? "Steer" : "Send";
-    this.hint.textContent = held === "paused"
-      ? "The turn is paused: your message steers it once it resumes · Ctrl+Enter"
-      : active ? "A turn is running: your message steers it · Ctrl+Enter" : "Ctrl+Enter to send";
+    const queued = turn && turn.status === "queued";
+    const hold = this.hold(turn);
+    this.holdNote.hidden = !hold;
+    this.holdNote.textContent = hold ? hold.note : "";
+    this.sendButton.textContent = active && !queued ? "Steer" : "Send";
+    this.sendButton.disabled = Boolean(hold && hold.refused);
+    this.hint.textContent = hold && hold.hint ? hold.hint
+      : held === "paused" ? "The turn is paused: your message steers it once it resumes · Ctrl+Enter"
+        : queued ? "The turn is queued: your message joins its input · Ctrl+Enter"
+          : held === "resuming" ? "The turn is resuming: your message steers it once it runs · Ctrl+Enter"
+            : active ? "A turn is running: your message steers it · Ctrl+Enter" : "Ctrl+Enter to send";
+    // A kill switch's removal announces nothing: read the session again while one holds it.
+    if (hold && hold.refused && !this.heldTimer) {
+      this.heldTimer = setInterval(() => this.refresh(), HELD_REFRESH_MS);
+    } else if (!(hold && hold.refused) && this.heldTimer) {
+      clearInterval(this.heldTimer);
+      this.heldTimer = null;
+    }
     this.drawControls();
+  }
+
+  /** What holds the session's turn where no control of this page can move it: a kill
+   * switch (new input refused; a pause one keeps its turns paused) or a drain (no turn
+   * is claimed until corebox restarts). Null when nothing does. */
+  hold(turn) {
+    const kill = killSwitch(this.session);
+    if (kill) {
+      const why = kill.reason ? ` (${kill.reason})` : "";
+      const paused = kill.value === "pause" ? "its turns stay paused and " : "";
+      return {
+        note: `A kill switch (${kill.value}) holds this session${why}: ${paused}new messages are refused until an owner removes it.`,
+        hint: "New messages are refused while the kill switch holds this session",
+        refused: true,
+      };
+    }
+    if (!this.draining || !drainable(turn)) return null;
+    if (turn.status === "queued") {
+      return { note: "corebox is draining: no turn starts until it restarts. This turn is queued: it starts when corebox restarts." };
+    }
+    return {
+      note: "corebox is draining: this turn stopped and continues from its checkpoint when corebox restarts.",
+      hint: "The turn is held until corebox restarts: your message steers it then · Ctrl+Enter",
+    };
   }
 
   /** While a managed environment sets up, a progress line above the transcript; it goes
@@ -250,12 +382,15 @@ class SessionPage {
     const latest = turns[turns.length - 1];
     const turn = this.activeTurn();
     const phase = latest && latest.x_corebox ? latest.x_corebox.phase : null;
+    // Under a kill switch a pause or resume would only wait for it: neither is offered
+    // (a cancel is still taken).
+    const steerable = commands && !killSwitch(this.session || {});
     const buttons = [];
     if (turn) buttons.push(this.control("Cancel", "danger", () => this.cancel()));
-    if (commands && turn && phase !== "paused" && phase !== "pausing" && phase !== "pause_requested") {
+    if (steerable && turn && phase !== "paused" && phase !== "pausing" && phase !== "pause_requested") {
       buttons.push(this.control("Pause", "", () => this.command("pause")));
     }
-    if (commands && phase === "paused") {
+    if (steerable && phase === "paused") {
       buttons.push(this.control("Resume", "primary", () => this.command("resume")));
     }
     const finished = this.transcript.turnList().some((t) => !ACTIVE.has(t.status));
@@ -295,10 +430,14 @@ class SessionPage {
     const turn = action === "resume" ? paused || this.activeTurn() : this.activeTurn();
     if (!turn) return;
     const state = turn.x_corebox || {};
-    await post(`/x/v1/sessions/${this.id}/commands`, {
+    const sent = await post(`/x/v1/sessions/${this.id}/commands`, {
       action, turn_id: turn.id, expected_state_version: state.state_version ?? null, reason: "console",
     }, { "Idempotency-Key": idempotencyKey() });
-    replace(this.notice, h("span.muted", {}, `${action} requested`));
+    this.said = null;
+    this.pending = sent.status === "accepted" ? { id: sent.id, action } : null;
+    if (this.pending) this.drawNotice();
+    else this.say(outcome(sent), sent.status !== "applied");
+    // It may have applied before this page heard of it: the turns read now say so.
     this.refreshTurns();
   }
 
@@ -309,7 +448,7 @@ class SessionPage {
 
   async rewind() {
     const result = await post(`/x/v1/sessions/${this.id}/rewind`, { turns: 1 });
-    replace(this.notice, h("span.muted", {}, `Rewound: ${result.hidden_turn_ids.length} turn hidden from the model`));
+    this.say(`Rewound: ${result.hidden_turn_ids.length} turn hidden from the model`);
     // A rewind writes no event; the session read again says which turns are hidden now.
     this.showSession(await get(this.base));
   }
