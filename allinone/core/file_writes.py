@@ -192,12 +192,18 @@ class FileWrites:
             settle = partial(env_rows.settle_file, file_row_id=row["id"], was=row["state"])
             if not await self._db.write(partial(settle, written=written)):
                 return  # settled meanwhile by another request
+        said = {
+            Verdict.WRITTEN: "settled as written (its bytes are there)",
+            Verdict.NOT_WRITTEN: "settled as not written (nothing is at its path)",
+            Verdict.UNSETTLED: "still unsettled (the workspace shows neither)",
+        }[verdict]
         log.warning(
-            "environment %s: file write %s left %s: %s",
+            "environment %s: file write %s to %s, left %s, %s",
             environment_id,
             row["id"],
+            row["path"],
             row["state"],
-            verdict.value,
+            said,
         )
 
     async def _observe(

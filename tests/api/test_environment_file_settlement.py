@@ -80,6 +80,8 @@ def test_an_unknown_write_with_nothing_at_its_path_is_settled_as_not_written(
     assert _state(server, left) is None
     assert not (workspace / "lost").exists()  # settled, never replayed
     assert _write(client, environment_id, "/workspace/lost/a.txt") == "/workspace/lost/a.txt"
+    said = f"file write {left} to /workspace/lost/a.txt, left unknown, settled as not written"
+    assert said in server.log.read_text()
 
 
 def test_an_unknown_write_whose_bytes_are_there_is_settled_as_written(
@@ -167,7 +169,10 @@ def test_a_fresh_reservation_of_this_process_waits_for_the_bound(
     started (the embedded default writes no heartbeat, and is live until it stops)."""
     environment_id, _ = _environment(client, server)
     with databases.raw(databases.location(server.data_dir)) as db:
-        [me] = db.execute("SELECT id FROM core_processes WHERE stopped_at IS NULL")
+        [me] = db.execute(
+            "SELECT id FROM core_processes WHERE pid = ? AND stopped_at IS NULL",
+            (server.process.pid,),
+        )
         db.execute("UPDATE core_processes SET heartbeat_at = 1 WHERE id = ?", (me["id"],))
     now = int(time.time())
     left = _leave(server, environment_id, "/workspace/mine.txt", "reserved", b"m", now, me["id"])
