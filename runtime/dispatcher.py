@@ -21,6 +21,7 @@ import logging
 import secrets
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -168,7 +169,7 @@ class Dispatcher:
             # No reply: a reply would echo an id that breaks its kind's rule (seed 000).
             log.warning("%s with an invalid id skipped: %s", frame.type, exc.code)
             return
-        self._spawn(self._serve(frame, handler))
+        self._spawn(partial(self._serve, frame, handler))
 
     def _turn_of(self, frame: Frame) -> tuple[str, str] | None:
         """(session id, turn id or "") a frame works for, to name in its log lines; None
@@ -212,10 +213,13 @@ class Dispatcher:
         except Exception:
             log.warning("%s for %s could not be sent", type_, id_)
 
-    def _spawn(self, work: Awaitable[None]) -> None:
+    def _spawn(self, work: Callable[[], Awaitable[None]]) -> None:
+        """Run `work()` in a task of its own. The coroutine is made when the task starts:
+        a task cancelled before it started (at close) leaves none never awaited."""
+
         async def guarded() -> None:
             try:
-                await work
+                await work()
             except Exception:
                 log.exception("dispatcher task failed")
 
@@ -239,7 +243,7 @@ class Dispatcher:
             status.error_code,
             error.field,
         )
-        self._spawn(self._reply(error.frame_id, status))
+        self._spawn(partial(self._reply, error.frame_id, status))
 
     async def _device_shutdown(self, frame: Frame) -> Replies:
         """Core asks this Runtime to stop: admit nothing new, then let the transport
@@ -345,7 +349,7 @@ class Dispatcher:
             self._expiries.pop(transfer_id, None)
             expired = self._ops.expire(transfer_id, steps)
             if expired is not None:
-                self._spawn(self._reply(transfer_id, expired))
+                self._spawn(partial(self._reply, transfer_id, expired))
 
         self._expiries[transfer_id] = asyncio.get_running_loop().call_later(
             self._timers.transfer_body_wait, fire

@@ -37,7 +37,9 @@ class _Owned:
 
 
 class ExecutorPool:
-    def __init__(self, timers: Timers, spawn: Callable[[Awaitable[None]], None]) -> None:
+    def __init__(
+        self, timers: Timers, spawn: Callable[[Callable[[], Awaitable[None]]], None]
+    ) -> None:
         self._timers = timers
         self._spawn = spawn
         self._owned: dict[str, _Owned] = {}
@@ -134,7 +136,7 @@ class ExecutorPool:
             await owned.executor.close()
             self._owned.pop(executor_id, None)
 
-        self._spawn(closing())
+        self._spawn(closing)
 
     def close_environment(self, environment_id: str) -> None:
         """Close every Executor working in the Environment; an idle one leaves the idle

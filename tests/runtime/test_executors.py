@@ -4,7 +4,7 @@ it. Driven on a real event loop with Executors that implement the interface."""
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 
 from runtime.executors import ExecutorPool
 from runtime.harness.base import RunContext
@@ -41,10 +41,10 @@ class Owner:
     def __init__(self) -> None:
         self.tasks: set[asyncio.Task[None]] = set()
 
-    def spawn(self, work: Awaitable[None]) -> None:
+    def spawn(self, work: Callable[[], Awaitable[None]]) -> None:
         async def guarded() -> None:
             with contextlib.suppress(OSError):  # a failed close; the pool keeps it owned
-                await work
+                await work()
 
         self.tasks.add(asyncio.create_task(guarded()))
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +102,28 @@ def test_quiesce_fences_new_work_until_the_matching_resume(tmp_path: Path) -> No
         await dispatcher.close()
 
     asyncio.run(main())
+
+
+def test_a_request_still_unserved_when_the_connection_closes_leaves_nothing_unawaited(
+    tmp_path: Path,
+) -> None:
+    """A request whose task is cancelled before it started (the connection closed at
+    once) is dropped whole: no coroutine is left never awaited (a RuntimeWarning in the
+    log, two lines where the log is one line per event)."""
+
+    async def main() -> None:
+        peer = Peer()
+        harnesses = HarnessRegistry()
+        harnesses.register(ScriptedHarness())
+        dispatcher = Dispatcher(
+            harnesses, peer.send, workspaces=Workspaces(None, allowed_roots=(tmp_path,))
+        )
+        quiesce = EnvironmentQuiesce(environment_id=str(uuid.uuid4()), suspend_id="sus-1")
+        await dispatcher.handle(Frame("environment_quiesce", "q1", quiesce, ""))
+        assert await dispatcher.close()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        asyncio.run(main())
+        gc.collect()
+    assert not [w for w in caught if "never awaited" in str(w.message)]
