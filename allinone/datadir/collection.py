@@ -48,12 +48,16 @@ class Report:
     def summary(self) -> str:
         verb = "would remove" if self.dry_run else "removed"
         freed = max(0, self.bytes_before - self.bytes_after)
+        # A dry run frees nothing, and how much a real run frees is known only after it.
+        database = (
+            f"database {self.bytes_before:,} bytes"
+            if self.dry_run
+            else f"database {self.bytes_before:,} -> {self.bytes_after:,} bytes ({freed:,} freed)"
+        )
         return (
             f"gc {verb} {sum(self.rows.values())} rows ({self.sessions} sessions) and "
             f"{len(self.directories)} workspace and snapshot directories and"
-            f" {len(self.blobs)} blobs;"
-            " database "
-            f"{self.bytes_before:,} -> {self.bytes_after:,} bytes ({freed:,} freed)"
+            f" {len(self.blobs)} blobs; {database}"
         )
 
 

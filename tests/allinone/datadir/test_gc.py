@@ -135,7 +135,12 @@ def test_gc_purges_deleted_sessions_and_keeps_archived_ones(
     before_blobs = blob_names(data_dir)
     dry = corebox(data_dir, "gc", "--dry-run", "--retention-days", "0")
     assert dry.returncode == 0, dry.stderr
-    assert "would remove" in dry.stdout and len(dry.stdout.splitlines()) == 1
+    would = re.fullmatch(
+        r"gc would remove (\d+ rows \(\d+ sessions\) and \d+ workspace and snapshot"
+        r" directories and \d+ blobs); database [\d,]+ bytes\n",
+        dry.stdout,
+    )
+    assert would, dry.stdout  # a dry run frees nothing, and says no figure for it
     assert database_state(data_dir) == before_state
     assert workspace_names(data_dir) == before_dirs
     assert blob_names(data_dir) == before_blobs
@@ -152,6 +157,7 @@ def test_gc_purges_deleted_sessions_and_keeps_archived_ones(
         run.stdout,
     )
     assert said, run.stdout  # sizes grouped in thousands, as `corebox storage` shows them
+    assert f"gc removed {would.group(1)}; " in run.stdout  # what the dry run said would go
     before, after, freed = (int(n.replace(",", "")) for n in said.groups())
     assert before - after == freed and before > 1000
     assert rows_of(data_dir, deleted) == dict.fromkeys(rows_of(data_dir, deleted), 0)
