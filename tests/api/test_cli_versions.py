@@ -78,3 +78,14 @@ def test_overlays_clear_resume_lists_the_turns_it_resumes(
     assert "\tcleared\tkill_switch=pause\t" in shown[0]
     [resumed] = shown[1:]
     assert resumed.startswith("  resume cmd_") and resumed.endswith(f"\tsession {session.id}")
+
+
+def test_agents_versions_lists_every_version_past_one_page(
+    surface: Surface, client: OpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent = client.beta.agents.create(model="scripted", instructions="v1")
+    for n in range(2, 103):  # one more than a page of 100, and one more again
+        client.beta.agents.update(agent.id, instructions=f"v{n}")
+    assert corebox(surface, "agents", "versions", agent.id, "--api-key", API_KEY) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [int(line.split("\t")[0]) for line in lines] == list(range(1, 103))
