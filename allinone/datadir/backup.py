@@ -5,6 +5,8 @@ A backup is one tar file:
                          "schema_version", "files": {name: {"size", "sha256"}}}
     corebox.db          a consistent copy made with SQLite's online backup
     secrets/...         the Core key, the vault key and every other file there
+    default-project.key the default project's key, when the first start wrote one (the
+                        commands that act for a project read it)
     blobs/...           the content-addressed blob store, when there is one
 
 Consistency while a server runs: the database copy is one snapshot (the backup API
@@ -34,6 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from allinone.credentials import KEY_FILE
 from allinone.datadir import Progress, no_progress
 from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE
 
@@ -82,6 +85,9 @@ def _members(data_dir: Path) -> list[tuple[str, Path]]:
             for path in sorted(root.rglob("*")):
                 if path.is_file() and not path.is_symlink():
                     found.append((path.relative_to(data_dir).as_posix(), path))
+    key = data_dir / KEY_FILE
+    if key.is_file() and not key.is_symlink():
+        found.append((KEY_FILE, key))
     return found
 
 

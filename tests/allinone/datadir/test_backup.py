@@ -132,3 +132,18 @@ def test_a_backup_under_load_restores_every_acknowledged_input(
             assert wanted <= texts, sorted(wanted - texts)
     finally:
         second.stop()
+
+
+def test_a_restored_directory_keeps_the_default_projects_key_file(tmp_path: Path) -> None:
+    """The commands that act for a project read the key the first start wrote: a restore
+    brings it back, as private as it was."""
+    data = tmp_path / "data"
+    start_server(data, api_key=None).stop()
+    key = (data / "default-project.key").read_text()
+    target = tmp_path / "corebox.backup"
+    assert corebox(data, "backup", str(target)).returncode == 0
+    restored = tmp_path / "restored"
+    put = corebox(restored, "restore", str(target))
+    assert put.returncode == 0, put.stderr
+    kept = restored / "default-project.key"
+    assert kept.read_text() == key and kept.stat().st_mode & 0o777 == 0o600
