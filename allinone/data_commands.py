@@ -51,6 +51,13 @@ def add_commands(commands: Any) -> None:
     )
     report = commands.add_parser("storage", parents=[common], help="where the bytes are")
     report.add_argument("--json", action="store_true", help="print JSON")
+    report.add_argument(
+        "--retention-days",
+        dest="retention_days",
+        type=_days,
+        help="what a gc keeping deleted data this long would reclaim"
+        " (default: the configured retention_days)",
+    )
     take = commands.add_parser("backup", parents=[common], help="write a consistent backup")
     take.add_argument("file")
     put = commands.add_parser("restore", parents=[common], help="restore a backup")
@@ -109,7 +116,10 @@ def run_command(args: argparse.Namespace, environ: Mapping[str, str], out: TextI
                 )
             print(report.summary(), file=out)
         elif args.command == "storage":
-            _print_storage(usage.report(config.data_dir), args.json, out)
+            figures = usage.report(
+                config.data_dir, now=int(time.time()), retention_seconds=config.retention_seconds
+            )
+            _print_storage(figures, args.json, out)
         elif args.command == "backup":
             with Bar("backup", sys.stderr, unit="files") as bar:
                 manifest = backups.backup(config.data_dir, Path(args.file), on_progress=bar)
@@ -190,3 +200,5 @@ def _print_storage(report: dict[str, Any], as_json: bool, out: TextIO) -> None:
         print(f"{name:<22} {size:>14,}", file=out)
     print(f"{'database file':<22} {report['database_file_bytes']:>14,}", file=out)
     print(f"{'reclaimable by gc':<22} {report['reclaimable_bytes']:>14,}", file=out)
+    days = report["retention_days"]
+    print(f"(deleted data is kept {days:g} days before gc purges it)", file=out)

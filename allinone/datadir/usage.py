@@ -1,4 +1,5 @@
-"""`corebox storage`: where the data directory's bytes are, and what `gc` could reclaim.
+"""`corebox storage`: where the data directory's bytes are, and what `gc` would reclaim
+with the same retention (an estimate: rows are counted by their payloads).
 
 Read-only; safe while a server runs (it reads a snapshot through its own connection).
 """
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE, SNAPSHOTS_DIR, WORKSPACES_DIR
+from storage.blobs import BlobStore
 from storage.errors import StorageError
 
 # Tables by category; any table not named here counts as `other`.
@@ -27,14 +29,23 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
     "artifacts and files": ("artifacts", "files", "environment_files"),
 }
 
-# Bytes held by deleted rows that a gc with zero retention would purge.
+# Bytes held by rows a gc would purge now: sessions deleted at or before the cutoff
+# (their journal, their items, their artifacts), artifacts deleted by then, and uploaded
+# files expired by now. Each query takes (cutoff, now) as it needs.
 _RECLAIMABLE = (
-    "SELECT COALESCE(SUM(LENGTH(payload)), 0) FROM session_events"
-    " WHERE session_key IN (SELECT journal_key FROM sessions WHERE deleted_at IS NOT NULL)",
-    "SELECT COALESCE(SUM(LENGTH(payload)), 0) FROM items"
-    " WHERE session_id IN (SELECT id FROM sessions WHERE deleted_at IS NOT NULL)",
-    "SELECT COALESCE(SUM(size_bytes), 0) FROM artifacts WHERE deleted_at IS NOT NULL"
-    " OR session_id IN (SELECT id FROM sessions WHERE deleted_at IS NOT NULL)",
+    "SELECT COALESCE(SUM(LENGTH(payload)), 0) FROM session_events WHERE session_key IN"
+    " (SELECT journal_key FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at <= :cutoff)",
+    "SELECT COALESCE(SUM(LENGTH(payload)), 0) FROM items WHERE session_id IN"
+    " (SELECT id FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at <= :cutoff)",
+    "SELECT COALESCE(SUM(size_bytes), 0) FROM artifacts"
+    " WHERE (deleted_at IS NOT NULL AND deleted_at <= :cutoff) OR session_id IN"
+    " (SELECT id FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at <= :cutoff)",
+    "SELECT COALESCE(SUM(bytes), 0) FROM files WHERE expires_at <= :now",
+)
+# The blobs some row names (a blob no row names is removed by the next gc).
+_REFERENCED = (
+    "SELECT blob FROM artifacts WHERE blob IS NOT NULL"
+    " UNION SELECT blob FROM files WHERE blob IS NOT NULL"
 )
 
 
@@ -51,12 +62,14 @@ def tree_bytes(root: Path) -> int:
     return sum(sizes.values())
 
 
-def report(data_dir: Path) -> dict[str, Any]:
+def report(data_dir: Path, *, now: int, retention_seconds: int) -> dict[str, Any]:
     """Bytes per category (database tables by category, free pages, workspaces, blobs),
-    and the bytes reclaimable now (free pages) and by a gc with zero retention."""
+    and the bytes a gc with this retention would reclaim now: free pages, rows it would
+    purge, and blobs no row names."""
     db_path = data_dir / DATABASE_FILE
     if not db_path.is_file():
         raise StorageError(f"no database in {data_dir}")
+    window = {"cutoff": now - retention_seconds, "now": now}
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30)
     try:
         per_table = dict(
@@ -67,7 +80,8 @@ def report(data_dir: Path) -> dict[str, Any]:
         )
         page_size = conn.execute("PRAGMA page_size").fetchone()[0]
         free = conn.execute("PRAGMA freelist_count").fetchone()[0] * page_size
-        deleted = sum(conn.execute(sql).fetchone()[0] for sql in _RECLAIMABLE)
+        deleted = sum(conn.execute(sql, window).fetchone()[0] for sql in _RECLAIMABLE)
+        referenced = {str(row[0]) for row in conn.execute(_REFERENCED)}
     finally:
         conn.close()
     categories: dict[str, int] = {name: 0 for name in (*CATEGORIES, "other")}
@@ -84,5 +98,11 @@ def report(data_dir: Path) -> dict[str, Any]:
             p.stat().st_size for p in data_dir.glob(DATABASE_FILE + "*") if p.is_file()
         ),
         "categories": categories,
-        "reclaimable_bytes": free + deleted,
+        "retention_days": retention_seconds / 86400,
+        "reclaimable_bytes": free + deleted + _unreferenced_bytes(data_dir, referenced),
     }
+
+
+def _unreferenced_bytes(data_dir: Path, referenced: set[str]) -> int:
+    store = BlobStore(data_dir / BLOBS_DIR)
+    return sum(store.path(name).stat().st_size for name in store.names() if name not in referenced)

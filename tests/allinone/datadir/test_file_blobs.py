@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import io
+import json
 import os
 import sqlite3
 from contextlib import closing
@@ -52,6 +53,9 @@ def test_file_bodies_are_blobs_collected_once_no_file_names_them(
     assert client.files.content(second.id).read() == BODY
 
     client.files.delete(second.id)
+    figures = corebox(data_dir, "storage", "--json")
+    assert figures.returncode == 0, figures.stderr
+    assert json.loads(figures.stdout)["reclaimable_bytes"] >= len(BODY)  # a blob no row names
     dry = corebox(data_dir, "gc", "--dry-run", "--retention-days", "0")
     assert dry.returncode == 0 and " 1 blobs" in dry.stdout, dry.stdout
     assert blob_names(data_dir) == {digest}
