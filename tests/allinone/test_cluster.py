@@ -8,7 +8,9 @@ tests/support/postgres.py), driven by the official SDK over real sockets:
   every turn it held is settled by the other (continued from its checkpoint or failed
   as the crash rules say), none left running;
 - an automation due once fires once with both processes running;
-- a stream opened on one process sees the events of a turn the other runs.
+- a stream opened on one process sees the events of a turn the other runs;
+- agent updates, promotions without an expected pointer version and new skill versions
+  sent at once through both processes all land, one after the other.
 """
 
 from __future__ import annotations
@@ -401,3 +403,20 @@ def test_agent_updates_and_promotions_at_once_on_two_processes_all_land(
             (agent_id, "production"),
         )
         assert pointers == [(RACERS,)]
+
+
+def test_skill_versions_added_at_once_on_two_processes_all_land(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    manifest = b"---\nname: racer\ndescription: One of many versions.\n---\n"
+    with _servers(tmp_path, postgres_url) as servers, _sdk(servers[0]) as client:
+        skill_id = client.skills.create(files=[("SKILL.md", manifest)]).id
+        added = _at_once(
+            servers,
+            lambda _, sdk, i: sdk.skills.versions.create(
+                skill_id, files=[("SKILL.md", manifest + f"# {i}\n".encode())]
+            ),
+        )
+        assert not [r for r in added if isinstance(r, Exception)], added
+        assert sorted(int(r.version) for r in added) == list(range(2, RACERS + 2))
+        assert client.skills.retrieve(skill_id).latest_version == str(RACERS + 1)
