@@ -25,6 +25,19 @@ async def get(q: Queryable, project_id: str, agent_id: str) -> dict[str, Any] | 
     return record(row, ("config",))
 
 
+async def get_for_change(tx: Tx, project_id: str, agent_id: str) -> dict[str, Any] | None:
+    """A live agent, read to be changed in this transaction. On PostgreSQL its row stays
+    locked until the commit, so another process's change to it waits for this one and
+    then reads what this one wrote; on SQLite the single writer already runs one
+    transaction at a time."""
+    lock = " FOR UPDATE" if tx.backend == "postgresql" else ""
+    row = await tx.fetchone(
+        "SELECT * FROM agents WHERE project_id = ? AND id = ? AND deleted_at IS NULL" + lock,
+        (project_id, agent_id),
+    )
+    return record(row, ("config",))
+
+
 async def known(q: Queryable, project_id: str, agent_id: str) -> bool:
     """Whether the project knows `agent_id`: a saved agent of it (deleted ones too, as
     their sessions may still run), or the inline agent of one of its sessions."""

@@ -25,6 +25,19 @@ async def get(q: Queryable, project_id: str, skill_id: str) -> dict[str, Any] | 
     )
 
 
+async def get_for_change(tx: Tx, project_id: str, skill_id: str) -> dict[str, Any] | None:
+    """A skill, read to change its versions or pointers in this transaction. On
+    PostgreSQL its row stays locked until the commit, so another process's change waits
+    for this one and then reads what this one wrote (its version number taken, its
+    default moved); on SQLite the single writer already runs one transaction at a time."""
+    lock = " FOR UPDATE" if tx.backend == "postgresql" else ""
+    return record(
+        await tx.fetchone(
+            "SELECT * FROM skills WHERE project_id = ? AND id = ?" + lock, (project_id, skill_id)
+        )
+    )
+
+
 async def insert_version(tx: Tx, row: dict[str, Any]) -> None:
     await tx.execute(
         "INSERT INTO skill_versions (id, skill_id, version, name, description, sha256,"

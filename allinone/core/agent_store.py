@@ -7,7 +7,9 @@ key. An MCP tool may name a vault credential only of the same project.
 
 Every create and update also writes an immutable version and moves the `latest`
 pointer, in the same transaction (`allinone.core.agent_versions`). An update carrying
-`x_corebox.expected_version` is refused with 409 when the agent has moved past it.
+`x_corebox.expected_version` is refused with 409 when the agent has moved past it; one
+without it is applied to the agent as it stands when its transaction runs, so it never
+meets a conflict with another update.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from allinone.core.shapes.models import AgentCreate, AgentUpdate
 from storage import agent_versions as version_rows
 from storage import agents as agent_rows
 from storage import vaults as vault_rows
-from storage.database import Database, Reader, Tx
+from storage.database import Database, Tx
+from storage.rows import Queryable
 
 log = logging.getLogger(__name__)
 B = TypeVar("B", AgentCreate, AgentUpdate)
@@ -53,7 +56,8 @@ class AgentStore:
         body, _ = _without_expected(body)
         config = agent_config.from_create(body, seal_provider=self._seal)
         agent_config.harness_for(config)
-        await self._check_credentials(project, config["tools"])
+        if tool_lists.credential_ids(config["tools"]):
+            await self._db.read(lambda r: self._check_credentials(r, project, config["tools"]))
         agent_id = self._ids.new("agent")
         now = self._clock.now()
 
@@ -76,25 +80,29 @@ class AgentStore:
 
     async def update(
         self, project: str, agent_id: str, body: AgentUpdate, actor: str | None = None
-    ) -> None:
+    ) -> dict[str, Any]:
+        """Apply `body` to the agent as it stands when the write runs, write the next
+        version, and return the agent row as this update left it.
+
+        The read and the write are one transaction (the row locked on PostgreSQL), so
+        updates at once each write a version on top of the one before; only an update
+        carrying `x_corebox.expected_version` is refused (409) for an agent at another
+        version."""
         body, expected = _without_expected(body)
-        row = await self.get(project, agent_id)
-        _check_expected(row, expected)
-        config = dict(row["config"])
-        agent_config.apply_fields(config, body, seal_provider=self._seal)
-        if body.name is not UNSET:
-            config["name"] = body.name
-        if body.metadata is not UNSET:
-            config["metadata"] = agent_config.check_metadata(body.metadata)
-        agent_config.harness_for(config)
-        await self._check_credentials(project, config["tools"])
+        extension = self._extension(body)
+        rest = msgspec.structs.replace(body, x_corebox=UNSET)
         now = self._clock.now()
 
-        number = int(row["version"]) + 1
-
-        async def job(tx: Tx) -> bool:
-            if not await version_rows.set_agent_version(tx, project, agent_id, number, config, now):
-                return False
+        async def job(tx: Tx) -> dict[str, Any]:
+            row = await agent_rows.get_for_change(tx, project, agent_id)
+            if row is None:
+                raise NotFound()
+            _check_expected(row, expected)
+            config = _updated(row["config"], rest, extension)
+            await self._check_credentials(tx, project, config["tools"])
+            number = int(row["version"]) + 1
+            moved = await version_rows.set_agent_version(tx, project, agent_id, number, config, now)
+            assert moved  # the row was read in this transaction, locked where it matters
             await write_version(
                 tx,
                 self._ids,
@@ -105,12 +113,19 @@ class AgentStore:
                 actor=actor,
                 now=now,
             )
-            return True
+            written = await agent_rows.get(tx, project, agent_id)
+            assert written is not None  # written in this transaction
+            return written
 
-        if not await self._db.write(job):
-            # Deleted, or another update made a version in between: report which.
-            current = await self.get(project, agent_id)
-            raise _stale(expected or int(row["version"]), int(current["version"]))
+        return await self._db.write(job)
+
+    def _extension(self, body: AgentUpdate) -> dict[str, Any] | None:
+        """The stored form of the body's `x_corebox` (a provider's key sealed), made once
+        before the transaction; None when the body leaves it as it is."""
+        if body.x_corebox is UNSET:
+            return None
+        extension = msgspec.to_builtins(body.x_corebox)
+        return agent_config.check_extension(extension, "x_corebox", self._seal)
 
     async def delete(self, project: str, agent_id: str) -> None:
         now = self._clock.now()
@@ -122,19 +137,12 @@ class AgentStore:
             raise NotFound()
         log.info("deleted agent %s in project %s", agent_id, project)
 
-    async def _check_credentials(self, project: str, tools: list[Any]) -> None:
+    @staticmethod
+    async def _check_credentials(q: Queryable, project: str, tools: list[Any]) -> None:
         """Every `credential_id` must name a live credential of this project."""
-        refs = tool_lists.credential_ids(tools)
-
-        async def first_missing(r: Reader) -> int | None:
-            for index, credential_id in refs:
-                if await vault_rows.get_credential(r, project, None, credential_id) is None:
-                    return index
-            return None
-
-        index = await self._db.read(first_missing) if refs else None
-        if index is not None:
-            raise NotFound(param=f"tools[{index}].credential_id")
+        for index, credential_id in tool_lists.credential_ids(tools):
+            if await vault_rows.get_credential(q, project, None, credential_id) is None:
+                raise NotFound(param=f"tools[{index}].credential_id")
 
 
 def _without_expected(body: B) -> tuple[B, int | None]:
@@ -147,6 +155,23 @@ def _without_expected(body: B) -> tuple[B, int | None]:
     if all(getattr(rest, f) is UNSET for f in rest.__struct_fields__):
         return msgspec.structs.replace(body, x_corebox=UNSET), expected
     return msgspec.structs.replace(body, x_corebox=rest), expected
+
+
+def _updated(
+    stored: dict[str, Any], body: AgentUpdate, extension: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The configuration `body` (without `x_corebox`) and the stored `extension` make of
+    the `stored` one; raises InvalidRequest for a field it cannot take."""
+    config = dict(stored)
+    agent_config.apply_fields(config, body)
+    if extension is not None:
+        config["x_corebox"] = extension
+    if body.name is not UNSET:
+        config["name"] = body.name
+    if body.metadata is not UNSET:
+        config["metadata"] = agent_config.check_metadata(body.metadata)
+    agent_config.harness_for(config)
+    return config
 
 
 def _check_expected(row: dict[str, Any], expected: int | None) -> None:

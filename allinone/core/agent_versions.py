@@ -8,8 +8,11 @@ digests whichever way they were written.
 Pointers: `latest` follows every new version; any other name (`production`, `canary`)
 moves only by `promote` or `rollback`. Each move is a compare-and-set on the pointer's
 `pointer_version` (a stale `expected_pointer_version` is a 409) and is audited with the
-acting key. New sessions of a saved agent get the version their pointer names (default
-`latest`) or the version they name; a session keeps its pin whatever pointers do later.
+acting key. Moves and updates of one agent run one after the other, also across
+processes (each locks the agent's row first), so a move without an expected pointer
+version always lands, on top of the one before. New sessions of a saved agent get the
+version their pointer names (default `latest`) or the version they name; a session keeps
+its pin whatever pointers do later.
 """
 
 from __future__ import annotations
@@ -234,6 +237,11 @@ class Deployments:
         now = self._clock.now()
 
         async def job(tx: Tx) -> dict[str, Any]:
+            # The agent's row, locked on PostgreSQL, keeps another process's move of its
+            # pointers (or its update) out until this one commits: a move without an
+            # expected pointer version then lands on top of it, never refused.
+            if await agent_rows.get_for_change(tx, project, agent_id) is None:
+                raise NotFound()
             before = await version_rows.deployment(tx, agent_id, name)
             pointer = await version_rows.move_deployment(tx, agent_id, name, version, expected, now)
             if pointer is None:

@@ -8,7 +8,9 @@ tests/support/postgres.py), driven by the official SDK over real sockets:
   every turn it held is settled by the other (continued from its checkpoint or failed
   as the crash rules say), none left running;
 - an automation due once fires once with both processes running;
-- a stream opened on one process sees the events of a turn the other runs.
+- a stream opened on one process sees the events of a turn the other runs;
+- agent updates, promotions without an expected pointer version and new skill versions
+  sent at once through both processes all land, one after the other.
 """
 
 from __future__ import annotations
@@ -34,12 +36,15 @@ from openai import OpenAI
 from allinone.config import KEYS
 from allinone.core.cluster.signals import CHANNEL
 from storage.journal_templates import type_name
-from tests.api.support import core_key
+from tests.api.support import core_key, http
 from tests.conftest import API_KEY, ROOT, Server, start_server
 
 TURNS = 1000
 CLIENTS = 16
 WAIT = 60.0
+# Requests sent at once to one agent, through both processes in turn.
+RACERS = 12
+AUTHORIZATION = {"Authorization": f"Bearer {API_KEY}"}
 ECHO = "echo {n}"
 
 
@@ -343,3 +348,75 @@ def _cluster(server: Server) -> dict[str, Any]:
     with urllib.request.urlopen(request, timeout=WAIT) as reply:
         body: dict[str, Any] = json.loads(reply.read())
     return body
+
+
+def _at_once(servers: list[Server], call: Callable[[Server, OpenAI, int], Any]) -> list[Any]:
+    """`call(server, client, i)` for i in 0 .. RACERS - 1 on threads released together,
+    through each process in turn; each result, or the exception it raised."""
+    clients = [_sdk(server) for server in servers]
+    start = threading.Barrier(RACERS)
+
+    def run(index: int) -> Any:
+        start.wait()
+        which = index % len(servers)
+        try:
+            return call(servers[which], clients[which], index)
+        except Exception as exc:
+            return exc
+
+    try:
+        with ThreadPoolExecutor(RACERS) as pool:
+            return list(pool.map(run, range(RACERS)))
+    finally:
+        for client in clients:
+            client.close()
+
+
+def test_agent_updates_and_promotions_at_once_on_two_processes_all_land(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    with _servers(tmp_path, postgres_url) as servers, _sdk(servers[0]) as client:
+        agent_id = client.beta.agents.create(model="scripted", instructions="start").id
+        updated = _at_once(
+            servers, lambda _, sdk, i: sdk.beta.agents.update(agent_id, instructions=f"u{i}")
+        )
+        assert not [r for r in updated if isinstance(r, Exception)], updated
+        numbers = _rows(
+            postgres_url,
+            "SELECT number FROM agent_versions WHERE agent_id = %s ORDER BY number",
+            (agent_id,),
+        )
+        assert numbers == [(n,) for n in range(1, RACERS + 2)]
+
+        def promote(server: Server, _: OpenAI, index: int) -> int:
+            # No expected pointer version: each move lands on top of the one before.
+            path = f"/x/v1/agents/{agent_id}/deployments/production/promote"
+            status, _, _ = http(
+                server.base_url, "POST", path, {"version": index + 1}, AUTHORIZATION
+            )
+            return status
+
+        assert _at_once(servers, promote) == [200] * RACERS
+        pointers = _rows(
+            postgres_url,
+            "SELECT pointer_version FROM agent_deployments WHERE agent_id = %s AND name = %s",
+            (agent_id, "production"),
+        )
+        assert pointers == [(RACERS,)]
+
+
+def test_skill_versions_added_at_once_on_two_processes_all_land(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    manifest = b"---\nname: racer\ndescription: One of many versions.\n---\n"
+    with _servers(tmp_path, postgres_url) as servers, _sdk(servers[0]) as client:
+        skill_id = client.skills.create(files=[("SKILL.md", manifest)]).id
+        added = _at_once(
+            servers,
+            lambda _, sdk, i: sdk.skills.versions.create(
+                skill_id, files=[("SKILL.md", manifest + f"# {i}\n".encode())]
+            ),
+        )
+        assert not [r for r in added if isinstance(r, Exception)], added
+        assert sorted(int(r.version) for r in added) == list(range(2, RACERS + 2))
+        assert client.skills.retrieve(skill_id).latest_version == str(RACERS + 1)

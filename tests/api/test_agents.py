@@ -3,7 +3,10 @@ deletion and the route order that keeps `/v1/agents/<word>` routes reachable."""
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import openai
 import pytest
@@ -11,6 +14,8 @@ import pytest
 from tests.api.support import Surface, http, surface
 
 __all__ = ["surface"]
+T = TypeVar("T")
+RACERS = 12
 
 FUNCTION = {
     "type": "function",
@@ -260,3 +265,59 @@ def test_mcp_credential_must_belong_to_the_project(surface: Surface) -> None:
     with pytest.raises(openai.NotFoundError) as caught:
         stranger.beta.agents.create(model="scripted", tools=[tool])  # type: ignore[list-item]
     assert caught.value.param == "tools[0].credential_id"
+
+
+def together(count: int, call: Callable[[int], T]) -> list[T | Exception]:
+    """`call(0)` .. `call(count - 1)` on threads of their own, released at once; each
+    result, or the exception it raised."""
+    start = threading.Barrier(count)
+
+    def run(index: int) -> T | Exception:
+        start.wait()
+        try:
+            return call(index)
+        except Exception as exc:
+            return exc
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(run, range(count)))
+
+
+def test_updates_at_once_without_an_expected_version_each_write_a_version(
+    surface: Surface,
+) -> None:
+    client = surface.new_client("racers")
+    agent = client.beta.agents.create(model="scripted", instructions="start")
+    results = together(
+        RACERS, lambda i: client.beta.agents.update(agent.id, instructions=f"sdk{i}")
+    )
+    assert not [r for r in results if isinstance(r, Exception)], results
+    versions = sorted(r.x_corebox["version"] for r in results)  # type: ignore[union-attr]
+    assert versions == list(range(2, RACERS + 2))
+    status, page, _ = x_get(surface, client, f"/x/v1/agents/{agent.id}/versions?limit=100")
+    assert status == 200, page
+    written = {v["agent"]["instructions"] for v in page["data"]}
+    assert written == {"start"} | {f"sdk{i}" for i in range(RACERS)}
+    status, pointers, _ = x_get(surface, client, f"/x/v1/agents/{agent.id}/deployments")
+    assert [(d["name"], d["version"]) for d in pointers["data"]] == [("latest", RACERS + 1)]
+
+
+def test_updates_at_once_expecting_one_version_have_one_winner(surface: Surface) -> None:
+    client = surface.new_client("expecters")
+    agent = client.beta.agents.create(model="scripted", instructions="start")
+    results = together(
+        RACERS,
+        lambda i: client.beta.agents.update(
+            agent.id, instructions=f"sdk{i}", extra_body={"x_corebox": {"expected_version": 1}}
+        ),
+    )
+    refused = [r for r in results if isinstance(r, Exception)]
+    assert len(refused) == RACERS - 1, results
+    assert all(isinstance(r, openai.ConflictError) for r in refused), refused
+    assert {r.code for r in refused} == {"stale_agent_version"}  # type: ignore[attr-defined]
+    assert client.beta.agents.retrieve(agent.id).x_corebox == {"version": 2}  # type: ignore[attr-defined]
+
+
+def x_get(surface: Surface, client: openai.OpenAI, path: str) -> tuple[int, Any, Any]:
+    headers = {"Authorization": f"Bearer {client.api_key}"}
+    return http(surface.server.base_url, "GET", path, headers=headers)

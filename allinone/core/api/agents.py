@@ -68,8 +68,8 @@ class AgentsApi:
         project = project_of(request)
         agent_id = request.path_params["agent_id"]
         body = await decode_body(request, AgentUpdate, MAX_AGENT_BODY_BYTES)
-        await self._store.update(project, agent_id, body, await actor_of(request, self._db))
-        return json(shapes.agent(await self._store.get(project, agent_id)))
+        actor = await actor_of(request, self._db)
+        return json(shapes.agent(await self._store.update(project, agent_id, body, actor)))
 
     async def delete(self, request: Request) -> Response:
         project = project_of(request)

@@ -108,7 +108,7 @@ class Catalog:
         now = self._clock.now()
 
         async def job(tx: Tx) -> int:
-            skill = await rows.get(tx, project_id, skill_id)
+            skill = await rows.get_for_change(tx, project_id, skill_id)
             if skill is None:
                 raise NotFound()
             number = await rows.take_version_number(tx, skill_id)
@@ -149,6 +149,8 @@ class Catalog:
         await self.version(project_id, skill_id, number)
 
         async def job(tx: Tx) -> None:
+            if await rows.get_for_change(tx, project_id, skill_id) is None:
+                raise NotFound()
             if await rows.version(tx, skill_id, number) is None:
                 raise NotFound()
             await self._point(tx, skill_id, number)
@@ -170,7 +172,7 @@ class Catalog:
         await self.version(project_id, skill_id, number)
 
         async def job(tx: Tx) -> dict[str, Any]:
-            skill = await rows.get(tx, project_id, skill_id)
+            skill = await rows.get_for_change(tx, project_id, skill_id)
             found = await rows.version(tx, skill_id, number)
             if skill is None or found is None:
                 raise NotFound()
