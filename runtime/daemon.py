@@ -97,7 +97,7 @@ class Daemon:
                 info = await bootstrap(self._core_url, self._credential, self._device_id)
                 socket = await open_socket(info.ws_url, self._credential, info.device_id)
             except TransientError as exc:
-                await self._wait_backoff(f"connection failed ({exc})")
+                await self._wait_backoff(f"not connected: {exc}")
                 continue
             except PermanentError:
                 log.error("runtime connection permanently refused; not reconnecting")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import socket
 
 import pytest
 
@@ -143,5 +144,42 @@ def test_every_close_waits_the_backoff_which_starts_over_only_after_a_healthy_co
         assert len(delays) == len(bases), delays
         for base, delay in zip(bases, delays, strict=True):
             assert base * 0.8 <= delay <= base * 1.2, (bases, delays)
+
+    asyncio.run(main())
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (it was just released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_core_that_does_not_answer_is_named_with_the_reason() -> None:
+    async def main() -> None:
+        port = _closed_port()
+        with pytest.raises(TransientError) as failed:
+            await bootstrap(f"http://127.0.0.1:{port}/api/v1", CREDENTIAL, DEVICE)
+        assert str(failed.value) == (
+            f"bootstrap at http://127.0.0.1:{port}/api/v1/agent-daemon/bootstrap failed: "
+            "no answer (connection refused)"
+        )
+        with pytest.raises(TransientError) as failed:
+            await open_socket(f"ws://127.0.0.1:{port}/ws", CREDENTIAL, DEVICE)
+        assert str(failed.value) == (
+            f"connection to ws://127.0.0.1:{port}/ws failed: no answer (connection refused)"
+        )
+
+        async def plain(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+            writer.close()
+
+        server = await asyncio.start_server(plain, "127.0.0.1", 0)
+        async with server:
+            plain_port = server.sockets[0].getsockname()[1]
+            with pytest.raises(TransientError) as failed:  # a TLS hello to plain HTTP
+                await bootstrap(f"https://127.0.0.1:{plain_port}/api/v1", CREDENTIAL, DEVICE)
+        assert "/agent-daemon/bootstrap failed: TLS failed (" in str(failed.value)
+        assert CREDENTIAL not in str(failed.value)
 
     asyncio.run(main())
