@@ -471,6 +471,7 @@ def _local_daemon(config: Config, opened: Opened, grants: HostGrants) -> Daemon 
             sandbox=Sandbox(opened.confinement, (config.data_dir,), unconfined_allowed=True),
             snapshots=Snapshots(config.data_dir / SNAPSHOTS_DIR),
         ),
+        announce_level=logging.DEBUG,  # it connects at every start, as the gateway says
     )
 
 

@@ -63,8 +63,12 @@ class Daemon:
         healthy_seconds: float = HEALTHY_CONNECTION_SECONDS,
         clock: Callable[[], float] = time.monotonic,
         timers: Timers | None = None,
+        announce_level: int = logging.INFO,
     ) -> None:
         self._timers = timers or Timers()
+        self._announce_level = announce_level
+        self._failed_attempts = 0  # since the last accepted connection
+        self._lost_at: float | None = None  # when the last connection ended, or dialing began
         self._backoff = backoff or Backoff()
         self._healthy_seconds = healthy_seconds
         self._clock = clock
@@ -97,6 +101,9 @@ class Daemon:
                 info = await bootstrap(self._core_url, self._credential, self._device_id)
                 socket = await open_socket(info.ws_url, self._credential, info.device_id)
             except TransientError as exc:
+                self._failed_attempts += 1
+                if self._lost_at is None:
+                    self._lost_at = self._clock()
                 await self._wait_backoff(f"not connected: {exc}")
                 continue
             except PermanentError:
@@ -107,7 +114,9 @@ class Daemon:
                     await socket.close()
                 return
             opened = self._clock()
+            self._announce(opened)
             reason = await self._serve(socket, info.heartbeat_seconds)
+            self._lost_at = self._clock()
             if self._stopping.is_set():
                 return
             if reason == REPLACED_CLOSE_REASON:
@@ -119,6 +128,30 @@ class Daemon:
             elif self._clock() - opened >= self._healthy_seconds:
                 self._backoff.reset()
             await self._wait_backoff(f"connection closed ({reason or 'no reason'})")
+
+    def _announce(self, now: float) -> None:
+        """One line per accepted connection, naming Core's address and the device (never
+        the credential); a reconnection also says after how many failed attempts and how
+        long the Runtime was without a connection."""
+        failed, self._failed_attempts = self._failed_attempts, 0
+        if self.connections == 0 and failed == 0:
+            log.log(
+                self._announce_level,
+                "runtime connected to core at %s as device %s",
+                self._core_url,
+                self._device_id,
+            )
+            return
+        log.info(
+            "runtime %s to core at %s as device %s after %d failed attempt%s, %.1f s without "
+            "a connection",
+            "reconnected" if self.connections else "connected",
+            self._core_url,
+            self._device_id,
+            failed,
+            "" if failed == 1 else "s",
+            now - (now if self._lost_at is None else self._lost_at),
+        )
 
     async def _wait_backoff(self, what: str) -> None:
         """Wait the next backoff delay; `stop()` ends the wait early."""

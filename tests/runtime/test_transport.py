@@ -5,6 +5,7 @@ backoff, bootstrap, the upgrade (credential only in the header), permanent refus
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import socket
 
@@ -183,3 +184,44 @@ def test_a_core_that_does_not_answer_is_named_with_the_reason() -> None:
         assert CREDENTIAL not in str(failed.value)
 
     asyncio.run(main())
+
+
+def test_the_daemon_says_when_it_connects_and_when_it_reconnects(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def main() -> None:
+        clock = [0.0]
+        async with ScriptedCore(DEVICE, CREDENTIAL, VERSION, Signal()) as core:
+            url = core.core_url
+            daemon = _daemon(core, clock)
+            task = asyncio.create_task(daemon.run())
+            peer = await core.next_peer()
+            await peer.first_heartbeat()
+            connected = [r.getMessage() for r in caplog.records if "connected to" in r.getMessage()]
+            assert connected == [f"runtime connected to core at {url} as device {DEVICE}"]
+            # Core goes away for two attempts; each refused bootstrap takes 4 s.
+            outage = iter([True, True, False])
+
+            def restarting() -> bool:
+                clock[0] += 4.0
+                return next(outage, False)
+
+            core.unavailable = restarting
+            clock[0] = 10.0
+            await peer.close(1011)
+            await (await core.next_peer()).first_heartbeat()
+            await daemon.stop()
+            await asyncio.wait_for(task, WAIT)
+        lines = [r for r in caplog.records if r.name == "runtime.daemon"]
+        reconnected = [r for r in lines if "reconnected" in r.getMessage()]
+        assert [(r.levelname, r.getMessage()) for r in reconnected] == [
+            (
+                "INFO",
+                f"runtime reconnected to core at {url} as device {DEVICE} after 2 "
+                "failed attempts, 12.0 s without a connection",
+            )
+        ]
+        assert not [r for r in caplog.records if CREDENTIAL in r.getMessage()]
+
+    with caplog.at_level(logging.INFO, logger="runtime.daemon"):
+        asyncio.run(main())
