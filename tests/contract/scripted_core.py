@@ -93,8 +93,8 @@ class CorePeer:
         """The transport dies under both ends: no closing handshake."""
         self._ws.transport.abort()
 
-    async def close(self, code: int) -> None:
-        await self._ws.close(code)
+    async def close(self, code: int, reason: str = "") -> None:
+        await self._ws.close(code, reason)
 
 
 class ScriptedCore:

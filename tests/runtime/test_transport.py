@@ -225,3 +225,41 @@ def test_the_daemon_says_when_it_connects_and_when_it_reconnects(
 
     with caplog.at_level(logging.INFO, logger="runtime.daemon"):
         asyncio.run(main())
+
+
+def test_a_revoked_or_refused_device_says_what_the_operator_must_do(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def main() -> None:
+        async with ScriptedCore(DEVICE, CREDENTIAL, VERSION, Signal()) as core:
+            url = core.core_url
+            task = asyncio.create_task(_daemon(core).run())
+            peer = await core.next_peer()
+            await peer.first_heartbeat()
+            await peer.close(4001, "device_revoked")
+            with pytest.raises(PermanentError) as revoked:
+                await asyncio.wait_for(task, WAIT)
+            assert str(revoked.value) == (
+                f"core at {url} revoked device {DEVICE}; a new credential comes from "
+                "`corebox devices create`"
+            )
+            # Reconnecting with it, Core refuses the credential as any other it does not know.
+            core.credential = "another"
+            with pytest.raises(PermanentError) as refused:
+                await asyncio.wait_for(_daemon(core).run(), WAIT)
+            assert refused.value.status == 401
+            assert str(refused.value) == (
+                f"core at {url} refused device {DEVICE} (bootstrap refused with HTTP 401): "
+                "Core has no device with that id and credential; check the credential file "
+                "and the device id; a revoked device needs a new credential from "
+                "`corebox devices create`"
+            )
+        errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        assert errors == [
+            f"runtime {revoked.value}; not reconnecting",
+            f"runtime {refused.value}; not reconnecting",
+        ]
+        assert not [r for r in caplog.records if CREDENTIAL in r.getMessage()]
+
+    with caplog.at_level(logging.INFO, logger="runtime.daemon"):
+        asyncio.run(main())
