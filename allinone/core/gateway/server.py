@@ -13,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 import msgspec
+from starlette.datastructures import Address
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
@@ -25,6 +26,7 @@ from allinone.core.gateway.connection import (
     INVALID_HEARTBEAT,
     Connection,
 )
+from allinone.core.gateway.refusals import RefusalLog
 from allinone.core.gateway.registry import Registry
 from runtime.proto import codec, limits
 from runtime.proto.errors import DecodeError, DecodeErrorCode, ProtocolError
@@ -63,6 +65,11 @@ async def _bounded_body(request: Request, limit: int) -> bytes:
     return bytes(received)
 
 
+def _address(client: Address | None) -> str:
+    """The caller's address as the server saw it (a proxy's, behind one)."""
+    return "an unknown address" if client is None else client.host
+
+
 def _bearer(header: str | None) -> str | None:
     if not header or not header.startswith("Bearer "):
         return None
@@ -79,6 +86,7 @@ class Gateway:
         heartbeat_seconds: int,
         public_ws_url: Callable[[], str],
         local_device: str = "",
+        refusals: RefusalLog | None = None,
     ) -> None:
         # The in-process Runtime connects at every start: its comings and goings are
         # debug lines; another device's are worth an info line.
@@ -88,6 +96,7 @@ class Gateway:
         self._new_id = new_id
         self._heartbeat_seconds = heartbeat_seconds
         self._public_ws_url = public_ws_url
+        self._refusals = refusals or RefusalLog()
 
     def routes(self) -> list[Route | WebSocketRoute]:
         return [
@@ -123,6 +132,7 @@ class Gateway:
             return _error(400, "missing_device_id", "device_id is required")
         failure = await self._authenticate(device_id, credential)
         if failure is not None:
+            self._refusals.refused(_address(request.client), device_id, "bootstrap")
             return _error(401, failure, "the device credential was not accepted")
         return JSONResponse(
             {
@@ -160,6 +170,7 @@ class Gateway:
             return
         failure = await self._authenticate(device_id, credential)
         if failure is not None:
+            self._refusals.refused(_address(ws.client), device_id, "connection")
             await ws.send_denial_response(
                 _error(401, failure, "the device credential was not accepted")
             )
