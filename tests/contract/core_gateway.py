@@ -87,8 +87,10 @@ class GatewayHost(RegistryView):
         device_id: str,
         credential: str,
         refusals: RefusalLog | None = None,
+        read_timeout: float = limits.READ_TIMEOUT_SECONDS,
     ) -> None:
         self._refusals = refusals
+        self._read_timeout = read_timeout
         self._data_dir = data_dir
         self.device_id = device_id
         self._credential = credential
@@ -125,6 +127,7 @@ class GatewayHost(RegistryView):
             3600,
             lambda: self.ws_url,
             refusals=self._refusals,
+            read_timeout=self._read_timeout,
         )
         self._server = _Server(
             uvicorn.Config(

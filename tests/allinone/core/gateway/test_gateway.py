@@ -197,3 +197,24 @@ def test_refused_credentials_are_logged_once_a_minute_per_address(
         ),
     ]
     assert not [r for r in caplog.records if "wrong-credential" in r.getMessage()]
+
+
+def test_a_silent_connection_is_closed_for_its_silence(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def main() -> None:
+        # The read timeout shortened from 60 s; the peer then sends nothing at all.
+        async with GatewayHost(tmp_path, DEVICE, CREDENTIAL, read_timeout=0.5) as host:
+            runtime = ScriptedRuntime(host.base_url, DEVICE, CREDENTIAL)
+            peer, connection = await connected(host, runtime)
+            run = connection.subscribe_run("run")
+            assert await run.next(WAIT_SECONDS) is None
+            assert run.error is not None and run.error.reason == "no frame for 0.5 s"
+            await peer.wait_closed()
+            assert await host.until(lambda: host.connection() is None)
+
+    with caplog.at_level(logging.INFO, logger="allinone.core.gateway.server"):
+        asyncio.run(main())
+    assert f"runtime device {DEVICE} disconnected (no frame for 0.5 s)" in [
+        r.getMessage() for r in caplog.records
+    ]
