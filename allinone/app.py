@@ -471,6 +471,7 @@ def _local_daemon(config: Config, opened: Opened, grants: HostGrants) -> Daemon 
             sandbox=Sandbox(opened.confinement, (config.data_dir,), unconfined_allowed=True),
             snapshots=Snapshots(config.data_dir / SNAPSHOTS_DIR),
         ),
+        announce_level=logging.DEBUG,  # it connects at every start, as the gateway says
     )
 
 
@@ -699,7 +700,12 @@ def default_provider(config: Config) -> DefaultProvider | None:
 
 
 class RuntimeStopped(Exception):
-    """`corebox daemon` stopped for good: Core refused or retired its device."""
+    """`corebox daemon` stopped for good: Core refused or retired its device. `status` is
+    the HTTP status of the refusal (401, 403, 426) or the close code (4001)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 async def run_daemon(
@@ -751,7 +757,7 @@ async def run_daemon(
         await asyncio.wait_for(daemon.stop(), SHUTDOWN_BUDGET_SECONDS)
         await cancel_and_wait(running)
     except PermanentError as exc:
-        raise RuntimeStopped(str(exc)) from exc
+        raise RuntimeStopped(str(exc), exc.status) from exc
     finally:
         await cancel_and_wait(stopping)
         uninstall()

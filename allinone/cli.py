@@ -391,7 +391,8 @@ def _daemon(args: argparse.Namespace) -> int:
             )
         )
     except RuntimeStopped as exc:
-        print(f"corebox: error: the Runtime stopped: {exc}", file=sys.stderr)
+        read = f" (the credential file is {args.credential_file})" if exc.status == 401 else ""
+        print(f"corebox: error: the Runtime stopped: {exc}{read}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

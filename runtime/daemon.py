@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 PERMANENT_CLOSE_CODE = 4001
 # The close reason Core gives a connection superseded by a newer one of the same device.
 REPLACED_CLOSE_REASON = "connection_replaced"
+# The close reason of 4001 when the device was revoked (`corebox devices revoke`).
+REVOKED_CLOSE_REASON = "device_revoked"
 # A connection that stayed up this long starts the reconnect schedule over: Core kept it
 # open past its own read deadline (60 s without a frame), so it accepted the heartbeats,
 # and it is longer than any backoff delay, so two daemons replacing each other never
@@ -63,8 +65,12 @@ class Daemon:
         healthy_seconds: float = HEALTHY_CONNECTION_SECONDS,
         clock: Callable[[], float] = time.monotonic,
         timers: Timers | None = None,
+        announce_level: int = logging.INFO,
     ) -> None:
         self._timers = timers or Timers()
+        self._announce_level = announce_level
+        self._failed_attempts = 0  # since the last accepted connection
+        self._lost_at: float | None = None  # when the last connection ended, or dialing began
         self._backoff = backoff or Backoff()
         self._healthy_seconds = healthy_seconds
         self._clock = clock
@@ -97,17 +103,23 @@ class Daemon:
                 info = await bootstrap(self._core_url, self._credential, self._device_id)
                 socket = await open_socket(info.ws_url, self._credential, info.device_id)
             except TransientError as exc:
-                await self._wait_backoff(f"connection failed ({exc})")
+                self._failed_attempts += 1
+                if self._lost_at is None:
+                    self._lost_at = self._clock()
+                await self._wait_backoff(f"not connected: {exc}")
                 continue
-            except PermanentError:
-                log.error("runtime connection permanently refused; not reconnecting")
-                raise
+            except PermanentError as exc:
+                refused = PermanentError(self._refusal(exc), exc.status)
+                log.error("runtime %s; not reconnecting", refused)
+                raise refused from exc
             if self._stopping.is_set():  # stopped while dialing: serve nothing
                 with contextlib.suppress(Exception):
                     await socket.close()
                 return
             opened = self._clock()
+            self._announce(opened)
             reason = await self._serve(socket, info.heartbeat_seconds)
+            self._lost_at = self._clock()
             if self._stopping.is_set():
                 return
             if reason == REPLACED_CLOSE_REASON:
@@ -119,6 +131,53 @@ class Daemon:
             elif self._clock() - opened >= self._healthy_seconds:
                 self._backoff.reset()
             await self._wait_backoff(f"connection closed ({reason or 'no reason'})")
+
+    def _announce(self, now: float) -> None:
+        """One line per accepted connection, naming Core's address and the device (never
+        the credential); a reconnection also says after how many failed attempts and how
+        long the Runtime was without a connection."""
+        failed, self._failed_attempts = self._failed_attempts, 0
+        if self.connections == 0 and failed == 0:
+            log.log(
+                self._announce_level,
+                "runtime connected to core at %s as device %s",
+                self._core_url,
+                self._device_id,
+            )
+            return
+        log.info(
+            "runtime %s to core at %s as device %s after %d failed attempt%s, %.1f s without "
+            "a connection",
+            "reconnected" if self.connections else "connected",
+            self._core_url,
+            self._device_id,
+            failed,
+            "" if failed == 1 else "s",
+            now - (now if self._lost_at is None else self._lost_at),
+        )
+
+    def _refusal(self, exc: PermanentError) -> str:
+        """What a permanent refusal means for the operator. Core gives one answer to an
+        unknown device, a revoked one and a wrong credential (it does not tell a caller
+        without the credential which devices exist), so a 401 names what to check."""
+        refused = f"core at {self._core_url} refused device {self._device_id} ({exc})"
+        if exc.status != 401:
+            return refused
+        return (
+            f"{refused}: Core has no device with that id and credential; check the "
+            "credential file and the device id; a revoked device needs a new credential "
+            "from `corebox devices create`"
+        )
+
+    def _retirement(self, reason: str) -> str:
+        """What Core's permanent close (4001) says, with the reason it gave."""
+        if reason == REVOKED_CLOSE_REASON:
+            return (
+                f"core at {self._core_url} revoked device {self._device_id}; a new credential "
+                "comes from `corebox devices create`"
+            )
+        said = f" ({reason})" if reason else ""
+        return f"core at {self._core_url} retired device {self._device_id}{said}"
 
     async def _wait_backoff(self, what: str) -> None:
         """Wait the next backoff delay; `stop()` ends the wait early."""
@@ -174,7 +233,9 @@ class Daemon:
             await self._receive(socket, dispatcher)
         except ConnectionClosed as exc:
             if exc.rcvd is not None and exc.rcvd.code == PERMANENT_CLOSE_CODE:
-                raise PermanentError("runtime retired by core", 4001) from exc
+                retired = PermanentError(self._retirement(exc.rcvd.reason), 4001)
+                log.error("runtime %s; not reconnecting", retired)
+                raise retired from exc
         finally:
             received = socket.protocol.close_rcvd
             self.connected.clear()

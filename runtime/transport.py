@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
+import ssl
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -92,9 +94,28 @@ class Backoff:
         self.attempt = 0
 
 
+def unreachable(exc: BaseException) -> str:
+    """Why a request got no answer, in words: `no answer (connection refused)`,
+    `no answer (timed out)`, `TLS failed (certificate has expired)`. The words of
+    `corebox comms` (allinone/receiver/client.py), in a copy of the Runtime's own: the
+    Runtime may not import allinone, nor the receiver the Runtime."""
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if isinstance(reason, TimeoutError):
+        return "no answer (timed out)"
+    if isinstance(reason, ssl.SSLCertVerificationError) and reason.verify_message:
+        return f"TLS failed ({reason.verify_message})"
+    if isinstance(reason, ssl.SSLError) and reason.reason:
+        return f"TLS failed ({reason.reason.lower().replace('_', ' ')})"
+    said = getattr(reason, "strerror", None) or str(reason) or type(reason).__name__
+    if isinstance(reason, ConnectionError) and reason.errno:
+        said = os.strerror(reason.errno)  # asyncio says `Connect call failed (addr)`
+    return f"no answer ({str(said).lower()})"
+
+
 def _post_bootstrap(core_url: str, credential: str, device_id: str) -> BootstrapInfo:
+    url = f"{core_url.rstrip('/')}/agent-daemon/bootstrap"
     request = urllib.request.Request(
-        f"{core_url.rstrip('/')}/agent-daemon/bootstrap",
+        url,
         data=json.dumps({"device_id": device_id}).encode(),
         headers={
             "Authorization": f"Bearer {credential}",
@@ -105,13 +126,21 @@ def _post_bootstrap(core_url: str, credential: str, device_id: str) -> Bootstrap
     )
     try:
         with urllib.request.urlopen(request, timeout=limits.HANDSHAKE_TIMEOUT_SECONDS) as reply:
-            body = json.loads(reply.read(limits.BOOTSTRAP_RESPONSE_MAX_BYTES))
+            raw = reply.read(limits.BOOTSTRAP_RESPONSE_MAX_BYTES)
     except urllib.error.HTTPError as exc:
         if exc.code in PERMANENT_STATUSES:
             raise PermanentError(f"bootstrap refused with HTTP {exc.code}", exc.code) from exc
-        raise TransientError(f"bootstrap failed with HTTP {exc.code}") from exc
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise TransientError(f"bootstrap failed: {type(exc).__name__}") from exc
+        raise TransientError(f"bootstrap at {url} failed with HTTP {exc.code}") from exc
+    except (urllib.error.URLError, OSError) as exc:
+        raise TransientError(f"bootstrap at {url} failed: {unreachable(exc)}") from exc
+    except ValueError as exc:  # http.client.InvalidURL: no request can carry the address
+        raise TransientError(f"bootstrap at {url} failed: {exc}") from exc
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise TransientError(f"bootstrap at {url} answered with no JSON object")
     device = str(body.get("device_id") or "")
     if not device:
         raise TransientError("bootstrap returned no device_id")
@@ -147,8 +176,10 @@ async def open_socket(
         status = exc.response.status_code
         if status in PERMANENT_STATUSES:
             raise PermanentError(f"connection refused with HTTP {status}", status) from exc
-        raise TransientError(f"connection refused with HTTP {status}") from exc
-    except (OSError, TimeoutError, WebSocketException) as exc:
-        raise TransientError(f"connection failed: {type(exc).__name__}") from exc
+        raise TransientError(f"connection to {ws_url} refused with HTTP {status}") from exc
+    except (OSError, TimeoutError) as exc:
+        raise TransientError(f"connection to {ws_url} failed: {unreachable(exc)}") from exc
+    except WebSocketException as exc:
+        raise TransientError(f"connection to {ws_url} failed: {exc}") from exc
     socket.transport = Coalesced(socket.transport, asyncio.get_running_loop())
     return socket

@@ -22,6 +22,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 
 from allinone.core.api.app import build_app
 from allinone.core.gateway.connection import Connection
+from allinone.core.gateway.refusals import RefusalLog
 from allinone.core.gateway.registry import Registry
 from allinone.core.gateway.server import Gateway
 from allinone.core.ids import Clock, Ids
@@ -80,7 +81,16 @@ async def register_device(db: Database, device_id: str, credential: str) -> None
 
 
 class GatewayHost(RegistryView):
-    def __init__(self, data_dir: Path, device_id: str, credential: str) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        device_id: str,
+        credential: str,
+        refusals: RefusalLog | None = None,
+        read_timeout: float = limits.READ_TIMEOUT_SECONDS,
+    ) -> None:
+        self._refusals = refusals
+        self._read_timeout = read_timeout
         self._data_dir = data_dir
         self.device_id = device_id
         self._credential = credential
@@ -110,7 +120,15 @@ class GatewayHost(RegistryView):
         sock.bind(("127.0.0.1", 0))
         sock.listen(64)  # listening before uvicorn starts: clients queue in the backlog
         self.port = sock.getsockname()[1]
-        gateway = Gateway(self.registry, device_digest, Ids(Clock()).new, 3600, lambda: self.ws_url)
+        gateway = Gateway(
+            self.registry,
+            device_digest,
+            Ids(Clock()).new,
+            3600,
+            lambda: self.ws_url,
+            refusals=self._refusals,
+            read_timeout=self._read_timeout,
+        )
         self._server = _Server(
             uvicorn.Config(
                 build_app(list(gateway.routes())),

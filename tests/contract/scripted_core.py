@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -92,8 +93,8 @@ class CorePeer:
         """The transport dies under both ends: no closing handshake."""
         self._ws.transport.abort()
 
-    async def close(self, code: int) -> None:
-        await self._ws.close(code)
+    async def close(self, code: int, reason: str = "") -> None:
+        await self._ws.close(code, reason)
 
 
 class ScriptedCore:
@@ -106,6 +107,9 @@ class ScriptedCore:
         self.dials = 0
         self.accepted = 0
         self.violations: list[str] = []
+        # Asked at each bootstrap before anything else: True answers it 503 (Core is
+        # there but not serving), as a Core restarting does.
+        self.unavailable: Callable[[], bool] = lambda: False
         self.peers: asyncio.Queue[CorePeer] = asyncio.Queue()
         self._all: list[CorePeer] = []
         self._http: asyncio.Server | None = None
@@ -180,6 +184,8 @@ class ScriptedCore:
     def _answer_bootstrap(
         self, method: str, target: str, headers: dict[str, str], body: bytes
     ) -> tuple[int, dict[str, Any]]:
+        if self.unavailable():
+            return 503, {"error": "unavailable"}
         if method != "POST" or target != BOOTSTRAP_PATH:
             self.violations.append(f"bootstrap sent {method} {target}")
             return 404, {"error": "not_found"}

@@ -392,7 +392,23 @@ def test_corebox_daemon_runs_turns_until_its_device_is_revoked(tmp_path: Path) -
             assert revoked.returncode == 0, revoked.stderr
             assert f"{device['device_id']}\trevoked\t-\telsewhere" in revoked.stdout
             assert daemon.wait(timeout=WAIT) == 1  # 4001: permanent, no reconnect
-            assert daemon.stderr is not None and "stopped" in daemon.stderr.read()
+            assert daemon.stderr is not None
+            assert (
+                f"the Runtime stopped: core at {base_url}/api/v1 revoked device "
+                f"{device['device_id']}; a new credential comes from `corebox devices create`"
+            ) in daemon.stderr.read()
+            # Started again with that credential, it is refused as any unknown one is and
+            # says what to check; Core logs the refusal, without the credential.
+            again = corebox("daemon", "--core", base_url, "--credential-file", device["file"])
+            assert again.returncode == 1
+            assert "check the credential file and the device id" in again.stderr
+            assert f"(the credential file is {device['file']})" in again.stderr
+            served = (data_dir.parent / "serve.log").read_text()
+            assert (
+                f"runtime bootstrap from 127.0.0.1 refused for device '{device['device_id']}'"
+                in served
+            )
+            assert device["credential"] not in served
             status, body = RawRuntime(
                 base_url, device["device_id"], device["credential"]
             ).bootstrap()

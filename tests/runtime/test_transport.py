@@ -5,7 +5,9 @@ backoff, bootstrap, the upgrade (credential only in the header), permanent refus
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
+import socket
 
 import pytest
 
@@ -145,3 +147,119 @@ def test_every_close_waits_the_backoff_which_starts_over_only_after_a_healthy_co
             assert base * 0.8 <= delay <= base * 1.2, (bases, delays)
 
     asyncio.run(main())
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (it was just released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_core_that_does_not_answer_is_named_with_the_reason() -> None:
+    async def main() -> None:
+        port = _closed_port()
+        with pytest.raises(TransientError) as failed:
+            await bootstrap(f"http://127.0.0.1:{port}/api/v1", CREDENTIAL, DEVICE)
+        assert str(failed.value) == (
+            f"bootstrap at http://127.0.0.1:{port}/api/v1/agent-daemon/bootstrap failed: "
+            "no answer (connection refused)"
+        )
+        with pytest.raises(TransientError) as failed:
+            await open_socket(f"ws://127.0.0.1:{port}/ws", CREDENTIAL, DEVICE)
+        assert str(failed.value) == (
+            f"connection to ws://127.0.0.1:{port}/ws failed: no answer (connection refused)"
+        )
+
+        async def plain(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+            writer.close()
+
+        server = await asyncio.start_server(plain, "127.0.0.1", 0)
+        async with server:
+            plain_port = server.sockets[0].getsockname()[1]
+            with pytest.raises(TransientError) as failed:  # a TLS hello to plain HTTP
+                await bootstrap(f"https://127.0.0.1:{plain_port}/api/v1", CREDENTIAL, DEVICE)
+        assert "/agent-daemon/bootstrap failed: TLS failed (" in str(failed.value)
+        assert CREDENTIAL not in str(failed.value)
+
+    asyncio.run(main())
+
+
+def test_the_daemon_says_when_it_connects_and_when_it_reconnects(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def main() -> None:
+        clock = [0.0]
+        async with ScriptedCore(DEVICE, CREDENTIAL, VERSION, Signal()) as core:
+            url = core.core_url
+            daemon = _daemon(core, clock)
+            task = asyncio.create_task(daemon.run())
+            peer = await core.next_peer()
+            await peer.first_heartbeat()
+            connected = [r.getMessage() for r in caplog.records if "connected to" in r.getMessage()]
+            assert connected == [f"runtime connected to core at {url} as device {DEVICE}"]
+            # Core goes away for two attempts; each refused bootstrap takes 4 s.
+            outage = iter([True, True, False])
+
+            def restarting() -> bool:
+                clock[0] += 4.0
+                return next(outage, False)
+
+            core.unavailable = restarting
+            clock[0] = 10.0
+            await peer.close(1011)
+            await (await core.next_peer()).first_heartbeat()
+            await daemon.stop()
+            await asyncio.wait_for(task, WAIT)
+        lines = [r for r in caplog.records if r.name == "runtime.daemon"]
+        reconnected = [r for r in lines if "reconnected" in r.getMessage()]
+        assert [(r.levelname, r.getMessage()) for r in reconnected] == [
+            (
+                "INFO",
+                f"runtime reconnected to core at {url} as device {DEVICE} after 2 "
+                "failed attempts, 12.0 s without a connection",
+            )
+        ]
+        assert not [r for r in caplog.records if CREDENTIAL in r.getMessage()]
+
+    with caplog.at_level(logging.INFO, logger="runtime.daemon"):
+        asyncio.run(main())
+
+
+def test_a_revoked_or_refused_device_says_what_the_operator_must_do(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def main() -> None:
+        async with ScriptedCore(DEVICE, CREDENTIAL, VERSION, Signal()) as core:
+            url = core.core_url
+            task = asyncio.create_task(_daemon(core).run())
+            peer = await core.next_peer()
+            await peer.first_heartbeat()
+            await peer.close(4001, "device_revoked")
+            with pytest.raises(PermanentError) as revoked:
+                await asyncio.wait_for(task, WAIT)
+            assert str(revoked.value) == (
+                f"core at {url} revoked device {DEVICE}; a new credential comes from "
+                "`corebox devices create`"
+            )
+            # Reconnecting with it, Core refuses the credential as any other it does not know.
+            core.credential = "another"
+            with pytest.raises(PermanentError) as refused:
+                await asyncio.wait_for(_daemon(core).run(), WAIT)
+            assert refused.value.status == 401
+            assert str(refused.value) == (
+                f"core at {url} refused device {DEVICE} (bootstrap refused with HTTP 401): "
+                "Core has no device with that id and credential; check the credential file "
+                "and the device id; a revoked device needs a new credential from "
+                "`corebox devices create`"
+            )
+        errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        assert errors == [
+            f"runtime {revoked.value}; not reconnecting",
+            f"runtime {refused.value}; not reconnecting",
+        ]
+        assert not [r for r in caplog.records if CREDENTIAL in r.getMessage()]
+
+    with caplog.at_level(logging.INFO, logger="runtime.daemon"):
+        asyncio.run(main())

@@ -12,6 +12,7 @@
     workspace.py      workspace operations sent to a Runtime and their replies
     workspace_rules.py  their protocol rules, without I/O
     setup_progress.py how far an initialization is, reported before each step
+    refusals.py       refused device credentials, logged at most once a minute per address
 
 It may import the standard library, starlette, msgspec, `runtime.proto` (never the
 Runtime daemon itself), `allinone.core.gateway.*` and the Core error tree

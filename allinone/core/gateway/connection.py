@@ -46,6 +46,12 @@ DEVICE_REVOKED = "device_revoked"
 INVALID_HEARTBEAT = "invalid_heartbeat"
 SHUTDOWN = "shutdown"
 
+
+def silent(seconds: float) -> str:
+    """The close reason of a connection that sent no frame within the read timeout."""
+    return f"no frame for {seconds:g} s"
+
+
 # WebSocket close codes Core sends. 4001 is permanent: the device was revoked or retired
 # and its Runtime stops reconnecting; anything else lets it reconnect.
 CLOSE_NORMAL = 1000

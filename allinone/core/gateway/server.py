@@ -13,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 import msgspec
+from starlette.datastructures import Address
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
@@ -24,7 +25,9 @@ from allinone.core.gateway.connection import (
     CONNECTION_CLOSED,
     INVALID_HEARTBEAT,
     Connection,
+    silent,
 )
+from allinone.core.gateway.refusals import RefusalLog
 from allinone.core.gateway.registry import Registry
 from runtime.proto import codec, limits
 from runtime.proto.errors import DecodeError, DecodeErrorCode, ProtocolError
@@ -63,6 +66,11 @@ async def _bounded_body(request: Request, limit: int) -> bytes:
     return bytes(received)
 
 
+def _address(client: Address | None) -> str:
+    """The caller's address as the server saw it (a proxy's, behind one)."""
+    return "an unknown address" if client is None else client.host
+
+
 def _bearer(header: str | None) -> str | None:
     if not header or not header.startswith("Bearer "):
         return None
@@ -79,6 +87,8 @@ class Gateway:
         heartbeat_seconds: int,
         public_ws_url: Callable[[], str],
         local_device: str = "",
+        refusals: RefusalLog | None = None,
+        read_timeout: float = limits.READ_TIMEOUT_SECONDS,
     ) -> None:
         # The in-process Runtime connects at every start: its comings and goings are
         # debug lines; another device's are worth an info line.
@@ -88,6 +98,10 @@ class Gateway:
         self._new_id = new_id
         self._heartbeat_seconds = heartbeat_seconds
         self._public_ws_url = public_ws_url
+        self._refusals = refusals or RefusalLog()
+        # A connection that sent no frame for this long is closed as silent (seed 000's
+        # read deadline); tests shorten it.
+        self._read_timeout = read_timeout
 
     def routes(self) -> list[Route | WebSocketRoute]:
         return [
@@ -123,6 +137,7 @@ class Gateway:
             return _error(400, "missing_device_id", "device_id is required")
         failure = await self._authenticate(device_id, credential)
         if failure is not None:
+            self._refusals.refused(_address(request.client), device_id, "bootstrap")
             return _error(401, failure, "the device credential was not accepted")
         return JSONResponse(
             {
@@ -160,6 +175,7 @@ class Gateway:
             return
         failure = await self._authenticate(device_id, credential)
         if failure is not None:
+            self._refusals.refused(_address(ws.client), device_id, "connection")
             await ws.send_denial_response(
                 _error(401, failure, "the device credential was not accepted")
             )
@@ -177,7 +193,12 @@ class Gateway:
             await _stop(writer)
             with contextlib.suppress(Exception):  # the socket may already be gone
                 await ws.close(code=connection.close_code, reason=connection.close_reason)
-            log.log(self._level(device_id), "runtime device %s disconnected", device_id)
+            log.log(
+                self._level(device_id),
+                "runtime device %s disconnected (%s)",
+                device_id,
+                connection.close_reason,
+            )
 
     def _level(self, device_id: str) -> int:
         return logging.DEBUG if device_id == self._local_device else logging.INFO
@@ -185,18 +206,24 @@ class Gateway:
     async def _read(self, ws: WebSocket, connection: Connection) -> None:
         """Handle frames until the connection closes, or none arrived for the read timeout
         (one deadline for the connection, moved on at most once a second: it fires between
-        `READ_TIMEOUT_SECONDS - READ_DEADLINE_SLACK_SECONDS` and `READ_TIMEOUT_SECONDS`
-        after the last frame, without a timer per frame)."""
+        `read_timeout - READ_DEADLINE_SLACK_SECONDS` and `read_timeout` after the last
+        frame, without a timer per frame). A silent connection is closed saying so, and
+        what observed it ends with that reason."""
         loop = asyncio.get_running_loop()
+        timeout = self._read_timeout
+        idle = asyncio.timeout_at(loop.time() + timeout)
         try:
-            async with asyncio.timeout_at(loop.time() + limits.READ_TIMEOUT_SECONDS) as idle:
+            async with idle:
                 while not connection.closed.is_set():
-                    _extend(idle, loop.time())
+                    _extend(idle, loop.time(), timeout)
                     message = await ws.receive()
                     if message["type"] == "websocket.disconnect":
                         return
                     await self._handle(message, connection)
-        except (TimeoutError, WebSocketDisconnect):
+        except TimeoutError:
+            if idle.expired():
+                connection.close(silent(timeout))
+        except WebSocketDisconnect:
             return
 
     async def _handle(self, message: Message, connection: Connection) -> None:
@@ -237,12 +264,13 @@ class Gateway:
             await ws.close(code=connection.close_code, reason=connection.close_reason)
 
 
-def _extend(idle: asyncio.Timeout, now: float) -> None:
-    """Move the connection's read deadline to `READ_TIMEOUT_SECONDS` from `now`, unless
-    it was moved there less than `READ_DEADLINE_SLACK_SECONDS` ago."""
+def _extend(idle: asyncio.Timeout, now: float, timeout: float) -> None:
+    """Move the connection's read deadline to `timeout` from `now`, unless it was moved
+    there less than `READ_DEADLINE_SLACK_SECONDS` (or half a short timeout) ago."""
+    slack = min(READ_DEADLINE_SLACK_SECONDS, timeout / 2)
     when = idle.when()
-    if when is None or when - now < limits.READ_TIMEOUT_SECONDS - READ_DEADLINE_SLACK_SECONDS:
-        idle.reschedule(now + limits.READ_TIMEOUT_SECONDS)
+    if when is None or when - now < timeout - slack:
+        idle.reschedule(now + timeout)
 
 
 async def _stop(task: asyncio.Task[None]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -16,6 +17,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from allinone.core.gateway.connection import Connection
+from allinone.core.gateway.refusals import RefusalLog
 from allinone.core.gateway.server import MAX_BOOTSTRAP_BYTES
 from runtime.proto.version import VERSION
 from tests.contract.core_gateway import WAIT_SECONDS, GatewayHost
@@ -158,3 +160,61 @@ def test_a_new_connection_replaces_the_old_one_and_inherits_nothing(tmp_path: Pa
             await new_peer.close()
 
     asyncio.run(main())
+
+
+def test_refused_credentials_are_logged_once_a_minute_per_address(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = [0.0]
+
+    async def main() -> None:
+        refusals = RefusalLog(clock=lambda: clock[0])
+        async with GatewayHost(tmp_path, DEVICE, CREDENTIAL, refusals) as host:
+            url = f"{host.base_url}/api/v1/agent-daemon/bootstrap"
+            body = json.dumps({"device_id": DEVICE}).encode()
+            wrong = {"Authorization": "Bearer wrong-credential"}
+            for _ in range(3):  # a daemon knocking with a bad credential, every few seconds
+                assert (await asyncio.to_thread(post, url, body, wrong))[0] == 401
+                clock[0] += 5.0
+            other = json.dumps({"device_id": "other\nforged line"}).encode()
+            bearer = {"Authorization": f"Bearer {CREDENTIAL}"}
+            assert (await asyncio.to_thread(post, url, other, bearer))[0] == 401
+            assert (await asyncio.to_thread(post, url, body, bearer))[0] == 200
+            clock[0] = 60.0
+            with pytest.raises(InvalidStatus):
+                await ScriptedRuntime(host.base_url, DEVICE, "wrong").dial(host.ws_url, VERSION)
+
+    with caplog.at_level(logging.INFO, logger="allinone.core.gateway.refusals"):
+        asyncio.run(main())
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records if r.name.endswith("refusals")]
+    why = "no device has that id and credential (unknown or revoked device, or a wrong credential)"
+    assert lines == [
+        ("WARNING", f"runtime bootstrap from 127.0.0.1 refused for device '{DEVICE}': {why}"),
+        (
+            "WARNING",
+            f"runtime connection from 127.0.0.1 refused for device '{DEVICE}': {why}"
+            " (3 more refused since the last line)",
+        ),
+    ]
+    assert not [r for r in caplog.records if "wrong-credential" in r.getMessage()]
+
+
+def test_a_silent_connection_is_closed_for_its_silence(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def main() -> None:
+        # The read timeout shortened from 60 s; the peer then sends nothing at all.
+        async with GatewayHost(tmp_path, DEVICE, CREDENTIAL, read_timeout=0.5) as host:
+            runtime = ScriptedRuntime(host.base_url, DEVICE, CREDENTIAL)
+            peer, connection = await connected(host, runtime)
+            run = connection.subscribe_run("run")
+            assert await run.next(WAIT_SECONDS) is None
+            assert run.error is not None and run.error.reason == "no frame for 0.5 s"
+            await peer.wait_closed()
+            assert await host.until(lambda: host.connection() is None)
+
+    with caplog.at_level(logging.INFO, logger="allinone.core.gateway.server"):
+        asyncio.run(main())
+    assert f"runtime device {DEVICE} disconnected (no frame for 0.5 s)" in [
+        r.getMessage() for r in caplog.records
+    ]
