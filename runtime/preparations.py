@@ -149,14 +149,16 @@ class Preparations:
 
     async def _admit(self, request_id: str, request: ExecutionPrepare) -> AdmissionRecord:
         """Reserve admission within the preparation and Executor capacities; raises
-        Refused when there is no room."""
+        Refused `preparation_capacity` when there is no room, for Executors too (every
+        one busy, or closing): the one refusal that leaves the turn queued for Core to
+        try again (seed 000), where any other code fails it."""
         if self._admissions.active_preparations() >= limits.MAX_ACTIVE_PREPARATIONS:
             raise Refused(PreparationErrorCode.PREPARATION_CAPACITY)
         key = (request.session_id, fingerprint(request.configuration))
         if not self._pool.reusable(key) and not await self._pool.make_room(
             self._admissions.active_preparations()
         ):
-            raise Refused(PreparationErrorCode.EXECUTOR_CAPACITY)
+            raise Refused(PreparationErrorCode.PREPARATION_CAPACITY)
         return self._record(request_id, request)
 
     async def _prepare_executor(self, record: AdmissionRecord, adapter: HarnessAdapter) -> Statuses:

@@ -116,7 +116,9 @@ def test_executors_are_capped_and_an_idle_one_makes_room() -> None:
             assert status.state is wire.PreparationState.READY, status
             handles.append(status.handle)
         refused = await prepared(dispatcher, peer, prepare("over", "s-over", cfg))
-        assert (refused.state, refused.error_code) == ("rejected", "executor_capacity")
+        # A capacity refusal Core retries (seed 000: only `preparation_capacity` leaves
+        # the turn queued; any other code fails it).
+        assert (refused.state, refused.error_code) == ("rejected", "preparation_capacity")
         # Releasing an admission leaves its Executor idle: the next prepare closes it.
         await dispatcher.handle(
             Frame("execution_release", "p0", wire.ExecutionRelease(handles[0]), "")
