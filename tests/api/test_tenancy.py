@@ -374,3 +374,33 @@ def test_a_revoked_key_stops_reading_the_streams_it_opened(surface: Surface, whe
     with pytest.raises(openai.AuthenticationError):
         watcher.beta.agents.sessions.retrieve(session_id)
     assert writer.beta.agents.sessions.retrieve(session_id).id == session_id
+
+
+def test_a_key_revoked_elsewhere_ends_a_quiet_stream_before_its_keepalive(
+    surface: Surface,
+) -> None:
+    """Another Core process sharing the database revokes the key (here: the database,
+    written directly) while nothing happens in the session: the stream still ends within
+    `KEY_RECHECK_SECONDS`, before its first keepalive, not at it."""
+    project_id, _ = surface.project("quiet")
+    status, issued = surface.core("POST", f"/core/v1/projects/{project_id}/api_keys", {})
+    assert status == 200
+    watcher = surface.client(issued["key"])
+    session_id = watcher.beta.agents.sessions.create(
+        agent={"model": "scripted"}, environment={"type": "none"}, input="ready"
+    ).id
+    while watcher.beta.agents.sessions.retrieve(session_id).status != "idle":
+        pass
+    streams = watcher.beta.agents.sessions.events.with_streaming_response
+    with streams.stream(session_id) as response:
+        lines = response.iter_lines()
+        assert next(lines) == ": connected"
+        with databases.raw(databases.location(surface.server.data_dir)) as db:
+            db.execute("UPDATE api_keys SET revoked_at = 1 WHERE id = ?", (issued["id"],))
+        seen = []
+        for line in lines:
+            seen.append(line)
+            if line.startswith("data:"):
+                break
+    assert ": keepalive" not in seen, seen
+    assert '"code":"invalid_api_key"' in seen[-1].replace(" ", ""), seen

@@ -181,13 +181,35 @@ async def journal_stream(
             # A commit after `wake.clear()` sets `wake`; one before it is in `rows`.
             if wake.is_set():
                 continue  # already woken: no timer
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(KEEPALIVE_SECONDS):  # no task, unlike wait_for
-                    await wake.wait()
-                continue
-            yield b": keepalive\n\n"
+            waited = await _quietly(wake, allowed)
+            if waited is _KEY_GONE:
+                yield _error(ids, session_id, "invalid_request_error", *KEY_GONE)
+                return
+            if waited is _QUIET:
+                yield b": keepalive\n\n"
     finally:
         hub.unsubscribe(session_id, wake)
+
+
+_WOKEN, _QUIET, _KEY_GONE = object(), object(), object()
+
+
+async def _quietly(wake: asyncio.Event, allowed: Callable[[], Awaitable[bool]] | None) -> object:
+    """Wait for `wake` up to `KEEPALIVE_SECONDS`: `_WOKEN`, or `_QUIET` when a keepalive
+    is due. A stream with a key to watch looks at it every `KEY_RECHECK_SECONDS` meanwhile
+    (`_KEY_GONE` once it no longer opens the session), so a revocation made through
+    another Core process ends a quiet stream within that bound too."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + KEEPALIVE_SECONDS
+    while (left := until - loop.time()) > 0:
+        step = left if allowed is None else min(left, KEY_RECHECK_SECONDS)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(step):  # no task, unlike wait_for
+                await wake.wait()
+            return _WOKEN
+        if allowed is not None and not await allowed():
+            return _KEY_GONE
+    return _QUIET
 
 
 def _remembered(hub: Hub, session_id: str, seq: int) -> list[dict[str, Any]]:
