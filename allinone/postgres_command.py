@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     data_dir = Path(args.source).expanduser()
     source = data_dir / DATABASE_FILE
     try:
-        with Bar("copy", sys.stderr, unit="rows") as bar:
+        with _unserved(source), Bar("copy", sys.stderr, unit="rows") as bar:
             copied = asyncio.run(
                 copy_to_postgres(source, url, bar, BlobStore(data_dir / BLOBS_DIR))
             )
@@ -65,3 +67,23 @@ def run(args: argparse.Namespace) -> int:
         f" to {urls.redact(url)} (schema {copied.schema_version})"
     )
     return 0
+
+
+@contextlib.contextmanager
+def _unserved(source: Path) -> Iterator[None]:
+    """Hold the database's serving lock (the one `corebox serve` takes) while it is
+    copied: a served database is refused, since what its server acknowledged after the
+    copy would be left behind, and no server starts on it until the copy is done."""
+    from allinone.startup import DatabaseLock, StartupError
+
+    if not source.is_file():
+        yield  # the copy says there is no database
+        return
+    try:
+        lock = DatabaseLock.acquire(source)
+    except StartupError as exc:
+        raise StorageError(str(exc)) from exc
+    try:
+        yield
+    finally:
+        lock.release()

@@ -107,3 +107,16 @@ def test_an_installation_moves_to_postgresql_whole(tmp_path: Path, postgres_url:
     refused = _migrate(data, postgres_url)
     assert refused.returncode == 1
     assert "not empty" in refused.stderr
+
+
+def test_a_served_installation_is_refused(tmp_path: Path) -> None:
+    """What the server acknowledged after the copy would be left behind: its database is
+    refused while it is served, before anything is read or any server is reached."""
+    data = tmp_path / "data"
+    server = start_server(data, extra_env={"COREBOX_DATABASE_URL": ""})
+    try:
+        refused = _migrate(data, "postgresql://nobody@127.0.0.1:1/nothing")
+    finally:
+        server.stop()
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert "is served by another corebox" in refused.stderr, refused.stderr
