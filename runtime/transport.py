@@ -139,16 +139,30 @@ def _post_bootstrap(core_url: str, credential: str, device_id: str) -> Bootstrap
         body = json.loads(raw)
     except ValueError:
         body = None
+    return bootstrap_info(body, url)
+
+
+def bootstrap_info(body: object, url: str) -> BootstrapInfo:
+    """What a bootstrap answer `body` (decoded JSON) says; TransientError for an answer
+    that does not say it (no object, no device id, a heartbeat interval that is not a
+    positive whole number of seconds): the next attempt asks again."""
     if not isinstance(body, dict):
         raise TransientError(f"bootstrap at {url} answered with no JSON object")
     device = str(body.get("device_id") or "")
     if not device:
         raise TransientError("bootstrap returned no device_id")
-    heartbeat = int(body.get("heartbeat_seconds") or 0)
+    heartbeat = body.get("heartbeat_seconds")
+    if heartbeat is None:
+        heartbeat = limits.HEARTBEAT_SECONDS_DEFAULT
+    if not isinstance(heartbeat, int) or isinstance(heartbeat, bool) or heartbeat <= 0:
+        raise TransientError(
+            f"bootstrap at {url} answered heartbeat_seconds {heartbeat!r},"
+            " not a positive whole number of seconds"
+        )
     return BootstrapInfo(
         device_id=device,
         ws_url=str(body.get("ws_url") or ""),
-        heartbeat_seconds=heartbeat if heartbeat > 0 else limits.HEARTBEAT_SECONDS_DEFAULT,
+        heartbeat_seconds=heartbeat,
         protocol_version=str(body.get("protocol_version") or ""),
     )
 

@@ -22,6 +22,7 @@ from runtime.transport import (
     TransientError,
     backoff_delay,
     bootstrap,
+    bootstrap_info,
     open_socket,
 )
 from tests.contract.controlled import Signal
@@ -263,3 +264,17 @@ def test_a_revoked_or_refused_device_says_what_the_operator_must_do(
 
     with caplog.at_level(logging.INFO, logger="runtime.daemon"):
         asyncio.run(main())
+
+
+@pytest.mark.parametrize("heartbeat", ["soon", 1.5, 0, -3, True, [30]])
+def test_a_bootstrap_answer_with_an_unusable_heartbeat_is_a_transient_failure(
+    heartbeat: object,
+) -> None:
+    """Only a broken or hostile Core sends one; the daemon says so and asks again, where
+    it ended in a traceback."""
+    with pytest.raises(TransientError) as failed:
+        bootstrap_info({"device_id": DEVICE, "heartbeat_seconds": heartbeat}, "http://core")
+    assert "heartbeat_seconds" in str(failed.value)
+    told = bootstrap_info({"device_id": DEVICE, "heartbeat_seconds": 7}, "http://core")
+    assert told.heartbeat_seconds == 7
+    assert bootstrap_info({"device_id": DEVICE}, "http://core").heartbeat_seconds > 0
