@@ -159,6 +159,7 @@ class Started:
     key_file: Path | None
     registry: Registry | None = None  # the device registry, for contract tests
     harnesses: tuple[SupportedAgentKind, ...] = ()  # what the in-process Runtime offers
+    default_archived: bool = False  # the default project is archived: no key to offer
 
 
 @dataclass(frozen=True)
@@ -177,6 +178,7 @@ class Opened:
     runtime_credential: str | None
     runtime_device: str = LOCAL_DEVICE_ID
     harnesses: HarnessRegistry | None = None
+    default_archived: bool = False
 
 
 @dataclass(frozen=True)
@@ -549,7 +551,12 @@ class App:
                 )
                 offered = opened.harnesses.supported_kinds() if opened.harnesses else []
                 started = Started(
-                    opened.port, opened.api_key, opened.key_file, parts.registry, tuple(offered)
+                    opened.port,
+                    opened.api_key,
+                    opened.key_file,
+                    parts.registry,
+                    tuple(offered),
+                    opened.default_archived,
                 )
                 if self._on_started is not None:
                     self._on_started(started)
@@ -609,6 +616,7 @@ class App:
             runtime_credential=credential,
             runtime_device=device,
             harnesses=harnesses,
+            default_archived=first.archived,
         )
 
     async def _harnesses(self) -> HarnessRegistry | None:

@@ -30,6 +30,7 @@ class Facts:
     key_from_environment: bool
     harnesses: tuple[str, ...]
     model: str | None  # the builtin harness's model endpoint, if one is configured
+    default_archived: bool = False  # its key file holds a key that opens nothing
 
 
 def banner(facts: Facts) -> list[str]:
@@ -46,6 +47,8 @@ def banner(facts: Facts) -> list[str]:
         lines.append(f"             shown once; saved to {facts.key_file} (mode 0600)")
     elif facts.key_from_environment:
         lines.append("  API key    from COREBOX_API_KEY")
+    elif facts.default_archived:
+        lines.append("  API key    none: the default project is archived (corebox keys create)")
     elif facts.key_file is not None:
         lines.append(f"  API key    in {facts.key_file}")
     lines.append(f"  harnesses  {_harnesses(facts)}")
@@ -57,7 +60,7 @@ def _next(facts: Facts, root: str) -> str:
     """A command after which the official SDK's `OpenAI()` talks to this server."""
     if facts.key_from_environment:
         key = "$COREBOX_API_KEY"
-    elif facts.key_file is not None:
+    elif facts.key_file is not None and not facts.default_archived:
         key = f"$(cat {facts.key_file})"
     else:
         return f"export OPENAI_BASE_URL={root}/v1 OPENAI_API_KEY=<a project key>"

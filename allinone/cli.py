@@ -186,6 +186,7 @@ def _announcer(config: Config) -> Callable[[Started], None]:
             key_from_environment=config.api_key is not None,
             harnesses=harnesses,
             model=config.model or config.model_base_url,
+            default_archived=started.default_archived,
         )
         if sys.stderr.isatty():
             print("\n".join(banner(facts)), file=sys.stderr, flush=True)

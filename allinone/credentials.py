@@ -31,6 +31,7 @@ class FirstStart:
     project_id: str
     api_key: str | None  # set only when this start generated the key
     key_file: Path | None
+    archived: bool = False  # the default project was archived: its key opens nothing
 
 
 def write_secret_file(path: Path, secret: str) -> None:
@@ -45,7 +46,8 @@ async def ensure_default_project(
 ) -> FirstStart:
     existing = await db.read(lambda r: tenancy.default_project(r))
     if existing is not None:
-        return FirstStart(str(existing["id"]), None, None)
+        archived = existing["archived_at"] is not None
+        return FirstStart(str(existing["id"]), None, None, archived)
     key = configured_key or f"cbx-{ids.secret(24)}"
     project_id = ids.new("proj")
 

@@ -54,3 +54,12 @@ def test_the_first_start_shows_the_key_once_in_both_forms() -> None:
         "corebox: serving on port 8800",
     ]
     assert machine_lines(FACTS) == ["corebox: serving on port 8800"]
+
+
+def test_an_archived_default_project_is_no_key_to_offer() -> None:
+    """Its key file is still there, but the key opens nothing: the banner says so and
+    the `export` line asks for a project key instead."""
+    lines = banner(Facts(**{**FACTS.__dict__, "default_archived": True}))
+    assert "  API key    none: the default project is archived (corebox keys create)" in lines
+    assert lines[-1].endswith("OPENAI_API_KEY=<a project key>")
+    assert not any("default-project.key" in line for line in lines)

@@ -89,7 +89,7 @@ def test_archiving_the_default_project_hands_its_grants_to_no_other(tmp_path: Pa
 
             await db.write(archive_first)
             again = await ensure_default_project(db, ids, clock, data, "cbx-test-key")
-            assert again.project_id == first.project_id
+            assert again.project_id == first.project_id and again.archived
             count = await db.read(lambda r: r.fetchone("SELECT COUNT(*) AS n FROM projects"))
             assert count is not None and count["n"] == 2
             grants = HostGrants(db, clock, (home,), data, {"kind": "none"})
