@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import sys
-from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +53,14 @@ def run(args: argparse.Namespace) -> int:
         return 1
     data_dir = Path(args.source).expanduser()
     source = data_dir / DATABASE_FILE
+    from allinone.startup import DatabaseLock
+
+    # A served database is refused (what its server acknowledged after the copy would be
+    # left behind), and no server starts on it until the copy is done; a missing one is
+    # the copy's to name.
+    unserved = DatabaseLock.held(source, StorageError) if source.is_file() else nullcontext()
     try:
-        with _unserved(source), Bar("copy", sys.stderr, unit="rows") as bar:
+        with unserved, Bar("copy", sys.stderr, unit="rows") as bar:
             copied = asyncio.run(
                 copy_to_postgres(source, url, bar, BlobStore(data_dir / BLOBS_DIR))
             )
@@ -67,23 +72,3 @@ def run(args: argparse.Namespace) -> int:
         f" to {urls.redact(url)} (schema {copied.schema_version})"
     )
     return 0
-
-
-@contextlib.contextmanager
-def _unserved(source: Path) -> Iterator[None]:
-    """Hold the database's serving lock (the one `corebox serve` takes) while it is
-    copied: a served database is refused, since what its server acknowledged after the
-    copy would be left behind, and no server starts on it until the copy is done."""
-    from allinone.startup import DatabaseLock, StartupError
-
-    if not source.is_file():
-        yield  # the copy says there is no database
-        return
-    try:
-        lock = DatabaseLock.acquire(source)
-    except StartupError as exc:
-        raise StorageError(str(exc)) from exc
-    try:
-        yield
-    finally:
-        lock.release()

@@ -11,13 +11,14 @@ the interpreter lock)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import fcntl
 import logging
 import os
 import socket
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +80,22 @@ class DatabaseLock:
         if self._fd is not None:
             os.close(self._fd)  # closing the descriptor releases the lock
             self._fd = None
+
+    @classmethod
+    @contextlib.contextmanager
+    def held(cls, database: Path, refused: Callable[[str], Exception]) -> Iterator[None]:
+        """Hold the lock of `database` while the block runs, for a command that must not
+        work on a served database (restore replaces its files; migrate-to-postgres copies
+        it, and would leave behind what its server acknowledged afterwards), and so that
+        no server starts on it meanwhile; raises `refused(message)` when it is served."""
+        try:
+            lock = cls.acquire(database)
+        except StartupError as exc:
+            raise refused(str(exc)) from exc
+        try:
+            yield
+        finally:
+            lock.release()
 
 
 class Warmup:

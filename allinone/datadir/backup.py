@@ -22,7 +22,6 @@ server's directory), checks every file against the manifest, and runs
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
@@ -32,7 +31,6 @@ import sqlite3
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -144,32 +142,17 @@ def restore(
         raise BackupError(f"cannot read {source}: there is no such file")
     if (data_dir / DATABASE_FILE).exists() and not replace:
         raise BackupError(f"{data_dir} already holds a database (stop its server; --replace)")
+    from allinone.startup import DatabaseLock  # the server's start-up, for restore only
+
     made = not data_dir.exists()
     data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
-        with _unserved(data_dir):
+        with DatabaseLock.held(data_dir / DATABASE_FILE, BackupError):
             return _restore_into(source, data_dir, on_progress)
     except BackupError:
         if made:  # a refused backup leaves no directory behind
             shutil.rmtree(data_dir, ignore_errors=True)
         raise
-
-
-@contextlib.contextmanager
-def _unserved(data_dir: Path) -> Iterator[None]:
-    """Hold the database's serving lock (the one `corebox serve` takes) while the block
-    runs: a running server's files are never replaced under it (its later writes would
-    go to a file no longer there), and no server starts on a half-restored directory."""
-    from allinone.startup import DatabaseLock, StartupError
-
-    try:
-        lock = DatabaseLock.acquire(data_dir / DATABASE_FILE)
-    except StartupError as exc:
-        raise BackupError(str(exc)) from exc
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 def _restore_into(source: Path, data_dir: Path, on_progress: Progress) -> dict[str, Any]:

@@ -52,14 +52,18 @@ def prepare(environment: str, directory: Path, read_only: bool) -> wire.Executio
     )
 
 
+def scripted_dispatcher(peer: Peer, root: Path) -> Dispatcher:
+    """A dispatcher of the scripted harness that replies to `peer`, binding workspaces
+    under `root`."""
+    harnesses = HarnessRegistry()
+    harnesses.register(ScriptedHarness())
+    return Dispatcher(harnesses, peer.send, workspaces=Workspaces(None, allowed_roots=(root,)))
+
+
 def test_quiesce_fences_new_work_until_the_matching_resume(tmp_path: Path) -> None:
     async def main() -> None:
         peer = Peer()
-        harnesses = HarnessRegistry()
-        harnesses.register(ScriptedHarness())
-        dispatcher = Dispatcher(
-            harnesses, peer.send, workspaces=Workspaces(None, allowed_roots=(tmp_path,))
-        )
+        dispatcher = scripted_dispatcher(peer, tmp_path)
         env, other = str(uuid.uuid4()), str(uuid.uuid4())
 
         async def call(type_: str, id_: str, payload: msgspec.Struct) -> tuple[str, str, Any]:
@@ -113,11 +117,7 @@ def test_a_request_still_unserved_when_the_connection_closes_leaves_nothing_unaw
 
     async def main() -> None:
         peer = Peer()
-        harnesses = HarnessRegistry()
-        harnesses.register(ScriptedHarness())
-        dispatcher = Dispatcher(
-            harnesses, peer.send, workspaces=Workspaces(None, allowed_roots=(tmp_path,))
-        )
+        dispatcher = scripted_dispatcher(peer, tmp_path)
         quiesce = EnvironmentQuiesce(environment_id=str(uuid.uuid4()), suspend_id="sus-1")
         await dispatcher.handle(Frame("environment_quiesce", "q1", quiesce, ""))
         assert await dispatcher.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -878,20 +879,42 @@ def test_an_overlay_added_on_the_owner_page_shows_its_value_and_asks_before_it_i
     assert_contained(page, server, [])
 
 
-def test_a_pause_kill_switch_can_be_removed_with_the_turns_it_paused_resumed(
-    page: Page, server: Server
-) -> None:
-    owner, project = own_project(server, "Paused by a switch")
+@dataclass
+class Held:
+    """A project's running session that a pause kill switch (`kill`) has paused."""
+
+    owner: dict[str, str]
+    project: dict[str, Any]
+    client: OpenAI
+    session: Any
+    kill: dict[str, Any]
+
+
+def paused_by_a_switch(server: Server, name: str, script: str) -> Held:
+    owner, project = own_project(server, name)
     client = project_client(server, owner, project)
-    session = running(client, "/say a\n/sleep 1500\n/say b")
+    session = running(client, script)
     body = {"kind": "kill_switch", "value": "pause", "project_id": project["id"], "reason": "r"}
     status, kill, _ = http(server.base_url, "POST", "/core/v1/overlays", body, owner)
     assert status == 200, kill
 
+    def phase() -> Any:
+        turn = client.beta.agents.sessions.turns.list(session.id, limit=1).data[0]
+        return turn.x_corebox["phase"]  # type: ignore[attr-defined]
+
+    until(lambda: phase() == "paused", 60)
+    return Held(owner, project, client, session, kill)
+
+
+def test_a_pause_kill_switch_can_be_removed_with_the_turns_it_paused_resumed(
+    page: Page, server: Server
+) -> None:
+    held = paused_by_a_switch(server, "Paused by a switch", "/say a\n/sleep 1500\n/say b")
+    project, client, session = held.project, held.client, held.session
+
     def turn() -> Any:
         return client.beta.agents.sessions.turns.list(session.id, limit=1).data[0]
 
-    until(lambda: turn().x_corebox["phase"] == "paused", 60)  # type: ignore[attr-defined]
     row = overlay_row(project["id"])
 
     def button(step: str) -> str:
@@ -933,19 +956,8 @@ HINT = "document.querySelector('.composer-hint').textContent"
 def test_a_session_under_a_kill_switch_says_the_switch_holds_it_and_offers_no_resume(
     page: Page, server: Server
 ) -> None:
-    owner, project = own_project(server, "Held by a switch")
-    client = project_client(server, owner, project)
-    session = running(client, "/say a\n/hang")
-    body = {"kind": "kill_switch", "value": "pause", "project_id": project["id"], "reason": "r"}
-    status, kill, _ = http(server.base_url, "POST", "/core/v1/overlays", body, owner)
-    assert status == 200, kill
-    until(
-        lambda: (
-            client.beta.agents.sessions.turns.list(session.id, limit=1).data[0].x_corebox["phase"]  # type: ignore[attr-defined]
-            == "paused"
-        ),
-        60,
-    )
+    held = paused_by_a_switch(server, "Held by a switch", "/say a\n/hang")
+    owner, client, session, kill = held.owner, held.client, held.session, held.kill
     try:
         sign_in(page, client.api_key)
         open_session(page, session.id)

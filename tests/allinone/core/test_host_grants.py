@@ -11,9 +11,29 @@ import pytest
 from allinone.core.errors import InvalidRequest
 from allinone.core.host_grants import TRUSTED, WORKSPACE_ROOT, HostGrants
 from allinone.core.ids import Clock, Ids
-from allinone.credentials import ensure_default_project
+from allinone.credentials import FirstStart, ensure_default_project
 from storage import tenancy
 from storage.database import Database, Tx
+
+
+async def default_and_another(
+    data: Path, archived: bool = False
+) -> tuple[Database, Clock, FirstStart]:
+    """A database in `data` with its default project (archived when `archived`) and
+    `proj_other`, made after it."""
+    db = await Database.open(data / "corebox.db")
+    clock = Clock()
+    first = await ensure_default_project(db, Ids(clock), clock, data, "cbx-test-key")
+
+    async def other(tx: Tx) -> None:
+        await tenancy.insert_project(tx, "proj_other", "other", clock.now() + 1)
+        if archived:
+            await tx.execute(
+                "UPDATE projects SET archived_at = ? WHERE id = ?", (clock.now(), first.project_id)
+            )
+
+    await db.write(other)
+    return db, clock, first
 
 
 def test_grants_decide_roots_and_unconfined_commands(tmp_path: Path) -> None:
@@ -22,16 +42,8 @@ def test_grants_decide_roots_and_unconfined_commands(tmp_path: Path) -> None:
         path.mkdir(parents=True)
 
     async def main() -> None:
-        db = await Database.open(data / "corebox.db")
-        clock = Clock()
-        ids = Ids(clock)
+        db, clock, first = await default_and_another(data)
         try:
-            first = await ensure_default_project(db, ids, clock, data, "cbx-test-key")
-
-            async def other(tx: Tx) -> None:
-                await tenancy.insert_project(tx, "proj_other", "other", clock.now() + 1)
-
-            await db.write(other)
             grants = HostGrants(db, clock, (home, data), data, {"kind": "none"})
             await grants.load()
             default = first.project_id
@@ -74,21 +86,9 @@ def test_archiving_the_default_project_hands_its_grants_to_no_other(tmp_path: Pa
         path.mkdir(parents=True)
 
     async def main() -> None:
-        db = await Database.open(data / "corebox.db")
-        clock = Clock()
-        ids = Ids(clock)
+        db, clock, first = await default_and_another(data, archived=True)
         try:
-            first = await ensure_default_project(db, ids, clock, data, "cbx-test-key")
-
-            async def archive_first(tx: Tx) -> None:
-                await tenancy.insert_project(tx, "proj_other", "other", clock.now() + 1)
-                await tx.execute(
-                    "UPDATE projects SET archived_at = ? WHERE id = ?",
-                    (clock.now(), first.project_id),
-                )
-
-            await db.write(archive_first)
-            again = await ensure_default_project(db, ids, clock, data, "cbx-test-key")
+            again = await ensure_default_project(db, Ids(clock), clock, data, "cbx-test-key")
             assert again.project_id == first.project_id and again.archived
             count = await db.read(lambda r: r.fetchone("SELECT COUNT(*) AS n FROM projects"))
             assert count is not None and count["n"] == 2
