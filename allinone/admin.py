@@ -192,14 +192,22 @@ class CoreClient:
         return request_json(f"{self.base_url}/core/v1{path}", self.core_key, method, body)
 
     def all_pages(self, path: str) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        after = ""
-        while True:
-            page = self.call("GET", f"{path}?order=asc&limit=100{after}")
-            items.extend(page["data"])
-            if not page["has_more"] or not page["data"]:
-                return items
-            after = "&" + urllib.parse.urlencode({"after": page["data"][-1]["id"]})
+        return all_pages(self.call, path)
+
+
+def all_pages(
+    call: Callable[[str, str], Any], path: str, cursor: str = "id"
+) -> list[dict[str, Any]]:
+    """Every item of the list route `path`, oldest first, page after page; `cursor` is
+    the field of an item that the route's `after` takes."""
+    items: list[dict[str, Any]] = []
+    after = ""
+    while True:
+        page = call("GET", f"{path}?order=asc&limit=100{after}")
+        items.extend(page["data"])
+        if not page["has_more"] or not page["data"]:
+            return items
+        after = "&" + urllib.parse.urlencode({"after": page["data"][-1][cursor]})
 
 
 def client_for(args: argparse.Namespace) -> CoreClient:

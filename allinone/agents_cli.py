@@ -18,7 +18,7 @@ import time
 from typing import Any, TextIO
 
 from allinone import run_control
-from allinone.admin import reporting, url_path
+from allinone.admin import all_pages, reporting, url_path
 
 
 def add_commands(commands: Any) -> None:
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     agent = url_path("/x/v1/agents/{}", args.agent_id)
     result: Any
     if args.action == "versions":
-        result = _every_version(client, agent)
+        result = all_pages(client.call, f"{agent}/versions", cursor="version")
     elif args.action == "deployments":
         result = client.call("GET", f"{agent}/deployments")["data"]
     else:
@@ -74,15 +74,3 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
             print(f"{item['version']}\t{item['config_digest']}\t{made}", file=out)
         else:
             print(f"{item['name']}\t{item['version']}\tpointer {item['pointer_version']}", file=out)
-
-
-def _every_version(client: run_control.ProjectClient, agent: str) -> list[dict[str, Any]]:
-    """Every version of the agent, oldest first, page by page."""
-    found: list[dict[str, Any]] = []
-    after = ""
-    while True:
-        page = client.call("GET", f"{agent}/versions?order=asc&limit=100{after}")
-        found.extend(page["data"])
-        if not page.get("has_more") or not page["data"]:
-            return found
-        after = f"&after={page['data'][-1]['version']}"

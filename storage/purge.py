@@ -103,13 +103,15 @@ async def collect(tx: Tx, cutoff: int, *, now: int, dry_run: bool = False) -> Co
     return done
 
 
+# The blobs an artifact or an uploaded file names (a blob no row names is swept).
+REFERENCED_BLOBS = (
+    "SELECT blob FROM artifacts WHERE blob IS NOT NULL"
+    " UNION SELECT blob FROM files WHERE blob IS NOT NULL"
+)
+
+
 async def referenced_blobs(tx: Tx) -> set[str]:
-    """The blobs an artifact or an uploaded file names."""
-    rows = await tx.fetchall(
-        "SELECT blob FROM artifacts WHERE blob IS NOT NULL"
-        " UNION SELECT blob FROM files WHERE blob IS NOT NULL"
-    )
-    return {str(row["blob"]) for row in rows}
+    return {str(row["blob"]) for row in await tx.fetchall(REFERENCED_BLOBS)}
 
 
 async def _collect(tx: Tx, cutoff: int, now: int) -> Collected:

@@ -14,11 +14,13 @@ async def insert_project(tx: Tx, project_id: str, name: str, now: int) -> None:
     )
 
 
+# The default project: the first one created, archived or not, so that archiving it
+# hands what it was granted as the default to no other project.
+DEFAULT_PROJECT = "SELECT * FROM projects ORDER BY created_at, id LIMIT 1"
+
+
 async def default_project(q: Queryable) -> dict[str, Any] | None:
-    """The first project created, archived or not: archiving it hands what it was granted
-    as the default to no other project."""
-    row = await q.fetchone("SELECT * FROM projects ORDER BY created_at, id LIMIT 1")
-    return record(row)
+    return record(await q.fetchone(DEFAULT_PROJECT))
 
 
 async def insert_key(

@@ -63,6 +63,7 @@ from storage import (
     execution_settings,
     items,
     templates,
+    tenancy,
     turn_documents,
 )
 from storage import sessions as session_rows
@@ -415,9 +416,7 @@ def default_project(data_dir: Path) -> str:
     since no other project takes its place."""
     conn = _connect(data_dir)
     try:
-        row = conn.execute(
-            "SELECT id, archived_at FROM projects ORDER BY created_at, id LIMIT 1"
-        ).fetchone()
+        row = conn.execute(tenancy.DEFAULT_PROJECT).fetchone()
     finally:
         conn.close()
     if row is None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE, SNAPSHOTS_DIR, WORKSPACES_DIR
+from storage import purge
 from storage.blobs import BlobStore
 from storage.errors import StorageError
 
@@ -41,11 +42,6 @@ _RECLAIMABLE = (
     " WHERE (deleted_at IS NOT NULL AND deleted_at <= :cutoff) OR session_id IN"
     " (SELECT id FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at <= :cutoff)",
     "SELECT COALESCE(SUM(bytes), 0) FROM files WHERE expires_at <= :now",
-)
-# The blobs some row names (a blob no row names is removed by the next gc).
-_REFERENCED = (
-    "SELECT blob FROM artifacts WHERE blob IS NOT NULL"
-    " UNION SELECT blob FROM files WHERE blob IS NOT NULL"
 )
 
 
@@ -81,7 +77,7 @@ def report(data_dir: Path, *, now: int, retention_seconds: int) -> dict[str, Any
         page_size = conn.execute("PRAGMA page_size").fetchone()[0]
         free = conn.execute("PRAGMA freelist_count").fetchone()[0] * page_size
         deleted = sum(conn.execute(sql, window).fetchone()[0] for sql in _RECLAIMABLE)
-        referenced = {str(row[0]) for row in conn.execute(_REFERENCED)}
+        referenced = {str(row[0]) for row in conn.execute(purge.REFERENCED_BLOBS)}
     finally:
         conn.close()
     categories: dict[str, int] = {name: 0 for name in (*CATEGORIES, "other")}
