@@ -54,9 +54,11 @@ async def active(q: Queryable, session_id: str) -> dict[str, Any] | None:
 
 
 async def usage_total(q: Queryable, session_id: str) -> dict[str, Any] | None:
-    """The sum of the session's turn usages, from the running total the database keeps
-    (migration 21's triggers); None (unknown, never zero) while any turn is active or
-    ended unmeasured, or when there is no turn."""
+    """The sum of the usages of the session's ended turns that have one, from the
+    running total the database keeps (migration 21's triggers): a turn that ended
+    without a usage (refused before it ran, or its usage never reported) adds nothing
+    and leaves the others' sum as it was. None (unknown, never zero) while any turn is
+    active, or when no ended turn has a usage."""
     row = await q.fetchone(
         "SELECT s.usage_turns, s.usage_unmeasured, s.usage_input, s.usage_cached,"
         " s.usage_output, s.usage_reasoning, s.usage_total,"
@@ -71,7 +73,7 @@ async def usage_total(q: Queryable, session_id: str) -> dict[str, Any] | None:
 def usage_of(session: Mapping[str, Any] | sqlite3.Row) -> dict[str, Any] | None:
     """`usage_total` from a session row that carries its running total and whether a
     turn is active (`has_active_turn`, as `sessions.get_for_view` reads it)."""
-    if not session["usage_turns"] or session["usage_unmeasured"] or session["has_active_turn"]:
+    if session["has_active_turn"] or session["usage_turns"] == session["usage_unmeasured"]:
         return None
     return {
         "input_tokens": session["usage_input"],

@@ -2,7 +2,7 @@
 at creation is kept, reported with what was consumed (in token units), and enforced:
 once a turn has used the limit up, the next turn fails with `session_budget_exceeded`
 before it runs. A turn that outlives `x_corebox.turn_deadline_seconds` is cancelled and
-fails."""
+fails. A session's usage is the sum of its turns' usages, a refused turn adding nothing."""
 
 from __future__ import annotations
 
@@ -115,3 +115,29 @@ def test_under_the_owners_price_table_the_budget_is_in_cents(tmp_path: Path) -> 
             assert send_and_settle(sdk, session_id, "again").error.code == "session_budget_exceeded"
     finally:
         running.stop()
+
+
+def test_a_refused_turn_leaves_the_session_usage_the_sum_of_its_turns(client: OpenAI) -> None:
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": "scripted"},
+            environment={"type": "none"},
+            input="/usage 40 10\n/say a",
+            spend_control={"limit": 50},
+            stream=True,
+        )
+    )
+    session_id = events[0].session.id
+    usage = client.beta.agents.sessions.retrieve(session_id).usage
+    assert usage is not None and usage.total_tokens == 50
+
+    refused = send_and_settle(client, session_id, "/say c")
+    assert refused.error is not None and refused.error.code == "session_budget_exceeded"
+    usage = client.beta.agents.sessions.retrieve(session_id).usage
+    assert usage is not None and (usage.input_tokens, usage.output_tokens) == (40, 10)
+
+    client.beta.agents.sessions.update(session_id, spend_control={"limit": 200})
+    assert send_and_settle(client, session_id, "/usage 5 5\n/say d").status == "completed"
+    session = client.beta.agents.sessions.retrieve(session_id)
+    assert session.usage is not None and session.usage.total_tokens == 60
+    assert session.spend_control is not None and session.spend_control.consumed == 60

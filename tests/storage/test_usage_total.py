@@ -26,12 +26,14 @@ def _sum(values: list[Any]) -> int | None:
 
 
 def oracle(conn: Raw, session_id: str) -> dict[str, Any] | None:
-    """The sum over the turns, computed from the turns themselves, the way it was before
-    the running total existed."""
+    """The sum over the turns that ended with a usage, computed from the turns
+    themselves; unknown while a turn is active or when no turn has a usage."""
     rows = conn.execute("SELECT status, usage FROM turns_full WHERE session_id = ?", (session_id,))
-    if not rows or any(r["status"] not in TERMINAL or r["usage"] is None for r in rows):
+    if any(r["status"] not in TERMINAL for r in rows):
         return None
-    usages = [json.loads(r["usage"]) for r in rows]
+    usages = [json.loads(r["usage"]) for r in rows if r["usage"] is not None]
+    if not usages:
+        return None
 
     def total(*path: str) -> int | None:
         values: list[Any] = []
@@ -153,7 +155,7 @@ def test_the_running_total_equals_the_sum_over_the_turns(target: Target) -> None
             play(conn, session_id, rng, rng.randint(1, 12))
             assert asyncio.run(read_total(path, session_id)) == oracle(conn, session_id)
             checked += oracle(conn, session_id) is not None
-    assert checked > 0  # some sessions had every turn measured: real sums were compared
+    assert checked > 0  # some sessions had a measured turn: real sums were compared
 
 
 def test_an_active_turn_makes_the_total_unknown(target: Target) -> None:
