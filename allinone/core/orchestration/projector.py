@@ -78,9 +78,8 @@ class RunProjection:
     deadline_passed: bool = False
     # Core answered an interaction itself (an overlay's denial): delivery must run.
     answered: bool = False
-    # Tokens the session's spend_control left when the turn started (None: no limit);
-    # `over_budget` once the turn's reported usage went past it.
-    budget_left: int | None = None
+    # Once a usage the turn reported took the session's spend past its spend_control
+    # limit (as the limit stood at that report).
     over_budget: bool = False
     price: dict[str, Any] | None = None  # the session's price (cents), None: tokens
 
@@ -127,12 +126,9 @@ class Projector:
                 await turns.set_usage(
                     tx, run.turn_id, render.token_usage(payload.tokens), run.fencing_token
                 )
-                if run.budget_left is not None:
-                    counts = payload.tokens
-                    cost = budgets.spent(
-                        run.price, counts.input_tokens, counts.output_tokens, counts.total_tokens
-                    )
-                    run.over_budget = run.over_budget or cost > run.budget_left
+                # Against the limit as it stands now: one lowered mid-turn applies here.
+                if not run.over_budget:
+                    run.over_budget = await budgets.exceeded(tx, run.session_id, run.price)
         elif isinstance(payload, wire.Error):
             run.error = payload
             run.engine_code, run.engine_status = classify_engine_failure(

@@ -121,7 +121,6 @@ class TurnExecution:
         log.debug("turn %s claimed", self._turn_id)
         self.claimed = True
         run = RunProjection(self._session["id"], self._turn_id, claim)
-        run.budget_left = self._checks.left
         run.price = budgets.price_of(self._session)
         run_sub = self._connection.subscribe_run(self._turn_id)
         try:
@@ -397,18 +396,15 @@ class TurnExecution:
 @dataclass(frozen=True, slots=True)
 class SafePoint:
     """The checks at the safe point before a claim, read with the turn: why the
-    session's budget refuses it (or None), the tokens it has left (None: unlimited),
-    and the overlays in force for it."""
+    session's budget refuses it (or None) and the overlays in force for it."""
 
     refusal: str | None
-    left: int | None
     overlays: list[dict[str, Any]]
 
 
 async def safe_point(r: Reader, session: dict[str, Any], active: list[dict[str, Any]]) -> SafePoint:
     """The safe point's checks for `session`, given the overlays in force for it."""
-    refusal, left = await budgets.standing(r, session)
-    return SafePoint(refusal, left, active)
+    return SafePoint(await budgets.standing(r, session), active)
 
 
 def initialization_failure(exc: WorkspaceUnavailable, directory: str | None) -> str:
