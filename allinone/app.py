@@ -160,6 +160,7 @@ class Started:
     registry: Registry | None = None  # the device registry, for contract tests
     harnesses: tuple[SupportedAgentKind, ...] = ()  # what the in-process Runtime offers
     default_archived: bool = False  # the default project is archived: no key to offer
+    db: Database | None = None  # the server's database, for tests that make it fail
 
 
 @dataclass(frozen=True)
@@ -557,6 +558,7 @@ class App:
                     parts.registry,
                     tuple(offered),
                     opened.default_archived,
+                    parts.db,
                 )
                 if self._on_started is not None:
                     self._on_started(started)

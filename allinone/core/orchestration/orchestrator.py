@@ -32,7 +32,7 @@ from allinone.core.orchestration.outcomes import Outcomes
 from allinone.core.orchestration.projector import Projector
 from allinone.core.orchestration.recovery import Recovery
 from allinone.core.orchestration.timers import PRODUCTION, Timers
-from allinone.core.orchestration.turn import SafePoint, TurnExecution, safe_point
+from allinone.core.orchestration.turn import HeldBack, SafePoint, TurnExecution, safe_point
 from allinone.core.tasks import cancel_and_wait
 from storage import checkpoints, cluster, sessions, turns
 from storage import environments as env_rows
@@ -81,6 +81,9 @@ class Orchestrator:
         registry.listen(self.wake)
         self._inflight: dict[str, asyncio.Task[None]] = {}
         self._executions: dict[str, TurnExecution] = {}
+        # Turns left queued for a reason a retry at once would meet again (the Runtime
+        # had no room, storage failed): why, and the loop time before which they wait.
+        self._held: dict[str, tuple[HeldBack, float]] = {}
         self._stopping = False
         self.draining = False
         self._drain: asyncio.Task[None] | None = None
@@ -175,10 +178,14 @@ class Orchestrator:
             self._wake.clear()
 
     async def _schedule(self) -> None:
+        now = asyncio.get_running_loop().time()
+        self._held = {turn_id: held for turn_id, held in self._held.items() if held[1] > now}
         skip = frozenset(self._inflight)
         candidates = await self._db.read_now(partial(_candidates, skip=skip))
         for turn, session, checks in candidates:
             if turn["id"] in self._inflight or self._stopping or self.draining:
+                continue
+            if self._waits(turn["id"]):
                 continue
             if session is None or checks is None:
                 continue  # a kill switch holds it queued until it is cleared
@@ -245,9 +252,23 @@ class Orchestrator:
             if not execution.claimed:
                 await self._release(turn_id)  # a turn left queued may go to any process
 
+    def _waits(self, turn_id: str) -> bool:
+        """Whether a turn held back is still to wait (it is looked at again at the next
+        wake-up once its interval has passed)."""
+        held = self._held.get(turn_id)
+        return held is not None and held[1] > asyncio.get_running_loop().time()
+
     def _finished(self, turn_id: str, _task: asyncio.Task[None]) -> None:
         self._inflight.pop(turn_id, None)
-        self._executions.pop(turn_id, None)
+        execution = self._executions.pop(turn_id, None)
+        if execution is not None and execution.held_back is not None:
+            until = asyncio.get_running_loop().time() + self._parts.timers.retry_seconds
+            self._held[turn_id] = (execution.held_back, until)
+        elif execution is not None and execution.claimed:
+            # A run ended: its Runtime may have room again for the turns it had none for.
+            for waiting, (why, _) in list(self._held.items()):
+                if why is HeldBack.CAPACITY:
+                    del self._held[waiting]
         self._wake.set()
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import partial
 from typing import Any
 
@@ -51,8 +52,17 @@ from runtime.proto.errors import PreparationErrorCode
 from runtime.proto.inputs import Message
 from storage import checkpoints, commands, execution_settings, interactions, leases, tenancy, turns
 from storage.database import Reader, Tx
+from storage.errors import StorageError
 
 log = logging.getLogger(__name__)
+
+
+class HeldBack(StrEnum):
+    """Why a turn left queued should not be tried again at once: a retry would meet the
+    same answer, so the scheduler waits before it (see `Orchestrator._schedule`)."""
+
+    CAPACITY = "capacity"  # the Runtime had no room; a run ending may make some
+    FAULT = "fault"  # storage or the connection failed; it is tried after the interval
 
 
 class TurnExecution:
@@ -85,6 +95,8 @@ class TurnExecution:
         self._resuming = turn.get("phase") == RESUMING and turn["status"] != TurnStatus.QUEUED
         self._cursor = ""
         self._initial: list[dict[str, Any]] | None = None
+        # Set when the turn is left queued for a reason a retry at once would meet again.
+        self.held_back: HeldBack | None = None
 
     def drain(self) -> None:
         """Pause at the next checkpoint for a drain: the turn is left to be re-claimed."""
@@ -97,7 +109,16 @@ class TurnExecution:
                 await self._execute()
             except asyncio.CancelledError:
                 raise
+            except StorageError as exc:
+                self.held_back = HeldBack.FAULT
+                log.warning(
+                    "turn %s could not be executed: storage failed (%s)%s",
+                    self._turn_id,
+                    exc,
+                    "" if self.claimed else "; it stays queued and is tried again",
+                )
             except Exception:
+                self.held_back = HeldBack.FAULT
                 log.exception("turn %s could not be executed", self._turn_id)
 
     async def _execute(self) -> None:
@@ -114,7 +135,13 @@ class TurnExecution:
             log.info("turn %s: declaration withdrawn during preparation", self._turn_id)
             await self._parts.preparations.release(prepared)
             return
-        claim = await self._parts.db.write(partial(self._claim, reused=prepared.reused))
+        try:
+            claim = await self._parts.db.write(partial(self._claim, reused=prepared.reused))
+        except Exception:
+            # The claim did not commit (or is not known to): the Runtime's admission is
+            # given back, else every retry finds its capacity taken.
+            await self._parts.preparations.release(prepared)
+            raise
         if claim is None:
             await self._parts.preparations.release(prepared)
             return
@@ -251,6 +278,7 @@ class TurnExecution:
                 self._connection, self._session["id"], config, parts.timers.preparation_seconds
             )
         except PreparationUnsent:
+            self.held_back = HeldBack.FAULT
             return None  # never reached the peer: the turn stays queued
         except PreparationUnconfirmed as exc:
             reason = exc.reason if exc.closed else "preparation_timeout"
@@ -259,6 +287,7 @@ class TurnExecution:
             )
         except PreparationRefused as exc:
             if exc.code == PreparationErrorCode.PREPARATION_CAPACITY:
+                self.held_back = HeldBack.CAPACITY
                 return None  # left queued for a later attempt
             await self._fail_queued(
                 "execution_unavailable",

@@ -28,6 +28,7 @@ from allinone.app import App, Started
 from allinone.config import Config
 from allinone.core.orchestration.timers import Timers
 from runtime.proto.version import VERSION
+from storage.database import Database
 from tests.conftest import API_KEY
 from tests.support.sdk import sdk_client
 
@@ -193,6 +194,7 @@ class RealCore:
         self._task: asyncio.Task[None] | None = None
         self._app: App | None = None
         self.port = 0
+        self.db: Database | None = None
         self._sockets: list[ClientConnection] = []
 
     @property
@@ -219,6 +221,7 @@ class RealCore:
         if self._task.done():
             await self._task
         self.port = started.result().port
+        self.db = started.result().db
         return self
 
     async def __aexit__(
