@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Mapping
@@ -142,6 +143,15 @@ def run_command(args: argparse.Namespace, environ: Mapping[str, str], out: TextI
     return 0
 
 
+def _write_private(path: Path, data: bytes) -> None:
+    """Write `data` to `path` readable by its owner alone, whatever the umask: a bundle
+    carries every transcript it exports, as the data directory (0700) and a backup do."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with open(fd, "wb") as out:
+        os.fchmod(fd, 0o600)
+        out.write(data)
+
+
 def _bundle(args: argparse.Namespace, data_dir: Path) -> str:
     project = args.project or bundles.default_project(data_dir)
     if args.command == "export":
@@ -152,7 +162,7 @@ def _bundle(args: argparse.Namespace, data_dir: Path) -> str:
         target = Path(args.output)
         staged = target.with_name(target.name + ".tmp")
         try:
-            staged.write_bytes(data)
+            _write_private(staged, data)
             staged.replace(target)
         except OSError as exc:
             staged.unlink(missing_ok=True)

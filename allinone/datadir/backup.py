@@ -114,8 +114,8 @@ def backup(data_dir: Path, target: Path, *, on_progress: Progress = no_progress)
                 on_progress(index + 1, len(members))
         with staged.open("rb") as handle:
             os.fsync(handle.fileno())
+        staged.chmod(0o600)
         os.replace(staged, target)
-        target.chmod(0o600)
     return manifest
 
 

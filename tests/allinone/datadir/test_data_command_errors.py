@@ -49,6 +49,19 @@ def test_export_refuses_what_it_cannot_find_or_write(server: Server, tmp_path: P
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.bundle"]
 
 
+def test_an_export_is_its_owners_alone_whatever_the_umask(server: Server, tmp_path: Path) -> None:
+    """A bundle carries every transcript it exports: like a backup, it is 0600, also
+    where it replaces a file anyone could read."""
+    bundle = tmp_path / "demo.bundle"
+    bundle.write_bytes(b"old")
+    bundle.chmod(0o644)
+    made = corebox(server.data_dir, "export", "-o", str(bundle))
+    assert made.returncode == 0, made.stderr
+    assert bundle.stat().st_mode & 0o777 == 0o600
+    assert bundle.read_bytes() != b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.bundle"]
+
+
 def test_export_and_import_refuse_an_archived_default_project(tmp_path: Path) -> None:
     """No other project stands in for an archived default: a bundle without --project
     would silently be another project's."""
