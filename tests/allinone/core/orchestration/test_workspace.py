@@ -112,6 +112,7 @@ async def _write_answered(core: RealCore, commit: dict[str, Any]) -> tuple[Any, 
 
         writing = asyncio.create_task(in_thread(write))
         await peer.read_only_ready()
+        await peer.nothing_there()
         begin = await peer.receive("workspace_write")
         if commit["outcome"] == "rejected":
             await peer.send("workspace_write_result", begin["id"], commit)
