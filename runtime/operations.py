@@ -36,6 +36,7 @@ from runtime.workspaces import (
     list_directory,
     read_bytes,
     resolve,
+    write_file,
     write_new_file,
 )
 
@@ -230,7 +231,7 @@ class WorkspaceOperations:
         except ValidationError:
             return result(TransferOutcome.REJECTED, code="invalid_request")
         try:
-            write_new_file(transfer.binding, transfer.path, bytes(transfer.body))
+            write_file(transfer.binding, transfer.path, bytes(transfer.body))
         except WorkspaceError as exc:
             receiver.reject()
             return result(TransferOutcome.REJECTED, code="write_rejected", reason=exc.reason)

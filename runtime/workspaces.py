@@ -263,14 +263,35 @@ def write_new_file(binding: Binding, relative: str, data: bytes) -> None:
     OS refusing the path (a name over NAME_MAX, a path over PATH_MAX, a full disk) is
     such a definite failure, and the directories this call made for the file are
     removed again."""
+    _write(binding, relative, data, replace=False)
+
+
+def write_file(binding: Binding, relative: str, data: bytes) -> None:
+    """Write `relative` with `data` (parents created), replacing a regular file there
+    atomically: the bytes are staged in a new file in the same directory, flushed to
+    disk, and renamed over the path, so it holds the old file or the new one, never a
+    mix. A symlink (never followed), a directory or any other non-regular file there is
+    refused and stays as it is.
+
+    Any failure is a `WorkspaceError` and means the file was not written, as for
+    `write_new_file`: the rename either puts the new file at the path or fails having
+    changed nothing."""
+    _write(binding, relative, data, replace=True)
+
+
+def _write(binding: Binding, relative: str, data: bytes, replace: bool) -> None:
     created: list[Path] = []
     try:
         path = _destination(binding, relative, created)
-        if path.exists() or path.is_symlink():
-            raise WorkspaceError("write_rejected", "the destination exists", "unsafe_destination")
+        _check_occupant(path, replace)
         temporary = _staged(path, data)
         try:
-            os.link(temporary, path)  # fails if something appeared at the destination meanwhile
+            if replace:
+                # rename(2) replaces the name itself, never what a link appearing
+                # meanwhile points at, and fails on a directory.
+                os.replace(temporary, path)
+            else:
+                os.link(temporary, path)  # fails if something appeared there meanwhile
         except FileExistsError as exc:
             raise WorkspaceError(
                 "write_rejected", "the destination exists", "unsafe_destination"
@@ -284,6 +305,17 @@ def write_new_file(binding: Binding, relative: str, data: bytes) -> None:
     except WorkspaceError:
         _remove_directories(created)
         raise
+
+
+def _check_occupant(path: Path, replace: bool) -> None:
+    """Refuse what is at `path` unless it is nothing, or a regular file to `replace`
+    (`_destination` already refused a symlink and a directory)."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    if not (replace and stat.S_ISREG(info.st_mode)):
+        raise WorkspaceError("write_rejected", "the destination exists", "unsafe_destination")
 
 
 def replace_file(binding: Binding, relative: str, data: bytes) -> None:

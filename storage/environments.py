@@ -92,9 +92,12 @@ async def fail_running_initializations(tx: Tx, failure: str) -> int:
 
 
 async def reserve_file(tx: Tx, row: dict[str, Any]) -> None:
+    """Insert a `reserved` file write; `row["prior"]` is what it found at its path
+    (`pending` until Core has looked; None for an environment's initial files)."""
     await tx.execute(
         "INSERT INTO environment_files (id, environment_id, path, type, file_id, size_bytes,"
-        " sha256, state, created_at, reserved_by) VALUES (?, ?, ?, ?, ?, ?, ?, 'reserved', ?, ?)",
+        " sha256, state, created_at, reserved_by, prior)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, 'reserved', ?, ?, ?)",
         (
             row["id"],
             row["environment_id"],
@@ -105,8 +108,21 @@ async def reserve_file(tx: Tx, row: dict[str, Any]) -> None:
             row["sha256"],
             row["created_at"],
             row.get("reserved_by"),
+            row.get("prior"),
         ),
     )
+
+
+async def set_prior(tx: Tx, file_row_id: str, prior: str) -> bool:
+    """Record what a reserved write found at its path, if it is still `reserved` with
+    its prior state `pending` (compare-and-set: a settlement that dropped it as never
+    begun wins). Returns whether it was recorded; the write may begin only if so."""
+    changed = await tx.execute(
+        "UPDATE environment_files SET prior = ?"
+        " WHERE id = ? AND state = 'reserved' AND prior = 'pending'",
+        (prior, file_row_id),
+    )
+    return changed > 0
 
 
 async def set_file_state(tx: Tx, file_row_id: str, state: str) -> None:
@@ -114,8 +130,8 @@ async def set_file_state(tx: Tx, file_row_id: str, state: str) -> None:
 
 
 async def drop_reservation(tx: Tx, file_row_id: str) -> None:
-    """Forget a reserved file write the workspace definitely refused: nothing was
-    written, so nothing is kept."""
+    """Forget a reserved file write the workspace definitely refused (or that never
+    began): nothing was written, so nothing is kept."""
     await tx.execute(
         "DELETE FROM environment_files WHERE id = ? AND state = 'reserved'", (file_row_id,)
     )
@@ -124,7 +140,7 @@ async def drop_reservation(tx: Tx, file_row_id: str) -> None:
 async def unsettled_rows(q: Queryable, environment_id: str) -> list[dict[str, Any]]:
     """The environment's file writes still `reserved` or `unknown`, oldest first."""
     rows = await q.fetchall(
-        "SELECT id, path, state, size_bytes, sha256, created_at, reserved_by"
+        "SELECT id, path, state, size_bytes, sha256, created_at, reserved_by, prior"
         " FROM environment_files"
         " WHERE environment_id = ? AND state IN ('reserved', 'unknown') ORDER BY created_at, id",
         (environment_id,),
@@ -132,26 +148,53 @@ async def unsettled_rows(q: Queryable, environment_id: str) -> list[dict[str, An
     return [dict(row) for row in rows]
 
 
-async def settle_file(tx: Tx, file_row_id: str, was: str, written: bool) -> bool:
-    """Settle an unsettled write still in state `was` (compare-and-set): mark it `written`,
-    or forget it when it did not happen. Returns whether this call settled it."""
+async def settle_file(
+    tx: Tx, file_row_id: str, was: str, written: bool, pending: bool = False
+) -> bool:
+    """Settle an unsettled write still in state `was` (compare-and-set; with `pending`,
+    also still without its prior state, so never begun): mark it `written`, the latest
+    file at its path, or forget it when it did not happen. Returns whether this call
+    settled it."""
     if written:
-        changed = await tx.execute(
-            "UPDATE environment_files SET state = 'written' WHERE id = ? AND state = ?",
-            (file_row_id, was),
-        )
-    else:
-        changed = await tx.execute(
-            "DELETE FROM environment_files WHERE id = ? AND state = ?", (file_row_id, was)
-        )
+        return await mark_written(tx, file_row_id, was)
+    never_begun = " AND prior = 'pending'" if pending else ""
+    changed = await tx.execute(
+        "DELETE FROM environment_files WHERE id = ? AND state = ?" + never_begun,
+        (file_row_id, was),
+    )
+    return changed > 0
+
+
+async def mark_written(tx: Tx, file_row_id: str, was: str) -> bool:
+    """Mark the write `file_row_id`, still in state `was`, `written` (compare-and-set);
+    the written row it replaces at its path, if any, is forgotten in the same
+    transaction. Returns whether this call marked it."""
+    row = await tx.fetchone(
+        "SELECT environment_id, path FROM environment_files WHERE id = ? AND state = ?",
+        (file_row_id, was),
+    )
+    if row is None:
+        return False
+    await tx.execute(
+        "DELETE FROM environment_files WHERE environment_id = ? AND path = ? AND state = 'written'",
+        (row["environment_id"], row["path"]),
+    )
+    changed = await tx.execute(
+        "UPDATE environment_files SET state = 'written' WHERE id = ? AND state = ?",
+        (file_row_id, was),
+    )
     return changed > 0
 
 
 async def files_of(q: Queryable, environment_id: str) -> list[dict[str, Any]]:
-    """Files reserved or written into the environment, for its public description."""
+    """Files reserved or written into the environment, for its public description: one
+    per path (a written file a write in flight replaces is left out)."""
     rows = await q.fetchall(
-        "SELECT * FROM environment_files WHERE environment_id = ?"
-        " AND state IN ('reserved', 'written') ORDER BY created_at, path",
+        "SELECT * FROM environment_files f WHERE environment_id = ?"
+        " AND (state = 'reserved' OR (state = 'written' AND NOT EXISTS ("
+        "SELECT 1 FROM environment_files r WHERE r.environment_id = f.environment_id"
+        " AND r.path = f.path AND r.state = 'reserved')))"
+        " ORDER BY created_at, path",
         (environment_id,),
     )
     return [dict(row) for row in rows]

@@ -3,10 +3,11 @@ environment files written through `workspace_write` and listed through `workspac
 and artifact capture through `workspace_export`. Core never touches a workspace
 directory itself; every operation goes to a Runtime over the protocol.
 
-A file write is reserved durably before any Runtime work; a write whose outcome is
-unknown stays `unknown` and blocks further writes to that Environment (409), because
-replaying it could change the workspace twice, until the workspace shows what happened
-(`file_writes`).
+A file write (which replaces a regular file at its path) is reserved durably before any
+Runtime work, and what its path held is recorded before its transfer begins; a write
+whose outcome is unknown stays `unknown` and blocks further writes to that Environment
+(409), because replaying it could change the workspace twice, until the workspace shows
+what happened (`file_writes`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from allinone.core.errors import (
     Unavailable,
 )
 from allinone.core.file_bodies import FileBodies
-from allinone.core.file_writes import FileWrites
+from allinone.core.file_writes import PENDING, FileWrites
 from allinone.core.gateway.connection import Connection, SendFailed
 from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
@@ -82,6 +83,11 @@ _REFUSED_WRITE = {
 UNLISTABLE = (
     "path cannot be listed: it is a symbolic link or lies behind one (listings do not "
     "follow links), or it cannot be read."
+)
+# A write that failed before its transfer began.
+_NOT_BEGUN = (
+    "The file write did not begin (the workspace could not be read first, or another request "
+    "settled it as never begun); nothing was written, and it may be sent again."
 )
 INTERRUPTED = (
     "initialization interrupted: the server stopped during set-up; its effects are unknown"
@@ -540,11 +546,12 @@ class Environments:
             "size_bytes": len(data),
             "sha256": hashlib.sha256(data).hexdigest(),
             "created_at": self._clock.now(),
+            "prior": PENDING,
         }
         with self._writes.owning(row_id):
             await self._reserve_file(connection, environment, row)
             await self._transfer(connection, environment, environment_id, row_id, path, data)
-            await self._set_file(row_id, "written")
+            await self._db.write(partial(env_rows.mark_written, file_row_id=row_id, was="reserved"))
         return {
             "environment_id": environment_id,
             "object": "agent.environment.file",
@@ -556,13 +563,13 @@ class Environments:
         self, connection: Connection, environment: dict[str, Any], row: dict[str, Any]
     ) -> None:
         """Reserve the file's row; refused while an earlier write is unsettled (after
-        settling what the workspace shows) or when a file already exists at its path."""
+        settling what the workspace shows) or while another write to its path is."""
         try:
             await self._writes.reserve(connection, environment, row)
         except Refused:
             raise
         except Exception as exc:
-            raise InvalidRequest("A file already exists at that path.", "path") from exc
+            raise Conflict("Another write to that path is in progress.", param="path") from exc
 
     async def _transfer(
         self,
@@ -573,12 +580,19 @@ class Environments:
         path: str,
         data: bytes,
     ) -> None:
-        """Write the reserved file into the workspace; an unknown outcome leaves the row
-        `unknown`, a refusal drops it."""
+        """Write the reserved file into the workspace, once what its path holds is
+        recorded (a regular file there is replaced); an unknown outcome leaves the row
+        `unknown`, a refusal or a failure before the transfer began drops it."""
+        begun = False
         try:
             async with self._client.read_only(
                 connection, DEFAULT_HARNESS, wire_uuid(environment_id), environment
-            ):
+            ) as handle:
+                if not await self._writes.record_prior(
+                    connection, handle, environment, row_id, path
+                ):
+                    raise Unavailable(_NOT_BEGUN, code="file_transfer_unavailable")
+                begun = True
                 await self._client.write(
                     connection,
                     wire_uuid(row_id),
@@ -588,7 +602,7 @@ class Environments:
                     data,
                 )
         except WorkspaceUnavailable as exc:
-            if exc.unknown:
+            if exc.unknown and begun:
                 await self._set_file(row_id, "unknown")
                 raise OutcomeUnknown(
                     f"The file write's outcome is unknown ({exc.code}); it was not recorded "
@@ -596,8 +610,10 @@ class Environments:
                     "are refused until it is settled; each checks the workspace for it.",
                     code="file_transfer_unavailable",
                 ) from exc
-            # Refused, so nothing was written: the request leaves no row behind.
+            # Refused, or never begun, so nothing was written: no row is left behind.
             await self._db.write(partial(env_rows.drop_reservation, file_row_id=row_id))
+            if exc.unknown:
+                raise Unavailable(_NOT_BEGUN, code="file_transfer_unavailable") from exc
             raise InvalidRequest(_REFUSED_WRITE.get(exc.code, _UNSAFE_WRITE), "path") from exc
 
     async def _set_file(self, row_id: str, state: str) -> None:

@@ -1,22 +1,35 @@
 """Reservation of environment file writes, and settlement of the ones left unsettled.
 
-A write is reserved durably (`reserved`) before any Runtime work. A write whose outcome
-is unknown stays `unknown`, and a Core that stopped mid-write leaves its row `reserved`;
-either blocks further writes to the Environment, because replaying it could change the
-workspace twice. Before a write is refused for that (and only then), Core looks at the
-workspace through the Runtime, read-only, at each unsettled row no live request can
-still own: the file there with the row's exact bytes means the write happened
-(`written`); nothing at the path means it did not (the row is dropped, never replayed);
-anything else (other bytes, a symlink, a directory, a file too large to read whole, a
-failed or unproven read) leaves it unsettled, to be looked at again at the next write.
+A write is reserved durably (`reserved`) before any Runtime work, its prior state
+`pending`. Then, through the write's read-only preparation and before its transfer
+begins, Core looks at the path and records durably what it holds (`record_prior`): the
+sha256 of a regular file read whole, `absent` when nothing is there, `unreadable` for
+anything else (a symlink, a directory, a file too large to read whole, a refused read).
+Only then does the transfer begin; a write that never got that far drops its row.
+
+A write whose outcome is unknown stays `unknown`, and a Core that stopped mid-write
+leaves its row `reserved`; either blocks further writes to the Environment, because
+replaying it could change the workspace twice. Before a write is refused for that (and
+only then), Core settles each unsettled row no live request can still own. A row still
+`pending` never began its transfer: it did not happen (the row is dropped, never
+replayed), without looking. For any other row Core looks at the workspace through the
+Runtime, read-only: the file there with the row's exact bytes means the write happened
+(`written`); the path showing what it held before the write (the prior file's exact
+bytes, or nothing when it was `absent`) means it did not (dropped). Rows from before
+the prior state was recorded (and an environment's initial files) have none: for them
+nothing at the path means not written. Anything else (other bytes, nothing where a file
+or an unreadable thing was, a symlink, a directory, a file too large to read whole, a
+failed or unproven read) leaves the row unsettled, looked at again at the next write.
 
 A `reserved` row is owned by the request that made it until that request ends. Rows
 owned in this process are never looked at. A row records the Core process that reserved
 it: once that process is no longer live (it stopped, or its peers found it gone; on the
 embedded SQLite default, every process before this one), no transfer of it can still
-run, and the row is looked at at once. Any other row (this process's, once its request
-ended, or a live peer's, or one from before rows named their process) is looked at only
-once it is older than the longest its transfer may take.
+run, and the row is settled at once. Any other row (this process's, once its request
+ended, or a live peer's, or one from before rows named their process) is settled only
+once it is older than the longest its write may take. Recording the prior state and
+settling a `pending` row are compare-and-sets on it, so a request still looking at its
+path when its row is settled as never begun finds it gone and never begins.
 """
 
 from __future__ import annotations
@@ -57,19 +70,38 @@ OWNER_SLACK_SECONDS = 120.0
 NAMED_IN_REFUSAL = 3
 
 
+# A row's prior state besides the sha256 of the regular file its path held.
+PENDING = "pending"  # not recorded yet: the transfer was never begun
+ABSENT = "absent"  # nothing was at the path
+UNREADABLE = "unreadable"  # something Core could not read whole, or a refused read
+
+
 class Verdict(StrEnum):
     """What the workspace shows about an unsettled write."""
 
     WRITTEN = "written"  # the file is there with the row's exact bytes
-    NOT_WRITTEN = "not_written"  # nothing is at the path
+    NOT_WRITTEN = "not_written"  # the path shows what it held before, or it never began
     UNSETTLED = "unsettled"  # anything else: looked at again at the next write
 
 
+def judge(row: dict[str, Any], seen: str) -> Verdict:
+    """The verdict on the write `row` (not `pending`) from what its path holds now
+    (`seen`: a sha256, `absent` or `unreadable`). A row with no prior state recorded
+    is taken to have found nothing there, as before prior states were recorded."""
+    if seen == row["sha256"]:
+        return Verdict.WRITTEN
+    before = row.get("prior") or ABSENT
+    if seen != UNREADABLE and seen == before:
+        return Verdict.NOT_WRITTEN
+    return Verdict.UNSETTLED
+
+
 def transfer_bound(size_bytes: int) -> float:
-    """The longest a write of `size_bytes` may own its row: its read-only preparation
-    and release, then begin, every chunk and commit, each under its own timeout."""
+    """The longest a write of `size_bytes` may own its row: its read-only preparation,
+    the read (and listing) of what its path holds, and its release, then begin, every
+    chunk and commit, each under its own timeout."""
     steps = 2 + math.ceil(max(size_bytes, 0) / limits.MAX_CHUNK_BYTES)
-    return 2 * OPERATION_TIMEOUT_SECONDS + steps * TRANSFER_TIMEOUT_SECONDS + OWNER_SLACK_SECONDS
+    return 4 * OPERATION_TIMEOUT_SECONDS + steps * TRANSFER_TIMEOUT_SECONDS + OWNER_SLACK_SECONDS
 
 
 async def _reserve(tx: Tx, row: dict[str, Any]) -> list[dict[str, Any]]:
@@ -170,6 +202,10 @@ class FileWrites:
     ) -> None:
         live = await self._live()
         rows = [row for row in rows if self._settleable(row, live)]
+        for row in rows:
+            if row["prior"] == PENDING:  # never begun: nothing to look at
+                await self._record(environment["id"], row, Verdict.NOT_WRITTEN, None)
+        rows = [row for row in rows if row["prior"] != PENDING]
         if not rows:
             return
         try:
@@ -177,8 +213,8 @@ class FileWrites:
                 connection, self._harness, wire_uuid(environment["id"]), environment
             ) as handle:
                 for row in rows:
-                    verdict = await self._observe(connection, handle, environment, row)
-                    await self._record(environment["id"], row, verdict)
+                    seen = await self._observe(connection, handle, environment, row)
+                    await self._record(environment["id"], row, judge(row, seen), seen)
         except (WorkspaceUnavailable, SendFailed) as exc:
             log.warning(
                 "environment %s: unsettled file writes could not be looked at (%s)",
@@ -186,17 +222,30 @@ class FileWrites:
                 type(exc).__name__,
             )
 
-    async def _record(self, environment_id: str, row: dict[str, Any], verdict: Verdict) -> None:
+    async def _record(
+        self, environment_id: str, row: dict[str, Any], verdict: Verdict, seen: str | None
+    ) -> None:
+        """Settle `row` as `verdict` found (`seen` at its path; None: not looked at)."""
         if verdict is not Verdict.UNSETTLED:
-            written = verdict is Verdict.WRITTEN
-            settle = partial(env_rows.settle_file, file_row_id=row["id"], was=row["state"])
-            if not await self._db.write(partial(settle, written=written)):
-                return  # settled meanwhile by another request
-        said = {
-            Verdict.WRITTEN: "settled as written (its bytes are there)",
-            Verdict.NOT_WRITTEN: "settled as not written (nothing is at its path)",
-            Verdict.UNSETTLED: "still unsettled (the workspace shows neither)",
-        }[verdict]
+            settle = partial(
+                env_rows.settle_file,
+                file_row_id=row["id"],
+                was=row["state"],
+                written=verdict is Verdict.WRITTEN,
+                pending=seen is None,
+            )
+            if not await self._db.write(settle):
+                return  # settled meanwhile by another request, or its prior recorded
+        if verdict is Verdict.WRITTEN:
+            said = "settled as written (its bytes are there)"
+        elif seen is None:
+            said = "settled as not written (its transfer never began)"
+        elif verdict is Verdict.NOT_WRITTEN and seen == ABSENT:
+            said = "settled as not written (nothing is at its path)"
+        elif verdict is Verdict.NOT_WRITTEN:
+            said = "settled as not written (the file it replaces is there unchanged)"
+        else:
+            said = "still unsettled (the workspace shows neither)"
         log.warning(
             "environment %s: file write %s to %s, left %s, %s",
             environment_id,
@@ -206,38 +255,76 @@ class FileWrites:
             said,
         )
 
+    async def record_prior(
+        self,
+        connection: Connection,
+        handle: str,
+        environment: dict[str, Any],
+        row_id: str,
+        path: str,
+    ) -> bool:
+        """Look at `path` through the write's read-only `handle` and record durably what
+        it holds as the row's prior state; the caller may begin the transfer only when
+        this returns True (False: the row was settled as never begun meanwhile). A read
+        whose reply proves nothing raises WorkspaceUnavailable (`unknown`), recording
+        nothing."""
+        relative = path[len(WORKSPACE) + 1 :]
+        seen = await self._look(
+            connection, handle, environment, relative, limits.MAX_READ_RESULT_BYTES
+        )
+        return await self._db.write(partial(env_rows.set_prior, file_row_id=row_id, prior=seen))
+
     async def _observe(
         self, connection: Connection, handle: str, environment: dict[str, Any], row: dict[str, Any]
-    ) -> Verdict:
-        """What the workspace shows at the row's path. Reads are bounded by the
-        protocol's byte limit: a file that cannot be read whole stays unsettled."""
+    ) -> str:
+        """What the row's path holds now (`unreadable` when a reply proves nothing). A
+        file is read whole only up to the protocol's byte limit, and only as far as
+        telling the row's bytes (or its prior file's) from others needs."""
         relative = str(row["path"])[len(WORKSPACE) + 1 :]
         wanted = min(int(row["size_bytes"]) + 1, limits.MAX_READ_RESULT_BYTES)
+        if row.get("prior") not in (None, PENDING, ABSENT, UNREADABLE):
+            wanted = limits.MAX_READ_RESULT_BYTES  # the prior file may be larger
+        try:
+            return await self._look(connection, handle, environment, relative, wanted)
+        except WorkspaceUnavailable:
+            return UNREADABLE
+
+    async def _look(
+        self,
+        connection: Connection,
+        handle: str,
+        environment: dict[str, Any],
+        relative: str,
+        max_bytes: int,
+    ) -> str:
+        """The sha256 of the regular file at `relative` read whole within `max_bytes`,
+        `absent` when nothing is there, else `unreadable`; a reply that proves nothing
+        raises WorkspaceUnavailable (`unknown`)."""
         try:
             data, truncated = await self._client.read_file(
-                connection, handle, environment, relative, wanted
+                connection, handle, environment, relative, max_bytes
             )
         except WorkspaceUnavailable as exc:
-            if exc.unknown or exc.code != "not_found":
-                return Verdict.UNSETTLED
+            if exc.unknown:
+                raise
+            if exc.code != "not_found":
+                return UNREADABLE
             return await self._absent(connection, handle, environment, relative)
-        if not truncated and hashlib.sha256(data).hexdigest() == row["sha256"]:
-            return Verdict.WRITTEN
-        return Verdict.UNSETTLED
+        return UNREADABLE if truncated else hashlib.sha256(data).hexdigest()
 
     async def _absent(
         self, connection: Connection, handle: str, environment: dict[str, Any], relative: str
-    ) -> Verdict:
+    ) -> str:
         """`not_found` also answers for a directory or a special file at the path: the
         parent's listing tells whether anything at all is there."""
         parent, name = posixpath.split(relative)
         try:
             listing = await self._client.list_directory(connection, handle, environment, parent)
         except WorkspaceUnavailable as exc:
+            if exc.unknown:
+                raise
             # No directory holds the parent's name, so nothing can be at the path.
-            if not exc.unknown and exc.code == "not_directory":
-                return Verdict.NOT_WRITTEN
-            return Verdict.UNSETTLED
+            return ABSENT if exc.code == "not_directory" else UNREADABLE
         if listing.truncated or any(entry.name == name for entry in listing.entries):
-            return Verdict.UNSETTLED
-        return Verdict.NOT_WRITTEN
+            return UNREADABLE
+        return ABSENT

@@ -1,4 +1,4 @@
--- corebox schema at version 38: what the numbered files make of a new database,
+-- corebox schema at version 39: what the numbered files make of a new database,
 -- which starts from here. Written by `make schema` (storage.migrations.snapshot()); not edited by hand.
 
 CREATE TABLE projects (
@@ -312,7 +312,7 @@ CREATE TABLE environment_files (
     sha256 TEXT NOT NULL,
     state TEXT NOT NULL CHECK (state IN ('reserved', 'written', 'rejected', 'unknown')),
     created_at INTEGER NOT NULL
-, reserved_by TEXT);
+, reserved_by TEXT, prior TEXT);
 
 CREATE TABLE artifacts (
     id TEXT PRIMARY KEY,
@@ -645,9 +645,6 @@ CREATE INDEX interactions_turn ON interactions(turn_id, state);
 
 CREATE INDEX environments_page ON environments(project_id, created_at, id);
 
-CREATE UNIQUE INDEX environment_files_path ON environment_files(environment_id, path)
-    WHERE state IN ('reserved', 'written', 'unknown');
-
 CREATE INDEX artifacts_page ON artifacts(session_id, created_at, id);
 
 CREATE UNIQUE INDEX commands_idempotency ON commands(session_id, actor, idempotency_key)
@@ -708,6 +705,12 @@ CREATE INDEX turns_resuming ON turns(id)
 
 CREATE UNIQUE INDEX session_rewinds_idempotency ON session_rewinds(session_id, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
+
+CREATE UNIQUE INDEX environment_files_path ON environment_files(environment_id, path)
+    WHERE state IN ('reserved', 'unknown');
+
+CREATE UNIQUE INDEX environment_files_written ON environment_files(environment_id, path)
+    WHERE state = 'written';
 
 CREATE VIEW turns_full AS
     SELECT t.*, m.body AS manifest, c.body AS context, g.body AS config_digest,

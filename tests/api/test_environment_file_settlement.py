@@ -32,18 +32,20 @@ def _leave(
     data: bytes,
     at: int,
     by: str | None = None,
+    prior: str | None = None,
 ) -> str:
     """Leave a write of `data` at `path` in `state`, reserved at `at` by the Core process
-    `by`, as a build whose transfer's outcome went unknown (or that stopped mid-write)
-    leaves it; its row id."""
+    `by`, having found `prior` at its path (None: as before that was recorded), as a
+    build whose transfer's outcome went unknown (or that stopped mid-write) leaves it;
+    its row id."""
     row_id = f"envfile_left_{environment_id}"
     digest = hashlib.sha256(data).hexdigest()
     with databases.raw(databases.location(server.data_dir)) as db:
         db.execute(
             "INSERT INTO environment_files (id, environment_id, path, type, file_id,"
-            " size_bytes, sha256, state, created_at, reserved_by)"
-            " VALUES (?, ?, ?, 'inline', NULL, ?, ?, ?, ?, ?)",
-            (row_id, environment_id, path, len(data), digest, state, at, by),
+            " size_bytes, sha256, state, created_at, reserved_by, prior)"
+            " VALUES (?, ?, ?, 'inline', NULL, ?, ?, ?, ?, ?, ?)",
+            (row_id, environment_id, path, len(data), digest, state, at, by, prior),
         )
     return row_id
 
@@ -176,6 +178,116 @@ def test_a_fresh_reservation_of_this_process_waits_for_the_bound(
         db.execute("UPDATE core_processes SET heartbeat_at = 1 WHERE id = ?", (me["id"],))
     now = int(time.time())
     left = _leave(server, environment_id, "/workspace/mine.txt", "reserved", b"m", now, me["id"])
+    with pytest.raises(openai.ConflictError):
+        _write(client, environment_id)
+    assert _state(server, left) == "reserved"
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _replaced(client: OpenAI, server: Any, there: bytes | None) -> tuple[str, Path, str]:
+    """An environment whose /workspace/doc.txt was written as b"old" through the API,
+    then replaced by a write of b"new" left unknown, having found b"old" there; the
+    workspace then holds `there` at the path (None: nothing). (environment, workspace,
+    the unknown row)."""
+    environment_id, workspace = _environment(client, server)
+    files = client.beta.agents.environments.files
+    files.create(environment_id, type="inline", path="/workspace/doc.txt", data="b2xk")  # old
+    left = _leave(
+        server, environment_id, "/workspace/doc.txt", "unknown", b"new", 1, prior=_sha(b"old")
+    )
+    if there is None:
+        (workspace / "doc.txt").unlink()
+    else:
+        (workspace / "doc.txt").write_bytes(there)
+    return environment_id, workspace, left
+
+
+def test_an_unknown_replacing_write_with_the_old_bytes_there_is_settled_as_not_written(
+    client: OpenAI, server: Any
+) -> None:
+    environment_id, workspace, left = _replaced(client, server, b"old")
+    assert _write(client, environment_id) == "/workspace/next.txt"
+    assert _state(server, left) is None  # dropped, never replayed
+    assert (workspace / "doc.txt").read_bytes() == b"old"
+    shown = client.beta.agents.environments.retrieve(environment_id).files
+    assert sorted((f.path, f.size_bytes) for f in shown) == [
+        ("/workspace/doc.txt", 3),  # the file it did not replace is still named
+        ("/workspace/next.txt", 2),
+    ]
+    said = f"file write {left} to /workspace/doc.txt, left unknown, settled as not written"
+    assert f"{said} (the file it replaces is there unchanged)" in server.log.read_text()
+
+
+def test_an_unknown_replacing_write_with_the_new_bytes_there_is_settled_as_written(
+    client: OpenAI, server: Any
+) -> None:
+    environment_id, _, left = _replaced(client, server, b"new")
+    assert _write(client, environment_id) == "/workspace/next.txt"
+    assert _state(server, left) == "written"
+    shown = client.beta.agents.environments.retrieve(environment_id).files
+    assert sorted((f.path, f.size_bytes) for f in shown) == [
+        ("/workspace/doc.txt", 3),  # the new bytes, one row for the path
+        ("/workspace/next.txt", 2),
+    ]
+    assert sorted(f.id for f in shown if f.path == "/workspace/doc.txt") == [left]
+
+
+@pytest.mark.parametrize("there", [None, b"other"], ids=["nothing", "other bytes"])
+def test_an_unknown_replacing_write_with_neither_there_still_blocks(
+    client: OpenAI, server: Any, there: bytes | None
+) -> None:
+    """Nothing where the old file was does not prove the write did not happen (it may
+    have been made and removed since)."""
+    environment_id, workspace, left = _replaced(client, server, there)
+    for _ in range(2):
+        with pytest.raises(openai.ConflictError) as caught:
+            _write(client, environment_id)
+        assert "/workspace/doc.txt (unknown)" in caught.value.message
+        assert _state(server, left) == "unknown"
+    assert not (workspace / "next.txt").exists()
+
+
+def test_an_unknown_write_over_an_unreadable_path_still_blocks(client: OpenAI, server: Any) -> None:
+    """A write that could not read what its path held settles only on its own bytes."""
+    environment_id, _ = _environment(client, server)
+    left = _leave(
+        server, environment_id, "/workspace/big.bin", "unknown", b"n", 1, None, "unreadable"
+    )
+    with pytest.raises(openai.ConflictError):
+        _write(client, environment_id)
+    assert _state(server, left) == "unknown"
+
+
+def test_a_pending_write_of_a_process_that_is_gone_is_settled_unlooked(
+    client: OpenAI, server: Any
+) -> None:
+    """A row whose prior state was never recorded never began its transfer: once its
+    owner can run no transfer, it did not happen, whatever the path holds (here, by
+    chance, the very bytes it would have written)."""
+    environment_id, workspace = _environment(client, server)
+    gone = _process(server, "proc_gone_pending", stopped=True)
+    (workspace / "same.txt").write_bytes(b"same")
+    now = int(time.time())
+    left = _leave(
+        server, environment_id, "/workspace/same.txt", "reserved", b"same", now, gone, "pending"
+    )
+    assert _write(client, environment_id) == "/workspace/next.txt"
+    assert _state(server, left) is None
+    assert (workspace / "same.txt").read_bytes() == b"same"
+    said = f"file write {left} to /workspace/same.txt, left reserved, settled as not written"
+    assert f"{said} (its transfer never began)" in server.log.read_text()
+
+
+def test_a_pending_write_of_a_live_process_is_left_to_it(client: OpenAI, server: Any) -> None:
+    environment_id, _ = _environment(client, server)
+    live = _process(server, "proc_live_pending", stopped=False)
+    now = int(time.time())
+    left = _leave(
+        server, environment_id, "/workspace/mine.txt", "reserved", b"m", now, live, "pending"
+    )
     with pytest.raises(openai.ConflictError):
         _write(client, environment_id)
     assert _state(server, left) == "reserved"

@@ -95,13 +95,13 @@ def test_file_upload_then_file_id_staging(client: OpenAI) -> None:
         environment.id, type="file_id", file_id=uploaded.id, path="/workspace/notes.txt"
     )
     assert staged.path == "/workspace/notes.txt"
-    # The same path twice is refused, and changes nothing.
-    with pytest.raises(openai.BadRequestError):
-        client.beta.agents.environments.files.create(
-            environment.id, type="file_id", file_id=uploaded.id, path="/workspace/notes.txt"
-        )
+    # The same path again replaces the file (see test_environment_file_replacement).
+    again = client.beta.agents.environments.files.create(
+        environment.id, type="inline", path="/workspace/notes.txt", data="T0s="
+    )
+    assert again.size_bytes == 2
     files = client.beta.agents.environments.files.list(environment.id)
-    assert [f.path for f in files.data] == ["/workspace/notes.txt"]
+    assert [(f.path, f.size_bytes) for f in files.data] == [("/workspace/notes.txt", 2)]
 
 
 @pytest.mark.parametrize(

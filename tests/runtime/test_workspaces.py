@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import tarfile
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from runtime.workspaces import (
     list_directory,
     read_bytes,
     replace_file,
+    write_file,
     write_new_file,
 )
 
@@ -169,3 +171,34 @@ def test_a_refused_name_is_rejected_on_the_wire_and_blocks_nothing(
     assert not operations.writing(environment)
     assert write("m2", "ok.txt")[-1] == (TransferOutcome.COMPLETED, "")
     assert [p.name for p in layout["ws"].iterdir()] == ["ok.txt"]
+
+
+def test_a_write_replaces_a_regular_file_and_nothing_else(layout: dict[str, Path]) -> None:
+    """`write_file` (a `workspace_write`'s commit) renames its staged bytes over a
+    regular file; a symlink, a directory or a FIFO at the path is refused and left as it
+    was, and no staging file stays behind."""
+    binding = Binding("e", "self_hosted", layout["ws"].resolve())
+    ws = layout["ws"]
+    (ws / "notes.txt").write_bytes(b"old")
+    write_file(binding, "/workspace/notes.txt", b"new bytes")
+    assert (ws / "notes.txt").read_bytes() == b"new bytes"
+    write_file(binding, "fresh/deep.txt", b"made")  # parents made, as for a new file
+    assert (ws / "fresh" / "deep.txt").read_bytes() == b"made"
+    (ws / "link").symlink_to(layout["data"] / "core.key")
+    (ws / "folder").mkdir()
+    os.mkfifo(ws / "pipe")
+    refused = {
+        "link": ("permission_denied", ""),  # refused by `resolve`, as for every path
+        "folder": ("write_rejected", "destination_directory"),
+        "pipe": ("write_rejected", "unsafe_destination"),
+    }
+    for name, why in refused.items():
+        with pytest.raises(WorkspaceError) as caught:
+            write_file(binding, name, b"x")
+        assert (caught.value.code, caught.value.reason) == why, name
+    assert (layout["data"] / "core.key").read_text() == "secret"
+    assert (ws / "link").is_symlink() and list((ws / "folder").iterdir()) == []
+    assert sorted(p.name for p in ws.iterdir()) == ["folder", "fresh", "link", "notes.txt", "pipe"]
+    with pytest.raises(WorkspaceError):  # a new file still never replaces one
+        write_new_file(binding, "notes.txt", b"x")
+    assert (ws / "notes.txt").read_bytes() == b"new bytes"

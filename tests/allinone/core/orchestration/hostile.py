@@ -160,6 +160,20 @@ class ScriptedPeer:
         await self.status({"revision": 2, "state": "ready", "executor_id": "reader"} | status)
         return prepare
 
+    async def nothing_there(self) -> None:
+        """Answer what a file write reads of its path before it begins (the file, then
+        the parent's listing) as a workspace with nothing at the path."""
+        read = await self.receive("workspace_read")
+        assert read["payload"].get("operation", "") == "", read
+        await self.send(
+            "workspace_read_result", read["id"], {"outcome": "rejected", "error_code": "not_found"}
+        )
+        listing = await self.receive("workspace_read")
+        assert listing["payload"]["operation"] == "directory", listing
+        empty = {"entries": [], "truncated": False}
+        completed = {"outcome": "completed", "close_acknowledged": True, "directory": empty}
+        await self.send("workspace_read_result", listing["id"], completed)
+
     async def released(self) -> None:
         release = await self.receive("execution_release")
         assert release["id"] == self.prep_id, release

@@ -149,6 +149,7 @@ def _empty_tar() -> str:
 async def _open_write(peer: ScriptedPeer) -> dict[str, Any]:
     """Follow a two-byte write up to its commit, which is left unanswered; return it."""
     await peer.read_only_ready()
+    await peer.nothing_there()
     begin = await peer.receive("workspace_write")
     await peer.send("workspace_write_result", begin["id"], {"outcome": "ready"})
     chunk = await peer.receive("workspace_write")
