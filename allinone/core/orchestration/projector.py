@@ -82,6 +82,9 @@ class RunProjection:
     # limit (as the limit stood at that report).
     over_budget: bool = False
     price: dict[str, Any] | None = None  # the session's price (cents), None: tokens
+    # The session had a spend_control when the turn was claimed: only then is each usage
+    # checked against the limit (a limit first set during the turn applies from the next).
+    limited: bool = False
 
 
 class Projector:
@@ -127,7 +130,7 @@ class Projector:
                     tx, run.turn_id, render.token_usage(payload.tokens), run.fencing_token
                 )
                 # Against the limit as it stands now: one lowered mid-turn applies here.
-                if not run.over_budget:
+                if run.limited and not run.over_budget:
                     run.over_budget = await budgets.exceeded(tx, run.session_id, run.price)
         elif isinstance(payload, wire.Error):
             run.error = payload

@@ -149,6 +149,7 @@ class TurnExecution:
         self.claimed = True
         run = RunProjection(self._session["id"], self._turn_id, claim)
         run.price = budgets.price_of(self._session)
+        run.limited = budgets.limit_of(self._session) is not None
         run_sub = self._connection.subscribe_run(self._turn_id)
         try:
             if not await self._start(prepared, run):
