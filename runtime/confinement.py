@@ -346,6 +346,21 @@ def _add_rule(ruleset: int, path: str, rights: int) -> None:
         os.close(fd)
 
 
+def unbundled(environ: Mapping[str, str], frozen: bool) -> dict[str, str]:
+    """`environ` without what the one-file binary's loader (`frozen`) added for its own
+    Python when it started the launcher: its `_PYI_`/`_MEI` bookkeeping, and its unpacked
+    libraries in `LD_LIBRARY_PATH`, which a command would load in place of the system's.
+    The loader keeps a value it replaced as `LD_LIBRARY_PATH_ORIG`; that one is put back."""
+    if not frozen:
+        return dict(environ)
+    env = {n: v for n, v in environ.items() if not n.startswith(("_PYI_", "_MEI"))}
+    original = env.pop("LD_LIBRARY_PATH_ORIG", None)
+    env.pop("LD_LIBRARY_PATH", None)
+    if original is not None:
+        env["LD_LIBRARY_PATH"] = original
+    return env
+
+
 def launch(arguments: Sequence[str]) -> int:
     """The launcher: `RULES_JSON -- ARGV...`. Restricts itself, then execs ARGV; returns
     (exit status 126/127) only when it cannot."""
@@ -359,7 +374,7 @@ def launch(arguments: Sequence[str]) -> int:
         return 126
     command = list(arguments[2:])
     try:
-        os.execvp(command[0], command)
+        os.execvpe(command[0], command, unbundled(os.environ, getattr(sys, "frozen", False)))
     except OSError as exc:
         print(f"corebox: confine: {command[0]}: {exc.strerror}", file=sys.stderr)
     return 127

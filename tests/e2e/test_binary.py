@@ -353,6 +353,22 @@ def test_setup_commands_run_confined_by_the_binary_itself(server: Server, tmp_pa
     assert not (tmp_path / "planted.txt").exists()
 
 
+def test_a_command_sees_none_of_the_binarys_own_environment(server: Server, tmp_path: Path) -> None:
+    """README "Commands": of the server's environment a command inherits only PATH and the
+    locale; nothing the one-file loader set for itself (its unpacked libraries first in
+    LD_LIBRARY_PATH would replace the system's for every tool a command runs)."""
+    with server.client() as client:
+        environment = client.beta.agents.environments.create(
+            environment={"type": "openai_hosted", "setup_commands": [{"command": "env > env.txt"}]}  # type: ignore[typeddict-item]
+        )
+        client.beta.agents.environments.files.list(environment.id)  # initialized by now
+        assert client.beta.agents.environments.retrieve(environment.id).status == "ready"
+    dumped = list((tmp_path / "data" / "workspaces").glob("*/env.txt"))
+    assert len(dumped) == 1
+    names = {line.split("=", 1)[0] for line in dumped[0].read_text().splitlines() if "=" in line}
+    assert not {n for n in names if n.startswith(("_PYI", "_MEI", "LD_"))}, sorted(names)
+
+
 def test_the_binary_serves_every_console_file(server: Server) -> None:
     static = Path(__file__).resolve().parents[2] / "allinone" / "console" / "static"
     names = sorted(p.relative_to(static).as_posix() for p in static.rglob("*") if p.is_file())

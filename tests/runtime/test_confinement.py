@@ -23,6 +23,7 @@ from runtime.confinement import (
     Sandbox,
     landlock_abi,
     probe,
+    unbundled,
 )
 
 landlock = pytest.mark.skipif(landlock_abi() == 0, reason="the kernel has no Landlock")
@@ -171,3 +172,21 @@ def test_bubblewrap_without_network_has_no_network(places: tuple[Path, Path, Pat
     with listener() as port:
         done = run(sandbox, workspace, CONNECT.format(port=port))
     assert done.returncode != 0
+
+
+def test_a_command_started_by_the_binary_gets_its_environment_without_the_loaders_part() -> None:
+    """The one-file binary's loader puts its unpacked libraries in `LD_LIBRARY_PATH` and
+    its bookkeeping in `_PYI_*` for its own Python; a command run through the launcher
+    gets neither, and an `LD_LIBRARY_PATH` of its own back."""
+    loaded = {
+        "PATH": "/usr/bin",
+        "LD_LIBRARY_PATH": "/tmp/corebox-command-x/_MEIabc:/opt/lib",
+        "LD_LIBRARY_PATH_ORIG": "/opt/lib",
+        "_PYI_ARCHIVE_FILE": "/usr/local/bin/corebox",
+        "_PYI_APPLICATION_HOME_DIR": "/tmp/corebox-command-x/_MEIabc",
+        "_MEIPASS2": "/tmp/corebox-command-x/_MEIabc",
+    }
+    assert unbundled(loaded, frozen=True) == {"PATH": "/usr/bin", "LD_LIBRARY_PATH": "/opt/lib"}
+    del loaded["LD_LIBRARY_PATH_ORIG"]
+    assert unbundled(loaded, frozen=True) == {"PATH": "/usr/bin"}
+    assert unbundled(loaded, frozen=False) == loaded  # from source no loader added anything
