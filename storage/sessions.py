@@ -60,15 +60,24 @@ _ANY = (
 )
 
 # What a session's snapshot derives from other tables (`allinone.core.recorder`), read
-# in the statement that reads its row, so at the same moment: its latest turn, whether
+# in the statement that reads its row, so at the same moment: its latest turn (the
+# active one when there is one: a session has at most one, and the newest by
+# `created_at` is not it when the clock was set back after an earlier turn), whether
 # a turn is active (the active condition repeats the partial unique index's own, word
 # for word, so SQLite answers from it), whether any rewind marker hides turns and
 # whether any safety overlay is in force for it (`storage.overlays.active`).
+_ACTIVE_TURN = (
+    "(SELECT t.{column} FROM turns t WHERE t.session_id = sessions.id"
+    " AND t.status IN ('queued', 'in_progress', 'waiting'))"
+)
+_NEWEST_TURN = (
+    "(SELECT t.{column} FROM turns t WHERE t.session_id = sessions.id"
+    " ORDER BY t.created_at DESC, t.id DESC LIMIT 1)"
+)
+_LATEST_TURN = f"COALESCE({_ACTIVE_TURN}, {_NEWEST_TURN})"
 _VIEW_FACTS = (
-    ", (SELECT t.id FROM turns t WHERE t.session_id = sessions.id"
-    " ORDER BY t.created_at DESC, t.id DESC LIMIT 1) AS latest_turn_id"
-    ", (SELECT t.status FROM turns t WHERE t.session_id = sessions.id"
-    " ORDER BY t.created_at DESC, t.id DESC LIMIT 1) AS latest_turn_status"
+    f", {_LATEST_TURN.format(column='id')} AS latest_turn_id"
+    f", {_LATEST_TURN.format(column='status')} AS latest_turn_status"
     ", EXISTS (SELECT 1 FROM turns t WHERE t.session_id = sessions.id"
     " AND t.status IN ('queued', 'in_progress', 'waiting')) AS has_active_turn"
     ", EXISTS (SELECT 1 FROM session_rewinds r WHERE r.session_id = sessions.id)"

@@ -4,9 +4,15 @@ permission requests and user choices."""
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 from typing import Any
 
 from openai import OpenAI
+
+from tests.api.test_run_control import sdk
+from tests.conftest import start_server
+from tests.support import databases
 
 WEATHER_TOOL = {
     "type": "function",
@@ -204,3 +210,29 @@ def test_user_choice_is_a_corebox_extension_answered_by_question_id(
         _until_settled(live)
     items = client.beta.agents.sessions.items.list(session_id, order="desc", limit=1).data
     assert items[0].content[0].text == "blue"
+
+
+def test_a_waiting_turn_is_the_sessions_state_after_the_clock_was_set_back(tmp_path: Path) -> None:
+    """A turn made while the clock ran ahead (later set back, e.g. by NTP) is newer by
+    `created_at` than the turn now waiting for an approval; the session still shows the
+    waiting turn's state and the action it needs."""
+    server = start_server(tmp_path / "data")
+    try:
+        with sdk(server) as client:
+            session_id = idle_session(client)
+            with databases.raw(databases.location(server.data_dir)) as db:
+                db.execute(
+                    "UPDATE turns SET created_at = created_at + ? WHERE session_id = ?",
+                    (8 * 86_400, session_id),
+                )
+            send(client, session_id, message("/permission shell ls\n/say {decision}"))
+            give_up = time.monotonic() + 60  # a hang guard: it is waiting within a second
+            turns = client.beta.agents.sessions.turns
+            while "waiting" not in [t.status for t in turns.list(session_id).data]:
+                assert time.monotonic() < give_up, "the turn never waited for its approval"
+                time.sleep(0.05)
+            session = client.beta.agents.sessions.retrieve(session_id)
+            assert session.status == "requires_action"
+            assert [a.type for a in session.required_actions] == ["mcp_approval_request"]
+    finally:
+        server.stop()
