@@ -22,10 +22,11 @@ from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.projector import Fenced, Projector, RunProjection
 from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.recorder import Recorder
+from allinone.core.sessions.wire import content_parts, wire_messages
 from allinone.core.tasks import cancel_and_wait
 from runtime.proto.errors import ValidationError
 from runtime.proto.functions import FunctionResult
-from runtime.proto.inputs import InputContent, InputImage, InputText, Message
+from runtime.proto.inputs import InputContent, InputText, Message
 from runtime.proto.interactions import (
     InteractionDecisionAck,
     PermissionDecision,
@@ -39,17 +40,8 @@ from storage.database import Database, Reader, Tx
 log = logging.getLogger(__name__)
 
 
-def content_parts(parts: list[dict[str, Any]]) -> list[InputContent]:
-    return [
-        InputText(text=p["text"])
-        if p["type"] == "input_text"
-        else InputImage(image_url=p["image_url"])
-        for p in parts
-    ]
-
-
 def messages_of(payload: dict[str, Any]) -> list[Message]:
-    return [Message(content=content_parts(m["content"])) for m in payload["input"]]
+    return wire_messages(payload["input"])
 
 
 class Delivery:
