@@ -203,8 +203,10 @@ class Daemon:
         lock = asyncio.Lock()
 
         async def send(type_: str, id_: str, payload: msgspec.Struct) -> None:
-            data = codec.encode(payload, id_)  # UTF-8 JSON, sent as a text frame as it is
             assert codec.type_of(payload) == type_, "the payload names its own type"
+            # UTF-8 JSON, sent as a text frame as it is. A frame past the frame limit
+            # raises FrameTooLarge here, unsent: Core would close the connection on it.
+            data = codec.encode_to_send(payload, id_)
             if not lock.locked() and _fits(socket, len(data)):
                 # Nothing can hold this send: no other sender, and the frame stays under
                 # the transport's high-water mark, so no flow-control wait: no timer.

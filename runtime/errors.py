@@ -19,7 +19,8 @@ what reach a peer.
     │   ├── NativeFailure          the native engine failed the Turn
     │   │   ├── RpcError           (harness.codex.rpc) the Codex app-server refused a request
     │   │   └── CursorInvalid      (harness.builtin.cursor) a checkpoint it cannot restore
-    │   └── OutcomeUnknown         the native outcome cannot be confirmed
+    │   ├── OutcomeUnknown         the native outcome cannot be confirmed
+    │   └── OutputTooLarge         a Run frame past the wire's frame limit, never sent
     ├── ScriptedFailure            (runtime.harness.scripted) a scripted Turn's failure
     ├── RegistrationError          (runtime.harness.registry) also a ValueError
     ├── OutputClosed               (runtime.runs) a Run's output after its `done`
@@ -29,6 +30,7 @@ what reach a peer.
 
     ProtocolError                  (runtime.proto.errors) decode and validation failures
     ├── DecodeError                a frame that does not decode
+    ├── FrameTooLarge              a frame past the frame limit: never sent
     ├── UnknownMessageType         a type the direction does not accept
     └── ValidationError            a decoded frame that breaks a seed rule
 """

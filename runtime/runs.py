@@ -47,6 +47,7 @@ from runtime.harness.base import (
     HarnessError,
     NativeFailure,
     OutcomeUnknown,
+    OutputTooLarge,
     Unavailable,
     Unsupported,
 )
@@ -54,7 +55,12 @@ from runtime.log_context import turn_fields
 from runtime.proto import limits
 from runtime.proto import run as wire
 from runtime.proto.capabilities import AgentKindCapabilities
-from runtime.proto.errors import DecisionErrorCode, SteerErrorCode, classify_engine_failure
+from runtime.proto.errors import (
+    DecisionErrorCode,
+    FrameTooLarge,
+    SteerErrorCode,
+    classify_engine_failure,
+)
 from runtime.proto.functions import FunctionCall, FunctionResult
 from runtime.proto.history import HistoryEntry
 from runtime.proto.inputs import MessageInput
@@ -147,13 +153,19 @@ class Run:
 
     # RunContext, used by the adapter.
     async def emit(self, type_: str, payload: msgspec.Struct) -> None:
+        """Send one Run frame. Raises OutputTooLarge, sending nothing, for a frame larger
+        than Core reads: the adapter's failure then ends this Run alone."""
         if self.done_sent:
             raise OutputClosed(self.run_id)
         if isinstance(payload, wire.Usage):
             self._usage = payload
         elif type_ != "checkpoint":
             self._at_checkpoint = False
-        await self._send(type_, self.run_id, payload)
+        try:
+            await self._send(type_, self.run_id, payload)
+        except FrameTooLarge as exc:
+            log.warning("run %s: %s frame not sent: %s", self.run_id, type_, exc)
+            raise OutputTooLarge(str(exc)) from exc
 
     @property
     def resume_cursor(self) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from storage.database import Tx
-from storage.rows import Queryable, dumps
+from storage.rows import Queryable, dumps, record
 
 
 async def insert(tx: Tx, row: dict[str, Any]) -> None:
@@ -38,3 +38,19 @@ async def batch_hash(q: Queryable, session_id: str, key: str) -> str | None:
         (session_id, key),
     )
     return None if row is None else str(row["batch_hash"])
+
+
+# The states of a message its turn has not taken: admitted to a queued turn, on its way
+# to steer a running one, or refused by it (such messages start the next turn).
+_NOT_TAKEN = "('admitted', 'pending', 'delivered', 'written', 'refused')"
+
+
+async def waiting_messages(q: Queryable, turn_id: str) -> list[dict[str, Any]]:
+    """The payloads (`{"input": [...], ...}`) of the messages `turn_id` holds and has not
+    yet taken, oldest first."""
+    rows = await q.fetchall(
+        f"SELECT seq, payload FROM turn_inputs WHERE turn_id = ? AND kind = 'message'"
+        f" AND state IN {_NOT_TAKEN} ORDER BY seq",
+        (turn_id,),
+    )
+    return [r["payload"] for r in (record(row, ("payload",)) for row in rows) if r is not None]

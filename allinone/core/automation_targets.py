@@ -22,7 +22,7 @@ from allinone.core import agents as agent_config
 from allinone.core import environment_templates
 from allinone.core.errors import InvalidRequest, NotFound
 from allinone.core.hosted_support import check_supported
-from allinone.core.sessions.inputs import check_content
+from allinone.core.sessions.inputs import messages_of
 from allinone.core.shapes import automation_models as m
 from allinone.core.shapes.agent_resources import agent_config as render_agent_config
 from allinone.core.shapes.models import SessionAgentParam
@@ -49,6 +49,7 @@ async def prepare(q: Queryable, project_id: str, target: m.TargetParam) -> Prepa
     if isinstance(target, m.ExistingSessionTargetParam):
         if not target.instructions.strip():
             raise InvalidRequest("instructions must not be empty.", "target.instructions")
+        messages_of(target.instructions, "target.instructions")  # the input it becomes
         if await sessions.get(q, project_id, target.session_id) is None:
             raise _missing("target.session_id")
         existing = {
@@ -79,8 +80,7 @@ async def prepare(q: Queryable, project_id: str, target: m.TargetParam) -> Prepa
             raise _missing(f"target.vault_ids[{index}]")
     if not target.input:
         raise InvalidRequest("target.input must contain at least one message.", "target.input")
-    for index, message in enumerate(target.input):
-        check_content(msgspec.to_builtins(message.content), f"target.input[{index}].content")
+    messages_of(target.input, "target.input")  # each message says something; the size
     metadata = agent_config.check_metadata(
         None if target.metadata is UNSET else target.metadata, "target.metadata"
     )

@@ -26,6 +26,7 @@ else in the tree that reaches a handler is an internal fault and answers 500.
         |                              Runtime report
         +-- ResolutionFailed           orchestration/credentials.py
         +-- SendFailed                 gateway/connection.py: a frame was not sent
+        |   +-- FrameTooLarge          ... because the Runtime would refuse its size
         +-- ObservationError           gateway/subscriptions.py
         +-- WorkspaceUnavailable       gateway/workspace_rules.py
         +-- PreparationError           gateway/preparations.py: unsent, unconfirmed

@@ -38,13 +38,22 @@ PUBLIC_TURN_ERROR_CODES = frozenset(
 )
 
 
+# Core's own turn failure codes that have a public meaning: a frame past the wire's
+# limit was never sent because of what the request gave (orchestration/turn.py).
+CORE_TURN_ERROR_CODES = {
+    "input_too_large": "invalid_request",
+    "configuration_too_large": "invalid_request",
+}
+
+
 def turn_error_code(row: dict[str, Any]) -> str:
     """The public code: the classified engine failure when there is one, else Core's own
-    code when the public enum has it, else `internal_error`."""
+    code when the public enum has it (or names its public meaning), else
+    `internal_error`."""
     for candidate in (row.get("engine_error_code"), row.get("error_code")):
         if candidate in PUBLIC_TURN_ERROR_CODES:
             return str(candidate)
-    return "internal_error"
+    return CORE_TURN_ERROR_CODES.get(str(row.get("error_code")), "internal_error")
 
 
 def turn(row: dict[str, Any]) -> dict[str, Any]:

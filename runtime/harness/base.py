@@ -83,6 +83,14 @@ class OutcomeUnknown(HarnessError):
     code = "outcome_unknown"
 
 
+class OutputTooLarge(HarnessError):
+    """A frame the adapter emitted is larger than Core reads (the wire's frame limit): it
+    was not sent, and the Run ends with an `error` saying so. Only this Run fails; the
+    connection and every other Run on it go on."""
+
+    code = "output_too_large"
+
+
 @dataclass(frozen=True)
 class FunctionOutcome:
     success: bool

@@ -34,7 +34,7 @@ from runtime.proto import (
     writes,
 )
 from runtime.proto.envelope import Envelope
-from runtime.proto.errors import DecodeError, DecodeErrorCode, UnknownMessageType
+from runtime.proto.errors import DecodeError, DecodeErrorCode, FrameTooLarge, UnknownMessageType
 from runtime.proto.heartbeat import Heartbeat
 from runtime.proto.identities import validate_frame_id
 from runtime.proto.limits import (
@@ -216,6 +216,17 @@ def encode(payload: msgspec.Struct, id_: str, trace: str = "") -> bytes:
     """Encode one envelope; its type is the one the payload's class travels as."""
     body = msgspec.Raw(_encoder.encode(payload))
     return _encoder.encode(Envelope(type=type_of(payload), id=id_, payload=body, trace=trace))
+
+
+def encode_to_send(payload: msgspec.Struct, id_: str, trace: str = "") -> bytes:
+    """`encode`, for a frame about to be sent: raises FrameTooLarge (nothing is sent)
+    when the encoding is larger than the peer reads. Both sides send through this, so a
+    frame the peer would refuse, closing the connection and every operation on it,
+    fails only the operation that made it."""
+    data = encode(payload, id_, trace)
+    if len(data) > MAX_FRAME_BYTES:
+        raise FrameTooLarge(type_of(payload), len(data), MAX_FRAME_BYTES)
+    return data
 
 
 def validate_frame(frame: Frame) -> None:

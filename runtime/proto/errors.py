@@ -2,6 +2,7 @@
 
     ProtocolError                 a frame or payload that the protocol rejects
     +-- DecodeError               not a valid envelope or payload for its type
+    +-- FrameTooLarge             an encoded frame past MAX_FRAME_BYTES: never sent
     +-- UnknownMessageType        a type this direction does not carry
     +-- ValidationError           decoded, but breaks a rule of the seed
         +-- IllegalPreparationTransition   (execution.py)
@@ -189,6 +190,21 @@ class ProtocolError(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+class FrameTooLarge(ProtocolError):
+    """A frame whose encoding is larger than the peer reads (`MAX_FRAME_BYTES`). It is
+    never sent: the peer would close the whole connection on it, and with it every
+    other operation the connection carries. `size` is its encoded length."""
+
+    def __init__(self, frame_type: str, size: int, limit: int) -> None:
+        super().__init__(
+            DecodeErrorCode.FRAME_TOO_LARGE,
+            f"the {frame_type} frame of {size} bytes exceeds the {limit}-byte frame limit",
+        )
+        self.frame_type = frame_type
+        self.size = size
+        self.limit = limit
 
 
 class DecodeError(ProtocolError):

@@ -37,6 +37,12 @@ class Message(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 MessageInput = list[Message]
 
 
+def encoded_size(messages: MessageInput) -> int:
+    """The bytes `messages` take in the frame that carries them (compact JSON), the
+    measure `limits.MAX_INPUT_BYTES` bounds."""
+    return len(msgspec.json.encode(messages))
+
+
 def is_blank(text: str) -> bool:
     return all(ch in BLANK_CHARACTERS for ch in text)
 

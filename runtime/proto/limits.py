@@ -31,9 +31,19 @@ MAX_CHUNK_BYTES = 64 * KIB
 MAX_TRANSFER_BYTES = 50 * MIB
 MAX_WORKSPACE_PATH_BYTES = 4096
 
-# Committed history sent with `execution_start` (runtime/proto/history.py).
+# Committed history sent with `execution_start` (runtime/proto/history.py). Core keeps
+# the history it sends within MAX_HISTORY_BYTES as encoded (escapes and entry keys
+# included), which also bounds the text the Runtime counts.
 MAX_HISTORY_ENTRIES = 4096
 MAX_HISTORY_BYTES = 2 * MIB
+
+# The user input one frame carries (`execution_start.input`, `prompt_steer.input`), as
+# encoded: the messages a turn starts with, or one steering message. Core refuses at
+# admission an input (and a turn's input not yet taken) past it. With the history, the
+# resume cursor (each of its bytes at most a 6-byte JSON escape) and the envelope, an
+# `execution_start` then stays within MAX_FRAME_BYTES: 512 KiB + 2 MiB + 384 KiB leaves
+# more than 1 MiB for ids and keys (tests/allinone/core/orchestration/test_context.py).
+MAX_INPUT_BYTES = 512 * KIB
 
 # Workspace snapshots at Run ends (runtime/snapshots.py).
 MAX_WORKSPACE_SNAPSHOTS = 8

@@ -20,7 +20,7 @@ from runtime.harness.base import (
     Unavailable,
     Unsupported,
 )
-from runtime.proto import limits
+from runtime.proto import codec, limits
 from runtime.proto import run as wire
 from runtime.proto.capabilities import CAPABILITY_FIELDS, AgentKindCapabilities
 from runtime.proto.errors import DecisionErrorCode, SteerErrorCode
@@ -246,3 +246,33 @@ def test_an_adapter_can_wait_for_steered_input_while_its_turn_runs() -> None:
     assert taken == [["more"]]
     acks = [payload for type_, payload in sent if type_ == "prompt_steer_ack"]
     assert [(ack.written, ack.accepted) for ack in acks] == [(True, False), (False, True)]  # type: ignore[attr-defined]
+
+
+def test_an_output_frame_past_the_frame_limit_fails_its_run_alone() -> None:
+    """Core closes the connection on a frame past the wire's limit, failing every Run on
+    it; the Runtime sends it through `codec.encode_to_send`, which refuses it, and only
+    this Run ends, with an `error` naming the frame, then its `done`."""
+    sent: Sent = []
+
+    async def send(type_: str, run_id: str, payload: msgspec.Struct | None) -> None:
+        assert payload is not None
+        codec.encode_to_send(payload, run_id)  # what the transport sends, or raises
+        sent.append((type_, payload))
+
+    async def body(context: RunContext) -> None:
+        await context.emit("output_message", wire.OutputMessage(id="m1", status="in_progress"))
+        text = "x" * limits.MAX_FRAME_BYTES
+        await context.emit("output_message", wire.OutputMessage("m1", "completed", text=text))
+        await context.emit("output_message", wire.OutputMessage(id="m2", status="completed"))
+
+    async def main() -> None:
+        run = Run("run_1", Scripted(body), declaration(), send)
+        run.start([Message(content=[InputText(text="hi")])])
+        assert run.task is not None
+        await run.task
+
+    asyncio.run(main())
+    assert [type_ for type_, _ in sent] == ["output_message", "error", "done"]
+    error = error_of(sent)
+    assert error.error.startswith("harness failure (output_too_large): the output_message frame")
+    assert f"exceeds the {limits.MAX_FRAME_BYTES}-byte frame limit" in error.error

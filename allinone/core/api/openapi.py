@@ -164,6 +164,8 @@ def _operation(op: Operation, by_type: dict[Any, Any]) -> dict[str, Any]:
             "required": True,
             "content": {"application/json": {"schema": _schema(op.body, by_type)}},
         }
+        if op.body_limits:
+            result["requestBody"]["description"] = op.body_limits
     multipart = MULTIPART_BODIES.get((op.method, op.path))
     if multipart is not None:
         result["requestBody"] = {

@@ -58,7 +58,7 @@ class Operation:
     of the JSON request body; `status` is the success code and `also` any other one that
     answers the same shape (an idempotent replay's 200); `extra["query"]` overrides the
     schema of a query parameter for this route alone, `extra["path"]` that of a path
-    parameter."""
+    parameter. `body_limits` describes the request body's size limits."""
 
     method: str
     path: str
@@ -72,9 +72,24 @@ class Operation:
     content_type: str = "application/json"
     auth: str = "project"
     extra: dict[str, Any] = field(default_factory=dict)
+    body_limits: str = ""
 
 
 Op = Operation
+# The size limits of the routes that carry session input (README, "Slow or oversized
+# requests"; `allinone.core.sessions.wire`).
+_INPUT = (
+    "The input, as the Runtime receives it (its messages as JSON), may be at most 512 KiB"
+    " (524288 bytes), and so may the input a session's turn holds and has not yet taken;"
+    " past it the request is refused with 400 `input_too_large`, naming the input."
+)
+SESSION_INPUT_LIMITS = "At most 16 MiB in all (else 413 `request_too_large`). " + _INPUT
+EVENTS_INPUT_LIMITS = "At most 1 MiB in all (else 413 `request_too_large`). " + _INPUT
+AUTOMATION_LIMITS = (
+    "At most 16 MiB in all (else 413 `request_too_large`). The target's `input` (or"
+    " `instructions`), as the Runtime will receive it, may be at most 512 KiB (524288"
+    " bytes); past it the request is refused with 400 `input_too_large`."
+)
 _ROUTES: tuple[Operation, ...] = (
     Op("POST", "/v1/agents", "Create an agent", agents.Agent, body=AgentCreate),
     Op("GET", "/v1/agents", "List agents", agents.Agent, page=True, query=CURSOR),
@@ -87,6 +102,7 @@ _ROUTES: tuple[Operation, ...] = (
         "Create a session (SSE when stream is true)",
         "AgentSession",
         body=SessionCreate,
+        body_limits=SESSION_INPUT_LIMITS,
     ),
     Op(
         "GET",
@@ -107,7 +123,15 @@ _ROUTES: tuple[Operation, ...] = (
         content_type="text/event-stream",
         query=("include_obfuscation",),
     ),
-    Op("POST", SESSION + "/events", "Send session input", None, body=InputEvents, status=202),
+    Op(
+        "POST",
+        SESSION + "/events",
+        "Send session input",
+        None,
+        body=InputEvents,
+        status=202,
+        body_limits=EVENTS_INPUT_LIMITS,
+    ),
     Op(
         "GET", SESSION + "/items", "List session items", "AgentSessionItem", page=True, query=CURSOR
     ),
@@ -247,6 +271,7 @@ _ROUTES: tuple[Operation, ...] = (
         "Create an automation",
         automations.Automation,
         body=automations.AutomationCreate,
+        body_limits=AUTOMATION_LIMITS,
     ),
     Op(
         "GET",
@@ -263,6 +288,7 @@ _ROUTES: tuple[Operation, ...] = (
         "Update an automation",
         automations.Automation,
         body=automations.AutomationUpdate,
+        body_limits=AUTOMATION_LIMITS,
     ),
     Op("DELETE", AUTOMATION, "Delete an automation", automations.AutomationDeleted),
     Op("POST", AUTOMATION + "/pause", "Pause an automation", automations.Automation),

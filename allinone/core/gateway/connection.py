@@ -33,6 +33,7 @@ from allinone.core.gateway.subscriptions import (
 from runtime.proto import codec, limits
 from runtime.proto.capabilities import SupportedAgentKind
 from runtime.proto.codec import Frame
+from runtime.proto.errors import FrameTooLarge as WireFrameTooLarge
 from runtime.proto.execution import PreparationStatus
 from runtime.proto.heartbeat import Heartbeat
 from runtime.proto.interactions import InteractionDecisionAck
@@ -63,6 +64,21 @@ class SendFailed(CoreError):
     """The envelope did not enter the send queue; the peer never saw it."""
 
 
+class FrameTooLarge(SendFailed):
+    """The envelope is larger than the Runtime reads (`limits.MAX_FRAME_BYTES`), so it
+    was not sent: the Runtime would have closed the connection on it, failing every
+    turn the connection carries. Only the operation that made it fails, and it is known
+    never to have been delivered. `size` is its encoded length."""
+
+    def __init__(self, frame_type: str, size: int) -> None:
+        super().__init__(
+            f"the {frame_type} frame of {size} bytes exceeds the"
+            f" {limits.MAX_FRAME_BYTES}-byte frame limit"
+        )
+        self.frame_type = frame_type
+        self.size = size
+
+
 class Connection:
     def __init__(self, device_id: str, connection_id: str) -> None:
         self.device_id = device_id
@@ -86,11 +102,18 @@ class Connection:
 
     # Sending. A successful send proves only that the envelope entered the local queue.
     async def send(self, type_: str, id_: str, payload: msgspec.Struct) -> None:
-        """Queue one envelope; its type is the payload's own, which `type_` restates."""
+        """Queue one envelope; its type is the payload's own, which `type_` restates.
+        Raises FrameTooLarge, queueing nothing, for an envelope the Runtime would refuse
+        for its size, and SendFailed when the connection is closed or its queue stays
+        full."""
         if self.closed.is_set():
             raise SendFailed(self.close_reason or CONNECTION_CLOSED)
-        data = codec.encode(payload, id_)
         assert codec.type_of(payload) == type_, "the payload names its own type"
+        try:
+            data = codec.encode_to_send(payload, id_)
+        except WireFrameTooLarge as exc:
+            log.warning("%s frame %s not sent: %s", type_, id_, exc)
+            raise FrameTooLarge(type_, exc.size) from exc
         if not self.outbox.full():
             self.outbox.put_nowait(data)  # the common case: no timer, no task
             return
@@ -247,4 +270,4 @@ class Connection:
         }
 
 
-__all__ = ["Connection", "PreparationStatus", "SendFailed"]
+__all__ = ["Connection", "FrameTooLarge", "PreparationStatus", "SendFailed"]

@@ -14,6 +14,7 @@ Errors::
 
     PreparationError
      +-- PreparationUnsent       the request never reached the peer
+     |    +-- PreparationTooLarge  ... and never will: its frame is past the frame limit
      +-- PreparationUnconfirmed  no final status in time, or the connection closed
      +-- PreparationRefused      the Runtime ended or refused it (`code`)
 """
@@ -26,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from allinone.core.errors import CoreError
-from allinone.core.gateway.connection import Connection, SendFailed
+from allinone.core.gateway.connection import Connection, FrameTooLarge, SendFailed
 from allinone.core.gateway.subscriptions import PreparationSubscription
 from runtime.proto.errors import PreparationErrorCode
 from runtime.proto.execution import (
@@ -57,6 +58,15 @@ class PreparationError(CoreError):
 
 class PreparationUnsent(PreparationError):
     """The request never entered the send queue; the peer never saw it."""
+
+
+class PreparationTooLarge(PreparationUnsent):
+    """The request's frame is larger than the Runtime reads, so it was not sent (and
+    sending it again cannot help); `frame_type` names it."""
+
+    def __init__(self, frame_type: str, message: str) -> None:
+        super().__init__(message)
+        self.frame_type = frame_type
 
 
 class PreparationUnconfirmed(PreparationError):
@@ -144,7 +154,7 @@ class Preparations:
             await connection.send("execution_prepare", prep_id, payload)
         except SendFailed as exc:
             connection.unsubscribe_preparation(prep_id)
-            raise PreparationUnsent(str(exc)) from exc
+            raise _unsent(exc) from exc
         try:
             status = await _deciding(sub, timeout, _readiness)
         except PreparationError:
@@ -182,8 +192,11 @@ class Preparations:
                 writing = self._writing(environment_id)
                 try:
                     await connection.send("execution_start", prepared.prep_id, payload)
+                except FrameTooLarge as exc:
+                    await self.release(prepared)  # the handle would wait for its expiry
+                    raise _unsent(exc) from exc
                 except SendFailed as exc:
-                    raise PreparationUnsent(str(exc)) from exc
+                    raise _unsent(exc) from exc
                 try:
                     await _deciding(prepared.subscription, _left(deadline), _started)
                     return
@@ -212,6 +225,12 @@ class Preparations:
                 "execution_release", prepared.prep_id, ExecutionRelease(handle=prepared.handle)
             )
         prepared.connection.unsubscribe_preparation(prepared.prep_id)
+
+
+def _unsent(exc: SendFailed) -> PreparationUnsent:
+    if isinstance(exc, FrameTooLarge):
+        return PreparationTooLarge(exc.frame_type, str(exc))
+    return PreparationUnsent(str(exc))
 
 
 def _left(deadline: float) -> float:

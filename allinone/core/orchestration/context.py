@@ -24,7 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from allinone.core.orchestration.delivery import content_parts
+import msgspec
+
+from allinone.core.sessions.wire import content_parts
 from runtime.proto import limits
 from runtime.proto.history import (
     HistoryAssistant,
@@ -32,10 +34,11 @@ from runtime.proto.history import (
     HistoryFunctionCall,
     HistoryFunctionOutput,
     HistoryUser,
-    entry_size,
 )
 from storage import items, rewinds, turns
 from storage.rows import Queryable
+
+_encoder = msgspec.json.Encoder()
 
 
 @dataclass(frozen=True)
@@ -88,20 +91,28 @@ def history_of(rows: list[dict[str, Any]], hidden: set[str]) -> tuple[list[Histo
     return entries, len(rows) - len(entries)
 
 
+def encoded_size(entry: HistoryEntry) -> int:
+    """The bytes `entry` takes in `execution_start.history`: its JSON (escapes and keys
+    included, so never less than the text `history.entry_size` counts) and a comma."""
+    return len(_encoder.encode(entry)) + 1
+
+
 def bounded(
     entries: list[HistoryEntry],
     max_entries: int = limits.MAX_HISTORY_ENTRIES,
     max_bytes: int = limits.MAX_HISTORY_BYTES,
 ) -> list[HistoryEntry]:
     """The most recent entries within the bounds (the wire's by default), starting at a
-    user message."""
-    total = sum(entry_size(entry) for entry in entries)
+    user message. Bytes are counted as encoded (`encoded_size`), so the history a start
+    carries stays within the frame budget of `limits.MAX_INPUT_BYTES`."""
+    sizes = [encoded_size(entry) for entry in entries]
+    total = sum(sizes)
     start = 0
     while start < len(entries) and (len(entries) - start > max_entries or total > max_bytes):
-        total -= entry_size(entries[start])
+        total -= sizes[start]
         start += 1
         while start < len(entries) and not isinstance(entries[start], HistoryUser):
-            total -= entry_size(entries[start])
+            total -= sizes[start]
             start += 1
     kept = entries[start:]
     calls = {e.call_id for e in kept if isinstance(e, HistoryFunctionCall)}

@@ -16,16 +16,17 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from allinone.core.gateway.connection import Connection, SendFailed
+from allinone.core.gateway.connection import Connection, FrameTooLarge, SendFailed
 from allinone.core.gateway.subscriptions import ObservationError
 from allinone.core.ids import Clock, Ids
 from allinone.core.orchestration.projector import Fenced, Projector, RunProjection
 from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.recorder import Recorder
+from allinone.core.sessions.wire import content_parts, wire_messages
 from allinone.core.tasks import cancel_and_wait
 from runtime.proto.errors import ValidationError
 from runtime.proto.functions import FunctionResult
-from runtime.proto.inputs import InputContent, InputImage, InputText, Message
+from runtime.proto.inputs import InputContent, InputText, Message
 from runtime.proto.interactions import (
     InteractionDecisionAck,
     PermissionDecision,
@@ -39,17 +40,8 @@ from storage.database import Database, Reader, Tx
 log = logging.getLogger(__name__)
 
 
-def content_parts(parts: list[dict[str, Any]]) -> list[InputContent]:
-    return [
-        InputText(text=p["text"])
-        if p["type"] == "input_text"
-        else InputImage(image_url=p["image_url"])
-        for p in parts
-    ]
-
-
 def messages_of(payload: dict[str, Any]) -> list[Message]:
-    return [Message(content=content_parts(m["content"])) for m in payload["input"]]
+    return wire_messages(payload["input"])
 
 
 class Delivery:
@@ -144,6 +136,8 @@ class Delivery:
             if stage is ReceiptStage.WRITTEN:
                 await self._set_input(row["seq"], "written")
                 stage = await self._receipt(receipts, input_id, None)
+        except FrameTooLarge:
+            stage = ReceiptStage.REFUSED  # never sent: known not to have reached it
         except (SendFailed, TimeoutError, ObservationError):
             stage = ReceiptStage.UNKNOWN
         finally:
@@ -178,10 +172,16 @@ class Delivery:
     ) -> InteractionDecisionAck | None:
         """The delivery's receipt, or None when its outcome is unknown: no receipt in
         time, a lost send, or a receipt that contradicts itself (applied with an error
-        code, or refused without a finite one) and so proves nothing."""
+        code, or refused without a finite one) and so proves nothing. A frame too large
+        to send is known never to have been delivered: it reads as a refusal."""
         waiter = self._connection.expect_ack(delivery_id)
         try:
-            await self._connection.send(type_, envelope_id, payload)
+            try:
+                await self._connection.send(type_, envelope_id, payload)
+            except FrameTooLarge:
+                return InteractionDecisionAck(
+                    delivery_id=delivery_id, applied=False, error_code="frame_too_large"
+                )
             ack = await asyncio.wait_for(waiter, self._timers.receipt_seconds)
             ack.check(delivery_id)
             return ack

@@ -25,6 +25,7 @@ from allinone.core.gateway.connection import Connection
 from allinone.core.gateway.preparations import (
     PreparationError,
     PreparationRefused,
+    PreparationTooLarge,
     PreparationUnconfirmed,
     PreparationUnsent,
     Prepared,
@@ -55,6 +56,11 @@ from storage.database import Reader, Tx
 from storage.errors import StorageError
 
 log = logging.getLogger(__name__)
+
+# Core's codes for a turn whose frame was past the wire's frame limit and so never sent
+# (the public code is `invalid_request`, `render.CORE_TURN_ERROR_CODES`).
+INPUT_TOO_LARGE = "input_too_large"
+CONFIGURATION_TOO_LARGE = "configuration_too_large"
 
 
 class HeldBack(StrEnum):
@@ -278,6 +284,11 @@ class TurnExecution:
             return await parts.preparations.prepare(
                 self._connection, self._session["id"], config, parts.timers.preparation_seconds
             )
+        except PreparationTooLarge as exc:
+            # Never sent, and never sendable: fail this turn alone, not the connection.
+            await self._fail_queued(
+                CONFIGURATION_TOO_LARGE, f"The execution was never prepared: {exc}."
+            )
         except PreparationUnsent:
             self.held_back = HeldBack.FAULT
             return None  # never reached the peer: the turn stays queued
@@ -404,6 +415,13 @@ class TurnExecution:
         except PreparationRefused as exc:
             await self._fail_running(
                 run, "execution_unavailable", f"The Runtime did not start the execution ({exc})."
+            )
+            return False
+        except PreparationTooLarge as exc:
+            await self._fail_running(
+                run,
+                INPUT_TOO_LARGE,
+                f"The turn's input (with the history sent with it) was never delivered: {exc}.",
             )
             return False
         except PreparationError as exc:

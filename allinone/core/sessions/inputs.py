@@ -18,6 +18,7 @@ from allinone.core.ids import Clock
 from allinone.core.recorder import Recorder
 from allinone.core.sessions.batch import InputBatch, Slot
 from allinone.core.sessions.idempotency import check_batch_replay
+from allinone.core.sessions.wire import check_input_size, check_waiting_size, wire_size
 from allinone.core.sessions.writer import Writer
 from allinone.core.shapes.models import (
     CancelInputEvent,
@@ -37,18 +38,21 @@ from storage.database import Tx
 def messages_of(value: str | list[InputMessageParam], param: str = "input") -> list[dict[str, Any]]:
     """The user messages of an `input` value (a string or a list of messages). Nothing
     empty is admitted: an empty string, an empty list, or a message whose every part is
-    empty text is refused naming `param`."""
+    empty text is refused naming `param`; nor is an input past `MAX_INPUT_BYTES` as the
+    Runtime would receive it (`wire.check_input_size`)."""
     if isinstance(value, str):
         if not value:
             raise InvalidRequest("input must not be empty.", param)
-        return [{"role": "user", "content": [{"type": "input_text", "text": value}]}]
-    if not value:
-        raise InvalidRequest("input must contain at least one message.", param)
-    result = []
-    for index, message in enumerate(value):
-        content = msgspec.to_builtins(message.content)
-        check_content(content, f"{param}[{index}].content")
-        result.append({"role": "user", "content": content})
+        result = [{"role": "user", "content": [{"type": "input_text", "text": value}]}]
+    else:
+        if not value:
+            raise InvalidRequest("input must contain at least one message.", param)
+        result = []
+        for index, message in enumerate(value):
+            content = msgspec.to_builtins(message.content)
+            check_content(content, f"{param}[{index}].content")
+            result.append({"role": "user", "content": content})
+    check_input_size(result, param)
     return result
 
 
@@ -133,7 +137,14 @@ class Inputs:
             await self._writer.start_turn(tx, slot, session["agent_id"], messages)
             return
         # One active turn per session: the message joins it. A queued turn takes it as
-        # part of its initial input; a running turn is steered with it.
+        # part of its initial input; a running turn is steered with it (and what it
+        # never takes starts the next turn): all of it must fit in one start frame.
+        waiting = await turn_inputs.waiting_messages(tx, active["id"])
+        check_waiting_size(
+            sum(wire_size(row["input"]) for row in waiting),
+            wire_size(messages),
+            slot.param("input"),
+        )
         # Its items are named on the input so an unknown delivery can be marked on them.
         queued = active["status"] == TurnStatus.QUEUED
         item_ids = await self._writer.user_items(

@@ -34,11 +34,19 @@ from runtime.proto.codec import (
     decode_from_core,
     decode_from_runtime,
     encode,
+    encode_to_send,
     type_of,
     validate_frame,
 )
+from runtime.proto.device import DeviceShutdown
 from runtime.proto.envelope import Envelope
-from runtime.proto.errors import DecodeError, DecodeErrorCode, UnknownMessageType, ValidationError
+from runtime.proto.errors import (
+    DecodeError,
+    DecodeErrorCode,
+    FrameTooLarge,
+    UnknownMessageType,
+    ValidationError,
+)
 from runtime.proto.identities import ID_KINDS, IdKind
 from runtime.proto.limits import KIB, MAX_FRAME_BYTES
 from runtime.proto.strictness import STRICT_FROM_RUNTIME
@@ -288,6 +296,17 @@ def test_the_frame_limit_is_4_mib() -> None:
     with pytest.raises(DecodeError) as caught:
         decode_from_core(_frame("device_shutdown", {"reason": "x" * (padding + 1)}))
     assert caught.value.code == DecodeErrorCode.FRAME_TOO_LARGE
+
+
+def test_a_frame_past_the_limit_is_never_encoded_to_send() -> None:
+    """Either side sends through `encode_to_send`: a frame the peer would refuse (and
+    close the connection on) raises instead, naming its type and size."""
+    reason = 1 + MAX_FRAME_BYTES - len(encode(DeviceShutdown(reason="x"), ""))
+    assert len(encode_to_send(DeviceShutdown(reason="x" * reason), "")) == MAX_FRAME_BYTES
+    with pytest.raises(FrameTooLarge) as caught:
+        encode_to_send(DeviceShutdown(reason="x" * (reason + 1)), "")
+    assert caught.value.code == DecodeErrorCode.FRAME_TOO_LARGE
+    assert (caught.value.frame_type, caught.value.size) == ("device_shutdown", MAX_FRAME_BYTES + 1)
 
 
 SMALLEST_BODIES = {

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from allinone.core.orchestration.context import bounded, history_of
-from runtime.proto import limits
+from allinone.core.orchestration.context import bounded, encoded_size, history_of
+from runtime.proto import codec, limits
+from runtime.proto.execution import ExecutionStart
 from runtime.proto.history import (
     HistoryAssistant,
     HistoryFunctionCall,
@@ -14,7 +15,8 @@ from runtime.proto.history import (
     HistoryUser,
     validate_history,
 )
-from runtime.proto.inputs import InputImage, InputText
+from runtime.proto.inputs import InputImage, InputText, Message
+from runtime.proto.inputs import encoded_size as input_size
 
 
 def item(turn: str, type_: str, **payload: Any) -> dict[str, Any]:
@@ -98,6 +100,34 @@ def test_past_the_bound_the_oldest_exchanges_go_whole() -> None:
         HistoryAssistant(text="reply 2"),
     ]
     assert bounded(entries, max_entries=4) == entries[4:]
-    assert bounded(entries, max_bytes=len("two") + len("reply 2")) == entries[4:]
+    # Bytes are counted as the frame carries them (`encoded_size`: JSON and a comma).
+    last = sum(encoded_size(entry) for entry in entries[4:])
+    assert bounded(entries, max_bytes=last) == entries[4:]
+    assert bounded(entries, max_bytes=last - 1) == []
     assert bounded(entries) == entries  # within the wire's bounds
     assert len(entries) < limits.MAX_HISTORY_ENTRIES
+
+
+def test_the_history_is_bounded_as_encoded_so_a_start_always_fits_its_frame() -> None:
+    """Text that JSON escapes (a control character takes 6 bytes) is counted as the frame
+    carries it: with the largest input admission lets in and the largest resume cursor,
+    the start still fits the wire's frame, so it is never refused for its size."""
+    escaped = '\x01"' * 1024
+    rows = [user(f"t{n}", escaped) if n % 2 else assistant(f"t{n}", escaped) for n in range(800)]
+    entries, _ = history_of(rows, set())
+    history = bounded(entries)
+    assert sum(encoded_size(entry) for entry in history) <= limits.MAX_HISTORY_BYTES
+    validate_history(history)
+    text = "\x01" * ((limits.MAX_INPUT_BYTES - 64) // 6)
+    messages = [Message(content=[InputText(text=text)])]
+    assert limits.MAX_INPUT_BYTES - 64 < input_size(messages) <= limits.MAX_INPUT_BYTES
+    start = ExecutionStart(
+        executor_id="e" * limits.MAX_CORRELATION_ID_BYTES,
+        handle="h" * limits.MAX_CORRELATION_ID_BYTES,
+        run_id="turn_" + "0" * 26,
+        input=messages,
+        history=history,
+        resume="\x01" * limits.MAX_RESUME_CURSOR_BYTES,
+    )
+    frame = codec.encode_to_send(start, "prep_" + "0" * 26)  # raises past the limit
+    assert len(frame) <= limits.MAX_FRAME_BYTES

@@ -9,11 +9,13 @@ import base64
 import io
 import json
 import tarfile
+import time
 from pathlib import Path
 from typing import Any
 
 from openai import OpenAI
 
+from runtime.proto import limits
 from tests.allinone.core.orchestration.hostile import (
     WAIT,
     ScriptedPeer,
@@ -256,3 +258,38 @@ async def _any(peer: ScriptedPeer) -> dict[str, Any]:
     """The next frame from Core, whatever its type."""
     frame: dict[str, Any] = json.loads(await asyncio.wait_for(peer.ws.recv(), WAIT))
     return frame
+
+
+def test_a_start_past_the_frame_limit_is_never_sent_and_fails_its_turn_alone(
+    tmp_path: Path,
+) -> None:
+    """A Runtime answering with a handle so long that the start (which names it) with
+    the turn's input passes the wire's frame limit: Core does not send a frame the
+    Runtime would close the connection on. The turn fails `input_too_large`, known
+    never delivered, its preparation is released, and the connection serves on."""
+
+    async def main() -> None:
+        async with connected(tmp_path) as (peer, client):
+            text = "x" * (limits.MAX_INPUT_BYTES - 100)
+            created = asyncio.create_task(in_thread(lambda: create_streamed(client, text)))
+            peer.prep_id = (await peer.receive("execution_prepare"))["id"]
+            handle = "h" * (limits.MAX_FRAME_BYTES - limits.MAX_INPUT_BYTES // 2)
+            ready = {"revision": 1, "state": "ready", "handle": handle, "executor_id": "e1"}
+            await peer.status(ready | {"expires_at": int(time.time() * 1000) + 300_000})
+            await peer.released()  # the next frame: the start was never sent
+            events = await asyncio.wait_for(created, WAIT)
+            message = await in_thread(lambda: _failed_with(client, events, "input_too_large"))
+            assert "never delivered" in message and "frame limit" in message, message
+            turn = await in_thread(
+                lambda: client.beta.agents.sessions.turns.list(events[0].session.id).data[0]
+            )
+            assert turn.error is not None and turn.error.code == "invalid_request"
+            again = asyncio.create_task(in_thread(lambda: create_streamed(client, "again")))
+            await peer.play_turn("fine")
+            after = await asyncio.wait_for(again, WAIT)
+            assert [e.type for e in after][-2:] == [
+                "agent.session.turn.completed",
+                "agent.session.idle",
+            ]
+
+    asyncio.run(main())
