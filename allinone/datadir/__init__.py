@@ -4,7 +4,8 @@ filesystem (`corebox gc`, and the retention job); `usage` reports bytes per cate
 (`corebox storage`); `backup` writes and restores consistent copies (`corebox backup`,
 `corebox restore`).
 
-Imports `storage` and the standard library; never the API or the Runtime. Long
+Imports `storage` and the standard library, and for what an import accepts
+(`bundle_rules`) Core's own rules for agents and sessions; never the API or the Runtime. Long
 operations take an optional `on_progress(done, total)` callback (`total` None when
 unknown), called from the thread or task doing the work.
 """

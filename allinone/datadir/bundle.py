@@ -36,7 +36,10 @@ Import is idempotent: a row whose id exists is left as it is, so importing twice
 nothing; an agent or session that exists is left with everything under it (its versions,
 or its turns and items), and a session's rows are written under that session whatever
 they name. A malformed bundle (a missing field, a value of the wrong type, a row the
-store refuses) imports nothing. A file keeps its id and its body goes where an upload's
+store refuses, or one `bundle_rules` refuses: an id not of its kind, a configuration
+the API would refuse, a digest not its configuration's, a reference to another
+project's row, a turn that has not ended, an id the server has with other content)
+imports nothing. A file keeps its id and its body goes where an upload's
 would (the blob store at or above its threshold, the database below); a body that does
 not match its file's sha256 refuses the whole import. Imported sessions are history that
 can take new turns (their journal starts empty). Each agent carries its immutable
@@ -55,7 +58,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from allinone.datadir import Progress, no_progress
+from allinone.datadir import Progress, bundle_rules, no_progress
 from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE
 from storage import (
     automations,
@@ -130,8 +133,7 @@ ORDER = {
 }
 
 
-class BundleError(Exception):
-    """An export or import cannot complete; the message is the one line the user sees."""
+BundleError = bundle_rules.BundleError
 
 
 # The bundle's JSON values a column takes, by the column's declared type.
@@ -451,6 +453,7 @@ def import_bundle(
         conn.execute("BEGIN IMMEDIATE")
         try:
             _check_shape(document)
+            bundle_rules.check(conn, document, project_id)
             _import(writer, blobs, document, project_id, on_progress)
         except _MALFORMED as exc:
             raise BundleError(_plainly(exc)) from exc

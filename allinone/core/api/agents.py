@@ -19,11 +19,9 @@ from allinone.core.api.listing import page
 from allinone.core.ids import Clock, Ids
 from allinone.core.model_providers import ModelProviders
 from allinone.core.shapes import agent_resources as shapes
-from allinone.core.shapes.models import AgentCreate, AgentUpdate
+from allinone.core.shapes.models import MAX_AGENT_BODY_BYTES, AgentCreate, AgentUpdate
 from storage import agents as agent_rows
 from storage.database import Database
-
-MAX_AGENT_BODY_BYTES = 4 * 1024 * 1024
 
 
 class AgentsApi:

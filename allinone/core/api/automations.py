@@ -23,7 +23,6 @@ from allinone.core import automation_targets
 from allinone.core.agents import check_metadata
 from allinone.core.api.auth import project_of
 from allinone.core.api.common import (
-    MAX_SESSION_BODY_BYTES,
     decode_body,
     json,
     list_params,
@@ -37,6 +36,7 @@ from allinone.core.errors import Conflict
 from allinone.core.host_grants import HostGrants
 from allinone.core.ids import Clock, Ids
 from allinone.core.shapes import automation_models as shapes
+from allinone.core.shapes.models import MAX_SESSION_BODY_BYTES
 from storage import automations as rows
 from storage.database import Database
 

@@ -24,7 +24,6 @@ T = TypeVar("T")
 
 BETA_VALUE = "agents=v1"
 MAX_BODY_BYTES = 1024 * 1024
-MAX_SESSION_BODY_BYTES = 16 * 1024 * 1024
 
 
 def check_beta(request: Request) -> None:

@@ -14,7 +14,6 @@ from starlette.routing import Route
 from allinone.core import render
 from allinone.core.api.auth import Keys, bearer, project_of
 from allinone.core.api.common import (
-    MAX_SESSION_BODY_BYTES,
     decode_body,
     idempotency_key,
     json,
@@ -28,7 +27,12 @@ from allinone.core.hub import Hub
 from allinone.core.ids import Ids
 from allinone.core.recorder import current_view
 from allinone.core.sessions.admission import Admission
-from allinone.core.shapes.models import InputEvents, SessionCreate, SessionUpdate
+from allinone.core.shapes.models import (
+    MAX_SESSION_BODY_BYTES,
+    InputEvents,
+    SessionCreate,
+    SessionUpdate,
+)
 from storage import items, sessions, turn_documents, turns
 from storage.database import Database, Reader
 from storage.rows import record

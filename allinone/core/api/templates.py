@@ -13,7 +13,6 @@ from starlette.routing import Route
 
 from allinone.core.api.auth import project_of
 from allinone.core.api.common import (
-    MAX_SESSION_BODY_BYTES,
     decode_body,
     json,
     list_params,
@@ -23,6 +22,7 @@ from allinone.core.api.listing import page
 from allinone.core.ids import Clock, Ids
 from allinone.core.sealing import Sealer
 from allinone.core.shapes import template_models as shapes
+from allinone.core.shapes.models import MAX_SESSION_BODY_BYTES
 from allinone.core.template_store import TemplateStore
 from storage import templates as rows
 from storage.database import Database

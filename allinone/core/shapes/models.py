@@ -19,6 +19,10 @@ NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Model = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 
 _STRICT: dict[str, Any] = {"forbid_unknown_fields": True}
+# The most a body creating or updating an agent (`AgentCreate`, `AgentUpdate`) may take,
+# and one creating a session (`SessionCreate`), as JSON.
+MAX_AGENT_BODY_BYTES = 4 * 1024 * 1024
+MAX_SESSION_BODY_BYTES = 16 * 1024 * 1024
 # The most a submitted sign-in's values and chosen option may take as JSON.
 _SIGN_IN_BYTES = 120 * 1024
 

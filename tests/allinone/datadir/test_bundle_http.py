@@ -10,10 +10,12 @@ import json
 import os
 import re
 import urllib.request
+import uuid
 from typing import Any
 
 from openai import OpenAI
 
+from tests.allinone.datadir.test_bundle_rules import fresh_session
 from tests.allinone.datadir.test_gc import managed_session
 from tests.api.support import Surface, core_key, http, surface
 from tests.api.test_run_control import start
@@ -86,7 +88,9 @@ def test_a_malformed_bundle_is_refused_and_imports_nothing(surface: Surface) -> 
         return {**real_agent, "id": "agent_" + "d" * 28, **changed}
 
     def session_with(**changed: Any) -> dict[str, Any]:
-        return {**real_session, "id": "sess_" + "d" * 28, **changed}
+        # Its turns and items under ids of their own: those of the exported session are
+        # on this server already, under that session.
+        return {**fresh_session(real_session), "id": "sess_" + "d" * 28, **changed}
 
     def turn_with(**changed: Any) -> dict[str, Any]:
         return {**real_session["turns"][0], "id": "turn_" + "d" * 28, **changed}
@@ -171,25 +175,39 @@ def test_an_import_writes_only_under_the_rows_it_adds(surface: Surface) -> None:
 def test_a_refused_import_leaves_no_blob_behind(surface: Surface) -> None:
     source, key = surface.project("source of a large artifact")
     managed_session(surface.client(key), b"an artifact")
-    [session] = _exported(surface, source)["sessions"]
+    exported = _exported(surface, source)
+    [session] = exported["sessions"]
     target, _ = surface.project("blobs")
     body = os.urandom(100_000)  # over the blob threshold, and stored nowhere yet
     sha256 = hashlib.sha256(body).hexdigest()
+    # Ids of its own, and in an environment of its own (the exported one is the source
+    # project's, which no other project's session may name).
+    [environment] = exported["environments"]
+    environment = {**environment, "id": "env_" + "b" * 28, "wire_id": str(uuid.uuid4())}
+    carrier = {**fresh_session(session), "id": "sess_" + "b" * 28}
+    carrier["environment_id"] = environment["id"]
     artifact = {
-        **session["artifacts"][0],
+        **carrier["artifacts"][0],
         "id": session["artifacts"][0]["id"][:-8] + "b10b0000",
         "content_base64": base64.b64encode(body).decode(),
         "sha256": sha256,
         "size_bytes": len(body),
+        "environment_id": environment["id"],
     }
-    carrier = {**session, "id": "sess_" + "b" * 28, "artifacts": [artifact]}
+    carrier["artifacts"] = [artifact]
     broken = {**session, "id": "sess_" + "c" * 28, "artifacts": [], "turns": [{"status": 5}]}
     header = {"format": "corebox-bundle", "version": 3}
     path = f"/core/v1/import?project_id={target}"
     blobs = surface.server.data_dir / "blobs"
-    status, reply = surface.core("POST", path, {"header": header, "sessions": [carrier, broken]})
+    status, reply = surface.core(
+        "POST",
+        path,
+        {"header": header, "environments": [environment], "sessions": [carrier, broken]},
+    )
     assert status == 400, reply
     assert not [p for p in blobs.rglob("*") if sha256 in p.name]
-    status, reply = surface.core("POST", path, {"header": header, "sessions": [carrier]})
+    status, reply = surface.core(
+        "POST", path, {"header": header, "environments": [environment], "sessions": [carrier]}
+    )
     assert status == 200 and reply["added"]["artifacts"] == 1, reply
     assert [p for p in blobs.rglob("*") if sha256 in p.name]
