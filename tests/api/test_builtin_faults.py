@@ -1,0 +1,105 @@
+"""The `builtin` harness against model servers that misbehave, through the official SDK
+and a real `corebox serve`: usage is reported after every model call, so a turn that
+fails or is cancelled keeps what it used and a session's budget stops a turn that keeps
+calling the model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from openai import OpenAI
+
+from tests.api.test_builtin import KEY, latest_turn, message, send, until_settled
+from tests.support.model_server import MODEL, ModelServer, Reply
+from tests.support.sdk import send_and_settle
+
+# A hang guard: a turn that should have failed on its own fails here instead of hanging
+# (with turn_deadline_exceeded, which no test below expects).
+GUARD_SECONDS = 60
+CALL = (150, 18)  # the tokens each model call reports: 168 in all
+
+
+@pytest.fixture
+def model() -> Iterator[ModelServer]:
+    with ModelServer().running() as server:
+        yield server
+
+
+def start(
+    client: OpenAI, model: ModelServer, text: str, protocol: str = "chat_completions", **more: Any
+) -> str:
+    """A builtin session whose first turn has settled; its id."""
+    events = list(
+        client.beta.agents.sessions.create(
+            agent={"model": MODEL},
+            environment={"type": "none"},
+            input=text,
+            stream=True,
+            extra_body={
+                "x_corebox": {
+                    "model_provider": {
+                        "protocol": protocol,
+                        "base_url": model.base_url,
+                        "api_key": KEY,
+                    },
+                    "turn_deadline_seconds": GUARD_SECONDS,
+                }
+            },
+            **more,
+        )
+    )
+    return str(events[0].session.id)
+
+
+def test_a_failed_turn_keeps_the_usage_it_reported(client: OpenAI, model: ModelServer) -> None:
+    model.queue(*(Reply.call("lookup", {"n": n}, usage=CALL) for n in range(64)))
+    session_id = start(client, model, "look everything up")
+    turn = latest_turn(client, session_id)
+    assert turn.status == "failed"
+    assert turn.error is not None and "64 calls" in turn.error.message
+    assert turn.usage is not None
+    assert (turn.usage.input_tokens, turn.usage.total_tokens) == (64 * 150, 64 * 168)
+    session = client.beta.agents.sessions.retrieve(session_id)
+    assert session.usage is not None and session.usage.total_tokens == 64 * 168
+    # The next turn adds its own usage to what the failed one used.
+    model.queue(Reply.say("Done.", usage=CALL))
+    assert send_and_settle(client, session_id, "stop now").status == "completed"
+    session = client.beta.agents.sessions.retrieve(session_id)
+    assert session.usage is not None and session.usage.total_tokens == 65 * 168
+
+
+def test_a_budget_stops_a_turn_that_keeps_calling_the_model(
+    client: OpenAI, model: ModelServer
+) -> None:
+    model.queue(*(Reply.call("lookup", {"n": n}, usage=CALL) for n in range(64)))
+    session_id = start(client, model, "look everything up", spend_control={"limit": 5000})
+    turn = latest_turn(client, session_id)
+    assert turn.status == "failed"
+    assert turn.error is not None and turn.error.code == "session_budget_exceeded"
+    assert turn.usage is not None
+    used = turn.usage.total_tokens
+    assert used > 5000 and used % 168 == 0  # stopped at a report past the limit ...
+    assert len(model.requests) < 64  # ... long before the harness's own bound
+    session = client.beta.agents.sessions.retrieve(session_id)
+    assert session.spend_control is not None and session.spend_control.consumed == used
+    assert session.usage is not None and session.usage.total_tokens == used
+
+
+def test_a_cancelled_turn_keeps_the_usage_it_reported(client: OpenAI, model: ModelServer) -> None:
+    model.queue(Reply.say("Ready.", usage=CALL))
+    session_id = start(client, model, "hello")
+    model.queue(Reply.call("lookup", {}, usage=CALL), Reply.say("a long answer", hang=True))
+    with client.beta.agents.sessions.events.stream(session_id) as live:
+        send(client, session_id, message("look it up"))
+        for event in live:  # the second model call is writing: the first one reported
+            if event.type == "agent.session.turn.output_text.delta":
+                break
+        send(client, session_id, {"type": "agent.session.input.cancel"})
+        until_settled(live)
+    turn = latest_turn(client, session_id)
+    assert turn.status == "cancelled"
+    assert turn.usage is not None and turn.usage.total_tokens == 168
+    session = client.beta.agents.sessions.retrieve(session_id)
+    assert session.usage is not None and session.usage.total_tokens == 2 * 168
