@@ -1,7 +1,8 @@
 """The `builtin` harness against model servers that misbehave, through the official SDK
 and a real `corebox serve`: usage is reported after every model call, so a turn that
 fails or is cancelled keeps what it used and a session's budget stops a turn that keeps
-calling the model."""
+calling the model; and a stream cut short or an answer that is not an event stream fails the
+turn on either protocol."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from tests.api.test_builtin import KEY, latest_turn, message, send, until_settle
 from tests.support.model_server import MODEL, ModelServer, Reply
 from tests.support.sdk import send_and_settle
 
+PROTOCOLS = ["chat_completions", "responses"]
 # A hang guard: a turn that should have failed on its own fails here instead of hanging
 # (with turn_deadline_exceeded, which no test below expects).
 GUARD_SECONDS = 60
@@ -103,3 +105,40 @@ def test_a_cancelled_turn_keeps_the_usage_it_reported(client: OpenAI, model: Mod
     assert turn.usage is not None and turn.usage.total_tokens == 168
     session = client.beta.agents.sessions.retrieve(session_id)
     assert session.usage is not None and session.usage.total_tokens == 2 * 168
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_stream_cut_short_fails_the_turn(
+    client: OpenAI, model: ModelServer, protocol: str
+) -> None:
+    partial = "The answer begins here and goes on for a while."
+    model.queue(Reply.say(partial, cut=True))
+    session_id = start(client, model, "answer", protocol)
+    turn = latest_turn(client, session_id)
+    assert turn.status == "failed"
+    assert turn.error is not None and "stream_ended_early" in turn.error.message
+    assert turn.x_corebox["error_code"] == "engine_failed"  # type: ignore[attr-defined]
+    assert turn.usage is None  # never reported: unknown
+    items = client.beta.agents.sessions.items.list(session_id, order="desc", limit=1).data
+    assert items[0].type == "message" and items[0].role == "assistant"
+    assert items[0].status == "incomplete"
+    assert items[0].content[0].text == partial  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize(
+    "answer",
+    [("text/html", b"<html>oops</html>"), ("text/event-stream", b"data: {oops\n\n")],
+    ids=["html", "not-json"],
+)
+def test_an_answer_that_is_not_an_event_stream_fails_the_turn(
+    client: OpenAI, model: ModelServer, protocol: str, answer: tuple[str, bytes]
+) -> None:
+    model.queue(Reply(raw=answer))
+    session_id = start(client, model, "answer", protocol)
+    turn = latest_turn(client, session_id)
+    assert turn.status == "failed"
+    assert turn.error is not None and turn.error.code == "server_error"
+    assert "oops" not in turn.error.message  # the body is not echoed
+    items = client.beta.agents.sessions.items.list(session_id).data
+    assert [i.type for i in items] == ["message"]  # the user's, and no reply
