@@ -1,18 +1,21 @@
 """The `builtin` harness against model servers that misbehave, through the official SDK
 and a real `corebox serve`: usage is reported after every model call, so a turn that
 fails or is cancelled keeps what it used and a session's budget stops a turn that keeps
-calling the model; and a stream cut short or an answer that is not an event stream fails the
-turn on either protocol."""
+calling the model; a stream cut short or an answer that is not an event stream fails the
+turn on either protocol; and a server that never answers, stops sending or sends only
+comments fails the turn as `request_timeout` once the configured bound passes."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from openai import OpenAI
 
 from tests.api.test_builtin import KEY, latest_turn, message, send, until_settled
+from tests.conftest import API_KEY, start_server
 from tests.support.model_server import MODEL, ModelServer, Reply
 from tests.support.sdk import send_and_settle
 
@@ -142,3 +145,66 @@ def test_an_answer_that_is_not_an_event_stream_fails_the_turn(
     assert "oops" not in turn.error.message  # the body is not echoed
     items = client.beta.agents.sessions.items.list(session_id).data
     assert [i.type for i in items] == ["message"]  # the user's, and no reply
+
+
+IDLE_SECONDS = 1
+TOTAL_SECONDS = 3
+
+
+@pytest.fixture(scope="module")
+def bounded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenAI]:
+    """A server whose model calls wait at most 1 s for the next event and 3 s in all."""
+    data = Path(tmp_path_factory.mktemp("bounded")) / "data"
+    server = start_server(
+        data,
+        extra_env={
+            "COREBOX_MODEL_IDLE_TIMEOUT_SECONDS": str(IDLE_SECONDS),
+            "COREBOX_MODEL_TIMEOUT_SECONDS": str(TOTAL_SECONDS),
+        },
+    )
+    try:
+        with OpenAI(
+            base_url=f"{server.base_url}/v1",
+            api_key=API_KEY,
+            max_retries=0,
+            _strict_response_validation=True,
+        ) as sdk:
+            yield sdk
+    finally:
+        server.stop()
+
+
+STALLS = {
+    "never-answers": (Reply.say("hello", silent=True), f"sent nothing for {IDLE_SECONDS} s"),
+    "stops-sending": (Reply.say("hello there", hang=True), f"sent nothing for {IDLE_SECONDS} s"),
+    "only-comments": (
+        Reply.say("hello there", hang=True, hold="keepalive"),
+        f"sent nothing for {IDLE_SECONDS} s",
+    ),
+    "never-ends": (
+        Reply.say("hello there", hang=True, hold="drip"),
+        f"took longer than {TOTAL_SECONDS} s",
+    ),
+}
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("stall", list(STALLS))
+def test_a_model_server_that_stalls_fails_the_turn_as_request_timeout(
+    bounded: OpenAI, model: ModelServer, protocol: str, stall: str
+) -> None:
+    reply, reason = STALLS[stall]
+    model.queue(reply)
+    session_id = start(bounded, model, "hi", protocol)
+    turn = latest_turn(bounded, session_id)
+    assert turn.status == "failed"
+    assert turn.error is not None and turn.error.code == "request_timeout"
+    assert reason in turn.error.message
+    extension = turn.x_corebox  # type: ignore[attr-defined]
+    assert (extension["error_code"], extension["engine_error_code"]) == (
+        "engine_failed",
+        "request_timeout",
+    )
+    if stall != "never-answers":  # corebox closed the stream it gave up on
+        model.release.set()  # the rest of the reply finds the connection gone
+        assert model.client_left.wait(10)

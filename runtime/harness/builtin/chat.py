@@ -8,7 +8,8 @@ has no portable chat control and is not sent (the matrix labels it lossy). Reaso
 text is read from the `reasoning_content` or `reasoning` delta field that several
 OpenAI-compatible servers add. Usage is requested with `stream_options.include_usage`.
 A reply is whole once a choice carried its `finish_reason`; an answer that is not an
-event stream, or a stream that ends before that, fails the call (errors.py).
+event stream, or a stream that ends before that, fails the call (errors.py). Every wait
+is bounded (timeouts.py).
 
 The body is built here in wire form and sent as `extra_body`, beside `model` and
 `stream`: the package's transformation of typed parameters costs about 0.2 ms per
@@ -46,6 +47,7 @@ from runtime.harness.builtin.model import (
     Usage,
     digest_of,
 )
+from runtime.harness.builtin.timeouts import CallClock, ModelTimeouts
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 
@@ -124,8 +126,9 @@ def request_options(tools: list[ToolSpec], settings: Settings) -> dict[str, Any]
 class ChatCompletions:
     name = "chat_completions"
 
-    def __init__(self, client: openai.AsyncOpenAI) -> None:
+    def __init__(self, client: openai.AsyncOpenAI, timeouts: ModelTimeouts | None = None) -> None:
         self._client = client
+        self._timeouts = timeouts or ModelTimeouts()
 
     async def close(self) -> None:
         await self._client.close()
@@ -139,20 +142,23 @@ class ChatCompletions:
     ) -> AsyncIterator[Event]:
         """One call. A stream that ends before a choice carried its `finish_reason` was
         cut short: it fails as `stream_ended_early`, as the responses protocol does."""
+        clock = CallClock(self._timeouts)
         reply = _Reply()
         try:
             body = request_options(tools, settings)
             body["messages"] = messages_for(system_prompt, entries)
-            stream = await self._client.chat.completions.create(
-                model=settings.model,
-                messages=[],  # replaced by extra_body["messages"] (see the module docstring)
-                stream=True,
-                extra_body=body,
+            stream = await clock.within(
+                self._client.chat.completions.create(
+                    model=settings.model,
+                    messages=[],  # replaced by extra_body["messages"] (see the module docstring)
+                    stream=True,
+                    extra_body=body,
+                )
             )
             async with stream:
                 errors.require_event_stream(stream.response)
                 yield Sent(digest_of(body.get("tools", [])), _request_id(stream))
-                async for chunk in stream:
+                async for chunk in clock.paced(stream):
                     for event in reply.take(chunk):
                         yield event
         except openai.OpenAIError as exc:

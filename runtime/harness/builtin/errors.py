@@ -8,7 +8,8 @@ prompt) nor any request header (it may carry the key).
 
 A 200 answer to a streaming request that is not an event stream, or a stream event that
 is not JSON, is the provider's failure to answer: `server_error`, as a 5xx is. A stream
-that ends before its terminal event is `stream_ended_early` (unclassified).
+that ends before its terminal event is `stream_ended_early` (unclassified), and a wait
+past a bound (timeouts.py) is `request_timeout`.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ other than medium -> `text.verbosity`; reasoning effort -> `reasoning` with summ
 finished output items (messages, function calls, reasoning summaries), and the
 terminal `response.completed` / `response.incomplete` / `response.failed` / `error`.
 An answer that is not an event stream, or a stream that ends before its terminal event,
-fails the call (errors.py).
+fails the call (errors.py); every wait is bounded (timeouts.py).
 
 The body is built here in wire form and sent as `extra_body`, beside `model` and
 `stream`: the package's transformation of typed parameters costs about 0.4 ms per input
@@ -45,6 +45,7 @@ from runtime.harness.builtin.model import (
     Usage,
     digest_of,
 )
+from runtime.harness.builtin.timeouts import CallClock, ModelTimeouts
 
 
 def input_for(entries: list[Entry]) -> list[dict[str, Any]]:
@@ -113,8 +114,9 @@ def request_options(
 class Responses:
     name = "responses"
 
-    def __init__(self, client: openai.AsyncOpenAI) -> None:
+    def __init__(self, client: openai.AsyncOpenAI, timeouts: ModelTimeouts | None = None) -> None:
         self._client = client
+        self._timeouts = timeouts or ModelTimeouts()
 
     async def close(self) -> None:
         await self._client.close()
@@ -126,17 +128,18 @@ class Responses:
         tools: list[ToolSpec],
         settings: Settings,
     ) -> AsyncIterator[Event]:
+        clock = CallClock(self._timeouts)
         called = False
         try:
             body = request_options(system_prompt, tools, settings)
             body["input"] = input_for(entries)
-            stream = await self._client.responses.create(
-                model=settings.model, stream=True, extra_body=body
+            stream = await clock.within(
+                self._client.responses.create(model=settings.model, stream=True, extra_body=body)
             )
             async with stream:
                 errors.require_event_stream(stream.response)
                 yield Sent(digest_of(body.get("tools", [])), _request_id(stream))
-                async for typed in stream:
+                async for typed in clock.paced(stream):
                     event: Any = typed  # a union of 60 event types, told apart by `type`
                     for found in _events(event, called):
                         called = called or isinstance(found, ToolRequest)
