@@ -112,6 +112,7 @@ from runtime.coalesce import Coalesced
 from runtime.confinement import Confinement, Sandbox, probe
 from runtime.daemon import Daemon
 from runtime.harness.builtin.adapter import BuiltinHarness
+from runtime.harness.builtin.timeouts import ModelTimeouts
 from runtime.harness.claude_code.adapter import ClaudeCodeHarness
 from runtime.harness.codex.adapter import CodexHarness
 from runtime.harness.codex.cli import probe as probe_codex
@@ -464,7 +465,8 @@ def _local_daemon(config: Config, opened: Opened, grants: HostGrants) -> Daemon 
         local_base_url(config.host, opened.port) + "/api/v1",
         opened.runtime_device,
         opened.runtime_credential,
-        opened.harnesses or runtime_harnesses(config.data_dir / HARNESSES_DIR),
+        opened.harnesses
+        or runtime_harnesses(config.data_dir / HARNESSES_DIR, model_timeouts(config)),
         __version__,
         workspaces=Workspaces(
             config.data_dir / WORKSPACES_DIR,
@@ -624,7 +626,8 @@ class App:
     async def _harnesses(self) -> HarnessRegistry | None:
         if not self._local_runtime:
             return None
-        return await asyncio.to_thread(runtime_harnesses, self.config.data_dir / HARNESSES_DIR)
+        home, model = self.config.data_dir / HARNESSES_DIR, model_timeouts(self.config)
+        return await asyncio.to_thread(runtime_harnesses, home, model)
 
     async def _vault_key(self, db: Database) -> bytes:
         try:
@@ -684,17 +687,21 @@ def host_confinement() -> dict[str, str | int]:
     return probe().describe()
 
 
-def runtime_harnesses(home: Path) -> HarnessRegistry:
+def runtime_harnesses(home: Path, model: ModelTimeouts | None = None) -> HarnessRegistry:
     """The harnesses every Runtime this build runs registers, in-process or remote.
     CLI harnesses keep their private state under `home`; each is registered whether or
     not its CLI is installed, and declares itself available only when it is, at a
-    version the adapter knows."""
+    version the adapter knows. `model` bounds the builtin harness's model calls."""
     harnesses = HarnessRegistry()
     harnesses.register(ScriptedHarness())
-    harnesses.register(BuiltinHarness())
+    harnesses.register(BuiltinHarness(timeouts=model))
     harnesses.register(CodexHarness(probe_codex(), home / "codex"))
     harnesses.register(ClaudeCodeHarness())
     return harnesses
+
+
+def model_timeouts(config: Config) -> ModelTimeouts:
+    return ModelTimeouts(config.model_timeout_seconds, config.model_idle_timeout_seconds)
 
 
 def default_provider(config: Config) -> DefaultProvider | None:

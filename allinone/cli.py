@@ -94,6 +94,18 @@ def _add_serve_runtime_flags(serve: argparse.ArgumentParser) -> None:
         help="chat_completions (default) or responses",
     )
     serve.add_argument(
+        "--model-timeout",
+        dest="model_timeout_seconds",
+        metavar="SECONDS",
+        help="the longest one builtin model call may take (default 600)",
+    )
+    serve.add_argument(
+        "--model-idle-timeout",
+        dest="model_idle_timeout_seconds",
+        metavar="SECONDS",
+        help="the longest wait for a model server's answer or its next stream event (default 300)",
+    )
+    serve.add_argument(
         "--public-url",
         dest="public_url",
         metavar="URL",
@@ -304,6 +316,8 @@ def _serve(args: argparse.Namespace) -> int:
             "model_base_url",
             "model",
             "model_protocol",
+            "model_timeout_seconds",
+            "model_idle_timeout_seconds",
             "public_url",
             "workspace_roots",
         )

@@ -6,7 +6,9 @@ the flags by the CLI.
 The deployment's default model provider (for the `builtin` harness) is `model_base_url`,
 `model` and `model_protocol` (`chat_completions`, the default, or `responses`); its API
 key comes only from `COREBOX_MODEL_API_KEY`, never from a file or a flag, and is kept out
-of the Config's repr.
+of the Config's repr. `model_timeout_seconds` (default 600) bounds one model call of the
+`builtin` harness, and `model_idle_timeout_seconds` (default 300) the wait for a model
+server's answer and for each event of its stream, for every model server it calls.
 
 `retention_days` (default 30, may be 0) is how long deleted sessions, agents, artifacts
 and other tombstones are kept before the retention job purges them for good.
@@ -30,6 +32,7 @@ model, USD cents per million input and output tokens (`[prices."gpt-4o"]` with `
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -48,12 +51,16 @@ KEYS = (
     "model_base_url",
     "model",
     "model_protocol",
+    "model_timeout_seconds",
+    "model_idle_timeout_seconds",
     "public_url",
     "retention_days",
     "database_url",
 )
 MODEL_PROTOCOLS = ("chat_completions", "responses")
 MAX_RETENTION_DAYS = 36500
+MODEL_TIMEOUT_SECONDS = 600.0  # one model call, as the official SDK bounds a request
+MODEL_IDLE_TIMEOUT_SECONDS = 300.0  # the answer, and each stream event after it
 
 
 def local_base_url(host: str, port: int) -> str:
@@ -103,6 +110,9 @@ class Config:
     model_protocol: str = "chat_completions"
     public_url: str | None = None
     model_api_key: str | None = field(default=None, repr=False)
+    # The builtin harness's bounds on one model call, in seconds (any model server).
+    model_timeout_seconds: float = MODEL_TIMEOUT_SECONDS
+    model_idle_timeout_seconds: float = MODEL_IDLE_TIMEOUT_SECONDS
     workspace_roots: tuple[Path, ...] = ()
     # How long deleted data is kept before the retention job (or `corebox gc`) purges it.
     retention_seconds: int = 30 * 86400
@@ -129,6 +139,8 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> Con
         "model_base_url": None,
         "model": None,
         "model_protocol": "chat_completions",
+        "model_timeout_seconds": MODEL_TIMEOUT_SECONDS,
+        "model_idle_timeout_seconds": MODEL_IDLE_TIMEOUT_SECONDS,
         "public_url": None,
         "retention_days": 30,
         "database_url": None,
@@ -164,6 +176,8 @@ def load(flags: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> Con
         public_url=_public_url(values["public_url"]),
         retention_seconds=_retention(values["retention_days"]),
         database_url=_database_url(values["database_url"]),
+        model_timeout_seconds=_seconds(values, "model_timeout_seconds"),
+        model_idle_timeout_seconds=_seconds(values, "model_idle_timeout_seconds"),
         **_model(values, environ),
     )
 
@@ -286,6 +300,18 @@ def _port(value: Any) -> int:
     if not 0 <= port <= 65535:
         raise ConfigError(f"port {port} is out of range")
     return port
+
+
+def _seconds(values: dict[str, Any], key: str) -> float:
+    """A positive number of seconds (a wait that must end)."""
+    value = values[key]
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{key} must be a number of seconds, not {value!r}") from exc
+    if not 0 < seconds < math.inf:
+        raise ConfigError(f"{key} must be more than 0 seconds")
+    return seconds
 
 
 def _retention(value: Any) -> int:

@@ -89,6 +89,23 @@ def test_bad_model_settings_are_named(tmp_path: Path) -> None:
         load({}, {}, tmp_path)
 
 
+def test_model_call_bounds_from_file_environment_and_flags(tmp_path: Path) -> None:
+    config = load({}, {}, tmp_path)
+    assert (config.model_timeout_seconds, config.model_idle_timeout_seconds) == (600, 300)
+    (tmp_path / "corebox.toml").write_text(
+        "model_timeout_seconds = 900\nmodel_idle_timeout_seconds = 120\n"
+    )
+    config = load({}, {}, tmp_path)
+    assert (config.model_timeout_seconds, config.model_idle_timeout_seconds) == (900, 120)
+    config = load({}, {"COREBOX_MODEL_IDLE_TIMEOUT_SECONDS": "2.5"}, tmp_path)
+    assert (config.model_timeout_seconds, config.model_idle_timeout_seconds) == (900, 2.5)
+    config = load({"model_timeout_seconds": "30"}, {}, tmp_path)
+    assert config.model_timeout_seconds == 30
+    for bad in ("0", "-1", "soon", "nan", "inf"):
+        with pytest.raises(ConfigError, match="model_idle_timeout_seconds"):
+            load({"model_idle_timeout_seconds": bad}, {}, tmp_path)
+
+
 def test_public_url_is_an_origin(tmp_path: Path) -> None:
     config = load({"public_url": "https://core.example:8800/"}, {}, tmp_path)
     assert config.public_url == "https://core.example:8800"

@@ -15,6 +15,12 @@ left gets a 500. Every request body is recorded for assertions. A Reply can stop
 mid-stream and wait (`hang`), so tests can cancel a turn while the model is writing,
 and the server records when the client went away. Error replies carry
 `x-should-retry: false` so the SDK reports them at once instead of retrying.
+
+A Reply can also misbehave as hostile or broken servers do: never answer (`silent`),
+hold its stream open sending only SSE comments (`hang` with `hold="keepalive"`) or the
+same event again and again (`hold="drip"`), end its stream early with no terminal event
+(`cut`), or answer 200 with a body of its own (`raw`: content type and bytes). Each
+wait ends when `release` is set, the client leaves, or after HANG_LIMIT_SECONDS.
 """
 
 from __future__ import annotations
@@ -44,6 +50,10 @@ class Reply:
     status: int = 200
     error_code: str = ""
     hang: bool = False  # after the first delta, wait until released or the client leaves
+    hold: str = "wait"  # what a hang sends meanwhile: wait (nothing) | keepalive | drip
+    silent: bool = False  # read the request, then never answer
+    cut: bool = False  # end the stream after the text: no finish, usage or end marker
+    raw: tuple[str, bytes] | None = None  # answer 200 with this content type and body
     delta_chars: int = 4
     finish: str = "stop"  # stop | length
 
@@ -138,6 +148,14 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status != 200:
             self._error(reply.status, reply.error_code, "scripted failure")
             return
+        if reply.silent:
+            self.model.hanging.set()
+            self.model.release.wait(HANG_LIMIT_SECONDS)
+            self.close_connection = True
+            return
+        if reply.raw is not None:
+            self._raw(*reply.raw)
+            return
         if self.path.endswith("/chat/completions"):
             events = chat_events(reply, body)
         elif self.path.endswith("/responses"):
@@ -163,6 +181,31 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _raw(self, content_type: str, data: bytes) -> None:
+        self.send_response(200)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(data)))
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.wfile.write(data)
+        self.close_connection = True
+
+    def _send_chunk(self, chunk: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        self.wfile.flush()
+
+    def _hold(self, reply: Reply, last: bytes) -> None:
+        """The hang point: wait for `release`, meanwhile sending what `reply.hold` says
+        (an SSE comment, or the last event again) every 50 ms."""
+        self.model.hanging.set()
+        if reply.hold == "wait":
+            self.model.release.wait(HANG_LIMIT_SECONDS)
+            return
+        filler = b": keepalive\n\n" if reply.hold == "keepalive" else last
+        deadline = time.monotonic() + HANG_LIMIT_SECONDS
+        while not self.model.release.wait(0.05) and time.monotonic() < deadline:
+            self._send_chunk(filler)
+
     def _stream(self, events: Iterator[bytes | None], reply: Reply) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
@@ -170,14 +213,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.send_header("connection", "close")
         self.end_headers()
+        last = b""
         try:
             for chunk in events:
                 if chunk is None:  # the hang point
-                    self.model.hanging.set()
-                    self.model.release.wait(HANG_LIMIT_SECONDS)
+                    self._hold(reply, last)
                     continue
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                self.wfile.flush()
+                self._send_chunk(chunk)
+                last = chunk
             self.wfile.write(b"0\r\n\r\n")  # the body ends here, before the socket closes
             self.wfile.flush()
             self.model.last_byte_at.append(time.perf_counter())
@@ -220,6 +263,8 @@ def chat_events(reply: Reply, request: dict[str, Any]) -> Iterator[bytes | None]
         yield chunk({"content": piece})
         if index == 0 and reply.hang:
             yield None
+    if reply.cut:
+        return
     for index, (name, arguments) in enumerate(reply.calls):
         call_id = f"call_{index}_{created}"
         opening = {"index": index, "id": call_id, "type": "function"}
@@ -346,6 +391,8 @@ def responses_events(reply: Reply) -> Iterator[bytes | None]:
             )
             if number == 0 and reply.hang:
                 yield None
+        if reply.cut:
+            return
         yield event(
             "response.output_text.done",
             item_id=item_id,

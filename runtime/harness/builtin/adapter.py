@@ -14,7 +14,9 @@ The API key lives only inside that client; it is never logged.
 each model call (`between_model_calls`, cursor.py), while it waits for a function's
 result (`awaiting_function_result`) or a command's approval (`awaiting_approval`), and
 declares `resume`: a paused, drained or crashed turn continues there on a new Run
-without repeating any tool call.
+without repeating any tool call. Every model call is bounded (`ModelTimeouts`,
+timeouts.py): a server that does not answer, or stops sending, fails the turn as
+`request_timeout`.
 """
 
 from __future__ import annotations
@@ -22,13 +24,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from runtime.harness.base import Unavailable
+from runtime.harness.builtin.timeouts import ModelTimeouts
 from runtime.proto.capabilities import AgentKindCapabilities
 from runtime.proto.execution import ExecutionConfiguration
 
 if TYPE_CHECKING:
     from runtime.harness.builtin.executor import BuiltinExecutor
 
-MODEL_TIMEOUT_SECONDS = 600.0
 MODEL_RETRIES = 2  # the SDK's own retries of connection errors, 408, 409, 429 and 5xx
 
 DECLARATION = AgentKindCapabilities(
@@ -70,9 +72,9 @@ class BuiltinHarness:
     declaration = DECLARATION
 
     def __init__(
-        self, *, timeout_seconds: float = MODEL_TIMEOUT_SECONDS, retries: int = MODEL_RETRIES
+        self, *, timeouts: ModelTimeouts | None = None, retries: int = MODEL_RETRIES
     ) -> None:
-        self._timeout = timeout_seconds
+        self._timeouts = timeouts or ModelTimeouts()
         self._retries = retries
 
     def available(self) -> bool:
@@ -91,4 +93,4 @@ class BuiltinHarness:
         # at start-up; a plain import statement, so the frozen build still carries them.
         from runtime.harness.builtin.executor import create
 
-        return create(executor_id, configuration, provider, self._timeout, self._retries)
+        return create(executor_id, configuration, provider, self._timeouts, self._retries)

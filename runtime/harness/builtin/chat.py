@@ -7,6 +7,9 @@ effort -> `reasoning_effort`; max output tokens -> `max_completion_tokens`. Text
 has no portable chat control and is not sent (the matrix labels it lossy). Reasoning
 text is read from the `reasoning_content` or `reasoning` delta field that several
 OpenAI-compatible servers add. Usage is requested with `stream_options.include_usage`.
+A reply is whole once a choice carried its `finish_reason`; an answer that is not an
+event stream, or a stream that ends before that, fails the call (errors.py). Every wait
+is bounded (timeouts.py).
 
 The body is built here in wire form and sent as `extra_body`, beside `model` and
 `stream`: the package's transformation of typed parameters costs about 0.2 ms per
@@ -16,6 +19,7 @@ of a session, and the dicts built here need none of it.
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import AsyncIterator
 from typing import Any
@@ -43,6 +47,7 @@ from runtime.harness.builtin.model import (
     Usage,
     digest_of,
 )
+from runtime.harness.builtin.timeouts import CallClock, ModelTimeouts
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 
@@ -121,8 +126,9 @@ def request_options(tools: list[ToolSpec], settings: Settings) -> dict[str, Any]
 class ChatCompletions:
     name = "chat_completions"
 
-    def __init__(self, client: openai.AsyncOpenAI) -> None:
+    def __init__(self, client: openai.AsyncOpenAI, timeouts: ModelTimeouts | None = None) -> None:
         self._client = client
+        self._timeouts = timeouts or ModelTimeouts()
 
     async def close(self) -> None:
         await self._client.close()
@@ -134,55 +140,88 @@ class ChatCompletions:
         tools: list[ToolSpec],
         settings: Settings,
     ) -> AsyncIterator[Event]:
-        item_id = f"chatmsg_{secrets.token_hex(8)}"
-        reasoning_id = f"chatrs_{secrets.token_hex(8)}"
-        text: list[str] = []
-        reasoning: list[str] = []
-        reasoning_sent = False
-        calls: dict[int, dict[str, str]] = {}
-        finish = ""
-        usage: Usage | None = None
+        """One call. A stream that ends before a choice carried its `finish_reason` was
+        cut short: it fails as `stream_ended_early`, as the responses protocol does."""
+        clock = CallClock(self._timeouts)
+        reply = _Reply()
         try:
             body = request_options(tools, settings)
             body["messages"] = messages_for(system_prompt, entries)
-            stream = await self._client.chat.completions.create(
-                model=settings.model,
-                messages=[],  # replaced by extra_body["messages"] (see the module docstring)
-                stream=True,
-                extra_body=body,
+            stream = await clock.within(
+                self._client.chat.completions.create(
+                    model=settings.model,
+                    messages=[],  # replaced by extra_body["messages"] (see the module docstring)
+                    stream=True,
+                    extra_body=body,
+                )
             )
-            yield Sent(digest_of(body.get("tools", [])), _request_id(stream))
             async with stream:
-                async for chunk in stream:
-                    if chunk.usage is not None:
-                        usage = _usage(chunk.usage)
-                    for choice in chunk.choices[:1]:
-                        delta = choice.delta
-                        thought = _thought(delta)
-                        if thought:
-                            reasoning.append(thought)
-                        if (delta.content or delta.tool_calls) and reasoning and not reasoning_sent:
-                            reasoning_sent = True
-                            yield Reasoning(reasoning_id, "".join(reasoning))
-                        if delta.content:
-                            text.append(delta.content)
-                            yield TextDelta(item_id, delta.content)
-                        _gather_calls(calls, delta.tool_calls or [])
-                        if choice.finish_reason:
-                            finish = choice.finish_reason
+                errors.require_event_stream(stream.response)
+                yield Sent(digest_of(body.get("tools", [])), _request_id(stream))
+                async for chunk in clock.paced(stream):
+                    for event in reply.take(chunk):
+                        yield event
         except openai.OpenAIError as exc:
             raise errors.classify(exc) from exc
-        if reasoning and not reasoning_sent:
-            yield Reasoning(reasoning_id, "".join(reasoning))
-        if text:
-            yield TextDone(item_id, "".join(text), complete=finish != "length")
-        for index in sorted(calls):
-            slot = calls[index]
+        except json.JSONDecodeError as exc:
+            raise errors.unreadable() from exc
+        if not reply.finish:
+            raise errors.stream_error("stream_ended_early")
+        for event in reply.ending():
+            yield event
+
+
+class _Reply:
+    """What one call's chunks said so far."""
+
+    def __init__(self) -> None:
+        self.item_id = f"chatmsg_{secrets.token_hex(8)}"
+        self.reasoning_id = f"chatrs_{secrets.token_hex(8)}"
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.reasoning_sent = False
+        self.calls: dict[int, dict[str, str]] = {}
+        self.finish = ""
+        self.usage: Usage | None = None
+
+    def take(self, chunk: Any) -> list[Event]:
+        """The events one chunk makes (the reasoning gathered so far goes out before
+        the first text or tool call)."""
+        if chunk.usage is not None:
+            self.usage = _usage(chunk.usage)
+        events: list[Event] = []
+        for choice in chunk.choices[:1]:
+            delta = choice.delta
+            thought = _thought(delta)
+            if thought:
+                self.reasoning.append(thought)
+            if (delta.content or delta.tool_calls) and self.reasoning and not self.reasoning_sent:
+                self.reasoning_sent = True
+                events.append(Reasoning(self.reasoning_id, "".join(self.reasoning)))
+            if delta.content:
+                self.text.append(delta.content)
+                events.append(TextDelta(self.item_id, delta.content))
+            _gather_calls(self.calls, delta.tool_calls or [])
+            if choice.finish_reason:
+                self.finish = choice.finish_reason
+        return events
+
+    def ending(self) -> list[Event]:
+        """The events after the last chunk: the reply's text, its tool calls, its usage
+        and how it finished."""
+        events: list[Event] = []
+        if self.reasoning and not self.reasoning_sent:
+            events.append(Reasoning(self.reasoning_id, "".join(self.reasoning)))
+        if self.text:
+            events.append(TextDone(self.item_id, "".join(self.text), self.finish != "length"))
+        for index in sorted(self.calls):
+            slot = self.calls[index]
             call_id = slot["id"] or f"call_{secrets.token_hex(8)}"
-            yield ToolRequest(call_id, slot["name"], slot["args"])
-        if usage is not None:
-            yield usage
-        yield Finished(_reason(finish, bool(calls)))
+            events.append(ToolRequest(call_id, slot["name"], slot["args"]))
+        if self.usage is not None:
+            events.append(self.usage)
+        events.append(Finished(_reason(self.finish, bool(self.calls))))
+        return events
 
 
 def _thought(delta: Any) -> str:

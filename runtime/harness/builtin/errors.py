@@ -5,9 +5,16 @@ Classification uses the HTTP status and the provider's error `code`, never the m
 text. `connection_failed` is the only code that keeps an HTTP status. The failure's own
 message names the status and code but never the provider's message (it may echo the
 prompt) nor any request header (it may carry the key).
+
+A 200 answer to a streaming request that is not an event stream, or a stream event that
+is not JSON, is the provider's failure to answer: `server_error`, as a 5xx is. A stream
+that ends before its terminal event is `stream_ended_early` (unclassified), and a wait
+past a bound (timeouts.py) is `request_timeout`.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import openai
 
@@ -82,6 +89,25 @@ def stream_error(code: str) -> NativeFailure:
     if code:
         detail += f" ({_safe(code)})"
     return NativeFailure(detail, classified.value if classified else "")
+
+
+def require_event_stream(response: Any) -> None:
+    """Raise unless a streaming request's 200 answer is an event stream: a server (or a
+    proxy before it) that answered with a page or a JSON body did not give the reply
+    asked for, whatever its status says."""
+    content_type = str(response.headers.get("content-type", ""))
+    kind = content_type.split(";", 1)[0].strip().lower()
+    if kind != "text/event-stream":
+        shown = "".join(ch for ch in kind[:64] if ch.isalnum() or ch in "_-.+/") or "no body type"
+        raise NativeFailure(
+            f"the model server answered with {shown}, not an event stream",
+            Code.SERVER_ERROR.value,
+        )
+
+
+def unreadable() -> NativeFailure:
+    """The model server's stream carried an event that is not JSON."""
+    return NativeFailure("the model server's stream could not be read", Code.SERVER_ERROR.value)
 
 
 def _safe(code: str) -> str:

@@ -19,6 +19,7 @@ from runtime.harness.builtin.mcp_servers import McpServers, McpTool
 from runtime.harness.builtin.model import ModelProtocol, Settings
 from runtime.harness.builtin.responses import Responses
 from runtime.harness.builtin.skills import with_skills
+from runtime.harness.builtin.timeouts import ModelTimeouts
 from runtime.harness.builtin.tools import Toolbox
 from runtime.harness.builtin.turn import BuiltinTurn
 from runtime.harness.builtin.workspace_tools import WorkspaceTools
@@ -123,14 +124,21 @@ def create(
     executor_id: str,
     configuration: ExecutionConfiguration,
     provider: ModelProvider,
-    timeout: float,
+    timeouts: ModelTimeouts,
     retries: int,
 ) -> BuiltinExecutor:
     client = openai.AsyncOpenAI(
-        base_url=provider.base_url, api_key=provider.api_key, timeout=timeout, max_retries=retries
+        base_url=provider.base_url,
+        api_key=provider.api_key,
+        # CallClock bounds every wait of a call (timeouts.py); the client's own read
+        # timeout only backs it up, so its retries never start a read past the call.
+        timeout=openai.Timeout(timeouts.total, connect=min(timeouts.connect, timeouts.idle)),
+        max_retries=retries,
     )
     protocol: ModelProtocol = (
-        Responses(client) if provider.protocol == "responses" else ChatCompletions(client)
+        Responses(client, timeouts)
+        if provider.protocol == "responses"
+        else ChatCompletions(client, timeouts)
     )
     log.info("builtin executor %s speaks %s", executor_id, provider.protocol)
     return BuiltinExecutor(executor_id, configuration, protocol)

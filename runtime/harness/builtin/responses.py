@@ -7,6 +7,8 @@ other than medium -> `text.verbosity`; reasoning effort -> `reasoning` with summ
 `auto`; max output tokens -> `max_output_tokens`. Events read: output text deltas,
 finished output items (messages, function calls, reasoning summaries), and the
 terminal `response.completed` / `response.incomplete` / `response.failed` / `error`.
+An answer that is not an event stream, or a stream that ends before its terminal event,
+fails the call (errors.py); every wait is bounded (timeouts.py).
 
 The body is built here in wire form and sent as `extra_body`, beside `model` and
 `stream`: the package's transformation of typed parameters costs about 0.4 ms per input
@@ -16,6 +18,7 @@ the dicts built here need none of it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -42,6 +45,7 @@ from runtime.harness.builtin.model import (
     Usage,
     digest_of,
 )
+from runtime.harness.builtin.timeouts import CallClock, ModelTimeouts
 
 
 def input_for(entries: list[Entry]) -> list[dict[str, Any]]:
@@ -110,8 +114,9 @@ def request_options(
 class Responses:
     name = "responses"
 
-    def __init__(self, client: openai.AsyncOpenAI) -> None:
+    def __init__(self, client: openai.AsyncOpenAI, timeouts: ModelTimeouts | None = None) -> None:
         self._client = client
+        self._timeouts = timeouts or ModelTimeouts()
 
     async def close(self) -> None:
         await self._client.close()
@@ -123,45 +128,54 @@ class Responses:
         tools: list[ToolSpec],
         settings: Settings,
     ) -> AsyncIterator[Event]:
+        clock = CallClock(self._timeouts)
         called = False
         try:
             body = request_options(system_prompt, tools, settings)
             body["input"] = input_for(entries)
-            stream = await self._client.responses.create(
-                model=settings.model, stream=True, extra_body=body
+            stream = await clock.within(
+                self._client.responses.create(model=settings.model, stream=True, extra_body=body)
             )
-            yield Sent(digest_of(body.get("tools", [])), _request_id(stream))
             async with stream:
-                async for typed in stream:
+                errors.require_event_stream(stream.response)
+                yield Sent(digest_of(body.get("tools", [])), _request_id(stream))
+                async for typed in clock.paced(stream):
                     event: Any = typed  # a union of 60 event types, told apart by `type`
-                    kind = event.type
-                    if kind == "response.output_text.delta":
-                        yield TextDelta(event.item_id, event.delta)
-                    elif kind == "response.output_item.done":
-                        found = _item(event.item)
-                        if isinstance(found, ToolRequest):
-                            called = True
-                        if found is not None:
-                            yield found
-                    elif kind in ("response.completed", "response.incomplete"):
-                        response = event.response
-                        if response.usage is not None:
-                            yield _usage(response.usage)
-                        if kind == "response.completed":
-                            yield Finished("tool_calls" if called else "stop")
-                        else:
-                            details = response.incomplete_details
-                            reason = details.reason if details is not None else None
-                            yield Finished("length" if reason == "max_output_tokens" else "other")
-                        return
-                    elif kind == "response.failed":
-                        error = event.response.error
-                        raise errors.stream_error(str(error.code) if error is not None else "")
-                    elif kind == "error":
-                        raise errors.stream_error(event.code or "")
+                    for found in _events(event, called):
+                        called = called or isinstance(found, ToolRequest)
+                        yield found
+                        if isinstance(found, Finished):
+                            return
         except openai.OpenAIError as exc:
             raise errors.classify(exc) from exc
+        except json.JSONDecodeError as exc:
+            raise errors.unreadable() from exc
         raise errors.stream_error("stream_ended_early")
+
+
+def _events(event: Any, called: bool) -> list[Event]:
+    """The events one stream event makes (a Finished ends the call); raises the
+    failure a `response.failed` or `error` event reports."""
+    kind = event.type
+    if kind == "response.output_text.delta":
+        return [TextDelta(event.item_id, event.delta)]
+    if kind == "response.output_item.done":
+        found = _item(event.item)
+        return [] if found is None else [found]
+    if kind in ("response.completed", "response.incomplete"):
+        response = event.response
+        ending: list[Event] = [] if response.usage is None else [_usage(response.usage)]
+        if kind == "response.completed":
+            return [*ending, Finished("tool_calls" if called else "stop")]
+        details = response.incomplete_details
+        reason = details.reason if details is not None else None
+        return [*ending, Finished("length" if reason == "max_output_tokens" else "other")]
+    if kind == "response.failed":
+        error = event.response.error
+        raise errors.stream_error(str(error.code) if error is not None else "")
+    if kind == "error":
+        raise errors.stream_error(event.code or "")
+    return []
 
 
 def _item(item: Any) -> Event | None:

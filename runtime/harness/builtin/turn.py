@@ -19,10 +19,12 @@ reasoning text becomes one `thinking` frame per reasoning item. The turn's run m
 (digests of the system prompt and of the last tool list the model received, the
 provider's request ids, the last stop reason, how many history entries the context
 window left out) is annotated on the `done` frame as `x_corebox_manifest` (JSON). Usage
-is one cumulative
-`usage` frame at the end, sent only when every model call of the turn reported usage
-(otherwise the total is unknown and nothing is sent). Cancellation propagates from the
-model stream or the tool being awaited; the conversation is settled either way.
+is a cumulative `usage` frame after each model call (seed 000: each snapshot replaces
+the previous one), so Core holds the turn's usage so far when the turn later fails or
+is cancelled, and checks the session's budget at every call. Once a model call reports
+no usage the total is unknown: nothing more is sent, and the turn keeps what the calls
+before it reported. Cancellation propagates from the model stream or the tool being
+awaited; the conversation is settled either way.
 """
 
 from __future__ import annotations
@@ -114,8 +116,6 @@ class BuiltinTurn:
         finally:
             self._conversation.settle()
             self._context.annotate("x_corebox_manifest", json.dumps(self.manifest))
-        if self._usage is not None:
-            await self._report_usage(self._usage)
 
     async def _run_tools(self, requests: list[ToolRequest]) -> None:
         """Run the model's tool calls in order, each result added as it comes."""
@@ -257,6 +257,8 @@ class BuiltinTurn:
             self._conversation.add(AssistantMessage(done.text))
         for request in requests:
             self._conversation.add(ToolCall(request.call_id, request.name, request.arguments))
+        if self._usage is not None:
+            await self._report_usage(self._usage)
         return requests
 
     async def _open(self, item_id: str, sequences: dict[str, int]) -> None:
@@ -280,8 +282,8 @@ class BuiltinTurn:
         )
 
     async def _report_usage(self, usage: Usage) -> None:
-        if self.rounds == 0:
-            return
+        """Send the turn's cumulative usage (the previous run's calls included after a
+        resume: the cursor carries them)."""
         counts = wire.TokenCounts(
             input_tokens=usage.input_tokens,
             cached_input_tokens=usage.cached_input_tokens,

@@ -144,9 +144,10 @@ def test_a_function_call_waits_for_its_result_and_the_loop_continues(
             "call_id": call["call_id"],
             "output": '{"forecast": "sunny"}',
         }
-    # Two model calls, each reported: the usage frame is their sum.
-    usage = context.of("usage")[0]
-    assert usage.tokens.input_tokens == 24 and usage.tokens.total_tokens == 38
+    # Two model calls, each reported: a cumulative usage frame after each, the last
+    # their sum.
+    counted = [(u.tokens.input_tokens, u.tokens.total_tokens) for u in context.of("usage")]
+    assert counted == [(12, 19), (24, 38)]
 
 
 def test_text_before_a_tool_call_is_commentary(model: ModelServer) -> None:
@@ -220,8 +221,16 @@ def test_a_reply_cut_short_is_incomplete(model: ModelServer) -> None:
     assert context.of("output_message")[-1].status == "incomplete"
 
 
-def test_usage_is_absent_when_any_model_call_did_not_report_it(model: ModelServer) -> None:
+def test_usage_stops_at_the_first_model_call_that_did_not_report_it(model: ModelServer) -> None:
+    # The total is unknown from then on: nothing more is reported (the first call's
+    # report stands, as what is known to have been used).
     model.queue(Reply.call("get_weather", {"city": "Rome"}), Reply.say("Warm.", usage=None))
+    context = play(configuration(model.base_url, functions=[WEATHER]), "weather?")
+    assert [u.tokens.total_tokens for u in context.of("usage")] == [19]
+
+
+def test_usage_is_absent_when_the_first_model_call_did_not_report_it(model: ModelServer) -> None:
+    model.queue(Reply.call("get_weather", {"city": "Rome"}, usage=None), Reply.say("Warm."))
     context = play(configuration(model.base_url, functions=[WEATHER]), "weather?")
     assert context.of("usage") == []
 
