@@ -196,6 +196,21 @@ def check_installed(harness: str, offered: Callable[[str], bool]) -> None:
         )
 
 
+def check_trusted(harness: str, trusted: bool) -> None:
+    """Refuse a CLI harness to a project the owner has not trusted: the CLI runs its own
+    tools outside corebox's command sandbox, where they reach whatever the server's user
+    can (the data directory and its keys among them), and an approval comes from the
+    project's own key, so only the owner's trust can stand between them."""
+    if harness in CLI_HARNESSES and not trusted:
+        raise InvalidRequest(
+            f"The {harness} harness runs its tools outside corebox's command sandbox, so"
+            " only a project the server's owner trusts may use it (corebox projects"
+            " trust PROJECT).",
+            "agent.x_corebox.harness",
+            code="unsupported_or_invalid_configuration",
+        )
+
+
 def session_agent(agent_id: str, config: dict[str, Any]) -> dict[str, Any]:
     """The agent as a session shows it: no metadata or timestamps."""
     view = {"id": agent_id}

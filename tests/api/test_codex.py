@@ -300,3 +300,38 @@ def test_a_missing_cli_is_refused_at_session_creation(
         running.stop()
     assert "npm install -g @openai/codex" in refused.value.message
     assert model.requests == []
+
+
+def test_only_a_project_the_owner_trusts_runs_the_harness(
+    codex_server: Server, model: ModelServer
+) -> None:
+    """The CLI runs its tools outside corebox's command sandbox (they could read the
+    data directory's keys) and the approval comes from the project's own key, so the
+    owner's trust decides: refused at creation without it, and a turn after trust is
+    withdrawn fails before anything runs."""
+    with surface_for(codex_server) as surface:
+        project_id, key = surface.project("cli-untrusted")
+        client = surface.client(key)
+        with pytest.raises(BadRequestError) as refused:
+            start(client, model, "hello")
+        assert refused.value.code == "unsupported_or_invalid_configuration"
+        assert refused.value.body["param"] == "agent.x_corebox.harness"  # type: ignore[index]
+        assert "corebox projects trust" in refused.value.message
+        assert client.beta.agents.sessions.list().data == []
+
+        trust = f"/core/v1/projects/{project_id}/host_grants/trust"
+        assert surface.core("POST", trust, {"trusted": True})[0] == 200
+        model.queue(Reply.say("Hello."))
+        session_id, events = start(client, model, "hello")
+        assert events[-2].type == "agent.session.turn.completed"
+
+        assert surface.core("POST", trust, {"trusted": False})[0] == 200
+        asked = len(model.requests)
+        model.queue(Reply.say("Again."))
+        with client.beta.agents.sessions.events.stream(session_id) as live:
+            send(client, session_id, message("again"))
+            until_settled(live)
+        turn = latest_turn(client, session_id)
+        assert turn.status == "failed"
+        assert turn.x_corebox["error_code"] == "sandbox_error"
+        assert len(model.requests) == asked  # nothing reached the model

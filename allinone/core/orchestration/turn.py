@@ -20,6 +20,7 @@ from functools import partial
 from typing import Any
 
 from allinone.core import budgets, overlays
+from allinone.core.agents import CLI_HARNESSES
 from allinone.core.gateway import suspension
 from allinone.core.gateway.connection import Connection
 from allinone.core.gateway.preparations import (
@@ -232,6 +233,13 @@ class TurnExecution:
         if checks.refusal is not None:
             await self._fail_queued(budgets.BUDGET_CODE, checks.refusal)
             return False
+        if not self._harness_trusted():
+            await self._fail_queued(
+                "sandbox_error",
+                f"The {session['harness']} harness runs its tools outside corebox's command"
+                " sandbox, and the server's owner no longer trusts this project.",
+            )
+            return False
         active = checks.overlays
         provider = execution_settings.settings_of(session).get("model_provider") or {}
         refusal = overlays.egress_refusal(active, session, provider.get("base_url"))
@@ -240,6 +248,14 @@ class TurnExecution:
             return False
         self._disabled = overlays.disabled_tools(active)
         return True
+
+    def _harness_trusted(self) -> bool:
+        """A CLI harness runs only for a project the owner trusts, checked at every turn:
+        trust can be withdrawn after the session was made."""
+        environments = self._parts.environments
+        if environments is None or self._session.get("harness") not in CLI_HARNESSES:
+            return True
+        return environments.grants.trusted(self._session["project_id"])
 
     async def _environment_ready(self) -> bool:
         """Initialize the session's Environment once before its first turn."""

@@ -63,9 +63,13 @@ class Admission:
             self._host,
             offered,
             prices,
+            self._trusted,
         )
         self._inputs = Inputs(writer, recorder, clock)
         self._changes = Changes(db, clock, recorder)
+
+    def _trusted(self, project_id: str) -> bool:
+        return self._environments is None or self._environments.grants.trusted(project_id)
 
     def _host(self, project_id: str) -> dict[str, Any]:
         """The confinement in force for the session's commands; where commands cannot be

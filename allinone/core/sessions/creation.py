@@ -93,10 +93,14 @@ class Creation:
         host: Callable[[str], dict[str, Any]],
         offered: Callable[[str], bool] = lambda kind: True,
         prices: Mapping[str, tuple[float, float]] | None = None,
+        trusted: Callable[[str], bool] = lambda project_id: True,
     ) -> None:
-        """`offered(kind)`: whether a connected Runtime declares the harness available."""
+        """`offered(kind)`: whether a connected Runtime declares the harness available;
+        `trusted(project_id)`: whether the owner trusts the project (a CLI harness needs
+        it)."""
         self._db = db
         self._offered = offered
+        self._trusted = trusted
         self._prices = dict(prices or {})
         self._deployments = Deployments(db, ids, clock)
         self._writer = writer
@@ -144,6 +148,7 @@ class Creation:
         )
         # What the request itself gets wrong is named before what this host lacks.
         frozen = self._providers.freeze(config, extension, harness)
+        agent_config.check_trusted(harness, self._trusted(project_id))
         agent_config.check_installed(harness, self._offered)
         provider = frozen.public if frozen is not None else None
         notes = features.check(
