@@ -9,6 +9,8 @@ it cannot be installed these tests are skipped with the reason."""
 from __future__ import annotations
 
 import os
+import secrets
+import select
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -300,3 +302,78 @@ def test_a_missing_cli_is_refused_at_session_creation(
         running.stop()
     assert "npm install -g @openai/codex" in refused.value.message
     assert model.requests == []
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live processes (zombies excluded) whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def wait_for_fifo(path: Path) -> str:
+    """What a command writes into the FIFO at `path` (the hang guard fails the test)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        ready, _, _ = select.select([descriptor], [], [], 60)
+        assert ready, "the command never started"
+        return os.read(descriptor, 4096).decode()
+    finally:
+        os.close(descriptor)
+
+
+def test_a_cancel_ends_every_process_the_turn_started(
+    codex_client: OpenAI, model: ModelServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    os.mkfifo(workspace / "ready")
+    marker = f"sleep {secrets.randbelow(10**6) + 10**6}"
+    # The command outlives the CLI's wait for it (a second), so the CLI keeps it running
+    # in the background and asks the model again; the turn is cancelled then.
+    model.queue(
+        Reply.call(
+            "exec_command",
+            {"cmd": f"echo started > ready; {marker}; touch slept.txt", "yield_time_ms": 1000},
+        ),
+        Reply.say("Waiting for the command to finish.", hang=True),
+        Reply.say("Still here."),
+    )
+    body = codex_body(model)
+    body["x_corebox"]["tool_policy"] = {"run_command": "allow"}
+    session = codex_client.beta.agents.sessions.create(
+        agent=AGENT,  # type: ignore[arg-type]
+        environment={"type": "self_hosted", "workspace_directory": str(workspace)},  # type: ignore[typeddict-item]
+        extra_body=body,
+    )
+    with codex_client.beta.agents.sessions.events.stream(session.id) as live:
+        send(codex_client, session.id, message("sleep, then touch slept.txt"))
+        assert wait_for_fifo(workspace / "ready").strip() == "started"
+        assert model.hanging.wait(60)
+        assert processes_with(marker)
+        send(codex_client, session.id, {"type": "agent.session.input.cancel"})
+        until_settled(live)
+    model.release.set()
+    assert latest_turn(codex_client, session.id).status == "cancelled"
+    # The cancel was confirmed only once the command and its shell were gone.
+    assert processes_with(marker) == []
+    # The next turn resumes the same native thread.
+    with codex_client.beta.agents.sessions.events.stream(session.id) as live:
+        send(codex_client, session.id, message("are you there?"))
+        rest = until_settled(live)
+    assert latest_turn(codex_client, session.id).status == "completed"
+    assert deltas(rest) == "Still here."
+    assert user_texts(model.requests[-1].body)[-2:] == [
+        "sleep, then touch slept.txt",
+        "are you there?",
+    ]
+    assert not (workspace / "slept.txt").exists()
