@@ -377,3 +377,44 @@ def test_a_cancel_ends_every_process_the_turn_started(
         "are you there?",
     ]
     assert not (workspace / "slept.txt").exists()
+
+
+def test_a_call_id_the_model_repeats_in_a_later_turn_is_asked_about_again(
+    codex_client: OpenAI, model: ModelServer, tmp_path: Path
+) -> None:
+    """Model servers do not all keep call ids unique across a conversation (these carry
+    the same second): each turn's approval still has an id of its own."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    session = codex_client.beta.agents.sessions.create(
+        agent=AGENT,  # type: ignore[arg-type]
+        environment={"type": "self_hosted", "workspace_directory": str(workspace)},  # type: ignore[typeddict-item]
+        extra_body=codex_body(model),
+    )
+    asked = []
+    for name in ("one.txt", "two.txt"):
+        model.queue(
+            Reply.call("exec_command", {"cmd": f"touch {name}"}, call_time=1_700_000_000),
+            Reply.say("Done."),
+        )
+        with codex_client.beta.agents.sessions.events.stream(session.id) as live:
+            send(codex_client, session.id, message(f"create {name}"))
+            for event in live:
+                assert event.type not in ("agent.session.turn.failed", "agent.session.idle")
+                if event.type == "agent.session.requires_action":
+                    action = event.session.required_actions[0]
+                    break
+            asked.append(action.request_id)
+            send(
+                codex_client,
+                session.id,
+                {
+                    "type": "agent.session.input.mcp_approval_request_result",
+                    "request_id": action.request_id,
+                    "response": {"type": "mcp_tool_call", "decision": "approve"},
+                },
+            )
+            until_settled(live)
+        assert latest_turn(codex_client, session.id).status == "completed"
+        assert (workspace / name).exists()
+    assert asked[0] != asked[1]

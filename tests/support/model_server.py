@@ -46,6 +46,7 @@ class Reply:
     hang: bool = False  # after the first delta, wait until released or the client leaves
     delta_chars: int = 4
     finish: str = "stop"  # stop | length
+    call_time: int = 0  # the time its call ids carry (0: the reply's own, as servers do)
 
     @classmethod
     def say(cls, text: str, **kwargs: Any) -> Reply:
@@ -221,7 +222,7 @@ def chat_events(reply: Reply, request: dict[str, Any]) -> Iterator[bytes | None]
         if index == 0 and reply.hang:
             yield None
     for index, (name, arguments) in enumerate(reply.calls):
-        call_id = f"call_{index}_{created}"
+        call_id = f"call_{index}_{reply.call_time or created}"
         opening = {"index": index, "id": call_id, "type": "function"}
         yield chunk({"tool_calls": [{**opening, "function": {"name": name, "arguments": ""}}]})
         for piece in _pieces(json.dumps(arguments), 8):
@@ -372,7 +373,7 @@ def responses_events(reply: Reply) -> Iterator[bytes | None]:
             "id": item_id,
             "type": "function_call",
             "status": "in_progress",
-            "call_id": f"call_{number}_{created}",
+            "call_id": f"call_{number}_{reply.call_time or created}",
             "name": name,
             "arguments": "",
         }
