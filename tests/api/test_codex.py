@@ -24,6 +24,7 @@ from tests.api.test_builtin import latest_turn, message, send, until_settled
 from tests.conftest import API_KEY, Server, start_server
 from tests.support.codex_cli import codex_bin
 from tests.support.model_server import MODEL, ModelServer, Reply
+from tests.support.process_tree import below, hold, survivors
 
 KEY = "sk-codex-model-0123456789"
 AGENT = {"model": MODEL, "x_corebox": {"harness": "codex"}}
@@ -418,3 +419,29 @@ def test_a_call_id_the_model_repeats_in_a_later_turn_is_asked_about_again(
         assert latest_turn(codex_client, session.id).status == "completed"
         assert (workspace / name).exists()
     assert asked[0] != asked[1]
+
+
+def test_no_cli_process_outlives_a_killed_server(
+    tmp_path: Path, codex_path: Path, model: ModelServer
+) -> None:
+    """A kill -9 of the server leaves no CLI behind holding the model credential."""
+    model.queue(Reply.say("a very long story about nothing", hang=True))
+    server = start_server(tmp_path / "data", extra_env=with_codex(codex_path))
+    try:
+        with surface_for(server) as surface:
+            client = surface.client(API_KEY)
+            client.beta.agents.sessions.create(
+                agent=AGENT,  # type: ignore[arg-type]
+                environment={"type": "none"},
+                input="tell me a story",
+                extra_body=codex_body(model),
+            )
+            assert model.hanging.wait(60)
+            assert below(server.process.pid)
+            held = hold(below(server.process.pid))
+            server.process.kill()
+            server.process.wait(15)
+    finally:
+        server.stop()
+    assert survivors(held) == []
+    model.release.set()
