@@ -257,7 +257,8 @@ class Dispatcher:
     # Run-scoped requests
     async def _cancel(self, frame: Frame) -> Replies:
         """Cancel a Run: no receipt before native settlement; `done` (synthesized when the
-        adapter produced none) precedes the receipt."""
+        adapter produced none) precedes the receipt. A Run whose adapter could not confirm
+        that it stopped is refused `cancel_failed`, never applied."""
         request: PromptCancel = frame.payload
         run = self._runs.get(frame.id)
         delivery = request.delivery_id
@@ -269,7 +270,8 @@ class Dispatcher:
         if not delivery:
             return
         if not settled:
-            yield _not_applied(delivery, CancelErrorCode.CANCEL_TIMEOUT)
+            failed = CancelErrorCode.CANCEL_FAILED if run.cancel_unconfirmed else None
+            yield _not_applied(delivery, failed or CancelErrorCode.CANCEL_TIMEOUT)
             return
         yield InteractionDecisionAck(delivery_id=delivery, applied=True)
 

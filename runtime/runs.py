@@ -134,6 +134,7 @@ class Run:
         self._usage: wire.Usage | None = None
         self.done_sent = False
         self.cancel_requested = False
+        self.cancel_unconfirmed = False  # the adapter could not confirm it stopped
         self.pause_requested = False
         self.paused = False
         self.resume = ""
@@ -432,6 +433,13 @@ class Run:
         except asyncio.CancelledError:
             if not (self.cancel_requested or self.paused):
                 raise
+        except OutcomeUnknown as exc:
+            if self.cancel_requested:
+                # Not a failure of the turn: its cancellation cannot be confirmed.
+                log.warning("run %s: cancellation unconfirmed: %s", self.run_id, exc)
+                self.cancel_unconfirmed = True
+            else:
+                await self._safe_error(*self._describe(exc))
         except HarnessError as exc:
             await self._safe_error(*self._describe(exc))
         except Exception as exc:
@@ -534,7 +542,8 @@ class Run:
             self.task.cancel()
 
     async def cancel(self, timeout: float) -> bool:
-        """Ask the adapter to stop and wait for native settlement; return whether it did."""
+        """Ask the adapter to stop and wait for native settlement; return whether it did
+        (False also when the adapter stopped without confirming it: `cancel_unconfirmed`)."""
         self.cancel_requested = True
         # A task that has not run yet is not cancelled: it would die before its first
         # line and never send `done`. It sees cancel_requested and settles at once.
@@ -546,4 +555,4 @@ class Run:
             return False
         if self.task is not None:
             await asyncio.wait({self.task}, timeout=timeout)
-        return True
+        return not self.cancel_unconfirmed

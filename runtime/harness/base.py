@@ -17,12 +17,14 @@ engine failure code; the others are reported as text and never classified.
 Contract for `Executor.run`: drive one native turn, sending its frames and requests
 through the RunContext in order, and return when the native turn has settled.
 Cancellation arrives as `asyncio.CancelledError` inside `run`; the adapter settles and
-re-raises. The dispatcher, not the adapter, sends `done`; an Executor whose harness keeps
-a native session of its own exposes its id as `native_session_id` (a str), which `done`
-reports as `metadata.agent_session_id` and Core sends back as `agent_session_id`. Every
-optional operation the context offers (function calls, permissions, choices, steering)
-is checked against the declaration frozen when the Executor was admitted, before the
-adapter is asked.
+re-raises. An adapter that cannot confirm that its native work stopped (a process it
+cannot prove gone) raises OutcomeUnknown instead: the cancellation is then reported
+unconfirmed (`cancel_failed`), never applied. The dispatcher, not the adapter, sends
+`done`; an Executor whose harness keeps a native session of its own exposes its id as
+`native_session_id` (a str), which `done` reports as `metadata.agent_session_id` and
+Core sends back as `agent_session_id`. Every optional operation the context offers
+(function calls, permissions, choices, steering) is checked against the declaration
+frozen when the Executor was admitted, before the adapter is asked.
 """
 
 from __future__ import annotations

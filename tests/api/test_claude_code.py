@@ -17,6 +17,7 @@ from tests.api.test_builtin import latest_turn, message, send, until_settled
 from tests.conftest import Server, start_server
 from tests.runtime.harness.claude_code_support import claude_command
 from tests.support.anthropic_server import AnthropicServer, Turn
+from tests.support.process_tree import below, hold, survivors
 from tests.support.sdk import sdk_client
 
 KEY = "sk-ant-test-0123456789"
@@ -190,6 +191,37 @@ def test_a_cancel_through_the_sdk_stops_the_cli(sdk: OpenAI, model: AnthropicSer
     turn(sdk, session_id, "and now?")
     assert latest_turn(sdk, session_id).status == "completed"
     assert "tell a story" in str(model.requests[-1]["messages"])
+
+
+def test_no_cli_process_outlives_a_killed_server(
+    tmp_path: Path, cli_env: dict[str, str], model: AnthropicServer
+) -> None:
+    """A kill -9 of the server leaves no CLI behind holding the model credential."""
+    model.queue(Turn.say("A story that never ends.", hang=True))
+    server = start_server(tmp_path / "data", extra_env=cli_env)
+    try:
+        with connect(server) as client:
+            agent_id = agent(client, model)
+            client.beta.agents.sessions.create(
+                agent_id=agent_id, environment={"type": "none"}, input="tell a story"
+            )
+            assert model.hanging.wait(60)
+            cli = [pid for pid in below(server.process.pid) if "claude" in _cmdline(pid)]
+            assert cli
+            held = hold(below(server.process.pid))
+            server.process.kill()
+            server.process.wait(15)
+    finally:
+        server.stop()
+    assert survivors(held) == []
+    model.release.set()
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 @pytest.mark.parametrize(

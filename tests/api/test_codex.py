@@ -9,6 +9,8 @@ it cannot be installed these tests are skipped with the reason."""
 from __future__ import annotations
 
 import os
+import secrets
+import select
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +24,7 @@ from tests.api.test_builtin import latest_turn, message, send, until_settled
 from tests.conftest import API_KEY, Server, start_server
 from tests.support.codex_cli import codex_bin
 from tests.support.model_server import MODEL, ModelServer, Reply
+from tests.support.process_tree import below, hold, survivors
 
 KEY = "sk-codex-model-0123456789"
 AGENT = {"model": MODEL, "x_corebox": {"harness": "codex"}}
@@ -335,3 +338,145 @@ def test_only_a_project_the_owner_trusts_runs_the_harness(
         assert turn.status == "failed"
         assert turn.x_corebox["error_code"] == "sandbox_error"
         assert len(model.requests) == asked  # nothing reached the model
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live processes (zombies excluded) whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def wait_for_fifo(path: Path) -> str:
+    """What a command writes into the FIFO at `path` (the hang guard fails the test)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        ready, _, _ = select.select([descriptor], [], [], 60)
+        assert ready, "the command never started"
+        return os.read(descriptor, 4096).decode()
+    finally:
+        os.close(descriptor)
+
+
+def test_a_cancel_ends_every_process_the_turn_started(
+    codex_client: OpenAI, model: ModelServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    os.mkfifo(workspace / "ready")
+    marker = f"sleep {secrets.randbelow(10**6) + 10**6}"
+    # The command outlives the CLI's wait for it (a second), so the CLI keeps it running
+    # in the background and asks the model again; the turn is cancelled then.
+    model.queue(
+        Reply.call(
+            "exec_command",
+            {"cmd": f"echo started > ready; {marker}; touch slept.txt", "yield_time_ms": 1000},
+        ),
+        Reply.say("Waiting for the command to finish.", hang=True),
+        Reply.say("Still here."),
+    )
+    body = codex_body(model)
+    body["x_corebox"]["tool_policy"] = {"run_command": "allow"}
+    session = codex_client.beta.agents.sessions.create(
+        agent=AGENT,  # type: ignore[arg-type]
+        environment={"type": "self_hosted", "workspace_directory": str(workspace)},  # type: ignore[typeddict-item]
+        extra_body=body,
+    )
+    with codex_client.beta.agents.sessions.events.stream(session.id) as live:
+        send(codex_client, session.id, message("sleep, then touch slept.txt"))
+        assert wait_for_fifo(workspace / "ready").strip() == "started"
+        assert model.hanging.wait(60)
+        assert processes_with(marker)
+        send(codex_client, session.id, {"type": "agent.session.input.cancel"})
+        until_settled(live)
+    model.release.set()
+    assert latest_turn(codex_client, session.id).status == "cancelled"
+    # The cancel was confirmed only once the command and its shell were gone.
+    assert processes_with(marker) == []
+    # The next turn resumes the same native thread.
+    with codex_client.beta.agents.sessions.events.stream(session.id) as live:
+        send(codex_client, session.id, message("are you there?"))
+        rest = until_settled(live)
+    assert latest_turn(codex_client, session.id).status == "completed"
+    assert deltas(rest) == "Still here."
+    assert user_texts(model.requests[-1].body)[-2:] == [
+        "sleep, then touch slept.txt",
+        "are you there?",
+    ]
+    assert not (workspace / "slept.txt").exists()
+
+
+def test_a_call_id_the_model_repeats_in_a_later_turn_is_asked_about_again(
+    codex_client: OpenAI, model: ModelServer, tmp_path: Path
+) -> None:
+    """Model servers do not all keep call ids unique across a conversation (these carry
+    the same second): each turn's approval still has an id of its own."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    session = codex_client.beta.agents.sessions.create(
+        agent=AGENT,  # type: ignore[arg-type]
+        environment={"type": "self_hosted", "workspace_directory": str(workspace)},  # type: ignore[typeddict-item]
+        extra_body=codex_body(model),
+    )
+    asked = []
+    for name in ("one.txt", "two.txt"):
+        model.queue(
+            Reply.call("exec_command", {"cmd": f"touch {name}"}, call_time=1_700_000_000),
+            Reply.say("Done."),
+        )
+        with codex_client.beta.agents.sessions.events.stream(session.id) as live:
+            send(codex_client, session.id, message(f"create {name}"))
+            for event in live:
+                assert event.type not in ("agent.session.turn.failed", "agent.session.idle")
+                if event.type == "agent.session.requires_action":
+                    action = event.session.required_actions[0]
+                    break
+            asked.append(action.request_id)
+            send(
+                codex_client,
+                session.id,
+                {
+                    "type": "agent.session.input.mcp_approval_request_result",
+                    "request_id": action.request_id,
+                    "response": {"type": "mcp_tool_call", "decision": "approve"},
+                },
+            )
+            until_settled(live)
+        assert latest_turn(codex_client, session.id).status == "completed"
+        assert (workspace / name).exists()
+    assert asked[0] != asked[1]
+
+
+def test_no_cli_process_outlives_a_killed_server(
+    tmp_path: Path, codex_path: Path, model: ModelServer
+) -> None:
+    """A kill -9 of the server leaves no CLI behind holding the model credential."""
+    model.queue(Reply.say("a very long story about nothing", hang=True))
+    server = start_server(tmp_path / "data", extra_env=with_codex(codex_path))
+    try:
+        with surface_for(server) as surface:
+            client = surface.client(API_KEY)
+            client.beta.agents.sessions.create(
+                agent=AGENT,  # type: ignore[arg-type]
+                environment={"type": "none"},
+                input="tell me a story",
+                extra_body=codex_body(model),
+            )
+            assert model.hanging.wait(60)
+            assert below(server.process.pid)
+            held = hold(below(server.process.pid))
+            server.process.kill()
+            server.process.wait(15)
+    finally:
+        server.stop()
+    assert survivors(held) == []
+    model.release.set()

@@ -56,6 +56,7 @@ class Reply:
     raw: tuple[str, bytes] | None = None  # answer 200 with this content type and body
     delta_chars: int = 4
     finish: str = "stop"  # stop | length
+    call_time: int = 0  # the time its call ids carry (0: the reply's own, as servers do)
 
     @classmethod
     def say(cls, text: str, **kwargs: Any) -> Reply:
@@ -266,7 +267,7 @@ def chat_events(reply: Reply, request: dict[str, Any]) -> Iterator[bytes | None]
     if reply.cut:
         return
     for index, (name, arguments) in enumerate(reply.calls):
-        call_id = f"call_{index}_{created}"
+        call_id = f"call_{index}_{reply.call_time or created}"
         opening = {"index": index, "id": call_id, "type": "function"}
         yield chunk({"tool_calls": [{**opening, "function": {"name": name, "arguments": ""}}]})
         for piece in _pieces(json.dumps(arguments), 8):
@@ -419,7 +420,7 @@ def responses_events(reply: Reply) -> Iterator[bytes | None]:
             "id": item_id,
             "type": "function_call",
             "status": "in_progress",
-            "call_id": f"call_{number}_{created}",
+            "call_id": f"call_{number}_{reply.call_time or created}",
             "name": name,
             "arguments": "",
         }

@@ -29,7 +29,7 @@ from allinone.core.orchestration.projector import ContractViolation, Fenced, Run
 from allinone.core.orchestration.recovery import CONTINUES, INTERRUPTED, Recovery
 from runtime.proto import run as wire_run
 from runtime.proto.codec import Frame
-from runtime.proto.errors import ValidationError
+from runtime.proto.errors import CancelErrorCode, ValidationError
 from runtime.proto.interactions import CANCEL_ACK_CODES, InteractionDecisionAck
 from storage import leases
 from storage.database import Tx
@@ -351,8 +351,9 @@ class Observation:
 
     async def _confirmed(self) -> bool | None:
         """After a cancellation: whether its receipt confirmed it applied (True) or
-        refused (False) before the deadline set when it was sent; None when it did not
-        (lost, late or unprovable). Without a cancellation: False."""
+        refused it because the Run had already ended (False) before the deadline set when
+        it was sent; None when it did not (lost, late, unprovable, or refused because the
+        Runtime could not settle it). Without a cancellation: False."""
         sent = self._cancellation
         if sent is None:
             return False
@@ -361,6 +362,8 @@ class Observation:
             ack = await asyncio.wait_for(asyncio.shield(sent.receipt), remaining)
             ack.check(ack.delivery_id, CANCEL_ACK_CODES)
         except (TimeoutError, ObservationError, ValidationError):
+            return None
+        if not ack.applied and ack.error_code != CancelErrorCode.RUN_INACTIVE:
             return None
         return ack.applied
 

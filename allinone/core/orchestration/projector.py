@@ -46,8 +46,8 @@ class Fenced(CoreError):
 
 
 class ContractViolation(CoreError):
-    """A Run frame breaks the protocol's contract (a repeated call id, a contradictory
-    receipt). Nothing of the offending frame was written; the turn must fail with
+    """A Run frame breaks the protocol's contract (a repeated call or interaction id, a
+    contradictory receipt). Nothing of the offending frame was written; the turn must fail with
     `contract_violation`, its effects unknown."""
 
     def __init__(self, reason: str) -> None:
@@ -368,6 +368,7 @@ class Projector:
             "detail": payload.detail,
             "payload": payload.payload,
         }
+        await _fresh_interaction(tx, run.session_id, payload.request_id)
         refusal = await _disabled_refusal(tx, run.session_id, payload.tool)
         if refusal is None:
             await self._interaction(tx, run, payload.request_id, "permission", request)
@@ -384,6 +385,7 @@ class Projector:
     async def _interaction(
         self, tx: Tx, run: RunProjection, interaction_id: str, kind: str, request: dict[str, Any]
     ) -> None:
+        await _fresh_interaction(tx, run.session_id, interaction_id)
         await interactions.insert_interaction(
             tx, run.session_id, run.turn_id, interaction_id, kind, request, self._clock.now()
         )
@@ -504,6 +506,13 @@ def operation_of(frame: Frame) -> str:
 def _text(value: Any) -> str:
     """An observed value as the text a function call item carries."""
     return value if isinstance(value, str) else json.dumps(value)
+
+
+async def _fresh_interaction(tx: Tx, session_id: str, interaction_id: str) -> None:
+    """Raise ContractViolation when the session already has an interaction of that id:
+    a Runtime names each approval and question once."""
+    if await interactions.interaction(tx, session_id, interaction_id) is not None:
+        raise ContractViolation(f"the Runtime repeated interaction id {interaction_id!r}")
 
 
 async def _disabled_refusal(tx: Tx, session_id: str, tool: str) -> str | None:

@@ -3,8 +3,9 @@
 Out (stdin): `user` messages and `control_response`s to the CLI's control requests, plus
 the `initialize` control request sent once at start. In (stdout): one JSON object per
 line (`system`, `stream_event`, `assistant`, `user`, `result`, `control_request`,
-`control_response`). The process runs in its own process group; `stop` ends it (TERM,
-then KILL after a grace period) and is safe to call twice. Standard error is drained
+`control_response`). The process runs in its own process group and dies with the
+Runtime (runtime.harness.processes); `stop` ends it (TERM, then KILL after a grace
+period) and is safe to call twice. Standard error is drained
 and only its size is logged: it may quote a prompt.
 """
 
@@ -20,6 +21,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from runtime.harness import processes
 from runtime.harness.base import NativeFailure, Unavailable
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,7 @@ class ClaudeProcess:
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
                 limit=LINE_LIMIT,
+                preexec_fn=processes.die_with_runtime(),
             )
         except OSError as exc:
             raise Unavailable(f"Claude Code could not start ({type(exc).__name__})") from exc

@@ -12,17 +12,24 @@ Native resume: the thread id is written under the adapter's home, keyed by the s
 this process or after a Runtime restart, resumes that thread (`thread/resume`) so the
 model sees the conversation so far. With `require_existing_native_session`, a missing
 or unresumable thread is a failure instead of a fresh start.
+
+Cancellation: the CLI's `turn/interrupt` leaves the commands it keeps running in the
+background alive, so a cancelled turn also stops the app-server and ends every process
+it started (runtime.harness.processes); the cancellation is settled only then, and
+raises OutcomeUnknown when that cannot be confirmed. The next turn starts a new
+app-server that resumes the thread, as after a Runtime restart.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import os
 from pathlib import Path
 from typing import Any
 
-from runtime.harness.base import NativeFailure, RunContext, Unavailable
+from runtime.harness.base import NativeFailure, OutcomeUnknown, RunContext, Unavailable
 from runtime.harness.codex.cli import Cli
 from runtime.harness.codex.rpc import AppServer, RpcError
 from runtime.harness.codex.turn import CodexTurn
@@ -92,16 +99,29 @@ class CodexExecutor:
         turn = CodexTurn(
             self._server,
             self._thread_id,
+            run_id,
             context,
             self._configuration.agent_options.model,
             self._policy,
         )
-        await turn.play(messages, self._turn_options())
+        try:
+            await turn.play(messages, self._turn_options())
+        except (asyncio.CancelledError, Unavailable):
+            # The CLI leaves the commands of an interrupted turn running; the cancel is
+            # settled only once none is left. The next turn resumes the thread.
+            if not await self._stop():
+                raise OutcomeUnknown(
+                    "the processes of the stopped Codex turn are not confirmed gone"
+                ) from None
+            raise
 
     async def close(self) -> None:
-        if self._server is not None:
-            await self._server.close()
-            self._server = None
+        await self._stop()
+
+    async def _stop(self) -> bool:
+        """Stop the app-server and every process it started; whether all are gone."""
+        server, self._server = self._server, None
+        return await server.close() if server is not None else True
 
     def _turn_options(self) -> dict[str, Any]:
         effort = self._configuration.execution_controls.reasoning_effort
@@ -137,7 +157,7 @@ class CodexExecutor:
         }
         if cfg.agent_options.system_prompt:
             settings["developerInstructions"] = cfg.agent_options.system_prompt
-        known = self._threads.get(key) if key else None
+        known = self._thread_id or (self._threads.get(key) if key else None)
         if known is not None:
             try:
                 resumed = await server.request("thread/resume", {"threadId": known, **settings})

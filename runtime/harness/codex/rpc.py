@@ -19,6 +19,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from runtime.harness import processes
 from runtime.harness.base import NativeFailure, Unavailable
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class AppServer:
                 cwd=self._cwd,
                 limit=MAX_LINE_BYTES,
                 start_new_session=True,
+                preexec_fn=processes.die_with_runtime(),
             )
         except OSError as exc:
             raise Unavailable(f"the Codex CLI could not be started ({type(exc).__name__})") from exc
@@ -143,11 +145,15 @@ class AppServer:
             while await self._process.stderr.read(65536):
                 pass
 
-    async def close(self) -> None:
-        """Stop the process group (TERM, then KILL after STOP_TIMEOUT_SECONDS) and wait
-        for its readers."""
+    async def close(self) -> bool:
+        """End every process the server started (commands it keeps running in the
+        background included, in whatever process group they are), then stop the server
+        itself (TERM to its group, KILL after STOP_TIMEOUT_SECONDS) and wait for its
+        readers. Returns whether the processes it started are confirmed gone."""
         process = self._process
+        confirmed = True
         if process is not None and process.returncode is None:
+            confirmed = await processes.end_descendants(process.pid)
             if process.stdin is not None:
                 process.stdin.close()
             _signal(process.pid, signal.SIGTERM)
@@ -160,6 +166,7 @@ class AppServer:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        return confirmed
 
 
 def _signal(pid: int, number: signal.Signals) -> None:

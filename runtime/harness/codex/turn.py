@@ -14,7 +14,9 @@ to Run frames until `turn/completed`.
 Steered input is passed on at once with `turn/steer` (the CLI stops the model reply
 it is writing and calls the model again with the input); input that arrives as the
 native turn ends starts one more native turn within the same Run. Cancellation sends
-`turn/interrupt` and waits, bounded, for the turn to settle before re-raising. Requests
+`turn/interrupt` and waits, bounded, for the turn to settle before re-raising (the
+Executor then ends the processes the turn left running). Approval ids are derived from
+the Run and the item (`interaction_id`), never the model's call id alone. Requests
 the adapter cannot answer (user input, permission profiles, dynamic tools) are declined
 with a JSON-RPC error, so the CLI never waits.
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 from typing import Any, Literal
 
@@ -34,7 +37,7 @@ from runtime.proto.inputs import InputImage, InputText, MessageInput
 
 log = logging.getLogger(__name__)
 
-INTERRUPT_TIMEOUT_SECONDS = 15.0
+INTERRUPT_TIMEOUT_SECONDS = 5.0  # within the Runtime's settlement timeout, with the stop
 METHOD_NOT_FOUND = -32601
 TOOL_KINDS = {"commandExecution": "command_execution", "fileChange": "file_write"}
 TOOL_KINDS["mcpToolCall"] = "mcp_tool_call"
@@ -58,11 +61,18 @@ def user_input(messages: MessageInput) -> list[dict[str, Any]]:
 
 class CodexTurn:
     def __init__(
-        self, server: AppServer, thread_id: str, context: RunContext, model: str, policy: str
+        self,
+        server: AppServer,
+        thread_id: str,
+        run_id: str,
+        context: RunContext,
+        model: str,
+        policy: str,
     ) -> None:
         """`policy` is the tool policy for commands: `ask` asks the user, `allow` and
         `deny` answer the CLI's approval requests without asking."""
         self._server = server
+        self._run_id = run_id
         self._policy = policy
         self._thread_id = thread_id
         self._context = context
@@ -172,7 +182,7 @@ class CodexTurn:
         approval = str(params.get("approvalId") or "")
         title = str(params.get("command") or params.get("reason") or "apply file changes")
         approved = await self._context.request_permission(
-            f"codex_{item_id}{'_' + approval if approval else ''}"[:200],
+            interaction_id(self._run_id, item_id, approval),
             tool,
             title[:1000],
             str(params.get("cwd") or params.get("grantRoot") or "")[:1000],
@@ -272,6 +282,13 @@ class CodexTurn:
                         await self._server.respond(message["id"], {"decision": "cancel"})
                     elif message.get("method") == "turn/completed":
                         return
+
+
+def interaction_id(run_id: str, item_id: str, approval: str) -> str:
+    """The id of an approval: unique per Run, since the item id is the model's call id,
+    which not every model server keeps unique across a conversation."""
+    digest = hashlib.sha256("\0".join((run_id, item_id, approval)).encode()).hexdigest()
+    return f"codex_{digest[:32]}"
 
 
 def observation(kind: str, item: dict[str, Any]) -> wire.ToolObservation:

@@ -1,6 +1,7 @@
 """A cancellation the Runtime never confirms becomes a finite, visible unknown
 (`cancel_unconfirmed`) within the cancellation timer, counted from the moment the
-cancellation was sent, and the session stays usable."""
+cancellation was sent, and the session stays usable. So does one the Runtime refuses
+because it could not settle it."""
 
 from __future__ import annotations
 
@@ -41,6 +42,13 @@ async def _cancelled_turn(client: OpenAI, peer: ScriptedPeer, answer: str) -> tu
             "interaction_decision_ack",
             run_id,
             {"delivery_id": delivery_id, "applied": True, "outcome": {}},
+        )
+    elif answer == "done, then refused":
+        await peer.send("done", run_id, {})
+        await peer.send(
+            "interaction_decision_ack",
+            run_id,
+            {"delivery_id": delivery_id, "applied": False, "error_code": "cancel_failed"},
         )
     events = await asyncio.wait_for(created, 20)
     return session_id, events
@@ -96,6 +104,21 @@ def test_a_receipt_without_done_or_outcome_is_cancel_unconfirmed(tmp_path: Path)
     async def main() -> None:
         async with connected(tmp_path) as (peer, client):
             session_id, events = await _cancelled_turn(client, peer, "receipt only")
+            await in_thread(lambda: _check_unconfirmed(client, session_id, events))
+            await _next_turn_runs(client, peer, session_id)
+
+    asyncio.run(main())
+
+
+def test_a_cancellation_the_runtime_could_not_settle_is_cancel_unconfirmed_after_done(
+    tmp_path: Path,
+) -> None:
+    """A `done` followed by a refusal other than `run_inactive` (the Runtime stopped the
+    Run but could not confirm its native work ended) is not a completed turn."""
+
+    async def main() -> None:
+        async with connected(tmp_path) as (peer, client):
+            session_id, events = await _cancelled_turn(client, peer, "done, then refused")
             await in_thread(lambda: _check_unconfirmed(client, session_id, events))
             await _next_turn_runs(client, peer, session_id)
 

@@ -1,6 +1,6 @@
 """A Runtime that breaks the contract fails the turn at once with `contract_violation`,
-visibly and with nothing fabricated: a repeated function call id, a receipt that says
-applied and carries an error code. The session stays usable."""
+visibly and with nothing fabricated: a repeated function call id or interaction id, a
+receipt that says applied and carries an error code. The session stays usable."""
 
 from __future__ import annotations
 
@@ -74,6 +74,48 @@ def test_a_repeated_call_id_fails_the_turn_with_contract_violation(tmp_path: Pat
             items = await in_thread(lambda: client.beta.agents.sessions.items.list(session_id).data)
             assert [i.type for i in items].count("function_call") == 1
             await _next_turn_runs(client, peer, session_id)
+
+    asyncio.run(main())
+
+
+async def _ask(peer: ScriptedPeer, request_id: str) -> None:
+    await peer.send(
+        "permission_request",
+        peer.run_id,
+        {"request_id": request_id, "tool": "shell", "title": "touch made.txt"},
+    )
+
+
+def test_a_repeated_interaction_id_fails_the_turn_with_contract_violation(
+    tmp_path: Path,
+) -> None:
+    """Also across turns: an approval id the session already had, answered or not."""
+
+    async def main() -> None:
+        async with connected(tmp_path) as (peer, client):
+            created = asyncio.create_task(in_thread(lambda: _create(client)))
+            await peer.start_run()
+            await _ask(peer, "perm_1")
+            await _ask(peer, "perm_1")
+            cancel = await peer.receive("prompt_cancel")
+            assert cancel["id"] == peer.run_id
+            events = await asyncio.wait_for(created, 20)
+            session_id = await in_thread(lambda: _check_violation(client, events))
+            await _next_turn_runs(client, peer, session_id)
+
+            def next_turn() -> list[Any]:
+                with client.beta.agents.sessions.stream(session_id, input="ask") as live:
+                    return list(live)
+
+            streamed = asyncio.create_task(in_thread(next_turn))
+            await peer.start_run()
+            await _ask(peer, "perm_1")
+            await peer.receive("prompt_cancel")
+            await asyncio.wait_for(streamed, 20)
+            turn = await in_thread(
+                lambda: client.beta.agents.sessions.turns.list(session_id, limit=1).data[0]
+            )
+            assert (turn.status, turn.x_corebox["error_code"]) == ("failed", "contract_violation")  # type: ignore[attr-defined]
 
     asyncio.run(main())
 
