@@ -86,6 +86,9 @@ def data_dir_check(data_dir: Path) -> Check:
     return Check(name, True, f"{data_dir} (private, writable)")
 
 
+_DAMAGED = "restore it from a backup, or move it aside to start afresh"
+
+
 def database_check(data_dir: Path) -> Check:
     name = "database"
     path = data_dir / DATABASE_FILE
@@ -94,14 +97,11 @@ def database_check(data_dir: Path) -> Check:
         return Check(name, True, f"created at first start (schema {newest})")
     try:
         version = int(_read_only(path, "SELECT max(version) FROM schema_version") or 0)
-        _read_only(path, "PRAGMA quick_check(1)")
+        damage = _read_only(path, "PRAGMA quick_check(1)")
     except sqlite3.Error as exc:
-        return Check(
-            name,
-            False,
-            f"{path} cannot be read: {exc}",
-            "restore it from a backup, or move it aside to start afresh",
-        )
+        return Check(name, False, f"{path} cannot be read: {exc}", _DAMAGED)
+    if damage != "ok":  # SQLite's quick check names the first damage it found
+        return Check(name, False, f"{path} is damaged: {damage}", _DAMAGED)
     if version > newest:
         return Check(
             name,
@@ -194,9 +194,14 @@ def _newest_record(path: Path) -> int | None:
     return None if newest is None else int(newest)
 
 
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    """`path` opened so that nothing can change it (a relative path too)."""
+    return sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+
+
 def _read_only(path: Path, sql: str) -> Any:
     """The first column of the first row of `sql`, read without changing the file."""
-    with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
+    with contextlib.closing(_open_read_only(path)) as conn:
         row = conn.execute(sql).fetchone()
     return None if row is None else row[0]
 
@@ -238,7 +243,7 @@ def _mcp_urls(path: Path) -> set[str]:
     if not path.exists():
         return set()
     try:
-        with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
+        with contextlib.closing(_open_read_only(path)) as conn:
             rows = conn.execute("SELECT config FROM agents WHERE deleted_at IS NULL").fetchall()
     except sqlite3.Error:
         return set()

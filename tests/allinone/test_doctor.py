@@ -156,3 +156,45 @@ def test_an_unreachable_mcp_server_of_a_saved_agent_fails(tmp_path: Path) -> Non
     assert f"FAIL  mcp {dead}" in done.stdout
     assert "unreachable: connection refused" in done.stdout  # in words, not `[Errno 111]`
     assert "fix: start that MCP server" in done.stdout
+
+
+def test_a_damaged_database_fails_naming_the_damage(tmp_path: Path) -> None:
+    """A database whose pages were overwritten opens, and its schema reads; the check
+    still fails, naming what SQLite's quick check found."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    path = data_dir / doctor.DATABASE_FILE
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE schema_version (version INTEGER, applied_at INTEGER)")
+        conn.execute("INSERT INTO schema_version VALUES (1, 0)")
+        conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+        conn.executemany("INSERT INTO notes (body) VALUES (?)", [("x" * 300,)] * 2000)
+        conn.execute("CREATE INDEX notes_body ON notes(body)")
+    conn.close()
+    assert doctor.database_check(data_dir).ok
+    size = path.stat().st_size
+    with path.open("r+b") as damaged:
+        damaged.seek(size // 2)
+        damaged.write(os.urandom(4096))
+    check = doctor.database_check(data_dir)
+    assert not check.ok, check
+    assert "is damaged" in check.detail or "cannot be read" in check.detail, check.detail
+    assert check.fix == "restore it from a backup, or move it aside to start afresh"
+
+
+def test_a_relative_data_directory_is_checked(tmp_path: Path) -> None:
+    start_server(tmp_path / "data").stop()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COREBOX_")}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "allinone", "doctor", "--data-dir", "data", "--port", "0"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    database = [line for line in done.stdout.splitlines() if "database" in line]
+    assert database and database[0].startswith("ok"), done.stdout
