@@ -356,7 +356,7 @@ PLATFORM: dict[str, Schema] = {
 _PHASE = _nullable(
     {"enum": ["processing", "waiting_owner", "waiting_reply", "completed", "failed"]}
 )
-_CLAIM_STATE = {"enum": ["leased", "waiting_owner", "failed", "done"]}
+_CLAIM_STATE = {"enum": ["leased", "expired", "waiting_owner", "failed", "done"]}
 _CONTACT_STATE = {"enum": ["open", "accepted", "closed", "expired"]}
 _CLAIM_FIELDS: dict[str, Schema] = {
     "state": _CLAIM_STATE,

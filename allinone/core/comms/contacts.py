@@ -28,7 +28,7 @@ from allinone.core.comms.limits import (
     REPLY_LIMIT,
 )
 from allinone.core.comms.models import OpenContact, Reply
-from allinone.core.comms.states import ContactState, check_contact
+from allinone.core.comms.states import ContactState, check_contact, shown_state
 from allinone.core.ids import Clock, Ids
 from storage import comms_claims as claim_rows
 from storage import comms_contacts as rows
@@ -99,14 +99,14 @@ async def communication_view(
         "latest_outbound_received_at": latest["received_at"] if latest else None,
         "peer_phase": peer_phase,
         "peer_owner_read": "unknown",
-        "claim": None if own_claim is None else _claim_summary(own_claim),
+        "claim": None if own_claim is None else _claim_summary(own_claim, now),
         "server_time": now,
     }
 
 
-def _claim_summary(claim: dict[str, Any]) -> dict[str, Any]:
+def _claim_summary(claim: dict[str, Any], now: int) -> dict[str, Any]:
     return {
-        "state": claim["state"],
+        "state": shown_state(claim, now),
         "through_seq": claim["through_seq"],
         "lease_epoch": claim["lease_epoch"],
         "lease_expires_at": claim["lease_expires_at"],

@@ -19,6 +19,7 @@ from typing import Any
 from allinone.core.comms.contacts import communication_view
 from allinone.core.comms.errors import NotFound
 from allinone.core.comms.identities import Caller
+from allinone.core.comms.states import shown_state
 from allinone.core.ids import Clock
 from storage import comms_claims as claim_rows
 from storage import comms_contacts as rows
@@ -84,7 +85,7 @@ class Conversations:
             view["object"] = "comms.conversation"
             view["messages"] = [_message(m) for m in await rows.messages(r, contact_id)]
             view["claims"] = [
-                {"role_id": role_id, **self._claim(claim)}
+                {"role_id": role_id, **self._claim(claim, now)}
                 for role_id in sorted(ours & set(view["parties"].values()))
                 if (claim := await claim_rows.get(r, contact_id, role_id)) is not None
             ]
@@ -120,9 +121,9 @@ class Conversations:
         }
 
     @staticmethod
-    def _claim(claim: dict[str, Any]) -> dict[str, Any]:
+    def _claim(claim: dict[str, Any], now: int) -> dict[str, Any]:
         return {
-            "state": claim["state"],
+            "state": shown_state(claim, now),
             "phase": claim["phase"],
             "through_seq": claim["through_seq"],
             "handled_seq": claim["handled_seq"],

@@ -8,12 +8,15 @@ Claim:    leased -> leased (processing) | waiting_owner | failed | done
           every state may repeat itself (a retried progress report)
 Progress phases map onto claim states: processing -> leased, waiting_owner ->
 waiting_owner, failed -> failed, waiting_reply and completed -> done (the watermark is
-handled and becomes the role's handled_seq).
+handled and becomes the role's handled_seq). A lease whose time is up is answered as
+`expired` (`shown_state`), though nothing stored changes until the next claim.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
+from typing import Any
 
 from allinone.core.comms.errors import IllegalTransition
 
@@ -51,6 +54,18 @@ CLAIM_TRANSITIONS: dict[ClaimState, frozenset[ClaimState]] = {
     ClaimState.FAILED: frozenset({ClaimState.FAILED, ClaimState.LEASED}),
     ClaimState.DONE: frozenset({ClaimState.DONE, ClaimState.LEASED}),
 }
+
+# What a claim whose lease ran out is answered as: no executor holds it, and a new claim
+# competes for it (a renewal of the old lease is refused `TASK_LEASE_EXPIRED`).
+EXPIRED = "expired"
+
+
+def shown_state(claim: Mapping[str, Any], now: int) -> str:
+    """A claim's state as the API answers it: `expired` once a lease's time is up."""
+    if claim["state"] == ClaimState.LEASED and now >= claim["lease_expires_at"]:
+        return EXPIRED
+    return str(claim["state"])
+
 
 # States a new lease may leave only with resume:true and owner_confirmed:true.
 NEEDS_OWNER = frozenset({ClaimState.WAITING_OWNER, ClaimState.FAILED})

@@ -97,12 +97,15 @@ def test_leases_last_300_seconds(tmp_path: Path) -> None:
         clock.at += 1
         expired = Claim(lease(1), 1, renew=True, expected_lease_epoch=1)
         assert await _code(comms.claims.claim(bob, contact, expired)) == "TASK_LEASE_EXPIRED"
+        # What the contact says of the lease is the truth too: nobody holds it.
+        assert (await comms.contacts.communication(bob, contact))["claim"]["state"] == "expired"
         stale_write = comms.contacts.reply(
             bob, contact, Reply("late"), "r1", LeaseHeaders(lease(1), 1)
         )
         assert await _code(stale_write) == "TASK_LEASE_EXPIRED"
         fresh = await comms.claims.claim(bob, contact, Claim(lease(2), 1))
         assert fresh["lease_epoch"] == 2
+        assert (await comms.contacts.communication(bob, contact))["claim"]["state"] == "leased"
         await comms.contacts.reply(bob, contact, Reply("on time"), "r2", LeaseHeaders(lease(2), 2))
 
     run(tmp_path, scenario)
