@@ -35,6 +35,9 @@ MAX_NATIVE_SESSION_ID = 256  # a longer `agent_session_id` is not recorded
 
 log = logging.getLogger(__name__)
 
+# The phase of a running turn suspended for a re-claim (recovery.py).
+RESUMING = "resuming"
+
 # Steering states in which the message certainly never reached the harness.
 _NEVER_DELIVERED = frozenset({"pending", "refused"})
 
@@ -229,6 +232,12 @@ class Outcomes:
         names the operation whose outcome is unknown. Nothing is replayed."""
         unknown = _unknown(operation)
         message = f"The execution stopped while this turn was running; {unknown}."
+        return await self._stop(tx, row, "execution_interrupted", message)
+
+    async def unrestorable(self, tx: Tx, row: dict[str, Any], problem: str) -> bool:
+        """Fail a suspended turn that cannot continue from its checkpoint (restore
+        validation said why: `recovery.restore_problem`), as `interrupt` does."""
+        message = f"The turn could not continue from its checkpoint: {problem}."
         return await self._stop(tx, row, "execution_interrupted", message)
 
     async def observation_lost(

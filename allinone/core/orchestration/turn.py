@@ -45,8 +45,9 @@ from allinone.core.orchestration.configuration import (
 from allinone.core.orchestration.credentials import ResolutionFailed
 from allinone.core.orchestration.delivery import Delivery, messages_of
 from allinone.core.orchestration.observation import Observation
+from allinone.core.orchestration.outcomes import RESUMING
 from allinone.core.orchestration.projector import RunProjection
-from allinone.core.orchestration.recovery import RESUMING, restore_problem
+from allinone.core.orchestration.recovery import restore_problem
 from allinone.core.orchestration.transitions import move
 from allinone.core.sessions import revisions
 from allinone.core.states import TurnStatus
@@ -377,7 +378,7 @@ class TurnExecution:
             return None
         problem = restore_problem(row, revisions.digest_of(self._session))
         if problem is not None:
-            await self._parts.outcomes.interrupt(tx, row, problem)
+            await self._parts.outcomes.unrestorable(tx, row, problem)
             return None
         fence, epoch = await tenancy.next_counters(tx, "fencing_token", "worker_epoch")
         token = str(fence)
