@@ -100,6 +100,25 @@ def test_a_paused_turn_resumes_under_the_budget_as_it_is_now(server: Server) -> 
         assert assistant(client, lowered) == ["a"]
 
 
+def test_a_paused_turn_whose_budget_was_used_up_fails_on_resume(server: Server) -> None:
+    """The check before the re-claim refuses it, as it refuses a turn about to start:
+    the turn fails, and the resume expires with it."""
+    with sdk(server) as client:
+        session_id = started(
+            client, BUDGETED, agent={"model": "scripted"}, spend_control={"limit": 1000}
+        )
+        paused(server, client, session_id)
+        client.beta.agents.sessions.update(session_id, spend_control={"limit": 10})
+        reply = command(server, session_id, "resume")
+        assert reply.status_code == 202, reply.body
+        outcome = settled(server, reply.json()["id"])
+        assert (outcome["status"], outcome["reason"]) == ("expired", "turn_failed")
+        wait_idle(client, session_id)
+        state = run_state(client, session_id)
+        assert (state["status"], state["error_code"]) == ("failed", "session_budget_exceeded")
+        assert assistant(client, session_id) == ["a"]
+
+
 def answer(client: OpenAI, session_id: str, action: Any) -> None:
     """Answer the pending call of `lookup` with 7."""
     client.beta.agents.sessions.events.create(
