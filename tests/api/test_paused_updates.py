@@ -7,6 +7,7 @@ resume, and for a running turn re-claimed after a kill -9 that followed an updat
 from __future__ import annotations
 
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from openai import OpenAI
 
 from tests.api.test_run_control import (
     LOOKUP,
+    NEVER_SETTLES,
     assistant,
     command,
     run_state,
@@ -117,6 +119,32 @@ def test_a_paused_turn_whose_budget_was_used_up_fails_on_resume(server: Server) 
         state = run_state(client, session_id)
         assert (state["status"], state["error_code"]) == ("failed", "session_budget_exceeded")
         assert assistant(client, session_id) == ["a"]
+
+
+def test_a_limit_first_set_while_paused_applies_to_the_resumed_turn(server: Server) -> None:
+    """The resumed Run's usage reports are checked against the limit the session has
+    now, though the configuration the turn is pinned to had none."""
+    with sdk(server) as client:
+        session_id = started(
+            client, BUDGETED.replace("/say b", "/hang"), agent={"model": "scripted"}
+        )
+        paused(server, client, session_id)
+        client.beta.agents.sessions.update(session_id, spend_control={"limit": 50})
+        reply = command(server, session_id, "resume")
+        assert settled(server, reply.json()["id"])["status"] == "applied"
+        state = ended(client, session_id)
+        assert (state["status"], state["error_code"]) == ("failed", "session_budget_exceeded")
+
+
+def ended(client: OpenAI, session_id: str) -> dict[str, Any]:
+    """The state of the session's newest turn once it ended."""
+    give_up = time.monotonic() + NEVER_SETTLES
+    while True:
+        state = run_state(client, session_id)
+        if state["status"] in ("completed", "failed", "cancelled"):
+            return state
+        assert time.monotonic() < give_up, f"the turn has not ended: {state}"
+        time.sleep(0.02)
 
 
 def answer(client: OpenAI, session_id: str, action: Any) -> None:

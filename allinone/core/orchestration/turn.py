@@ -157,7 +157,7 @@ class TurnExecution:
         self.claimed = True
         run = RunProjection(self._session["id"], self._turn_id, claim)
         run.price = budgets.price_of(self._session)
-        run.limited = budgets.limit_of(self._session) is not None
+        run.limited = self._checks.limited
         run_sub = self._connection.subscribe_run(self._turn_id)
         try:
             if not await self._start(prepared, run):
@@ -461,15 +461,20 @@ class TurnExecution:
 @dataclass(frozen=True, slots=True)
 class SafePoint:
     """The checks at the safe point before a claim, read with the turn: why the
-    session's budget refuses it (or None) and the overlays in force for it."""
+    session's budget refuses it (or None), the overlays in force for it, and whether
+    the session has a spend_control limit (its Run's usage reports are then checked).
+    They are the session's as it is now, also for a turn re-claimed on its pinned
+    configuration."""
 
     refusal: str | None
     overlays: list[dict[str, Any]]
+    limited: bool
 
 
 async def safe_point(r: Reader, session: dict[str, Any], active: list[dict[str, Any]]) -> SafePoint:
     """The safe point's checks for `session`, given the overlays in force for it."""
-    return SafePoint(await budgets.standing(r, session), active)
+    limited = budgets.limit_of(session) is not None
+    return SafePoint(await budgets.standing(r, session), active, limited)
 
 
 def initialization_failure(exc: WorkspaceUnavailable, directory: str | None) -> str:
