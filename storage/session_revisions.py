@@ -47,6 +47,16 @@ async def next_revision(tx: Tx, session_id: str) -> int:
     return int(row["config_revision"])
 
 
+async def with_digest(q: Queryable, session_id: str, digest: str) -> dict[str, Any] | None:
+    """The session's newest revision whose digest is `digest` (None when it has none)."""
+    row = await q.fetchone(
+        "SELECT * FROM session_revisions WHERE session_id = ? AND digest = ?"
+        " ORDER BY revision DESC LIMIT 1",
+        (session_id, digest),
+    )
+    return record(row, ("agent", "options"))
+
+
 async def listing(q: Queryable, session_id: str) -> list[dict[str, Any]]:
     rows = await q.fetchall(
         "SELECT * FROM session_revisions WHERE session_id = ? ORDER BY revision", (session_id,)

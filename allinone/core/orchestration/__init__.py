@@ -24,8 +24,9 @@ What lives here:
 What it may import: the standard library and msgspec; `runtime.proto` (never the
 Runtime's implementation); `storage` (rows, transactions and SQL live there, never
 here); and from Core: `gateway` (connections, subscriptions, the preparation and
-workspace clients), `states`, `recorder`, `ids`, `render`, `environments` and the
-secret stores credentials need. It never imports `allinone.core.api`: nothing here
+workspace clients), `states`, `recorder`, `ids`, `render`, `environments`,
+`sessions.revisions` (the configuration a turn is pinned to) and the secret stores
+credentials need. It never imports `allinone.core.api`: nothing here
 speaks HTTP, and API handlers reach it only through the signals the orchestrator
 exposes (`wake`, `request_cancel`, `request_pause`, `input_admitted`, `abandon`,
 `start_drain`).

@@ -5,7 +5,7 @@ retry interval passes; for each queued turn not already running here it selects 
 connected device whose declared capabilities cover what the turn needs and runs the
 turn's `TurnExecution` (turn.py) as a task it owns. A turn suspended for a re-claim (phase
 `resuming`, see recovery.py) is scheduled the same way and continues from its
-checkpoint. A turn no device can run stays
+checkpoint on the configuration it is pinned to. A turn no device can run stays
 queued, unless its environment failed to prepare. Signals from admission (a
 cancellation, an input for a running turn, a lapsed lease) reach the turn's execution
 through it.
@@ -33,6 +33,7 @@ from allinone.core.orchestration.projector import Projector
 from allinone.core.orchestration.recovery import Recovery
 from allinone.core.orchestration.timers import PRODUCTION, Timers
 from allinone.core.orchestration.turn import HeldBack, SafePoint, TurnExecution, safe_point
+from allinone.core.sessions import revisions
 from allinone.core.tasks import cancel_and_wait
 from storage import checkpoints, cluster, sessions, turns
 from storage import environments as env_rows
@@ -278,17 +279,23 @@ _Candidate = tuple[dict[str, Any], dict[str, Any] | None, SafePoint | None]
 async def _candidates(r: Reader, skip: frozenset[str]) -> list[_Candidate]:
     """In one read: turns suspended for a re-claim, then queued turns, except those in
     `skip` (already running here), each with its session and the checks of its safe
-    point (None while a kill switch in force holds it)."""
-    runnable = await checkpoints.resumable(r) + await turns.queued(r)
+    point (None while a kill switch in force holds it). A suspended turn gets the
+    session as its pinned configuration has it (`revisions.pinned`); the checks are the
+    session's as it is now (its budget and the overlays in force)."""
+    resumable = await checkpoints.resumable(r)
+    suspended = {turn["id"] for turn in resumable}
     held: dict[str, tuple[dict[str, Any] | None, SafePoint | None]] = {}
     found: list[_Candidate] = []
-    for turn in runnable:
+    for turn in resumable + await turns.queued(r):
         if turn["id"] in skip:
             continue
         session_id = turn["session_id"]
         if session_id not in held:
             held[session_id] = await _session_and_checks(r, session_id)
-        found.append((turn, *held[session_id]))
+        session, checks = held[session_id]
+        if session is not None and turn["id"] in suspended:
+            session = await revisions.pinned(r, session, turn.get("config_digest"))
+        found.append((turn, session, checks))
     return found
 
 

@@ -35,6 +35,9 @@ MAX_NATIVE_SESSION_ID = 256  # a longer `agent_session_id` is not recorded
 
 log = logging.getLogger(__name__)
 
+# The phase of a running turn suspended for a re-claim (recovery.py).
+RESUMING = "resuming"
+
 # Steering states in which the message certainly never reached the harness.
 _NEVER_DELIVERED = frozenset({"pending", "refused"})
 
@@ -154,12 +157,21 @@ class Outcomes:
         )
 
     async def fail_queued(self, turn_id: str, code: str, message: str) -> None:
+        """Fail a turn before its Run starts, for a check before the claim (its budget,
+        an overlay, its Environment, the preparation): a queued turn, or one suspended
+        for a re-claim (phase `resuming`: fenced on the token it was suspended with, so
+        a turn another process re-claimed meanwhile is left alone)."""
+
         async def job(tx: Tx) -> None:
             row = await turns.get(tx, turn_id)
             if row is None:
                 return
+            fields: dict[str, object] = {"error_code": code, "error_message": message}
             if row["status"] == TurnStatus.QUEUED:
                 await self.recorder.announce_queued_input(tx, turn_id)
+            elif row.get("phase") == RESUMING:
+                await self._end_suspended(tx, row, fields)
+                return
             await self._end(
                 tx,
                 turn_id,
@@ -167,10 +179,21 @@ class Outcomes:
                 TurnStatus.FAILED,
                 (TurnStatus.QUEUED,),
                 None,
-                {"error_code": code, "error_message": message},
+                fields,
             )
 
         await self._db.write_durably(job)  # settles as soon as storage takes writes
+
+    async def _end_suspended(self, tx: Tx, row: dict[str, Any], fields: dict[str, object]) -> None:
+        turn_id = str(row["id"])
+        running = (TurnStatus.IN_PROGRESS, TurnStatus.WAITING)
+        token = row.get("fencing_token")
+        if not await self._end(
+            tx, turn_id, str(row["session_id"]), TurnStatus.FAILED, running, token, fields
+        ):
+            return
+        await leases.interrupt_items(tx, turn_id)
+        await interactions.withdraw_open(tx, turn_id)
 
     async def fail_running(self, turn_id: str, run: RunProjection, code: str, message: str) -> None:
         async def job(tx: Tx) -> None:
@@ -229,6 +252,12 @@ class Outcomes:
         names the operation whose outcome is unknown. Nothing is replayed."""
         unknown = _unknown(operation)
         message = f"The execution stopped while this turn was running; {unknown}."
+        return await self._stop(tx, row, "execution_interrupted", message)
+
+    async def unrestorable(self, tx: Tx, row: dict[str, Any], problem: str) -> bool:
+        """Fail a suspended turn that cannot continue from its checkpoint (restore
+        validation said why: `recovery.restore_problem`), as `interrupt` does."""
+        message = f"The turn could not continue from its checkpoint: {problem}."
         return await self._stop(tx, row, "execution_interrupted", message)
 
     async def observation_lost(

@@ -16,7 +16,7 @@ import logging
 from functools import partial
 from typing import Any
 
-from allinone.core.orchestration.outcomes import Outcomes
+from allinone.core.orchestration.outcomes import RESUMING, Outcomes
 from allinone.core.orchestration.projector import RunProjection
 from allinone.core.recorder import Recorder
 from storage import checkpoints, cluster, commands, turns
@@ -24,7 +24,6 @@ from storage.database import Database, Tx
 
 log = logging.getLogger(__name__)
 
-RESUMING = "resuming"
 PAUSED = "paused"
 # What `Recovery.run_lost` did with the turn of a lost Run.
 CONTINUES = "continues"
@@ -60,14 +59,15 @@ async def suspend(tx: Tx, row: dict[str, Any], token: str | None, recorder: Reco
 
 
 def restore_problem(row: dict[str, Any], config_digest: str | None) -> str | None:
-    """Restore validation before a re-claim: why the turn cannot continue from its
-    checkpoint on a new Run, or None when it can."""
+    """Restore validation before a re-claim, given the digest of the configuration the
+    new Run is to start with (the turn's pinned one, `revisions.pinned`): why the turn
+    cannot continue from its checkpoint on a new Run, or None when it can."""
     if row.get("phase") != RESUMING:
-        return "a turn that is not waiting to be re-claimed"
+        return "it is not waiting to be re-claimed"
     if not checkpoints.restorable(row):
-        return "a checkpoint that is missing or was superseded"
+        return "the checkpoint is missing or was superseded"
     if row.get("checkpoint_config_digest") != config_digest:
-        return "a checkpoint taken with another configuration"
+        return "the configuration it was taken with is not stored with the session"
     return None
 
 

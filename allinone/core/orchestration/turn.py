@@ -45,8 +45,9 @@ from allinone.core.orchestration.configuration import (
 from allinone.core.orchestration.credentials import ResolutionFailed
 from allinone.core.orchestration.delivery import Delivery, messages_of
 from allinone.core.orchestration.observation import Observation
+from allinone.core.orchestration.outcomes import RESUMING
 from allinone.core.orchestration.projector import RunProjection
-from allinone.core.orchestration.recovery import RESUMING, restore_problem
+from allinone.core.orchestration.recovery import restore_problem
 from allinone.core.orchestration.transitions import move
 from allinone.core.sessions import revisions
 from allinone.core.states import TurnStatus
@@ -156,7 +157,7 @@ class TurnExecution:
         self.claimed = True
         run = RunProjection(self._session["id"], self._turn_id, claim)
         run.price = budgets.price_of(self._session)
-        run.limited = budgets.limit_of(self._session) is not None
+        run.limited = self._checks.limited
         run_sub = self._connection.subscribe_run(self._turn_id)
         try:
             if not await self._start(prepared, run):
@@ -377,7 +378,7 @@ class TurnExecution:
             return None
         problem = restore_problem(row, revisions.digest_of(self._session))
         if problem is not None:
-            await self._parts.outcomes.interrupt(tx, row, problem)
+            await self._parts.outcomes.unrestorable(tx, row, problem)
             return None
         fence, epoch = await tenancy.next_counters(tx, "fencing_token", "worker_epoch")
         token = str(fence)
@@ -460,15 +461,20 @@ class TurnExecution:
 @dataclass(frozen=True, slots=True)
 class SafePoint:
     """The checks at the safe point before a claim, read with the turn: why the
-    session's budget refuses it (or None) and the overlays in force for it."""
+    session's budget refuses it (or None), the overlays in force for it, and whether
+    the session has a spend_control limit (its Run's usage reports are then checked).
+    They are the session's as it is now, also for a turn re-claimed on its pinned
+    configuration."""
 
     refusal: str | None
     overlays: list[dict[str, Any]]
+    limited: bool
 
 
 async def safe_point(r: Reader, session: dict[str, Any], active: list[dict[str, Any]]) -> SafePoint:
     """The safe point's checks for `session`, given the overlays in force for it."""
-    return SafePoint(await budgets.standing(r, session), active)
+    limited = budgets.limit_of(session) is not None
+    return SafePoint(await budgets.standing(r, session), active, limited)
 
 
 def initialization_failure(exc: WorkspaceUnavailable, directory: str | None) -> str:

@@ -5,6 +5,11 @@ options (`spend_control`, ...) and the execution settings frozen at creation (th
 provider's public part, the tool policy, the confinement). Its digest is
 `agent_versions.config_digest` of the three together, so two turns show different
 digests exactly when a `sessions.update` between them changed what they ran.
+
+A turn is pinned to the configuration its Run started with (seed 003: a Run that has
+started keeps its version): a turn continued from its checkpoint on a new Run (after a
+pause, a restart or a lost Runtime) runs the revision with its digest, `pinned`, whatever
+updates came since.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Any
 from allinone.core.agent_versions import config_digest
 from storage import execution_settings, session_revisions
 from storage.database import Tx
+from storage.rows import Queryable
 
 
 def session_digest(
@@ -27,6 +33,19 @@ def digest_of(session: dict[str, Any]) -> str:
     return session_digest(
         session["agent"], session.get("options"), execution_settings.settings_of(session)
     )
+
+
+async def pinned(q: Queryable, session: dict[str, Any], digest: str | None) -> dict[str, Any]:
+    """The session as a turn pinned to the configuration `digest` runs: with the agent
+    and options of its revision of that digest. The session itself when that is its
+    current configuration, or when no revision has that digest (restore validation then
+    finds the turn's checkpoint taken with another configuration)."""
+    if digest is None or digest == digest_of(session):
+        return session
+    revision = await session_revisions.with_digest(q, session["id"], digest)
+    if revision is None:
+        return session
+    return {**session, "agent": revision["agent"], "options": revision["options"]}
 
 
 async def write_first(
