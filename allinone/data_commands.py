@@ -10,7 +10,10 @@ running server.
 
 Each takes `--data-dir` and `--config` (resolved like `corebox serve`). On success each
 prints one summary line (`storage` prints its table, or JSON with `--json`); errors go
-to stderr with exit status 1.
+to stderr with exit status 1. None of them migrates the database: only `corebox serve`
+does, as it starts, and an older build may be serving it meanwhile. A database at an
+earlier build's schema is refused, changing nothing (`backup` copies it as it is, and
+`restore` puts such a copy back), and so is a newer build's.
 """
 
 from __future__ import annotations
@@ -32,9 +35,14 @@ from allinone.datadir import bundle as bundles
 from allinone.datadir import collection, usage
 from allinone.progress import Bar
 from storage.database import Database
-from storage.errors import StorageError
+from storage.errors import SchemaTooOld, StorageError
 
 COMMANDS = ("gc", "storage", "backup", "restore", "export", "import")
+# What a command that found an earlier build's schema (and changed nothing) says to do.
+UPGRADE = (
+    "start `corebox serve` once to upgrade it (stop any older corebox serving it first);"
+    " nothing was changed"
+)
 
 
 def add_commands(commands: Any) -> None:
@@ -137,6 +145,9 @@ def run_command(args: argparse.Namespace, environ: Mapping[str, str], out: TextI
                 f" (schema {manifest['schema_version']})",
                 file=out,
             )
+    except SchemaTooOld as exc:
+        print(f"corebox: error: {exc}: {UPGRADE}", file=sys.stderr)
+        return 1
     except (ConfigError, StorageError, backups.BackupError, bundles.BundleError, OSError) as exc:
         print(f"corebox: error: {exc}", file=sys.stderr)
         return 1
@@ -188,7 +199,8 @@ async def _gc(
 ) -> collection.Report:
     if not (data_dir / collection.DATABASE_FILE).is_file():
         raise StorageError(f"no database in {data_dir}")
-    db = await Database.open(data_dir / collection.DATABASE_FILE)
+    # Never migrated here: an older build may be serving it.
+    db = await Database.open(data_dir / collection.DATABASE_FILE, upgrade=False)
     try:
         return await collection.collect(
             db,

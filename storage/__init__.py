@@ -19,6 +19,7 @@ Exception tree:
 
     StorageError                  anything the store could not do
     +-- SchemaTooNew              the database was written by a newer build
+    +-- SchemaTooOld              an earlier build's database, opened without migrating
     +-- StorageUnavailable        the file cannot be opened or written
     +-- Conflict                  a compare-and-set or uniqueness rule refused the write
     +-- Unstorable                a value the backend cannot hold (PostgreSQL: U+0000 in text)
@@ -29,12 +30,20 @@ sqlite3 and psycopg exceptions are translated into these at this package's bound
 """
 
 from storage.database import Database
-from storage.errors import Conflict, SchemaTooNew, StorageError, StorageUnavailable, Unstorable
+from storage.errors import (
+    Conflict,
+    SchemaTooNew,
+    SchemaTooOld,
+    StorageError,
+    StorageUnavailable,
+    Unstorable,
+)
 
 __all__ = [
     "Conflict",
     "Database",
     "SchemaTooNew",
+    "SchemaTooOld",
     "StorageError",
     "StorageUnavailable",
     "Unstorable",

@@ -306,16 +306,25 @@ class Database:
 
     @classmethod
     async def open(
-        cls, target: Path | str, *, synchronous: str = "FULL", readers: int = 2
+        cls,
+        target: Path | str,
+        *,
+        synchronous: str = "FULL",
+        readers: int = 2,
+        upgrade: bool = True,
     ) -> Database:
         """Open and migrate the database: the SQLite file at `target` (created if
-        needed), or the PostgreSQL database `target` names (a `postgresql://` URL)."""
+        needed), or the PostgreSQL database `target` names (a `postgresql://` URL).
+
+        Without `upgrade`, an SQLite file is opened only when it exists at this build's
+        schema, and is neither created nor migrated: any other version raises
+        SchemaTooOld or SchemaTooNew (see `check_schema`) having changed nothing."""
         if urls.is_url(target):
             return await cls._open_postgres(str(target), readers)
         path = Path(target)
         connect = functools.partial(sqlite_driver.Driver, path, synchronous)
         try:
-            version = await asyncio.to_thread(migrate, path)
+            version = await asyncio.to_thread(migrate if upgrade else check_schema, path)
             writer = await _Connection.open(connect, "storage-writer")
             reader_conns = [
                 await _Connection.open(connect, f"storage-reader-{n}") for n in range(readers)
@@ -621,6 +630,22 @@ def _rewind(batch: list[_Job]) -> bool:
                 return False
             source.seek(position)
     return True
+
+
+def check_schema(path: Path, *, older: bool = False) -> int:
+    """The schema version of the existing SQLite file at `path`, read without changing
+    it (nothing created, nothing migrated), when this build works on it as it is (see
+    `migrations.check`: an older one only with `older`); else SchemaTooOld or
+    SchemaTooNew. A file that cannot be read as a database raises StorageUnavailable."""
+    try:
+        conn = sqlite3.connect(f"{Path(path).absolute().as_uri()}?mode=ro", uri=True)
+        try:
+            version = migrations.recorded(conn)
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise StorageUnavailable(f"cannot read database {path}: {exc}", "cannot_open") from exc
+    return migrations.check(version, older=older)
 
 
 def migrate(path: Path) -> int:

@@ -27,7 +27,24 @@ class StorageError(Exception):
 
 
 class SchemaTooNew(StorageError):
-    pass
+    """The database was written by a newer build: this one refuses it."""
+
+    def __init__(self, version: int, newest: int) -> None:
+        super().__init__(
+            f"database schema version {version} is newer than this build supports ({newest})"
+        )
+        self.version = version
+        self.newest = newest
+
+
+class SchemaTooOld(StorageError):
+    """The database is at an earlier build's schema, and the caller does not migrate (only
+    the server does, as it starts)."""
+
+    def __init__(self, version: int, newest: int) -> None:
+        super().__init__(f"database schema version {version} is older than this build's ({newest})")
+        self.version = version
+        self.newest = newest
 
 
 class StorageUnavailable(StorageError):

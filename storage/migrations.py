@@ -3,7 +3,10 @@
 Files are `migrations/NNNN_name.sql` next to this module, read from the directory this
 module was loaded from: the source tree, or the frozen build's unpacked directory, where
 the build ships them as data files. A database whose version is newer than the newest
-file here is refused: it was written by a newer build.
+file here is refused: it was written by a newer build. Only `apply` (and
+`apply_postgres`) changes a schema; `recorded` and `check` let a caller that must not
+(a command working on a data directory that an older build may be serving) refuse any
+other version than this build's.
 
 A new, empty database does not run the files one by one: it starts from
 `migrations/schema.sql`, the schema and rows the files make up to the version its first
@@ -28,7 +31,7 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from storage.errors import SchemaTooNew
+from storage.errors import SchemaTooNew, SchemaTooOld
 
 if TYPE_CHECKING:
     import psycopg
@@ -73,9 +76,7 @@ def apply(conn: sqlite3.Connection, snapshot: str | None = None) -> int:
     migrations = available()
     newest = migrations[-1][0] if migrations else 0
     if current > newest:
-        raise SchemaTooNew(
-            f"database schema version {current} is newer than this build supports ({newest})"
-        )
+        raise SchemaTooNew(current, newest)
     pending = [(version, sql) for version, sql in migrations if version not in applied]
     if not pending:
         return current
@@ -96,6 +97,36 @@ def apply(conn: sqlite3.Connection, snapshot: str | None = None) -> int:
         conn.execute("ROLLBACK")
         raise
     return current
+
+
+def latest() -> int:
+    """The schema version this build's SQLite files bring a database to."""
+    migrations = available()
+    return migrations[-1][0] if migrations else 0
+
+
+def recorded(conn: sqlite3.Connection) -> int:
+    """The schema version recorded in `conn`'s database (0 when it records none), read
+    without changing anything."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+    ).fetchone()
+    if exists is None:
+        return 0
+    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    return int(row[0] or 0)
+
+
+def check(version: int, *, older: bool = False) -> int:
+    """`version` when this build works on a database at it as it is: raises
+    SchemaTooNew for a newer one and, unless `older` (the caller only reads the file as
+    a whole), SchemaTooOld for an older one."""
+    current = latest()
+    if version > current:
+        raise SchemaTooNew(version, current)
+    if version < current and not older:
+        raise SchemaTooOld(version, current)
+    return version
 
 
 def _start_from(
@@ -187,10 +218,7 @@ def apply_postgres(url: str) -> int:
             pending = available("postgresql")
             newest = pending[-1][0] if pending else 0
             if current > newest:
-                raise SchemaTooNew(
-                    f"database schema version {current} is newer than this build supports"
-                    f" ({newest})"
-                )
+                raise SchemaTooNew(current, newest)
             for version, sql in pending:
                 if version <= current:
                     continue

@@ -25,11 +25,15 @@ A `reserved` row is owned by the request that made it until that request ends. R
 owned in this process are never looked at. A row records the Core process that reserved
 it: once that process is no longer live (it stopped, or its peers found it gone; on the
 embedded SQLite default, every process before this one), no transfer of it can still
-run, and the row is settled at once. Any other row (this process's, once its request
-ended, or a live peer's, or one from before rows named their process) is settled only
-once it is older than the longest its write may take. Recording the prior state and
-settling a `pending` row are compare-and-sets on it, so a request still looking at its
-path when its row is settled as never begun finds it gone and never begins.
+run, and the row is settled at once. So is a row naming no process (reserved by a build
+before schema 38, or an environment's initial file) reserved before this process joined,
+on the embedded SQLite default: with no peers, the process that reserved it has stopped
+(this one took the serving lock only then). Any other row (this
+process's, once its request ended, a live peer's, or one naming no process on a shared
+database) is settled only once it is older than the longest its write may take.
+Recording the prior state and settling a `pending` row are compare-and-sets on it, so a
+request still looking at its path when its row is settled as never begun finds it gone
+and never begins.
 """
 
 from __future__ import annotations
@@ -187,8 +191,19 @@ class FileWrites:
         owner = row["reserved_by"]
         if owner is not None and owner not in live:
             return True  # its process is gone, and every transfer of it
+        if owner is None and self._earlier(row):
+            return True  # an earlier process's, gone with it
         age = self._clock.now() - int(row["created_at"])
         return age > transfer_bound(int(row["size_bytes"]))
+
+    def _earlier(self, row: dict[str, Any]) -> bool:
+        """Whether `row` was reserved by a process before this one with no peers (the
+        embedded SQLite default), where every earlier process has stopped: the serving
+        lock was taken only once it had."""
+        joined = self._membership.joined_at
+        if self._membership.shared or joined is None:
+            return False
+        return int(row["created_at"]) < joined
 
     async def _live(self) -> set[str]:
         """The Core processes that may still own a reservation. Without peers a process

@@ -37,6 +37,8 @@ from typing import Any
 from allinone.credentials import KEY_FILE
 from allinone.datadir import Progress, no_progress
 from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE
+from storage import migrations
+from storage.database import check_schema
 
 FORMAT = "corebox-backup"
 VERSION = 1
@@ -62,6 +64,9 @@ def _snapshot(db_path: Path, target: Path) -> int:
     version."""
     if not db_path.is_file():
         raise BackupError(f"no database at {db_path}")
+    # A copy of an earlier build's database is restored as it is, and upgraded by the
+    # server that starts on it; a newer build's data directory is that build's to copy.
+    check_schema(db_path, older=True)
     source = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30)
     copy = sqlite3.connect(target)
     try:
@@ -217,6 +222,12 @@ def _manifest(tar: tarfile.TarFile, source: Path) -> dict[str, Any]:
         raise BackupError(f"{source} is not a corebox backup this build reads")
     if DATABASE_FILE not in manifest.get("files", {}):
         raise BackupError(f"{source} holds no database")
+    schema = manifest.get("schema_version")
+    if isinstance(schema, int) and schema > migrations.latest():
+        raise BackupError(
+            f"{source} holds database schema version {schema}, newer than this build"
+            f" supports ({migrations.latest()})"
+        )
     return manifest
 
 

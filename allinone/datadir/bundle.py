@@ -71,6 +71,7 @@ from storage import (
 )
 from storage import sessions as session_rows
 from storage.blobs import BlobStore
+from storage.database import check_schema
 from storage.journal_dictionary import pack
 from storage.rows import DERIVED
 from storage.turn_documents import VIEW, digest
@@ -189,6 +190,7 @@ def _connect(data_dir: Path) -> sqlite3.Connection:
     path = data_dir / DATABASE_FILE
     if not path.is_file():
         raise BundleError(f"no database in {data_dir}")
+    check_schema(path)  # rows are read and written as this build's schema has them
     conn = sqlite3.connect(path, timeout=30, isolation_level=None)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA busy_timeout=30000")

@@ -2,6 +2,7 @@
 with the same retention (an estimate: rows are counted by their payloads).
 
 Read-only; safe while a server runs (it reads a snapshot through its own connection).
+A database at another build's schema is refused (`SchemaTooOld`, `SchemaTooNew`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from allinone.datadir.collection import BLOBS_DIR, DATABASE_FILE, SNAPSHOTS_DIR, WORKSPACES_DIR
 from storage import purge
 from storage.blobs import BlobStore
+from storage.database import check_schema
 from storage.errors import StorageError
 
 # Tables by category; any table not named here counts as `other`.
@@ -65,6 +67,7 @@ def report(data_dir: Path, *, now: int, retention_seconds: int) -> dict[str, Any
     db_path = data_dir / DATABASE_FILE
     if not db_path.is_file():
         raise StorageError(f"no database in {data_dir}")
+    check_schema(db_path)  # the categories and the estimate read this build's tables
     window = {"cutoff": now - retention_seconds, "now": now}
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30)
     try:

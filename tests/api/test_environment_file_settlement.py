@@ -12,8 +12,11 @@ import openai
 import pytest
 from openai import OpenAI
 
+from allinone.core.file_writes import transfer_bound
 from allinone.core.gateway.workspace_rules import wire_uuid
 from allinone.datadir.collection import WORKSPACES_DIR
+from tests.api.test_run_control import sdk
+from tests.conftest import start_server
 from tests.support import databases
 
 
@@ -291,3 +294,41 @@ def test_a_pending_write_of_a_live_process_is_left_to_it(client: OpenAI, server:
     with pytest.raises(openai.ConflictError):
         _write(client, environment_id)
     assert _state(server, left) == "reserved"
+
+
+def test_a_reservation_naming_no_process_is_settled_at_once_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    """A write an earlier build (before rows named their process) left `reserved`, here of
+    a 60 MB file, whose bound is over 16 minutes. On the embedded SQLite default, the
+    process that reserved it stopped before this one could start: the first write after
+    the restart settles it at once. Processes sharing a PostgreSQL database keep the
+    bound, since the row's process may be a live peer."""
+    server = start_server(tmp_path / "data")
+    try:
+        with sdk(server) as client:
+            environment_id, workspace = _environment(client, server)
+    finally:
+        server.stop()
+    left = _leave(
+        server, environment_id, "/workspace/big.bin", "reserved", b"big", int(time.time()) - 1
+    )
+    with databases.raw(databases.location(server.data_dir)) as db:
+        db.execute("UPDATE environment_files SET size_bytes = ? WHERE id = ?", (60 << 20, left))
+    assert transfer_bound(60 << 20) > 16 * 60
+    server = start_server(tmp_path / "data")
+    try:
+        with sdk(server) as client:
+            if databases.url(server.data_dir) is not None:
+                with pytest.raises(openai.ConflictError) as caught:
+                    _write(client, environment_id)
+                assert "/workspace/big.bin (reserved)" in caught.value.message
+                assert _state(server, left) == "reserved"
+                return
+            assert _write(client, environment_id) == "/workspace/next.txt"
+    finally:
+        server.stop()
+    assert _state(server, left) is None
+    assert not (workspace / "big.bin").exists()
+    said = f"file write {left} to /workspace/big.bin, left reserved, settled as not written"
+    assert f"{said} (nothing is at its path)" in server.log.read_text()

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 from collections.abc import Awaitable, Callable
+from contextlib import closing
 from functools import partial
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from storage import (
     Conflict,
     Database,
     SchemaTooNew,
+    SchemaTooOld,
     StorageUnavailable,
     leases,
     migrations,
@@ -78,8 +80,30 @@ def test_a_newer_schema_is_refused(target: Target) -> None:
         run(_open_close(path))
 
 
-async def _open_close(path: Path | str) -> None:
-    db = await Database.open(path)
+def test_an_open_without_upgrade_changes_no_schema(tmp_path: Path) -> None:
+    """SQLite only: what the data directory's commands open. An earlier schema is
+    refused and left as it was, a missing file is not made; this build's own opens."""
+    path = tmp_path / "old.db"
+    previous = migrations.latest() - 1
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.executescript(migrations.snapshot(previous))
+        conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INT)")
+        for number, _ in migrations.available():
+            if number <= previous:
+                conn.execute("INSERT INTO schema_version VALUES (?, 0)", (number,))
+    before = path.read_bytes()
+    with pytest.raises(SchemaTooOld, match="older than this build's"):
+        run(_open_close(path, upgrade=False))
+    assert path.read_bytes() == before
+    with pytest.raises(StorageUnavailable):
+        run(_open_close(tmp_path / "missing.db", upgrade=False))
+    assert not (tmp_path / "missing.db").exists()
+    run(_open_close(path))  # upgraded
+    run(_open_close(path, upgrade=False))
+
+
+async def _open_close(path: Path | str, *, upgrade: bool = True) -> None:
+    db = await Database.open(path, upgrade=upgrade)
     await db.close()
 
 

@@ -89,6 +89,8 @@ class Membership:
         self.shared = shared
         self.timers = timers or ClusterTimers()
         self.process_id = ids.new("proc")
+        # When `join` recorded this process (its clock's seconds); None before.
+        self.joined_at: int | None = None
         self.host = socket.gethostname()
         self.pid = os.getpid()
         self.devices = devices
@@ -114,6 +116,7 @@ class Membership:
             await cluster.register(tx, self.process_id, self.host, self.pid, now)
 
         await self._db.write(job)
+        self.joined_at = now
         # Only news when peers share the database; an embedded start shows its banner alone.
         level = logging.INFO if self.shared else logging.DEBUG
         log.log(level, "core process %s joined (pid %d)", self.process_id, self.pid)
