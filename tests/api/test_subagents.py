@@ -78,11 +78,15 @@ def test_a_scripted_subagent_has_turns_and_items(surface: Surface) -> None:
     ).data
     assert [i.id for i in all_items] == [i.id for i in items]
 
-    # The root turn names each subagent it opened.
+    # The root turn shows each subagent it opened: `agent_id` is the agent that asked
+    # for it (the SDK's meaning), `x_corebox.subagent_id` the subagent itself.
     root_items = client.beta.agents.sessions.items.list(session_id, order="asc").data
     calls = [i for i in root_items if i.type == "create_subagent_call"]
-    assert [c.agent_id for c in calls] == [s.id for s in listed]  # type: ignore[union-attr]
+    assert [c.agent_id for c in calls] == [session.agent.id] * 2  # type: ignore[union-attr]
+    assert [c.x_corebox["subagent_id"] for c in calls] == [s.id for s in listed]  # type: ignore[union-attr]
     assert calls[0].content[0].text == "count the apples"  # type: ignore[union-attr]
+    root_turn = client.beta.agents.sessions.turns.list(session_id).data[0]
+    assert calls[0].agent_id == root_turn.agent_id == first.parent_agent_id  # type: ignore[union-attr]
 
     # The SDK's helpers follow the root turn and are not ended by a subagent's turn.
     with client.beta.agents.sessions.stream(session_id, input="/subagent peel\n/say done") as live:

@@ -6,7 +6,9 @@ turn before its items) is checked: a frame about a subagent or turn Core has not
 told of is a contract violation and changes nothing.
 
 A subagent opened by the root agent also gives the root turn a `create_subagent_call`
-item naming it, so the root conversation shows where it came from. The session's event
+item, so the root conversation shows where it came from: its `agent_id` is the agent
+that asked for the subagent (the root turn's agent, as the official SDK defines it) and
+`x_corebox.subagent_id` names the subagent it opened. The session's event
 stream carries `agent.session.subagent.created|active|closed`, and each subagent turn's
 `agent.session.turn.*` and `turn.item.*` events with `turn.subagent_id` set (clients
 following the root turn tell them apart by turn id, as the official SDK's helpers do).
@@ -94,10 +96,11 @@ class SubagentProjection:
         await rows.insert(tx, row)
         if not frame.parent_native_id:
             call = {
-                "agent_id": row["id"],
+                "agent_id": parent_agent_id,
                 "content": [{"type": "output_text", "text": frame.instructions or ""}],
                 "model": None,
                 "reasoning_effort": None,
+                "x_corebox": {"subagent_id": row["id"]},
             }
             item = await new_root_item(
                 tx, "create_subagent_call", "completed", call, frame.source_item_id, "sac"
