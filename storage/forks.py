@@ -12,6 +12,8 @@ from typing import Any
 from storage.database import Tx
 from storage.rows import DERIVED, Queryable
 
+_SUBAGENT_TABLES = ("subagents", "subagent_turns", "subagent_items")
+
 
 async def raw(q: Queryable, table: str, row_id: str) -> dict[str, Any] | None:
     """One row of `table` (`sessions`, `turns`, `items` or `environments`) as stored."""
@@ -21,10 +23,13 @@ async def raw(q: Queryable, table: str, row_id: str) -> dict[str, Any] | None:
     return None if row is None else dict(row)
 
 
+_COPIED = ("sessions", "turns", "items", "environments", *_SUBAGENT_TABLES)
+
+
 async def copy(tx: Tx, table: str, row: dict[str, Any], overrides: dict[str, Any]) -> None:
     """Insert a copy of the stored `row` into `table` with `overrides` applied (columns
     the database derives are left to it)."""
-    if table not in ("sessions", "turns", "items", "environments"):
+    if table not in _COPIED:
         raise ValueError(table)
     derived = DERIVED.get(table, frozenset())
     values = {k: v for k, v in {**row, **overrides}.items() if k not in derived}
@@ -53,6 +58,25 @@ async def items_through(q: Queryable, session_id: str, position: int) -> list[di
     rows = await q.fetchall(
         "SELECT * FROM items WHERE session_id = ? AND position <= ? ORDER BY position",
         (session_id, position),
+    )
+    return [dict(row) for row in rows]
+
+
+async def subagents_of(q: Queryable, session_id: str) -> list[dict[str, Any]]:
+    """The session's stored subagents, in the order they were opened."""
+    rows = await q.fetchall(
+        "SELECT * FROM subagents WHERE session_id = ? ORDER BY created_at, id", (session_id,)
+    )
+    return [dict(row) for row in rows]
+
+
+async def subagent_rows(q: Queryable, table: str, subagent_id: str) -> list[dict[str, Any]]:
+    """A subagent's stored turns (`subagent_turns`) or items (`subagent_items`), in the
+    order they were made."""
+    if table not in _SUBAGENT_TABLES[1:]:
+        raise ValueError(table)
+    rows = await q.fetchall(
+        f"SELECT * FROM {table} WHERE subagent_id = ? ORDER BY created_at, id", (subagent_id,)
     )
     return [dict(row) for row in rows]
 

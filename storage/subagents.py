@@ -38,6 +38,12 @@ async def by_native(q: Queryable, session_id: str, native_id: str) -> dict[str, 
     )
 
 
+async def names(q: Queryable, session_id: str) -> list[str | None]:
+    """The name of every subagent of the session (None for one without a name)."""
+    found = await q.fetchall("SELECT name FROM subagents WHERE session_id = ?", (session_id,))
+    return [row["name"] for row in found]
+
+
 async def get(q: Queryable, session_id: str, subagent_id: str) -> dict[str, Any] | None:
     return record(
         await q.fetchone(

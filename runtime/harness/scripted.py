@@ -9,9 +9,10 @@ completed with the full text. It never pretends to be a model: usage without `/u
 a word count, labelled `scripted-word-count`.
 
 `/subagent TEXT` (only when Core enabled subagents, `multi_agent.enabled`): opens a
-subagent named `subagent-N` whose task is TEXT, plays its one turn (the user message
-TEXT, the reply TEXT) and closes it, reporting each step to Core as subagent
-observation frames; `{subagent}` in a later directive is its reply. Without
+subagent whose task is TEXT (unnamed: Core names it `subagent-N`, N counting the
+session's subagents), plays its one turn (the user message TEXT, the reply TEXT) and
+closes it, reporting each step to Core as subagent observation frames; `{subagent}` in a
+later directive is its reply. Without
 `multi_agent.enabled` it fails the turn with `invalid_request`.
 
 Checkpoints: before each directive (`between_model_calls`) and while waiting for a
@@ -170,7 +171,6 @@ class _ScriptedTurn:
     def __init__(self, context: RunContext, configuration: ExecutionConfiguration) -> None:
         self._context = context
         self._configuration = configuration
-        self._subagents = 0
         self._native_turn = f"scripted_turn_{secrets.token_hex(6)}"
         self._functions = {tool.name for tool in configuration.function_tools}
         self._command_environment = configuration.command_environment
@@ -462,7 +462,6 @@ class _ScriptedTurn:
         task = self._substitute(argument.strip())
         if not task:
             raise ScriptedFailure("invalid_request", "/subagent needs a task")
-        self._subagents += 1
 
         async def echo(text: str) -> str:
             return text
@@ -471,7 +470,7 @@ class _ScriptedTurn:
             self._context,
             parent_turn_id=self._native_turn,
             source_item_id=f"scripted_call_{secrets.token_hex(6)}",
-            name=f"subagent-{self._subagents}",
+            name=None,
             task=task,
             answer=echo,
         )

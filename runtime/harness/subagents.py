@@ -46,11 +46,13 @@ async def run_subagent(
     *,
     parent_turn_id: str,
     source_item_id: str,
-    name: str,
+    name: str | None,
     task: str,
     answer: Answer,
 ) -> str:
-    """Open a subagent with `task`, play its one turn, close it; return its reply."""
+    """Open a subagent with `task`, play its one turn, close it; return its reply.
+    `name` is the harness's choice, or None to let Core name it (Core keeps names
+    unique within the session)."""
     native_id, turn_id = _native("sub"), _native("subturn")
     opened = _now_ms()
     await context.emit(

@@ -85,3 +85,30 @@ def test_a_failing_subagent_is_reported_and_the_root_turn_goes_on(
     assert (subagent.name, subagent.status) == ("subagent-1", "closed")
     turns = client.beta.agents.sessions.subagents.turns.list(subagent.id, session_id=session_id)
     assert [(t.status, t.error is not None) for t in turns.data] == [("failed", True)]
+
+
+def test_subagent_names_are_unique_in_the_session_and_calls_name_the_asking_agent(
+    client: OpenAI, model: ModelServer
+) -> None:
+    model.queue(
+        Reply.call("create_subagent", {"task": "Count the a's.", "name": "counter"}),
+        Reply.say("Three."),
+        Reply.call("create_subagent", {"task": "Count the n's.", "name": "counter"}),
+        Reply.say("Two."),
+        Reply.call("create_subagent", {"task": "Count the b's."}),
+        Reply.say("One."),
+        Reply.say("Done."),
+    )
+    session_id, _ = create(client, model, "count", agent={"multi_agent": {"enabled": True}})
+    assert latest_turn(client, session_id).status == "completed"
+    sessions = client.beta.agents.sessions
+    listed = sessions.subagents.list(session_id, order="asc").data
+    assert [s.name for s in listed] == ["counter", "counter-2", "subagent-3"]
+    calls = [
+        i
+        for i in sessions.items.list(session_id, order="asc").data
+        if i.type == "create_subagent_call"
+    ]
+    asking = latest_turn(client, session_id).agent_id
+    assert [c.agent_id for c in calls] == [asking] * 3  # type: ignore[union-attr]
+    assert [c.x_corebox["subagent_id"] for c in calls] == [s.id for s in listed]  # type: ignore[union-attr]

@@ -374,3 +374,69 @@ def test_a_retried_rewind_with_its_idempotency_key_hides_nothing_more(
         options={"headers": {"Idempotency-Key": "rewind-once"}},
     )
     assert elsewhere["session_id"] == other and elsewhere["id"] != first["id"]
+
+
+def test_a_fork_carries_the_subagents_its_items_opened_as_its_own(
+    client: OpenAI, surface: Surface
+) -> None:
+    """Every id a fork shows resolves through the fork: the subagent a copied
+    `create_subagent_call` opened is copied with its turns and items, and the call names
+    the copy; a subagent opened after the fork point stays the parent's."""
+    sessions = client.beta.agents.sessions
+    events = list(
+        sessions.create(
+            agent={"model": "scripted", "multi_agent": {"enabled": True}},
+            environment={"type": "none"},
+            input="/subagent hi\n/say {subagent}",
+            stream=True,
+        )
+    )
+    parent = str(events[0].session.id)
+    scripted_turn(client, parent, "/subagent later\n/say {subagent}")
+    first_turn = turn_ids(client, parent)[0]
+    originals = sessions.subagents.list(parent, order="asc").data
+    assert [s.name for s in originals] == ["subagent-1", "subagent-2"]
+
+    fork = x_post(client, surface, f"/x/v1/sessions/{parent}/fork", {"turn_id": first_turn})
+    fork_id = fork["id"]
+    (copy,) = sessions.subagents.list(fork_id).data
+    assert copy.id != originals[0].id and copy.session_id == fork_id
+    assert (copy.name, copy.status, copy.parent_agent_id) == (
+        "subagent-1",
+        "closed",
+        originals[0].parent_agent_id,
+    )
+    assert sessions.subagents.retrieve(copy.id, session_id=fork_id) == copy
+    (call,) = [i for i in sessions.items.list(fork_id).data if i.type == "create_subagent_call"]
+    assert call.x_corebox["subagent_id"] == copy.id  # type: ignore[union-attr]
+    (fork_turn,) = sessions.turns.list(fork_id).data
+    assert call.agent_id == fork_turn.agent_id == copy.parent_agent_id  # type: ignore[union-attr]
+    (sub_turn,) = sessions.subagents.turns.list(copy.id, session_id=fork_id).data
+    assert (sub_turn.session_id, sub_turn.subagent_id) == (fork_id, copy.id)
+    (parent_sub_turn,) = sessions.subagents.turns.list(originals[0].id, session_id=parent).data
+    assert sub_turn.id != parent_sub_turn.id
+    copied = sessions.subagents.turns.items.list(
+        sub_turn.id, session_id=fork_id, subagent_id=copy.id, order="asc"
+    ).data
+    assert [(i.role, i.content[0].text) for i in copied] == [  # type: ignore[union-attr]
+        ("user", "hi"),
+        ("assistant", "hi"),
+    ]
+    listed = sessions.subagents.items.list(copy.id, session_id=fork_id, order="asc").data
+    assert [i.id for i in listed] == [i.id for i in copied]
+    # The parent's subagents are not the fork's, nor the fork's the parent's.
+    with pytest.raises(openai.NotFoundError):
+        sessions.subagents.retrieve(originals[0].id, session_id=fork_id)
+    with pytest.raises(openai.NotFoundError):
+        sessions.subagents.retrieve(copy.id, session_id=parent)
+    assert [s.id for s in sessions.subagents.list(parent, order="asc").data] == [
+        s.id for s in originals
+    ]
+    # The fork names its next subagent after its own.
+    scripted_turn(client, fork_id, "/subagent again\n/say {subagent}")
+    names = [s.name for s in sessions.subagents.list(fork_id, order="asc").data]
+    assert names == ["subagent-1", "subagent-2"]
+    # A fork before the call carries no subagent.
+    user_item = sessions.items.list(parent, order="asc").data[0]
+    early = x_post(client, surface, f"/x/v1/sessions/{parent}/fork", {"item_id": user_item.id})
+    assert sessions.subagents.list(early["id"]).data == []

@@ -9,7 +9,7 @@ import openai
 import pytest
 from openai import OpenAI
 
-from tests.api.support import Surface
+from tests.api.support import Surface, until
 
 
 def run(client: OpenAI, text: str, *, enabled: bool = True) -> tuple[str, list[Any]]:
@@ -78,17 +78,63 @@ def test_a_scripted_subagent_has_turns_and_items(surface: Surface) -> None:
     ).data
     assert [i.id for i in all_items] == [i.id for i in items]
 
-    # The root turn names each subagent it opened.
+    # The root turn shows each subagent it opened: `agent_id` is the agent that asked
+    # for it (the SDK's meaning), `x_corebox.subagent_id` the subagent itself.
     root_items = client.beta.agents.sessions.items.list(session_id, order="asc").data
     calls = [i for i in root_items if i.type == "create_subagent_call"]
-    assert [c.agent_id for c in calls] == [s.id for s in listed]  # type: ignore[union-attr]
+    assert [c.agent_id for c in calls] == [session.agent.id] * 2  # type: ignore[union-attr]
+    assert [c.x_corebox["subagent_id"] for c in calls] == [s.id for s in listed]  # type: ignore[union-attr]
     assert calls[0].content[0].text == "count the apples"  # type: ignore[union-attr]
+    root_turn = client.beta.agents.sessions.turns.list(session_id).data[0]
+    assert calls[0].agent_id == root_turn.agent_id == first.parent_agent_id  # type: ignore[union-attr]
 
     # The SDK's helpers follow the root turn and are not ended by a subagent's turn.
     with client.beta.agents.sessions.stream(session_id, input="/subagent peel\n/say done") as live:
         final = live.get_final_result()
     assert (final.output_text, final.turn.subagent_id) == ("done", None)
-    assert len(client.beta.agents.sessions.subagents.list(session_id).data) == 3
+    listed = client.beta.agents.sessions.subagents.list(session_id, order="asc").data
+    # Names are the session's: the second turn's subagent is the third.
+    assert [s.name for s in listed] == ["subagent-1", "subagent-2", "subagent-3"]
+
+
+def command(client: OpenAI, surface: Surface, session_id: str, action: str) -> Any:
+    """Send a control command and return it once it left `accepted`."""
+    base = surface.server.base_url
+    sent: Any = client.post(
+        f"{base}/x/v1/sessions/{session_id}/commands", cast_to=object, body={"action": action}
+    )
+
+    def settled() -> Any:
+        row: Any = client.get(f"{base}/x/v1/commands/{sent['id']}", cast_to=object)
+        return row if row["status"] != "accepted" else None
+
+    return until(settled, 60.0)
+
+
+def test_subagent_names_stay_unique_across_a_pause_and_resume(
+    client: OpenAI, surface: Surface
+) -> None:
+    """The resumed Run is a new worker playing from the checkpoint; the subagent it
+    opens still gets the session's next name."""
+    stream = client.beta.agents.sessions.create(
+        agent={"model": "scripted", "multi_agent": {"enabled": True}},
+        environment={"type": "none"},
+        input="/subagent one\n/sleep 1500\n/subagent two\n/say {subagent}",
+        stream=True,
+    )
+    session_id = ""
+    for event in stream:
+        if event.type == "agent.session.created":
+            session_id = event.session.id
+        if event.type == "agent.session.subagent.closed":
+            break
+    stream.close()
+    assert command(client, surface, session_id, "pause")["status"] == "applied"
+    assert command(client, surface, session_id, "resume")["status"] == "applied"
+    sessions = client.beta.agents.sessions
+    until(lambda: sessions.turns.list(session_id).data[0].status == "completed", 60.0)
+    listed = sessions.subagents.list(session_id, order="asc").data
+    assert [s.name for s in listed] == ["subagent-1", "subagent-2"]
 
 
 def test_subagents_are_refused_without_multi_agent(client: OpenAI) -> None:

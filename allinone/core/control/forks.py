@@ -11,6 +11,9 @@ What a fork copies, in one transaction:
                            their workspace snapshots, which stay the parent's)
     the items              up to the fork point (the fork turn's last item, or the
                            named item), with new ids, in the same order
+    the subagents          each one a copied `create_subagent_call` item opened, with
+                           its turns and items, under new ids, the fork's own (the
+                           copied call names the copy; see `subagents.forking`)
     hidden turns           the parent's rewinds, as one marker over the copied turns
     the environment        `openai_hosted`: a new managed environment, the fork's own
                            (purged with it), whose workspace starts from the snapshot
@@ -33,11 +36,12 @@ from allinone.core.errors import Conflict, IdempotencyConflict, InvalidRequest, 
 from allinone.core.gateway.workspace import wire_uuid
 from allinone.core.ids import Clock, Ids
 from allinone.core.recorder import Recorder
+from allinone.core.subagents import forking
 from runtime.proto import limits
 from storage import environments as env_rows
-from storage import forks, rewinds, session_revisions, sessions, turns
+from storage import forks, items, rewinds, session_revisions, sessions, turns
 from storage.database import Database, Tx
-from storage.rows import dumps
+from storage.rows import dumps, loads
 
 # Fork keys live beside session-creation keys in the project's namespace, kept apart.
 KEY_PREFIX = "fork:"
@@ -155,7 +159,13 @@ class Forks:
         )
         await session_revisions.copy_all(tx, parent["id"], new_id)
         turn_ids = await self._copy_turns(tx, parent["id"], new_id, point.turn)
-        await self._copy_items(tx, parent["id"], new_id, point.position, turn_ids)
+        kept = await self._kept_items(tx, parent["id"], point.position, turn_ids)
+        calls = [_payload(row) for row in kept if row["type"] == forking.CALL]
+        opened = set().union(*(forking.opened_by(payload) for payload in calls))
+        subagent_ids = await forking.copy_subagents(
+            tx, self._ids, parent["id"], new_id, turn_ids, opened
+        )
+        await self._copy_items(tx, new_id, kept, turn_ids, subagent_ids)
         await self._copy_hidden(tx, parent["id"], new_id, turn_ids, now)
         await self._recorder.emit_session(tx, new_id, "agent.session.created")
         return new_id
@@ -183,30 +193,34 @@ class Forks:
             )
         return mapping
 
+    async def _kept_items(
+        self, tx: Tx, parent_id: str, position: int | None, turn_ids: dict[str, str]
+    ) -> list[dict[str, Any]]:
+        """The parent's items the fork keeps, as stored."""
+        if position is None:
+            return []
+        found = await forks.items_through(tx, parent_id, position)
+        return [row for row in found if row["turn_id"] in turn_ids]
+
     async def _copy_items(
         self,
         tx: Tx,
-        parent_id: str,
         new_id: str,
-        position: int | None,
+        kept: list[dict[str, Any]],
         turn_ids: dict[str, str],
+        subagent_ids: dict[str, str],
     ) -> None:
-        if position is None:
-            return
-        for row in await forks.items_through(tx, parent_id, position):
-            if row["turn_id"] not in turn_ids:
-                continue
+        for row in kept:
             prefix = str(row["id"]).split("_", 1)[0]
-            await forks.copy(
-                tx,
-                "items",
-                row,
-                {
-                    "id": self._ids.new(prefix),
-                    "session_id": new_id,
-                    "turn_id": turn_ids[row["turn_id"]],
-                },
-            )
+            overrides: dict[str, Any] = {
+                "id": self._ids.new(prefix),
+                "session_id": new_id,
+                "turn_id": turn_ids[row["turn_id"]],
+            }
+            if row["type"] == forking.CALL:
+                payload = forking.remapped(_payload(row), subagent_ids)
+                overrides["payload"] = items.stored_payload(tx, payload)
+            await forks.copy(tx, "items", row, overrides)
 
     async def _copy_hidden(
         self, tx: Tx, parent_id: str, new_id: str, turn_ids: dict[str, str], now: int
@@ -269,3 +283,9 @@ class Forks:
             "environment_id": new_env,
             "environment": dumps(render.environment(row, [])),
         }
+
+
+def _payload(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored item row's payload, decoded."""
+    payload: dict[str, Any] = loads(items.payload_text(row["payload"]))
+    return payload

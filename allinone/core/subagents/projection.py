@@ -6,7 +6,14 @@ turn before its items) is checked: a frame about a subagent or turn Core has not
 told of is a contract violation and changes nothing.
 
 A subagent opened by the root agent also gives the root turn a `create_subagent_call`
-item naming it, so the root conversation shows where it came from. The session's event
+item, so the root conversation shows where it came from: its `agent_id` is the agent
+that asked for the subagent (the root turn's agent, as the official SDK defines it) and
+`x_corebox.subagent_id` names the subagent it opened.
+
+Core names subagents, so a name is unique within its session whatever turn, claim or
+process opened the subagent: a harness's name is kept unless the session already has it
+(then it gets `-2`, `-3`, ...); without one the subagent is `subagent-N`, N counting the
+session's subagents. The session's event
 stream carries `agent.session.subagent.created|active|closed`, and each subagent turn's
 `agent.session.turn.*` and `turn.item.*` events with `turn.subagent_id` set (clients
 following the root turn tell them apart by turn id, as the official SDK's helpers do).
@@ -14,6 +21,7 @@ following the root turn tell them apart by turn id, as the official SDK's helper
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -85,7 +93,7 @@ class SubagentProjection:
             "parent_turn_id": turn_id,
             "parent_agent_id": parent_agent_id,
             "native_id": frame.native_id,
-            "name": frame.name,
+            "name": await self._name(tx, session_id, frame.name),
             "instructions": frame.instructions,
             "opened_at": frame.native_created_at // 1000 or now,
             "created_at": now,
@@ -94,16 +102,28 @@ class SubagentProjection:
         await rows.insert(tx, row)
         if not frame.parent_native_id:
             call = {
-                "agent_id": row["id"],
+                "agent_id": parent_agent_id,
                 "content": [{"type": "output_text", "text": frame.instructions or ""}],
                 "model": None,
                 "reasoning_effort": None,
+                "x_corebox": {"subagent_id": row["id"]},
             }
             item = await new_root_item(
                 tx, "create_subagent_call", "completed", call, frame.source_item_id, "sac"
             )
             await self._recorder.emit_item(tx, "agent.session.turn.item.done", item)
         await self._announce(tx, session_id, "agent.session.subagent.created", row)
+
+    async def _name(self, tx: Tx, session_id: str, wanted: str | None) -> str:
+        """A name no other subagent of the session has (see the module docstring)."""
+        taken = await rows.names(tx, session_id)
+        base = (wanted or "").strip()
+        if base:
+            candidates = (base if n == 1 else f"{base}-{n}" for n in itertools.count(1))
+        else:
+            first = len(taken) + 1
+            candidates = (f"subagent-{n}" for n in itertools.count(first))
+        return next(name for name in candidates if name not in taken)
 
     async def _announce(self, tx: Tx, session_id: str, type_: str, row: dict[str, Any]) -> None:
         await self._recorder.emit(tx, session_id, type_, {"subagent": views.subagent(row)})

@@ -52,24 +52,22 @@ class Delegation:
         self._system_prompt = system_prompt
         limit = configuration.max_concurrent_subagents or DEFAULT_CONCURRENCY
         self._slots = asyncio.Semaphore(limit)
-        self._opened = 0
         self._turn = f"builtin_turn_{secrets.token_hex(6)}"
 
     async def run(self, arguments: dict[str, Any], call_id: str, context: RunContext) -> str:
         task = arguments.get("task")
         if not isinstance(task, str) or not task.strip():
             return "error: create_subagent needs a non-empty task"
-        self._opened += 1
         name = arguments.get("name")
         if not isinstance(name, str) or not name.strip():
-            name = f"subagent-{self._opened}"
+            name = None  # Core names it, uniquely within the session
         async with self._slots:
             try:
                 return await run_subagent(
                     context,
                     parent_turn_id=self._turn,
                     source_item_id=call_id,
-                    name=name.strip()[:64],
+                    name=None if name is None else name.strip()[:64],
                     task=task,
                     answer=self._answer,
                 )
