@@ -8,8 +8,10 @@ rejection receipt ends it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -446,7 +448,8 @@ class WorkspaceOperations:
 
 
 async def _wait(argv: list[str], directory: Path, env: dict[str, str]) -> int:
-    """Run a setup command to its end (killed at the time limit); its exit code."""
+    """Run a setup command to its end (its process group killed at the time limit or
+    when cancelled); its exit code."""
     try:
         process = await asyncio.create_subprocess_exec(
             *argv,
@@ -455,21 +458,28 @@ async def _wait(argv: list[str], directory: Path, env: dict[str, str]) -> int:
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
         )
     except OSError:
         return 127
     try:
         return await asyncio.wait_for(process.wait(), SETUP_TIMEOUT_SECONDS)
     except TimeoutError:
-        process.kill()
+        _kill_group(process.pid)
         await process.wait()
         return 124
     except asyncio.CancelledError:
-        # The preparation was stopped (the Runtime is stopping): the command must not
-        # outlive it. SIGKILL ends it at once; the cancellation then carries on.
-        process.kill()
+        # The preparation was stopped (the Runtime is stopping): the command and what it
+        # started must not outlive it. SIGKILL to its process group ends them at once;
+        # the cancellation then carries on.
+        _kill_group(process.pid)
         await process.wait()
         raise
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def _prepare_result(

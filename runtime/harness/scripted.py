@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Literal
@@ -396,6 +397,7 @@ class _ScriptedTurn:
             "tool_call", wire.ToolCall(id=call_id, name="shell", stage="before", observation=before)
         )
         runner = CommandRunner(binding.root, self._context.sandbox, self._command_environment)
+        started = time.monotonic()
         code, output = await runner.run(argument)
         after = wire.ToolObservation(
             kind="command_execution",
@@ -404,7 +406,7 @@ class _ScriptedTurn:
             cwd=cwd,
             exit_code=code,
             output=output,
-            duration_ms=0,
+            duration_ms=int((time.monotonic() - started) * 1000),
         )
         await self._context.emit(
             "tool_call", wire.ToolCall(id=call_id, name="shell", stage="after", observation=after)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import time
 import urllib.error
@@ -325,3 +326,20 @@ def surface(server: Server) -> Iterator[Surface]:
     for sdk in checked.clients:
         sdk.close()
     checked.verify()
+
+
+def commands_in(directory: Path) -> list[int]:
+    """Live processes (not zombies) working in `directory`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.readlink(entry / "cwd") != str(directory):
+                continue
+            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            found.append(int(entry.name))
+    return found

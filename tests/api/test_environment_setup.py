@@ -1,16 +1,18 @@
 """Environment set-up progress: each step is recorded durably and shown on retrieve as
-`x_corebox.setup` (phase, package, done of total), through the official SDK."""
+`x_corebox.setup` (phase, package, done of total), through the official SDK; a set-up
+command still running when the server stops ends with everything it started."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from openai import OpenAI
 
 from allinone.core.gateway.workspace_rules import wire_uuid
 from allinone.datadir.collection import WORKSPACES_DIR
-from tests.api.support import until
-from tests.conftest import Server
+from tests.api.support import commands_in, until
+from tests.conftest import API_KEY, Server, start_server
 from tests.support.wheels import HOLD, hosted
 
 SETUP_SECONDS = 120.0  # installing packages from a local index, then set-up commands
@@ -112,3 +114,21 @@ def test_a_session_waiting_on_set_up_sees_it_on_its_event_stream(
         ("agent.session.environment.pending", "pending", "running_setup"),
         ("agent.session.environment.ready", "ready", "done"),
     ]
+
+
+def test_stopping_the_server_during_a_setup_command_ends_the_whole_command(
+    tmp_path: Path,
+) -> None:
+    running = start_server(tmp_path / "data")
+    try:
+        with OpenAI(base_url=f"{running.base_url}/v1", api_key=API_KEY, max_retries=0) as client:
+            environment = client.beta.agents.environments.create(
+                environment=hosted([], ["sleep 1000 & touch started; wait"])  # type: ignore[arg-type]
+            )
+        directory = running.data_dir / WORKSPACES_DIR / wire_uuid(environment.id)
+        until(lambda: (directory / "started").exists(), 60)
+        assert commands_in(directory)
+    finally:
+        running.stop()
+    # The setup command's children went with it (the deadline guards against a hang).
+    until(lambda: not commands_in(directory), 30)
