@@ -27,6 +27,7 @@ import ctypes
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -373,6 +374,11 @@ def launch(arguments: Sequence[str]) -> int:
         print(f"corebox: confine: cannot confine the command ({exc})", file=sys.stderr)
         return 126
     command = list(arguments[2:])
+    # Python ignores SIGPIPE and SIGXFSZ for itself, and an ignored signal stays ignored
+    # across exec: a command gets the defaults every program expects (`yes | head` ends
+    # `yes` quietly instead of making it print "Broken pipe" errors).
+    for number in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(number, signal.SIG_DFL)
     try:
         os.execvpe(command[0], command, unbundled(os.environ, getattr(sys, "frozen", False)))
     except OSError as exc:

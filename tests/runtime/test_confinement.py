@@ -68,6 +68,18 @@ def test_a_confined_command_works_in_its_workspace(places: tuple[Path, Path, Pat
 
 
 @landlock
+def test_a_confined_command_has_the_default_signal_dispositions(
+    places: tuple[Path, Path, Path],
+) -> None:
+    """The launcher is Python, which ignores SIGPIPE; a command must not inherit that, or
+    `yes | head` makes `yes` print "Broken pipe" instead of ending quietly."""
+    data, workspace, _ = places
+    sandbox = Sandbox(Confinement(LANDLOCK, landlock_abi()), (data,))
+    done = run(sandbox, workspace, "yes | head -n 1")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "y\n", "")
+
+
+@landlock
 def test_a_confined_command_reaches_nothing_else(places: tuple[Path, Path, Path]) -> None:
     data, workspace, outside = places
     sandbox = Sandbox(Confinement(LANDLOCK, landlock_abi()), (data,))
