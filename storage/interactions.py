@@ -85,6 +85,20 @@ async def waiting_for_delivery(q: Queryable, turn_id: str) -> tuple[bool, bool, 
     return bool(row["steering"]), bool(row["calls"]), bool(row["answered"])
 
 
+async def awaits_client(q: Queryable, turn_id: str) -> bool:
+    """Whether the turn waits on the client for something not answered yet: a function
+    call without a result, or a permission request or user choice still pending."""
+    row = await q.fetchone(
+        "SELECT EXISTS (SELECT 1 FROM function_calls WHERE turn_id = ? AND applied = 0"
+        " AND delivery_state IS NULL)"
+        " OR EXISTS (SELECT 1 FROM interactions WHERE turn_id = ? AND state = 'pending')"
+        " AS waits",
+        (turn_id, turn_id),
+    )
+    assert row is not None
+    return bool(row["waits"])
+
+
 async def calls_to_deliver(q: Queryable, turn_id: str) -> list[dict[str, Any]]:
     rows = await q.fetchall(
         f"SELECT * FROM {_CALLS_TO_DELIVER} ORDER BY created_at, call_id", (turn_id,)

@@ -13,7 +13,7 @@ import pydantic
 import pytest
 from openai import OpenAI
 
-from tests.api.support import Surface
+from tests.api.support import Surface, until
 from tests.conftest import Server, start_server
 from tests.support.mcp_server import TOKEN, McpTestServer
 from tests.support.model_server import MODEL, ModelServer, Reply
@@ -140,6 +140,90 @@ def test_a_function_tool_round_trip_through_tool_handlers(
     messages = model.requests[-1].body["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant", "tool"]
     assert json.loads(messages[-1]["content"]) == {"forecast": "sunny"}
+
+
+@pytest.mark.parametrize("protocol", ["chat_completions", "responses"])
+def test_a_message_while_a_function_result_is_awaited_reaches_the_next_model_call(
+    client: OpenAI, model: ModelServer, protocol: str
+) -> None:
+    model.queue(Reply.say("Ready."))
+    session_id, _ = create(client, model, "hello", protocol=protocol, agent={"tools": [WEATHER]})
+    model.queue(Reply.call("get_weather", {"city": "Paris"}), Reply.say("Sunny, in Celsius."))
+    with client.beta.agents.sessions.events.stream(session_id) as live:
+        send(client, session_id, message("Weather in Paris?"))
+        for event in live:
+            if event.type == "agent.session.requires_action":
+                action = event.session.required_actions[0]
+                break
+    send(client, session_id, message("Use Celsius."))
+    send(
+        client,
+        session_id,
+        {
+            "type": "agent.session.input.tool_result",
+            "turn_id": action.turn_id,
+            "call_id": action.call_id,
+            "success": True,
+            "output": "21 degrees",
+        },
+    )
+    # A turn that never ends fails the test after a minute rather than hang it.
+    ended = ("completed", "failed", "cancelled")
+    until(lambda: latest_turn(client, session_id).status in ended, 60.0)
+    turns = client.beta.agents.sessions.turns.list(session_id).data
+    assert [t.status for t in turns] == ["completed", "completed"]  # the message joined it
+    items = client.beta.agents.sessions.items.list(session_id, order="asc").data[2:]
+    assert [(i.type, getattr(i, "role", None)) for i in items] == [
+        ("message", "user"),
+        ("function_call", None),
+        ("message", "user"),
+        ("function_call_output", None),
+        ("message", "assistant"),
+    ]
+    assert items[-1].content[0].text == "Sunny, in Celsius."  # type: ignore[union-attr]
+    # One model call after the wait, which saw the result and then the message.
+    assert len(model.requests) == 3
+    seen = json.dumps(model.requests[-1].body)
+    assert 0 < seen.index("21 degrees") < seen.index("Use Celsius.")
+
+
+def test_a_message_steered_into_a_model_call_that_then_awaits_a_function_result(
+    client: OpenAI, model: ModelServer
+) -> None:
+    """The message reaches the Run while the model writes; the model then calls a
+    function, so the Run takes the message only after the result, which must still be
+    delivered although the message's acceptance is outstanding."""
+    model.queue(Reply.say("Ready."))
+    session_id, _ = create(client, model, "hello", agent={"tools": [WEATHER]})
+    model.queue(
+        Reply(text="Checking.", calls=[("get_weather", {"city": "Paris"})], hang=True),
+        Reply.say("Sunny, in Celsius."),
+    )
+    send(client, session_id, message("Weather in Paris?"))
+    assert model.hanging.wait(60)
+    send(client, session_id, message("Use Celsius."))
+    model.release.set()
+    action = until(lambda: client.beta.agents.sessions.retrieve(session_id).required_actions, 60.0)[
+        0
+    ]
+    send(
+        client,
+        session_id,
+        {
+            "type": "agent.session.input.tool_result",
+            "turn_id": action.turn_id,
+            "call_id": action.call_id,
+            "success": True,
+            "output": "21 degrees",
+        },
+    )
+    ended = ("completed", "failed", "cancelled")
+    until(lambda: latest_turn(client, session_id).status in ended, 60.0)
+    turns = client.beta.agents.sessions.turns.list(session_id).data
+    assert [t.status for t in turns] == ["completed", "completed"]
+    assert len(model.requests) == 3
+    seen = json.dumps(model.requests[-1].body)
+    assert 0 < seen.index("21 degrees") < seen.index("Use Celsius.")
 
 
 def test_structured_output(client: OpenAI, model: ModelServer) -> None:

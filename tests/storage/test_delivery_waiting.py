@@ -80,3 +80,43 @@ def test_what_waits_for_a_run_agrees_with_the_lists_it_reads(target: Target) -> 
     seen = asyncio.run(main())
     assert [flags for flags, _ in seen] == [expected for _, expected in _STEPS]
     assert [lists for _, lists in seen] == [expected for _, expected in _STEPS]
+
+
+def _unanswered_call(call_id: str, turn_id: str) -> str:
+    return (
+        "INSERT INTO function_calls (session_id, turn_id, call_id, name, arguments, created_at)"
+        f" VALUES ('s', '{turn_id}', '{call_id}', 'f', '{{}}', 0)"
+    )
+
+
+# Each step changes one row; whether turn `t` then waits on the client for an answer.
+_ANSWERS = (
+    (_call("c1", "t", "answered"), False),
+    (_unanswered_call("c2", "other"), False),
+    (_unanswered_call("c3", "t"), True),
+    ("UPDATE function_calls SET delivery_state = 'answered' WHERE call_id = 'c3'", False),
+    (_decision("i1", "t", "answered"), False),
+    (_decision("i2", "t", "pending"), True),
+    ("UPDATE interactions SET state = 'withdrawn' WHERE interaction_id = 'i2'", False),
+    (_unanswered_call("c4", "t"), True),
+    ("UPDATE function_calls SET delivery_state = 'withdrawn' WHERE call_id = 'c4'", False),
+)
+
+
+def test_a_turn_awaits_the_client_while_a_call_or_a_request_is_unanswered(
+    target: Target,
+) -> None:
+    async def main() -> list[bool]:
+        db = await Database.open(target("awaits.db"))
+        seen = []
+        try:
+            for sql in _SETUP:
+                await db.write(partial(Tx.execute, sql=sql))
+            for sql, _ in _ANSWERS:
+                await db.write(partial(Tx.execute, sql=sql))
+                seen.append(await db.read(partial(interactions.awaits_client, turn_id="t")))
+        finally:
+            await db.close()
+        return seen
+
+    assert asyncio.run(main()) == [expected for _, expected in _ANSWERS]

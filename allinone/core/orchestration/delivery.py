@@ -1,12 +1,22 @@
 """Delivery of a running turn's client inputs to its Runtime, with receipts.
 
-One Delivery per running turn. When woken it delivers, in order: steering messages
-(`prompt_steer` with a durable receipt, one at a time, the next only after the previous
-one's receipt), function results and decisions (each with a fresh delivery id, waiting
-for `interaction_decision_ack`). Every state change is committed; a delivery whose
-receipt never came is recorded `unknown` and is never sent again. Every write checks the
-Run's fencing token first: once the claim was superseded, delivery stops and writes
-nothing.
+One Delivery per running turn. When woken it delivers, in admission order: steering
+messages (`prompt_steer` with a durable receipt, one at a time, the next only after the
+previous one's final receipt), then function results and decisions (each with a fresh
+delivery id, waiting for `interaction_decision_ack`).
+
+A harness takes a steered message at its next model call, so a message's `accepted`
+receipt may come only once the turn got what it waits for: after its `written` receipt
+the wait for acceptance runs beside the loop, and function results and decisions are
+never held behind it. While the turn waits on the client for something not answered yet
+(a function result, an approval, a choice), steering messages are held (`pending`): the
+Run could not take them before that answer, and a message Core still holds continues
+the turn after a crash, where one written to a Run that is gone would be unknown. They
+are delivered, before the answer, once it is admitted.
+
+Every state change is committed; a delivery whose receipt never came is recorded
+`unknown` and is never sent again. Every write checks the Run's fencing token first:
+once the claim was superseded, delivery stops and writes nothing.
 """
 
 from __future__ import annotations
@@ -67,6 +77,8 @@ class Delivery:
         self.wake = asyncio.Event()
         self.wake.set()  # deliver anything admitted before the run started
         self._task: asyncio.Task[None] | None = None
+        # The wait for the final receipt of the steering message last written, if any.
+        self._accepting: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         self._task = asyncio.create_task(self.run(), name=f"delivery-{self._run.turn_id}")
@@ -85,11 +97,27 @@ class Delivery:
                 # What waits, in one read; anything admitted after it sets `wake` again.
                 steering, calls, answered = await self._db.read_now(self._waiting)
                 for row in steering:
-                    await self._steer(row)
+                    if not await self._steer(row):
+                        break  # the next one waits for this one's acceptance
                 await self._results(calls)
                 await self._decisions(answered)
         except Fenced:
             log.warning("turn %s was fenced; its deliveries stop", self._run.turn_id)
+        finally:
+            if self._accepting is not None:
+                await stop(self._accepting)
+
+    def _steering_free(self) -> bool:
+        """Whether no steering message waits for its acceptance."""
+        task = self._accepting
+        if task is None:
+            return True
+        if not task.done():
+            return False
+        self._accepting = None
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("turn %s: a steering receipt was lost", self._run.turn_id)
+        return True
 
     async def _write(self, job: Callable[[Tx], Awaitable[None]]) -> None:
         """Commit `job` only while the Run still holds the turn's fencing token."""
@@ -104,9 +132,14 @@ class Delivery:
         self, r: Reader
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
         """Steering messages, function results and decisions waiting for delivery (a
-        list is read only when something waits in it)."""
+        list is read only when something waits in it). Steering messages are read only
+        while none waits for its acceptance and the turn waits on no unanswered request
+        (see the module docstring)."""
         turn_id = self._run.turn_id
         steering, calls, answered = await interactions.waiting_for_delivery(r, turn_id)
+        steering = (
+            steering and self._steering_free() and not await interactions.awaits_client(r, turn_id)
+        )
         return (
             await interactions.steering_inputs(r, turn_id, "pending") if steering else [],
             await interactions.calls_to_deliver(r, turn_id) if calls else [],
@@ -119,12 +152,15 @@ class Delivery:
 
         await self._write(job)
 
-    async def _steer(self, row: dict[str, Any]) -> None:
+    async def _steer(self, row: dict[str, Any]) -> bool:
+        """Deliver one steering message up to its `written` receipt. False when it was
+        written: its acceptance is then awaited beside the loop (`_accepting`)."""
         run_id = self._run.turn_id
         input_id = f"input_{row['seq']}"
         receipts = self._connection.expect_steer(run_id, input_id)
-        await self._set_input(row["seq"], "delivered")
+        stage = ReceiptStage.UNKNOWN
         try:
+            await self._set_input(row["seq"], "delivered")
             await self._connection.send(
                 "prompt_steer",
                 run_id,
@@ -133,19 +169,45 @@ class Delivery:
                 ),
             )
             stage = await self._receipt(receipts, input_id, self._timers.steer_written_seconds)
-            if stage is ReceiptStage.WRITTEN:
-                await self._set_input(row["seq"], "written")
-                stage = await self._receipt(receipts, input_id, None)
         except FrameTooLarge:
             stage = ReceiptStage.REFUSED  # never sent: known not to have reached it
         except (SendFailed, TimeoutError, ObservationError):
             stage = ReceiptStage.UNKNOWN
         finally:
-            self._connection.forget_steer(run_id, input_id)
+            if stage is not ReceiptStage.WRITTEN:
+                self._connection.forget_steer(run_id, input_id)
+        if stage is not ReceiptStage.WRITTEN:
+            await self._settle_steer(row["seq"], stage)
+            return True
+        await self._set_input(row["seq"], "written")
+        self._accepting = asyncio.create_task(
+            self._acceptance(row["seq"], input_id, receipts), name=f"steer-{input_id}"
+        )
+        return False
+
+    async def _acceptance(
+        self, seq: int, input_id: str, receipts: asyncio.Queue[PromptSteerAck]
+    ) -> None:
+        """Wait for a written message's final receipt (for as long as the Run lives),
+        record it, and wake the loop for the next message."""
+        try:
+            stage = await self._receipt(receipts, input_id, None)
+        except (TimeoutError, ObservationError):
+            stage = ReceiptStage.UNKNOWN
+        finally:
+            self._connection.forget_steer(self._run.turn_id, input_id)
+        try:
+            await self._settle_steer(seq, stage)
+        except Fenced:
+            log.warning("turn %s was fenced; its steering stops", self._run.turn_id)
+            return
+        self.wake.set()
+
+    async def _settle_steer(self, seq: int, stage: ReceiptStage) -> None:
         state = {ReceiptStage.ACCEPTED: "applied", ReceiptStage.REFUSED: "refused"}.get(
             stage, "unknown"
         )
-        await self._set_input(row["seq"], state)
+        await self._set_input(seq, state)
 
     async def _receipt(
         self, receipts: asyncio.Queue[PromptSteerAck], input_id: str, timeout: float | None

@@ -158,7 +158,7 @@ class Observation:
             return _ENDED
         if isinstance(projected, wire_run.Done):
             self._settled = inline
-        elif self._run.answered:  # Core answered an interaction itself: deliver it
+        elif self._run.answered:  # something delivery may now send (see RunProjection)
             self._run.answered = False
             self._delivery.wake.set()
         return projected

@@ -76,7 +76,8 @@ class RunProjection:
     inflight: bool = False
     # The session's per-turn deadline passed and Core cancelled the turn for it.
     deadline_passed: bool = False
-    # Core answered an interaction itself (an overlay's denial): delivery must run.
+    # Core answered an interaction itself (an overlay's denial), or the Runtime withdrew
+    # one that steering messages were held behind: delivery must run.
     answered: bool = False
     # Once a usage the turn reported took the session's spend past its spend_control
     # limit (as the limit stood at that report).
@@ -160,6 +161,7 @@ class Projector:
         elif isinstance(payload, PermissionCancel):
             await interactions.set_interaction_state(tx, run.session_id, frame.id, "withdrawn")
             await self.resume_if_clear(tx, run.session_id, run.turn_id, run.fencing_token)
+            run.answered = True  # steering held behind the request may go now
         elif frame.type in SUBAGENT_FRAMES:
             await self._subagents.apply(
                 tx, run.session_id, run.turn_id, payload, partial(self._new_item, run=run)
