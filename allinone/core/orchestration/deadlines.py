@@ -8,14 +8,19 @@ lost Runtime counts (the turn was running as far as its user knows). A pause sto
 when the pause applies, `deadline_left_ms` keeps the running time the turn had left
 (`storage.checkpoints.suspend`), and the re-claim after the resume sets a new
 `deadline_at_ms` from it. A turn found past its deadline when it is to be re-claimed is
-failed `turn_deadline_exceeded` (`Outcomes.deadline_passed`) without starting it again.
+failed `turn_deadline_exceeded` (`Outcomes.deadline_passed`) without starting it again:
+by the queue, which looks at suspended turns whether or not a Runtime can take them, and
+by the re-claim itself.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from storage import execution_settings
+from allinone.core.orchestration.outcomes import Outcomes
+from allinone.core.orchestration.recovery import RESUMING
+from storage import execution_settings, turns
+from storage.database import Tx
 
 
 def seconds_of(session: dict[str, Any]) -> int | float | None:
@@ -47,3 +52,17 @@ def carried(row: dict[str, Any], session: dict[str, Any], now_ms: int) -> int | 
 
 def passed(deadline_ms: int | None, now_ms: int) -> bool:
     return deadline_ms is not None and deadline_ms <= now_ms
+
+
+async def expire(
+    tx: Tx, outcomes: Outcomes, turn_id: str, session: dict[str, Any], now_ms: int
+) -> bool:
+    """Fail the suspended turn `turn_id` (waiting to be re-claimed) when its deadline
+    passed by `now_ms`; whether it was failed (not when it was claimed, paused or
+    cancelled meanwhile)."""
+    row = await turns.get(tx, turn_id)
+    if row is None or row.get("phase") != RESUMING or row["cancel_requested_at"]:
+        return False
+    if not passed(carried(row, session, now_ms), now_ms):
+        return False
+    return await outcomes.deadline_passed(tx, row)
