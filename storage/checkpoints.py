@@ -94,17 +94,33 @@ async def deliveries_in_flight(q: Queryable, turn_id: str) -> str | None:
 
 
 async def suspend(
-    tx: Tx, turn_id: str, phase: str, fencing_token: str | None, expected_version: int | None
+    tx: Tx,
+    turn_id: str,
+    phase: str,
+    fencing_token: str | None,
+    expected_version: int | None,
+    now_ms: int,
 ) -> bool:
     """Release the turn's claim without ending it: no lease, no device, `phase` set
     (`resuming` to be re-claimed, `paused` to wait for a resume). Compare-and-set on the
-    fencing token and, when given, the state version."""
+    fencing token and, when given, the state version. A pause stops the turn's deadline:
+    `paused` keeps the running time it had left at `now_ms` (none once it passed), unless
+    it kept it already (a pause again before its re-claim); `resuming` leaves the
+    deadline running."""
     sql = (
         "UPDATE turns SET phase = ?, lease_expires_at = NULL, device_id = NULL,"
         " state_version = state_version + 1"
-        " WHERE id = ? AND status IN ('in_progress', 'waiting')"
     )
-    args: list[Any] = [phase, turn_id]
+    args: list[Any] = [phase]
+    if phase == "paused":
+        sql += (
+            ", deadline_left_ms = COALESCE(deadline_left_ms, CASE"
+            " WHEN deadline_at_ms IS NULL THEN NULL"
+            " WHEN deadline_at_ms > ? THEN deadline_at_ms - ? ELSE 0 END)"
+        )
+        args += [now_ms, now_ms]
+    sql += " WHERE id = ? AND status IN ('in_progress', 'waiting')"
+    args.append(turn_id)
     if fencing_token is not None:
         sql += " AND fencing_token = ?"
         args.append(fencing_token)

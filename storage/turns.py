@@ -24,9 +24,16 @@ JSON_COLUMNS = ("usage", "context")
 # Statuses in which a turn has ended.
 ENDED = ("completed", "failed", "cancelled")
 # Run state only a running turn needs, cleared when it ends (nothing reads it after):
-# its resume cursor and token, the operation in flight, its lease. The Core process and
-# the device that ran it stay: they tell where it ran.
-RUNNING_ONLY = ("checkpoint_cursor", "checkpoint_token", "inflight_operation", "lease_expires_at")
+# its resume cursor and token, the operation in flight, its lease, its deadline. The Core
+# process and the device that ran it stay: they tell where it ran.
+RUNNING_ONLY = (
+    "checkpoint_cursor",
+    "checkpoint_token",
+    "inflight_operation",
+    "lease_expires_at",
+    "deadline_at_ms",
+    "deadline_left_ms",
+)
 
 
 async def insert(tx: Tx, turn_id: str, session_id: str, agent_id: str, now: int) -> None:

@@ -99,7 +99,10 @@ DROPPED: dict[str, frozenset[str]] = {
     "environments": frozenset({"project_id", "secrets", "idempotency_key", "request_hash"}),
     # A turn travels as readers see it (`turns_full`), never in its stored form: the keys
     # of its documents are one database's own.
-    "turns": frozenset({"fencing_token", "device_id", "lease_expires_at"}) | INTERNAL,
+    "turns": frozenset(
+        {"fencing_token", "device_id", "lease_expires_at", "deadline_at_ms", "deadline_left_ms"}
+    )
+    | INTERNAL,
     "items": frozenset(),
     "function_calls": frozenset(),
     "interactions": frozenset(),

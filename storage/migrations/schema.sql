@@ -1,4 +1,4 @@
--- corebox schema at version 39: what the numbered files make of a new database,
+-- corebox schema at version 40: what the numbered files make of a new database,
 -- which starts from here. Written by `make schema` (storage.migrations.snapshot()); not edited by hand.
 
 CREATE TABLE projects (
@@ -566,7 +566,7 @@ CREATE TABLE "turns" (
     tokens_cached INTEGER,
     tokens_output INTEGER,
     tokens_reasoning INTEGER,
-    tokens_total INTEGER,
+    tokens_total INTEGER, deadline_at_ms INTEGER, deadline_left_ms INTEGER,
     CHECK ((completed_at IS NULL) = (status IN ('queued', 'in_progress', 'waiting')))
 ) WITHOUT ROWID;
 

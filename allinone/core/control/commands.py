@@ -193,7 +193,8 @@ class Commands:
             ok = await self._moved(tx, turn, "paused", version, (TurnStatus.QUEUED.value,))
             return ("applied", None) if ok else ("rejected", "state_version_mismatch")
         if phase == "resuming":
-            ok = await checkpoints.suspend(tx, turn["id"], "paused", None, version)
+            now_ms = self._clock.now_ms()
+            ok = await checkpoints.suspend(tx, turn["id"], "paused", None, version, now_ms)
             return await self._announced(tx, turn, ok, "applied")
         ok = await self._moved(tx, turn, "pause_requested", version, RUNNING)
         return await self._announced(tx, turn, ok, "accepted")

@@ -25,6 +25,7 @@ from allinone.core.environments import Environments
 from allinone.core.gateway.preparations import Preparations
 from allinone.core.gateway.registry import Registry
 from allinone.core.ids import Clock, Ids
+from allinone.core.orchestration import deadlines
 from allinone.core.orchestration.collaborators import Collaborators
 from allinone.core.orchestration.configuration import required_capabilities
 from allinone.core.orchestration.credentials import RunCredentials
@@ -188,6 +189,8 @@ class Orchestrator:
                 continue
             if self._waits(turn["id"]):
                 continue
+            if session is not None and await self._expired(turn, session):
+                continue
             if session is None or checks is None:
                 continue  # a kill switch holds it queued until it is cleared
             needs = required_capabilities(session)
@@ -207,6 +210,25 @@ class Orchestrator:
             self._executions[turn["id"]] = execution
             self._inflight[turn["id"]] = task
             task.add_done_callback(partial(self._finished, str(turn["id"])))
+
+    async def _expired(self, turn: dict[str, Any], session: dict[str, Any]) -> bool:
+        """Whether a turn waiting to be re-claimed is past its deadline: it is failed
+        then, whether or not a Runtime could take it (deadlines.py)."""
+        if turn["status"] == "queued":
+            return False
+        now_ms = self._parts.clock.now_ms()
+        if not deadlines.passed(deadlines.carried(turn, session, now_ms), now_ms):
+            return False
+        expire = partial(
+            deadlines.expire,
+            outcomes=self._parts.outcomes,
+            turn_id=turn["id"],
+            session=session,
+            now_ms=now_ms,
+        )
+        if await self._db.write(expire):
+            log.info("turn %s passed its deadline before it was re-claimed", turn["id"])
+        return True
 
     async def _reserve(self, turn: dict[str, Any]) -> bool:
         """With peers, hold a queued turn for this process while it is prepared, so

@@ -63,6 +63,10 @@ class Outcomes:
         self._projector = projector
         self._clock = clock
 
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
     async def _end(
         self,
         tx: Tx,
@@ -252,7 +256,9 @@ class Outcomes:
         names the operation whose outcome is unknown. Nothing is replayed."""
         unknown = _unknown(operation)
         message = f"The execution stopped while this turn was running; {unknown}."
-        return await self._stop(tx, row, "execution_interrupted", message)
+        return await self._stop(
+            tx, row, {"error_code": "execution_interrupted", "error_message": message}
+        )
 
     async def unrestorable(self, tx: Tx, row: dict[str, Any], problem: str) -> bool:
         """Fail a suspended turn that cannot continue from its checkpoint (restore
@@ -268,9 +274,24 @@ class Outcomes:
         `run`: `event_stream_incomplete`, since the Run may still have gone on."""
         await self._projector.close_unfinished(tx, run)
         message = f"Observation of the execution stopped ({reason}); {_unknown(operation)}."
-        return await self._stop(tx, row, "event_stream_incomplete", message)
+        return await self._stop(
+            tx, row, {"error_code": "event_stream_incomplete", "error_message": message}
+        )
 
-    async def _stop(self, tx: Tx, row: dict[str, Any], code: str, message: str) -> bool:
+    async def deadline_passed(self, tx: Tx, row: dict[str, Any]) -> bool:
+        """Fail a suspended turn (no Run holds it) whose deadline passed before it was
+        re-claimed: `turn_deadline_exceeded`, as a Run cut at its deadline ends, and
+        nothing is started again. Fenced on the token it was suspended with, so a
+        re-claim that won meanwhile keeps it; whether it moved."""
+        return await self._stop(tx, row, DEADLINE_FIELDS, row.get("fencing_token"))
+
+    async def _stop(
+        self,
+        tx: Tx,
+        row: dict[str, Any],
+        fields: dict[str, object],
+        fencing_token: str | None = None,
+    ) -> bool:
         turn_id = str(row["id"])
         await leases.interrupt_items(tx, turn_id)
         await interactions.withdraw_open(tx, turn_id)
@@ -280,8 +301,8 @@ class Outcomes:
             str(row["session_id"]),
             TurnStatus.FAILED,
             (TurnStatus.IN_PROGRESS, TurnStatus.WAITING),
-            None,
-            {"error_code": code, "error_message": message},
+            fencing_token,
+            fields,
         )
 
 
@@ -291,6 +312,12 @@ def _unknown(operation: str | None) -> str:
 
 DEADLINE_CODE = "turn_deadline_exceeded"
 BUDGET_CODE = "session_budget_exceeded"
+# How a turn that ran past its session's per-turn deadline ends (failed).
+DEADLINE_FIELDS: dict[str, object] = {
+    "error_code": DEADLINE_CODE,
+    "error_message": "The turn ran past the session's per-turn deadline.",
+    "engine_error_code": "request_timeout",
+}
 
 
 def ending(
@@ -309,13 +336,7 @@ def ending(
         )
         return TurnStatus.FAILED, fields
     if run.deadline_passed and (cancelled or unconfirmed):
-        fields.update(
-            {
-                "error_code": DEADLINE_CODE,
-                "error_message": "The turn ran past the session's per-turn deadline.",
-                "engine_error_code": "request_timeout",
-            }
-        )
+        fields.update(DEADLINE_FIELDS)
         return TurnStatus.FAILED, fields
     if run.over_budget and (cancelled or unconfirmed):
         fields.update(

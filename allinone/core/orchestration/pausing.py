@@ -83,6 +83,7 @@ class Pausing:
         then), or None when the Run no longer holds the turn."""
         run = self._run
         now = self._parts.clock.now()
+        now_ms = self._parts.clock.now_ms()
 
         async def job(tx: Tx) -> str | None:
             row = await turns.get(tx, run.turn_id)
@@ -95,7 +96,8 @@ class Pausing:
             resumed = asked[:1] == ["resume"]
             drained = self._draining() and "pause" not in asked
             phase = "resuming" if resumed or drained else "paused"
-            if not await checkpoints.suspend(tx, run.turn_id, phase, run.fencing_token, None):
+            token = run.fencing_token
+            if not await checkpoints.suspend(tx, run.turn_id, phase, token, None, now_ms):
                 return None
             await commands.settle(tx, run.turn_id, "pause", "applied", None, now)
             await self._parts.outcomes.recorder.emit_turn_phase(tx, run.turn_id)

@@ -40,16 +40,20 @@ async def unknown_operation(tx: Tx, row: dict[str, Any]) -> str | None:
     return await checkpoints.deliveries_in_flight(tx, str(row["id"]))
 
 
-async def suspend(tx: Tx, row: dict[str, Any], token: str | None, recorder: Recorder) -> bool:
+async def suspend(
+    tx: Tx, row: dict[str, Any], token: str | None, recorder: Recorder, now_ms: int
+) -> bool:
     """Suspend a turn that can continue from its checkpoint: `resuming`, or `paused`
     when a pause someone asked for was under way (the newest of its open pause and
-    resume commands is a pause; they are then applied). A drain's pause, which no
+    resume commands is a pause; they are then applied, and the turn's deadline stops at
+    `now_ms`: the time Core was down counts as running). A drain's pause, which no
     command asked for, leaves it `resuming`, as a drain that finished would have. The
     new phase is announced on the session's stream."""
     pausing = row.get("phase") in ("pause_requested", "pausing")
     asked = await commands.open_pauses(tx, str(row["id"])) if pausing else []
     phase = PAUSED if asked[:1] == ["pause"] else RESUMING
-    if not await checkpoints.suspend(tx, row["id"], phase, token, row["state_version"]):
+    version = row["state_version"]
+    if not await checkpoints.suspend(tx, row["id"], phase, token, version, now_ms):
         return False
     if "pause" in asked:
         now = int(row.get("checkpoint_at") or 0)
@@ -126,8 +130,9 @@ class Recovery:
             if row is None or row.get("fencing_token") != run.fencing_token:
                 return None
             operation = await unknown_operation(tx, row)
+            now_ms = self._outcomes.clock.now_ms()
             if operation is None and await suspend(
-                tx, row, run.fencing_token, self._outcomes.recorder
+                tx, row, run.fencing_token, self._outcomes.recorder, now_ms
             ):
                 return CONTINUES
             if await self._outcomes.observation_lost(tx, row, run, operation, reason):
@@ -143,7 +148,8 @@ class Recovery:
         if fresh.get("phase") in (PAUSED, RESUMING):
             return True  # already suspended: it waits for a resume or a re-claim
         reason = await unknown_operation(tx, fresh)
-        if reason is None and await suspend(tx, fresh, token, self._outcomes.recorder):
+        now_ms = self._outcomes.clock.now_ms()
+        if reason is None and await suspend(tx, fresh, token, self._outcomes.recorder, now_ms):
             return True
         await self._outcomes.interrupt(tx, fresh, reason)
         return False

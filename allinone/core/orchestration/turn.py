@@ -35,7 +35,7 @@ from allinone.core.gateway.subscriptions import RunSubscription
 from allinone.core.gateway.suspension import suspend_id
 from allinone.core.gateway.workspace import BindRefused, WorkspaceUnavailable, wire_uuid
 from allinone.core.log_context import turn_fields
-from allinone.core.orchestration import context, manifest
+from allinone.core.orchestration import context, deadlines, manifest
 from allinone.core.orchestration.collaborators import Collaborators
 from allinone.core.orchestration.configuration import (
     configuration,
@@ -105,6 +105,8 @@ class TurnExecution:
         self._initial: list[dict[str, Any]] | None = None
         # Set when the turn is left queued for a reason a retry at once would meet again.
         self.held_back: HeldBack | None = None
+        # When the claim's deadline passes (Unix ms, kept in the row; deadlines.py).
+        self._deadline_at_ms: int | None = None
 
     def drain(self) -> None:
         """Pause at the next checkpoint for a drain: the turn is left to be re-claimed."""
@@ -212,18 +214,21 @@ class TurnExecution:
             )
 
     def _deadline(self, run: RunProjection) -> asyncio.TimerHandle | None:
-        """Cancel the turn when the session's per-turn deadline passes (it then fails
-        with `turn_deadline_exceeded`)."""
-        seconds = execution_settings.settings_of(self._session).get("turn_deadline_seconds")
-        if not isinstance(seconds, int | float) or seconds <= 0:
+        """Cancel the turn when its deadline, as the claim took it from the turn's row,
+        passes (it then fails with `turn_deadline_exceeded`): what is left of it, not
+        the session's whole per-turn deadline, after a restart or a pause."""
+        at = self._deadline_at_ms
+        if at is None:
             return None
+        seconds = deadlines.seconds_of(self._session)
 
         def passed() -> None:
             log.info("turn %s passed its deadline of %s s", self._turn_id, seconds)
             run.deadline_passed = True
             self.cancel.set()
 
-        return asyncio.get_running_loop().call_later(float(seconds), passed)
+        delay = max(0.0, (at - self._parts.clock.now_ms()) / 1000)
+        return asyncio.get_running_loop().call_later(delay, passed)
 
     async def _allowed(self) -> bool:
         """The checks at the safe point before a claim: the session's budget and the
@@ -337,6 +342,7 @@ class TurnExecution:
         epoch, fence = await tenancy.next_counters(tx, "worker_epoch", "fencing_token")
         token = str(fence)
         now = self._parts.clock.now()
+        deadline = deadlines.first(self._session, self._parts.clock.now_ms())
         moved = await move(
             tx,
             self._turn_id,
@@ -354,6 +360,7 @@ class TurnExecution:
                 "agent_version": self._session.get("agent_version"),
                 "core_process_id": self._parts.process_id,
                 "reserved_until": None,
+                "deadline_at_ms": deadline,
                 # Encoded once, where they are stored (`storage.turn_rows`).
                 "manifest": manifest.claimed(self._session, config_digest, self._checks.overlays),
                 "context": decided.record,
@@ -361,6 +368,7 @@ class TurnExecution:
         )
         if not moved:
             return None
+        self._deadline_at_ms = deadline
         self._context = decided
         self._initial = await leases.take_initial_input(tx, self._turn_id)
         recorder = self._parts.outcomes.recorder
@@ -369,12 +377,19 @@ class TurnExecution:
         return token
 
     async def _reclaim(self, tx: Tx, reused: bool) -> str | None:
-        """Re-claim a suspended turn from its checkpoint (restore validation first): a new
-        worker epoch and fencing token, compare-and-set on its state version. The
-        checkpoint is carried over to the new claim. None when the turn is no longer
-        suspended, or failed because its checkpoint cannot be restored."""
+        """Re-claim a suspended turn from its checkpoint (its deadline and restore
+        validation first): a new worker epoch and fencing token, compare-and-set on its
+        state version. The checkpoint and the deadline are carried over to the new
+        claim. None when the turn is no longer suspended, or failed because its deadline
+        passed or its checkpoint cannot be restored."""
         row = await turns.get(tx, self._turn_id)
         if row is None or row["phase"] != RESUMING or row["cancel_requested_at"]:
+            return None
+        now_ms = self._parts.clock.now_ms()
+        deadline = deadlines.carried(row, self._session, now_ms)
+        if deadlines.passed(deadline, now_ms):
+            if await self._parts.outcomes.deadline_passed(tx, row):
+                log.info("turn %s passed its deadline before it was re-claimed", self._turn_id)
             return None
         problem = restore_problem(row, revisions.digest_of(self._session))
         if problem is not None:
@@ -396,10 +411,13 @@ class TurnExecution:
                 "core_process_id": self._parts.process_id,
                 "phase": "waiting" if waiting else "running",
                 "lease_expires_at": now + self._parts.timers.lease_seconds,
+                "deadline_at_ms": deadline,
+                "deadline_left_ms": None,
             },
         )
         if not moved:
             return None
+        self._deadline_at_ms = deadline
         await commands.settle(tx, self._turn_id, "resume", "applied", None, now)
         await self._parts.outcomes.recorder.emit_turn_phase(tx, self._turn_id)
         if not reused:
