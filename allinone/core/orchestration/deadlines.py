@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from allinone.core.orchestration.outcomes import Outcomes
-from allinone.core.orchestration.recovery import RESUMING
+from allinone.core.orchestration.outcomes import RESUMING, Outcomes
 from storage import execution_settings, turns
 from storage.database import Tx
 

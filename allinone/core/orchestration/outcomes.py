@@ -264,7 +264,9 @@ class Outcomes:
         """Fail a suspended turn that cannot continue from its checkpoint (restore
         validation said why: `recovery.restore_problem`), as `interrupt` does."""
         message = f"The turn could not continue from its checkpoint: {problem}."
-        return await self._stop(tx, row, "execution_interrupted", message)
+        return await self._stop(
+            tx, row, {"error_code": "execution_interrupted", "error_message": message}
+        )
 
     async def observation_lost(
         self, tx: Tx, row: dict[str, Any], run: RunProjection, operation: str | None, reason: str
