@@ -142,6 +142,25 @@ def test_a_function_tool_round_trip_through_tool_handlers(
     assert json.loads(messages[-1]["content"]) == {"forecast": "sunny"}
 
 
+def answered(client: OpenAI, session_id: str, action: Any) -> None:
+    """Answer the pending `get_weather` call with "21 degrees" and return once the
+    session's latest turn has ended; a turn that never ends fails the test after a
+    minute rather than hang it."""
+    send(
+        client,
+        session_id,
+        {
+            "type": "agent.session.input.tool_result",
+            "turn_id": action.turn_id,
+            "call_id": action.call_id,
+            "success": True,
+            "output": "21 degrees",
+        },
+    )
+    ended = ("completed", "failed", "cancelled")
+    until(lambda: latest_turn(client, session_id).status in ended, 60.0)
+
+
 @pytest.mark.parametrize("protocol", ["chat_completions", "responses"])
 def test_a_message_while_a_function_result_is_awaited_reaches_the_next_model_call(
     client: OpenAI, model: ModelServer, protocol: str
@@ -156,20 +175,7 @@ def test_a_message_while_a_function_result_is_awaited_reaches_the_next_model_cal
                 action = event.session.required_actions[0]
                 break
     send(client, session_id, message("Use Celsius."))
-    send(
-        client,
-        session_id,
-        {
-            "type": "agent.session.input.tool_result",
-            "turn_id": action.turn_id,
-            "call_id": action.call_id,
-            "success": True,
-            "output": "21 degrees",
-        },
-    )
-    # A turn that never ends fails the test after a minute rather than hang it.
-    ended = ("completed", "failed", "cancelled")
-    until(lambda: latest_turn(client, session_id).status in ended, 60.0)
+    answered(client, session_id, action)
     turns = client.beta.agents.sessions.turns.list(session_id).data
     assert [t.status for t in turns] == ["completed", "completed"]  # the message joined it
     items = client.beta.agents.sessions.items.list(session_id, order="asc").data[2:]
@@ -206,19 +212,7 @@ def test_a_message_steered_into_a_model_call_that_then_awaits_a_function_result(
     action = until(lambda: client.beta.agents.sessions.retrieve(session_id).required_actions, 60.0)[
         0
     ]
-    send(
-        client,
-        session_id,
-        {
-            "type": "agent.session.input.tool_result",
-            "turn_id": action.turn_id,
-            "call_id": action.call_id,
-            "success": True,
-            "output": "21 degrees",
-        },
-    )
-    ended = ("completed", "failed", "cancelled")
-    until(lambda: latest_turn(client, session_id).status in ended, 60.0)
+    answered(client, session_id, action)
     turns = client.beta.agents.sessions.turns.list(session_id).data
     assert [t.status for t in turns] == ["completed", "completed"]
     assert len(model.requests) == 3

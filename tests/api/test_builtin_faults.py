@@ -15,7 +15,8 @@ import pytest
 from openai import OpenAI
 
 from tests.api.test_builtin import KEY, latest_turn, message, send, until_settled
-from tests.conftest import API_KEY, start_server
+from tests.api.test_run_control import sdk
+from tests.conftest import start_server
 from tests.support.model_server import MODEL, ModelServer, Reply
 from tests.support.sdk import send_and_settle
 
@@ -163,13 +164,8 @@ def bounded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenAI]:
         },
     )
     try:
-        with OpenAI(
-            base_url=f"{server.base_url}/v1",
-            api_key=API_KEY,
-            max_retries=0,
-            _strict_response_validation=True,
-        ) as sdk:
-            yield sdk
+        with sdk(server) as client:
+            yield client
     finally:
         server.stop()
 

@@ -19,8 +19,8 @@ from openai import OpenAI
 
 from runtime.proto import limits
 from tests.api.support import unchanged, until
-from tests.conftest import API_KEY, Server, start_server
-from tests.support.sdk import sdk_client
+from tests.api.test_continuity import client_of
+from tests.conftest import Server, start_server
 
 WAIT = 30.0
 MIB = 1024 * 1024
@@ -38,15 +38,6 @@ def own(tmp_path: Path) -> Iterator[Server]:
         yield server
     finally:
         server.stop()
-
-
-def client_of(server: Server) -> OpenAI:
-    return sdk_client(
-        base_url=f"{server.base_url}/v1",
-        api_key=API_KEY,
-        max_retries=0,
-        _strict_response_validation=True,
-    )
 
 
 def latest_turn(client: OpenAI, session_id: str) -> Any:

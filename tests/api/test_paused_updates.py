@@ -6,40 +6,27 @@ resume, and for a running turn re-claimed after a kill -9 that followed an updat
 
 from __future__ import annotations
 
-import signal
 import time
 from pathlib import Path
 from typing import Any
 
 from openai import OpenAI
 
+from tests.api.test_reclaim import kill
 from tests.api.test_run_control import (
     LOOKUP,
     NEVER_SETTLES,
+    answer,
     assistant,
     command,
     run_state,
     sdk,
     settled,
+    started,
     wait_idle,
 )
 from tests.conftest import Server, start_server
 from tests.support.sdk import send_and_settle
-
-
-def started(client: OpenAI, script: str, **create: Any) -> str:
-    """A session running `script`, returned once its first reply is durable."""
-    stream = client.beta.agents.sessions.create(
-        environment={"type": "none"}, input=script, stream=True, **create
-    )
-    session_id = ""
-    for event in stream:
-        if event.type == "agent.session.created":
-            session_id = event.session.id
-        if event.type == "agent.session.turn.item.done":
-            break
-    stream.close()
-    return session_id
 
 
 def paused(server: Server, client: OpenAI, session_id: str) -> None:
@@ -147,22 +134,6 @@ def ended(client: OpenAI, session_id: str) -> dict[str, Any]:
         time.sleep(0.02)
 
 
-def answer(client: OpenAI, session_id: str, action: Any) -> None:
-    """Answer the pending call of `lookup` with 7."""
-    client.beta.agents.sessions.events.create(
-        session_id,
-        events=[
-            {
-                "type": "agent.session.input.tool_result",
-                "turn_id": action.turn_id,
-                "call_id": action.call_id,
-                "success": True,
-                "output": "7",
-            }  # type: ignore[list-item]
-        ],
-    )
-
-
 def test_a_paused_turn_keeps_its_tools_when_the_session_drops_them(server: Server) -> None:
     with sdk(server) as client:
         session_id = started(
@@ -200,8 +171,7 @@ def test_an_update_then_kill_9_leaves_the_turn_to_resume_on_its_pin(tmp_path: Pa
             pinned = run_state(client, running)["config_digest"]
             client.beta.agents.sessions.update(running, agent={"tools": [LOOKUP]})
     finally:
-        server.process.send_signal(signal.SIGKILL)
-        server.process.wait(timeout=10)
+        kill(server)
 
     restarted = start_server(data, port=server.port)
     try:

@@ -93,10 +93,10 @@ def settled(server: Server, command_id: str) -> dict[str, Any]:
         time.sleep(0.02)
 
 
-def start(client: OpenAI, script: str) -> str:
+def started(client: OpenAI, script: str, **create: Any) -> str:
     """A session running `script`, returned once its first reply is durable."""
     stream = client.beta.agents.sessions.create(
-        agent={"model": "scripted"}, environment={"type": "none"}, input=script, stream=True
+        environment={"type": "none"}, input=script, stream=True, **create
     )
     session_id = ""
     for event in stream:
@@ -106,6 +106,44 @@ def start(client: OpenAI, script: str) -> str:
             break
     stream.close()
     return session_id
+
+
+def start(client: OpenAI, script: str) -> str:
+    """A scripted session running `script`, returned once its first reply is durable."""
+    return started(client, script, agent={"model": "scripted"})
+
+
+def awaiting(client: OpenAI, agent_id: str, script: str) -> tuple[str, Any]:
+    """A session of agent `agent_id` running `script`, and the action its turn waits for."""
+    stream = client.beta.agents.sessions.create(
+        agent_id=agent_id, environment={"type": "none"}, input=script, stream=True
+    )
+    session_id, action = "", None
+    for event in stream:
+        if event.type == "agent.session.created":
+            session_id = event.session.id
+        if event.type == "agent.session.requires_action":
+            action = event.session.required_actions[0]  # type: ignore[attr-defined]
+            break
+    stream.close()
+    assert session_id and action is not None
+    return session_id, action
+
+
+def answer(client: OpenAI, session_id: str, action: Any) -> None:
+    """Answer the pending call of `lookup` with 7."""
+    client.beta.agents.sessions.events.create(
+        session_id,
+        events=[
+            {
+                "type": "agent.session.input.tool_result",
+                "turn_id": action.turn_id,
+                "call_id": action.call_id,
+                "success": True,
+                "output": "7",
+            }  # type: ignore[list-item]
+        ],
+    )
 
 
 def assistant(client: OpenAI, session_id: str) -> list[str]:
@@ -354,38 +392,13 @@ def test_a_turn_paused_while_waiting_takes_its_result_and_continues_on_resume(
     try:
         with sdk(server) as client:
             agent = client.beta.agents.create(model="scripted", tools=[LOOKUP])  # type: ignore[list-item]
-            stream = client.beta.agents.sessions.create(
-                agent_id=agent.id,
-                environment={"type": "none"},
-                input="/call lookup {}\n/say got {result}",
-                stream=True,
-            )
-            session_id, action = "", None
-            for event in stream:
-                if event.type == "agent.session.created":
-                    session_id = event.session.id
-                if event.type == "agent.session.requires_action":
-                    action = event.session.required_actions[0]  # type: ignore[attr-defined]
-                    break
-            stream.close()
-            assert action is not None
+            session_id, action = awaiting(client, agent.id, "/call lookup {}\n/say got {result}")
             paused = command(server, session_id, "pause")
             assert settled(server, paused.json()["id"])["status"] == "applied"
             state = run_state(client, session_id)
             assert (state["status"], state["phase"]) == ("waiting", "paused")
             assert state["checkpoint"]["boundary"] == "awaiting_function_result"
-            client.beta.agents.sessions.events.create(
-                session_id,
-                events=[
-                    {
-                        "type": "agent.session.input.tool_result",
-                        "turn_id": action.turn_id,
-                        "call_id": action.call_id,
-                        "success": True,
-                        "output": "7",
-                    }  # type: ignore[list-item]
-                ],
-            )
+            answer(client, session_id, action)
             assert run_state(client, session_id)["phase"] == "paused"  # nothing delivered
             resumed = command(server, session_id, "resume")
             assert settled(server, resumed.json()["id"])["status"] == "applied"

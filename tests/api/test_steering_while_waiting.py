@@ -5,7 +5,6 @@ across kill -9 of the server between the message and the result."""
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,8 @@ from openai import OpenAI
 
 from tests.api import test_run_control as control
 from tests.api.support import until
-from tests.api.test_run_control import command, run_state, sdk
+from tests.api.test_reclaim import kill
+from tests.api.test_run_control import awaiting, command, run_state, sdk
 from tests.api.test_turns import WEATHER_TOOL, message, send
 from tests.conftest import Server, start_server
 
@@ -24,19 +24,7 @@ SCRIPT = '/call get_weather {"city":"Paris"}\n/say got {result}'
 def waiting_session(client: OpenAI) -> tuple[str, Any]:
     """A scripted session whose turn waits for `get_weather`, and the pending call."""
     agent = client.beta.agents.create(model="scripted", tools=[WEATHER_TOOL])  # type: ignore[list-item]
-    stream = client.beta.agents.sessions.create(
-        agent_id=agent.id, environment={"type": "none"}, input=SCRIPT, stream=True
-    )
-    session_id, action = "", None
-    for event in stream:
-        if event.type == "agent.session.created":
-            session_id = event.session.id
-        if event.type == "agent.session.requires_action":
-            action = event.session.required_actions[0]  # type: ignore[attr-defined]
-            break
-    stream.close()
-    assert session_id and action is not None
-    return session_id, action
+    return awaiting(client, agent.id, SCRIPT)
 
 
 def result(action: Any, output: str = "sunny") -> dict[str, Any]:
@@ -116,11 +104,6 @@ def test_a_message_sent_while_a_waiting_turn_is_paused_steers_it_after_resume(
         send(client, session_id, result(action))
     settled(client, session_id)
     assert_steered_and_completed(client, session_id)
-
-
-def kill(server: Server) -> None:
-    server.process.send_signal(signal.SIGKILL)
-    server.process.wait(timeout=10)
 
 
 def test_a_message_to_a_waiting_turn_survives_kill_9_before_the_result(

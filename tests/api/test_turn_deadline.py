@@ -10,39 +10,21 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from openai import OpenAI
 
-from tests.api.test_run_control import command, settled
-from tests.conftest import API_KEY, Server, start_server
+from tests.api.test_reclaim import kill
+from tests.api.test_run_control import LOOKUP, command, sdk, settled, started
+from tests.conftest import start_server
 
-LOOKUP = {
-    "type": "function",
-    "name": "lookup",
-    "description": "Look a value up.",
-    "parameters": {"type": "object", "properties": {}, "additionalProperties": True},
-}
 # A turn still running after this long never ends: the test fails, not hangs.
 NEVER_ENDS = 60.0
 # The deadline of a turn stopped by SIGTERM outlasts the drain (at most a few seconds),
 # so that it passes while corebox is down; after kill -9 it may be short.
 DEADLINES = {signal.SIGTERM: 8, signal.SIGKILL: 2}
-
-
-@contextmanager
-def sdk(server: Server) -> Iterator[OpenAI]:
-    with OpenAI(
-        base_url=f"{server.base_url}/v1",
-        api_key=API_KEY,
-        max_retries=0,
-        _strict_response_validation=True,
-    ) as client:
-        yield client
 
 
 def latest(client: OpenAI, session_id: str) -> Any:
@@ -130,20 +112,12 @@ def test_a_pause_stops_the_deadline_across_a_restart(tmp_path: Path) -> None:
     server = start_server(data)
     try:
         with sdk(server) as client:
-            stream = client.beta.agents.sessions.create(
+            session_id = started(
+                client,
+                "/say a\n/sleep 1000\n/say b",
                 agent={"model": "scripted"},
-                environment={"type": "none"},
-                input="/say a\n/sleep 1000\n/say b",
-                stream=True,
                 extra_body={"x_corebox": {"turn_deadline_seconds": deadline}},
             )
-            session_id = ""
-            for event in stream:
-                if event.type == "agent.session.created":
-                    session_id = event.session.id
-                if event.type == "agent.session.turn.item.done":
-                    break
-            stream.close()
             claimed = time.monotonic()
             reply = command(server, session_id, "pause")
             assert reply.status_code == 202, reply.body
@@ -151,8 +125,7 @@ def test_a_pause_stops_the_deadline_across_a_restart(tmp_path: Path) -> None:
             paused = latest(client, session_id)
             assert dict(paused.x_corebox)["phase"] == "paused"  # type: ignore[attr-defined]
     finally:
-        server.process.send_signal(signal.SIGKILL)
-        server.process.wait(timeout=10)
+        kill(server)
     # The one timed wait: paused (and down) past the deadline, which is stopped.
     threading.Event().wait(max(0.0, claimed + deadline + 1 - time.monotonic()))
 

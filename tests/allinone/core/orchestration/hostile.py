@@ -308,6 +308,17 @@ async def in_thread(call: Callable[[], T]) -> T:
     return await asyncio.to_thread(call)
 
 
+async def initialized(peer: ScriptedPeer, client: OpenAI) -> Any:
+    """A new `openai_hosted` environment, returned once its initialization (a read-only
+    preparation with nothing to transfer) was released."""
+    environment = await in_thread(
+        lambda: client.beta.agents.environments.create(environment={"type": "openai_hosted"})
+    )
+    await peer.read_only_ready()  # initialization: nothing to transfer
+    await peer.released()
+    return environment
+
+
 def create_streamed(client: OpenAI, text: str) -> list[Any]:
     """Create a scripted session with `text`; its events until the turn settled."""
     return list(

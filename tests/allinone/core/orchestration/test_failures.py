@@ -22,6 +22,7 @@ from tests.allinone.core.orchestration.hostile import (
     connected,
     create_streamed,
     in_thread,
+    initialized,
 )
 
 
@@ -182,13 +183,7 @@ def test_a_start_refused_during_an_open_write_is_retried_once_it_settled(
 ) -> None:
     async def main() -> None:
         async with connected(tmp_path) as (peer, client):
-            environment = await in_thread(
-                lambda: client.beta.agents.environments.create(
-                    environment={"type": "openai_hosted"}
-                )
-            )
-            await peer.read_only_ready()  # initialization: nothing to transfer
-            await peer.released()
+            environment = await initialized(peer, client)
             writing = asyncio.create_task(
                 in_thread(
                     lambda: client.beta.agents.environments.files.create(

@@ -12,7 +12,13 @@ from typing import Any
 
 from openai import OpenAI
 
-from tests.allinone.core.orchestration.hostile import RealCore, ScriptedPeer, connected, in_thread
+from tests.allinone.core.orchestration.hostile import (
+    RealCore,
+    ScriptedPeer,
+    connected,
+    in_thread,
+    initialized,
+)
 from tests.support import databases
 
 
@@ -30,13 +36,7 @@ def _listing(names: list[str]) -> dict[str, Any]:
 def test_a_read_only_preparation_is_followed_past_preparing(tmp_path: Path) -> None:
     async def main() -> None:
         async with connected(tmp_path) as (peer, client):
-            environment = await in_thread(
-                lambda: client.beta.agents.environments.create(
-                    environment={"type": "openai_hosted"}
-                )
-            )
-            await peer.read_only_ready()  # initialization: nothing to transfer
-            await peer.released()
+            environment = await initialized(peer, client)
             listed = asyncio.create_task(
                 in_thread(lambda: client.beta.agents.environments.files.list(environment.id))
             )
@@ -267,13 +267,7 @@ def test_what_a_write_replaces_is_recorded_before_it_begins(tmp_path: Path) -> N
 
     async def main() -> None:
         async with connected(tmp_path) as (peer, client):
-            environment = await in_thread(
-                lambda: client.beta.agents.environments.create(
-                    environment={"type": "openai_hosted"}
-                )
-            )
-            await peer.read_only_ready()  # initialization: nothing to transfer
-            await peer.released()
+            environment = await initialized(peer, client)
             writing = _writer(client, environment.id, "/workspace/a.txt")
             await peer.read_only_ready()
             read = await peer.receive("workspace_read")
