@@ -2,13 +2,11 @@
 first argument `__confine`) the launcher that confines a command before it execs it."""
 
 import os
-import signal
 import sys
 
 from allinone.cli import main
 from runtime.confinement import LAUNCHER_ARGUMENT, launch
-
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+from runtime.harness.processes import death_request
 
 
 def die_with_the_launcher() -> None:
@@ -17,16 +15,9 @@ def die_with_the_launcher() -> None:
     one, but a kill -9 of it (a supervisor's, or an operator's) would leave this one
     serving, holding its port and database. On Linux the kernel then kills this one too,
     as a kill -9 of both would (nothing acknowledged is lost by that)."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    parent = os.getppid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        return
-    if os.getppid() != parent:  # the launcher died before the request took effect
-        os.kill(os.getpid(), signal.SIGKILL)
+    request = death_request(os.getppid())
+    if request is not None:
+        request()
 
 
 if __name__ == "__main__":

@@ -34,22 +34,27 @@ EXIT_WAIT_SECONDS = 5.0
 PROC = Path("/proc")
 
 
-def die_with_runtime() -> Callable[[], None] | None:
-    """A `preexec_fn` asking the kernel to SIGKILL the child when the starting thread
-    ends (None where there is no such request). Everything it needs is looked up here,
-    before the fork, so the child only makes two system calls."""
+def death_request(parent: int) -> Callable[[], None] | None:
+    """A call asking the kernel to SIGKILL the calling process when the thread that
+    started it ends, and killing it at once if `parent` is already gone (None where
+    there is no such request). Everything it needs is looked up here, so that as a
+    `preexec_fn` the child only makes two system calls."""
     if not sys.platform.startswith("linux"):
         return None
     prctl = ctypes.CDLL(None, use_errno=True).prctl
-    parent = os.getpid()
     getppid, getpid, kill = os.getppid, os.getpid, os.kill
 
     def request() -> None:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if getppid() != parent:  # the Runtime died before the request took effect
+        if getppid() != parent:  # the parent died before the request took effect
             kill(getpid(), signal.SIGKILL)
 
     return request
+
+
+def die_with_runtime() -> Callable[[], None] | None:
+    """The `preexec_fn` of a CLI process: it dies with the Runtime that starts it."""
+    return death_request(os.getpid())
 
 
 def tree_supported() -> bool:
